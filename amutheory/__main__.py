@@ -1,0 +1,5 @@
+import sys
+
+from amutheory.cli import main
+
+sys.exit(main())

@@ -1,0 +1,266 @@
+"""The three operations of amutheory as a small Python API.
+
+* :func:`derive`  -- spec in, :class:`~amutheory.symbolic.law.ScalingLaw` out (SymPy only);
+* :func:`measure` -- spec and depths in, :class:`Measurement` out (runs the torch probe);
+* :func:`predict` -- spec and depths in, :class:`Prediction` out (derived law, with constants
+  derived or calibrated on a measurement at other depths).
+
+``eta*`` is always ``sqrt(C / s_bar)``: AM-muP fixes the layer-averaged one-step second moment
+``eta^2 s_bar`` to ``C`` (default 1, a convention); measured and predicted ``eta*`` use the same
+``C``, so their ratio does not depend on it.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from amutheory.calibrate import Calibration, calibrate, layer_prediction, per_layer_statistic
+from amutheory.constants import Constant
+from amutheory.spec import ArchSpec, ProbeProtocol
+from amutheory.symbolic.conv import conv_law, derived_constants
+
+DEFAULT_CALIBRATION_DEPTHS = (2, 3, 4, 6)
+
+
+def _check_spec(spec):
+    if not isinstance(spec, ArchSpec):
+        raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
+
+
+def check_depths(depths) -> list[int]:
+    """``depths`` as a sorted list of distinct positive integers (ValueError otherwise)."""
+    if isinstance(depths, (str, bytes)) or not hasattr(depths, "__iter__"):
+        raise TypeError(f"depths must be a list of integers, got {depths!r}")
+    out = []
+    for d in depths:
+        if isinstance(d, bool) or not isinstance(d, (numbers.Integral, np.integer)):
+            raise TypeError(f"depths must be integers, got {d!r}")
+        if d < 1:
+            raise ValueError(f"depths must be >= 1, got {d}")
+        out.append(int(d))
+    if not out:
+        raise ValueError("depths must not be empty")
+    if len(set(out)) != len(out):
+        raise ValueError(f"depths must be distinct, got {out}")
+    return sorted(out)
+
+
+def _check_C(C):
+    if isinstance(C, bool) or not isinstance(C, numbers.Real) or not np.isfinite(C) or C <= 0:
+        raise ValueError(f"C must be a positive number, got {C!r}")
+    return float(C)
+
+
+def derive(spec: ArchSpec | None = None, finite_width: bool = False):
+    """The derived depth law of ``spec``'s family (symbolic; no torch)."""
+    if spec is not None:
+        _check_spec(spec)
+    return conv_law(spec, finite_width=finite_width)
+
+
+# --------------------------------------------------------------------------- measurement
+@dataclass
+class Measurement:
+    """Probe results of one spec over depths: ``profiles[L][i, l-1] = s_l`` of seed ``seeds[i]``."""
+
+    spec: ArchSpec
+    depths: list
+    seeds: list
+    profiles: dict
+    C: float = 1.0
+    level: float = 0.95
+
+    def s_bar(self, depth: int) -> np.ndarray:
+        """Per-seed ``s_bar = (1/L) sum_l s_l`` at ``depth``."""
+        return self.profiles[depth].mean(axis=1)
+
+    def summary(self) -> dict:
+        from amutheory import stats
+
+        rows = {k: [] for k in ("s_bar_mean", "s_bar_mean_ci", "s_bar_geo", "s_bar_geo_ci")}
+        for d in self.depths:
+            m, lo, hi = stats.arith_mean_ci(self.s_bar(d), level=self.level)
+            g, glo, ghi = stats.geo_mean_ci(self.s_bar(d), level=self.level)
+            rows["s_bar_mean"].append(m)
+            rows["s_bar_mean_ci"].append([lo, hi])
+            rows["s_bar_geo"].append(g)
+            rows["s_bar_geo_ci"].append([glo, ghi])
+        eta = lambda s: float(np.sqrt(self.C / s))  # noqa: E731
+        out = dict(rows)
+        out["eta_star_mean"] = [eta(s) for s in rows["s_bar_mean"]]
+        out["eta_star_mean_ci"] = [[eta(hi), eta(lo)] for lo, hi in rows["s_bar_mean_ci"]]
+        out["eta_star_geo"] = [eta(s) for s in rows["s_bar_geo"]]
+        out["eta_star_geo_ci"] = [[eta(hi), eta(lo)] for lo, hi in rows["s_bar_geo_ci"]]
+        out["per_layer_mean"] = [per_layer_statistic(self.profiles[d], "mean").tolist() for d in self.depths]
+        out["per_layer_geo"] = [per_layer_statistic(self.profiles[d], "geo").tolist() for d in self.depths]
+        if len(self.depths) >= 2:
+            for stat in ("mean", "geo"):
+                fit = self.fitted_exponent(stat)
+                out[f"fitted_exponent_{stat}"] = fit[0]
+                out[f"fitted_exponent_{stat}_ci"] = list(fit[1])
+        return out
+
+    def fitted_exponent(self, statistic: str = "mean", depths=None) -> tuple[float, tuple]:
+        """Least-squares slope of ``ln eta*`` on ``ln L`` (``= -slope(ln s_bar)/2``), seed-bootstrap CI."""
+        from amutheory import stats
+
+        depths = self.depths if depths is None else depths
+        values = np.stack([self.s_bar(d) for d in depths], axis=1)
+        fit = stats.fit_loglog_slope(depths, values, level=self.level, statistic=statistic)
+        lo, hi = fit.ci
+        return -fit.slope / 2, (-hi / 2, -lo / 2)
+
+    def to_dict(self) -> dict:
+        d = {"spec": self.spec.to_dict(), "depths": list(self.depths), "seeds": list(self.seeds), "C": self.C}
+        d.update(self.summary())
+        return d
+
+
+def measure(spec: ArchSpec, depths, seeds, protocol: ProbeProtocol = ProbeProtocol(), C: float = 1.0,
+            progress=None, chunk: int = 16) -> Measurement:
+    """Run the probe on ``spec`` at every depth (``spec.depth`` is replaced) for every seed."""
+    from amutheory.measure.probe import probe
+
+    _check_spec(spec)
+    depths = check_depths(depths)
+    C = _check_C(C)
+    seeds = _check_seeds(seeds)
+    if not isinstance(protocol, ProbeProtocol):
+        raise TypeError(f"protocol must be a ProbeProtocol, got {type(protocol).__name__}")
+    profiles = {}
+    for i, d in enumerate(depths):
+        profiles[d] = probe(spec.with_(depth=d), seeds, protocol, chunk=chunk).s
+        if progress is not None:
+            progress(i + 1, len(depths), d)
+    return Measurement(spec, depths, seeds, profiles, C)
+
+
+def _check_seeds(seeds) -> list[int]:
+    if isinstance(seeds, numbers.Integral) and not isinstance(seeds, bool):
+        if seeds < 2:
+            raise ValueError(f"seeds must be >= 2 (a CI needs two), got {seeds}")
+        return list(range(int(seeds)))
+    try:
+        out = [int(s) for s in seeds]
+    except (TypeError, ValueError):
+        raise TypeError(f"seeds must be an integer count or a list of integers, got {seeds!r}") from None
+    if len(out) < 2:
+        raise ValueError(f"seeds must hold at least 2 seeds, got {len(out)}")
+    return out
+
+
+# --------------------------------------------------------------------------- prediction
+@dataclass
+class Prediction:
+    """Predicted ``s_bar``, ``eta*`` and local slope at each depth, with the constants used."""
+
+    spec: ArchSpec
+    depths: list
+    s_bar: list
+    eta_star: list
+    local_slope: list
+    constants: dict
+    law: str
+    statistic: str
+    C: float = 1.0
+    calibration: Calibration | None = None
+    notes: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        d = {"spec": self.spec.to_dict(), "depths": list(self.depths), "eta_star": list(self.eta_star),
+             "s_bar": list(self.s_bar), "local_slope": list(self.local_slope),
+             "constants": {k: c.to_dict() for k, c in self.constants.items()},
+             "law": self.law, "statistic": self.statistic, "C": self.C, "notes": list(self.notes)}
+        if self.calibration is not None:
+            d["calibration"] = self.calibration.to_dict()
+        return d
+
+
+def mlp_limit_constants(spec: ArchSpec, input_var: float = 1.0) -> dict[str, Constant]:
+    """Constants from the derivation alone: ``a = 1`` (unit of ``s``), ``b = v``, ``e = 0``,
+    ``gamma = 0``, ``epsilon`` exact.  Exact for the MLP limit; a conv chain needs calibration."""
+    der = derived_constants(spec, input_var)
+    v = der["v_mlp"]
+    return {
+        "a": Constant("a", 1.0, "convention", note="unit of s: the coherent constant"),
+        "b": Constant("b", v.value, v.source, v.error, note="b = v a, MLP limit"),
+        "e": Constant("e", 0.0, "exact", note="no local part in the MLP limit"),
+        "epsilon": der["epsilon"],
+        "gamma": Constant("gamma", 0.0, "convention", note="infinite width"),
+    }
+
+
+def law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0):
+    """``(s_bar, eta*, local slope)`` at ``depths`` from the derived law and ``constants``."""
+    vals = {k: constants[k].value for k in ("a", "b", "e", "epsilon")}
+    gamma = constants["gamma"].value
+    depths = np.asarray(depths, dtype=float)
+    if abs(gamma) / spec.width < 1e-12:
+        law = conv_law(spec)
+    else:
+        law = conv_law(spec, finite_width=True)
+        vals["lambda"] = 1.0 + gamma / spec.width
+    s_bar = law.predictor("s_bar")(depths, **vals)
+    eta = law.predictor("eta_star")(depths, C=C, **vals)
+    slope = law.predictor("local_slope")(depths, **vals)
+    return s_bar, eta, slope
+
+
+def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DEFAULT_CALIBRATION_DEPTHS,
+            calibration_seeds=32, statistic: str = "mean", protocol: ProbeProtocol = ProbeProtocol(),
+            C: float = 1.0, progress=None, calibration_measurement: Measurement | None = None) -> Prediction:
+    """Predict ``eta*(L)`` of ``spec`` at ``depths``.
+
+    ``constants``: ``"calibrate"`` (measure nets at ``calibration_depths`` and fit ``a, b, e,
+    gamma``; the default), ``"mlp-limit"`` (derived constants only, ``s`` in units of ``a``), or
+    a :class:`~amutheory.calibrate.Calibration`.  ``statistic`` picks what is predicted: the
+    arithmetic mean over seeds (``mean``, the expectation) or the typical value (``geo``)."""
+    _check_spec(spec)
+    depths = check_depths(depths)
+    C = _check_C(C)
+    if statistic not in ("mean", "geo"):
+        raise ValueError(f"statistic must be 'mean' or 'geo', got {statistic!r}")
+    notes, calib = [], None
+    if isinstance(constants, Calibration):
+        calib = constants
+    elif constants == "calibrate":
+        if calibration_measurement is None:
+            cal_depths = check_depths(calibration_depths)
+            calibration_measurement = measure(spec, cal_depths, calibration_seeds, protocol, C, progress)
+        calib = calibrate(calibration_measurement.profiles,
+                          derived_constants(spec, protocol.input_var)["epsilon"].value,
+                          spec.width, statistic)
+    elif constants == "mlp-limit":
+        notes.append("constants from the MLP-limit derivation only: s and eta* are in units of a "
+                     "(absolute scale not predicted); conv chains deviate from this limit")
+    else:
+        raise ValueError(f"constants must be 'calibrate', 'mlp-limit' or a Calibration, got {constants!r}")
+    if calib is not None:
+        const = dict(calib.constants)
+        held_in = sorted(set(depths) & set(calib.depths))
+        if held_in:
+            notes.append(f"depths {held_in} were used for calibration: not an independent check there")
+    else:
+        const = mlp_limit_constants(spec, protocol.input_var)
+    derived = derived_constants(spec, protocol.input_var)
+    for k in ("c", "chi", "v_mlp", "kappa_fwd"):
+        const.setdefault(k, derived[k])
+    const["C"] = Constant("C", C, "convention", note="target one-step second moment")
+    s_bar, eta, slope = law_values(spec, depths, const, C)
+    law = conv_law(spec, finite_width=abs(const["gamma"].value) > 0)
+    return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, law.name, statistic,
+                      C, calib, notes)
+
+
+def predicted_layer_profile(spec: ArchSpec, constants: dict) -> dict[str, np.ndarray]:
+    """Per-layer ``s_l`` of ``spec`` and its coherent (l^2), fluctuation (l^3) and local parts."""
+    layers = np.arange(1, spec.depth + 1)
+    v = {k: constants[k].value for k in ("a", "b", "e", "epsilon", "gamma")}
+    total = layer_prediction(layers, v["a"], v["b"], v["e"], v["epsilon"], v["gamma"], spec.width)
+    coherent = layer_prediction(layers, v["a"], 0.0, 0.0, v["epsilon"], v["gamma"], spec.width)
+    fluct = layer_prediction(layers, 0.0, v["b"], 0.0, v["epsilon"], v["gamma"], spec.width)
+    return {"layer": layers, "total": total, "coherent": coherent, "fluctuation": fluct,
+            "local": total - coherent - fluct}

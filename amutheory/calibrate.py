@@ -1,0 +1,164 @@
+"""Calibration of the constants the theory cannot (yet) derive for conv chains.
+
+The derived per-layer law (:func:`amutheory.symbolic.expansion.layer_moment`, finite width)
+
+    s_l = lambda^l (e + a (l-1+eps)^2-part + b T-part),   lambda = 1 + gamma / n,
+
+has ``epsilon`` derived exactly and ``a, b, e, gamma`` free.  They are fitted by least squares
+on logs to the statistic (arithmetic or geometric mean over seeds) of nets at the *calibration
+depths*, with one of two targets:
+
+* ``target="s_bar"`` (default): ``s_bar(L) = (1/L) sum_l s_l`` of each calibration net -- the
+  quantity ``eta*`` is made of.  The constants are then *effective*: they also absorb what the
+  homogeneous expansion leaves out, chiefly the readout boundary (layers next to the head get
+  a spatially coherent gradient and a larger update, an enhancement that fades with depth; in
+  ReLU nets it makes the fitted ``gamma`` negative).
+* ``target="layers"``: every ``s_l`` of every calibration net, assuming ``s_l`` does not
+  depend on the net's depth -- a diagnostic of that assumption (it fails near the readout for
+  ReLU, see README).  Every number coming out of here is labelled
+``"calibrated"`` with the depths it saw; agreement checks use other depths only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy as sp
+from scipy.optimize import least_squares
+
+from amutheory.constants import Constant
+from amutheory.symbolic.expansion import layer_moment
+from amutheory.symbolic.symbols import a, b, e, epsilon, l, lambda_
+
+_LAYER = sp.lambdify((l, a, b, e, epsilon, lambda_), layer_moment(True), modules="numpy")
+STATISTICS = ("mean", "geo")
+
+
+def layer_prediction(layers, a_, b_, e_, eps_, gamma_, width) -> np.ndarray:
+    """Per-layer ``s_l`` of the derived law (lambdified), ``lambda = 1 + gamma/width``."""
+    layers = np.asarray(layers, dtype=float)
+    return _LAYER(layers, a_, b_, e_, eps_, 1.0 + gamma_ / width) * np.ones_like(layers)
+
+
+@dataclass
+class Calibration:
+    """Fitted constants and where they came from."""
+
+    constants: dict
+    depths: list
+    statistic: str
+    width: int
+    residual_rms: float
+    notes: list = field(default_factory=list)
+
+    def values(self) -> dict:
+        return {k: c.value for k, c in self.constants.items()}
+
+    def to_dict(self) -> dict:
+        return {"depths": list(self.depths), "statistic": self.statistic, "width": self.width,
+                "residual_rms_log": self.residual_rms,
+                "constants": {k: c.to_dict() for k, c in self.constants.items()}, "notes": list(self.notes)}
+
+
+def per_layer_statistic(s: np.ndarray, statistic: str) -> np.ndarray:
+    """Arithmetic (``mean``) or geometric (``geo``) mean over seeds (axis 0) of ``s[seed, l]``."""
+    if statistic == "mean":
+        return s.mean(axis=0)
+    if statistic == "geo":
+        return np.exp(np.log(s).mean(axis=0))
+    raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
+
+
+TARGETS = ("s_bar", "layers")
+
+
+def calibrate(profiles: dict, epsilon_value: float, width: int, statistic: str = "mean",
+              fit_gamma: bool = True, target: str = "s_bar", n_boot: int = 100, seed: int = 0) -> Calibration:
+    """Fit ``a, b, e, gamma`` to ``profiles = {depth: s[seed, l]}`` (the probe's arrays).
+
+    ``target``: ``s_bar`` (one point per calibration depth; needs as many depths as free
+    constants) or ``layers`` (every layer of every calibration net).  The errors are the
+    standard deviations of the constants over ``n_boot`` refits on seeds resampled with
+    replacement (fixed ``seed``); ``n_boot=0`` skips them."""
+    fit, ys, n_free, dof = _fit(profiles, epsilon_value, width, statistic, fit_gamma, target)
+    se = np.full(n_free, np.nan)
+    if n_boot:
+        rng = np.random.default_rng(seed)
+        draws = []
+        for _ in range(n_boot):
+            resampled = {d: s[rng.integers(0, len(s), len(s))] for d, s in profiles.items()}
+            try:
+                draws.append(_fit(resampled, epsilon_value, width, statistic, fit_gamma, target, fit.x)[0].x)
+            except ValueError:
+                continue
+        if len(draws) >= 2:
+            se = np.std(np.asarray(draws), axis=0, ddof=1)
+    rss = float(np.sum(fit.fun**2))
+    quantity = "s_l of every layer" if target == "layers" else "s_bar(L)"
+    note = f"least squares on log {quantity} ({statistic} over seeds), depths {sorted(profiles)}"
+    if n_boot:
+        note += f"; error = sd over {n_boot} seed-bootstrap refits"
+    vals = [np.exp(fit.x[0]), np.exp(fit.x[1]), np.exp(fit.x[2])]
+    consts = {
+        "a": Constant("a", vals[0], "calibrated", vals[0] * se[0], note=note),
+        "b": Constant("b", vals[1], "calibrated", vals[1] * se[1], note=note),
+        "e": Constant("e", vals[2], "calibrated", vals[2] * se[2], note=note),
+        "epsilon": Constant("epsilon", epsilon_value, "exact"),
+    }
+    if fit_gamma:
+        consts["gamma"] = Constant("gamma", float(fit.x[3]), "calibrated", float(se[3]), note=note)
+    else:
+        consts["gamma"] = Constant("gamma", 0.0, "convention", note="infinite-width law (not fitted)")
+    return Calibration(consts, sorted(profiles), statistic, int(width), float(np.sqrt(rss / len(ys))),
+                       [f"target {target}", f"{dof} residual degrees of freedom"])
+
+
+def _fit(profiles, epsilon_value, width, statistic, fit_gamma, target, start=None):
+    """Least-squares fit on logs; returns ``(fit, ys, n_free, dof)``."""
+    if not isinstance(profiles, dict) or not profiles:
+        raise ValueError("profiles must be a non-empty dict {depth: array[seeds, depth]}")
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    ls, ys, depths = [], [], []
+    for depth, s in sorted(profiles.items()):
+        s = np.asarray(s, dtype=float)
+        if s.ndim != 2 or s.shape[1] != depth:
+            raise ValueError(f"profiles[{depth}] must have shape (seeds, {depth}), got {s.shape}")
+        if target == "layers":
+            ls.extend(range(1, depth + 1))
+            ys.extend(per_layer_statistic(s, statistic))
+        else:
+            depths.append(depth)
+            ys.append(per_layer_statistic(s.mean(axis=1, keepdims=True), statistic)[0])
+    ls, ys = np.asarray(ls, float), np.asarray(ys, float)
+    if np.any(ys <= 0) or not np.all(np.isfinite(ys)):
+        raise ValueError("profiles must be positive and finite")
+    n_free = 4 if fit_gamma else 3
+    n_points = len(set(ls)) if target == "layers" else len(depths)
+    if n_points < n_free:
+        raise ValueError(f"need at least {n_free} distinct {'layers' if target == 'layers' else 'depths'} "
+                         f"to calibrate {n_free} constants, got {n_points}")
+
+    def model(p):
+        ga = p[3] if fit_gamma else 0.0
+        av, bv, ev = np.exp(np.clip(p[:3], -700, 700))
+        if target == "layers":
+            return layer_prediction(ls, av, bv, ev, epsilon_value, ga, width)
+        return np.array([np.mean(layer_prediction(np.arange(1, d + 1), av, bv, ev, epsilon_value, ga, width))
+                         for d in depths])
+
+    def resid(p):
+        return np.log(np.maximum(model(p), 1e-300)) - np.log(ys)
+
+    scale = float(np.median(ys / np.maximum(ls if target == "layers" else np.asarray(depths, float), 1) ** 2))
+    p0 = [np.log(scale), np.log(scale / 2), np.log(scale / 10 + 1e-300)] + ([0.0] if fit_gamma else [])
+    lo = [-np.inf, -np.inf, np.log(scale) - 30] + ([-0.5 * width] if fit_gamma else [])
+    hi = [np.inf, np.inf, np.inf] + ([5.0 * width] if fit_gamma else [])
+    if start is not None:
+        p0 = np.clip(start, np.asarray(lo) + 1e-9, np.asarray(hi) - 1e-9)
+    fit = least_squares(resid, p0, bounds=(lo, hi), x_scale="jac")
+    dof = len(ys) - n_free
+    return fit, ys, n_free, dof

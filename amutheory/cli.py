@@ -1,0 +1,243 @@
+"""Command line: ``amutheory {derive,predict,measure,validate} ...`` (also ``python -m amutheory``).
+
+Every command takes ``--json`` to print one JSON object (the contract in README.md) instead of
+text.  Bad input ends with one line ``amutheory: error: ...`` on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from amutheory.spec import ACTIVATIONS, FAMILIES, PADDINGS
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one readable line instead of usage + message
+        raise CliError(f"{self.prog}: {message}")
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return values
+
+
+def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
+    g = p.add_argument_group("architecture")
+    g.add_argument("--family", default="conv", choices=FAMILIES, help="architecture family (default conv)")
+    g.add_argument("--dim", type=int, default=1, help="spatial dimension d: 1 or 2 (default 1)")
+    g.add_argument("--padding", default="circular", choices=PADDINGS, help="padding (default circular)")
+    g.add_argument("--activation", default="relu", choices=ACTIVATIONS, help="activation (default relu)")
+    g.add_argument("--width", type=int, default=64, help="channels n of every hidden layer (default 64)")
+    g.add_argument("--kernel", type=int, default=3, help="odd kernel size k <= spatial (default 3)")
+    g.add_argument("--spatial", type=int, default=16, help="input side length N (default 16)")
+    g.add_argument("--init-c", type=float, default=None,
+                   help="He constant c, Var[W] = c/fan_in (default: the activation's critical one)")
+    g.add_argument("--depths", type=_int_list, required=depths_required, default=None,
+                   help="comma-separated depths L, e.g. 4,8,16")
+    g = p.add_argument_group("probe protocol (same defaults for predict and measure)")
+    g.add_argument("--input-channels", type=int, default=3, help="input channels (default 3)")
+    g.add_argument("--batch", type=int, default=8, help="batch size B of the SGD step (default 8)")
+    g.add_argument("--outputs", type=int, default=10, help="outputs of the linear head (default 10)")
+    g.add_argument("--input-var", type=float, default=1.0, help="variance of the Gaussian inputs (default 1)")
+    g.add_argument("--C", dest="C", type=float, default=1.0,
+                   help="target one-step second moment; eta* = sqrt(C / s_bar) (default 1)")
+    g.add_argument("--dtype", default="float64", choices=("float64", "float32"), help="default float64")
+    g.add_argument("--device", default="cpu", help="cpu or cuda[:i] (default cpu)")
+
+
+def _spec(args, depth=None):
+    from amutheory.spec import ArchSpec
+
+    return ArchSpec(family=args.family, dim=args.dim, depth=depth or (args.depths or [1])[0], width=args.width,
+                    kernel=args.kernel, spatial=args.spatial, padding=args.padding, activation=args.activation,
+                    init_c=args.init_c, input_channels=args.input_channels, batch=args.batch,
+                    outputs=args.outputs)
+
+
+def _protocol(args):
+    from amutheory.spec import ProbeProtocol
+
+    return ProbeProtocol(input_var=args.input_var, dtype=args.dtype, device=args.device)
+
+
+def _progress(args):
+    if args.json or args.quiet:
+        return None
+    start = time.perf_counter()
+    return lambda i, total, depth: print(f"  measured depth {depth} ({i}/{total}) "
+                                         f"{time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+
+
+def _emit(args, obj: dict, text: str):
+    if args.json:
+        print(json.dumps(obj, indent=None if args.compact else 2, default=float))
+    else:
+        print(text)
+
+
+# --------------------------------------------------------------------------- commands
+def cmd_derive(args):
+    from amutheory.api import derive
+    from amutheory.symbolic.conv import derived_constants
+
+    spec = _spec(args)
+    law = derive(spec, finite_width=args.finite_width)
+    d = law.to_dict(order=args.order)
+    d["derived_constants"] = {k: c.to_dict() for k, c in derived_constants(spec, args.input_var).items()}
+    lines = [f"law: {law.name}", f"s_bar(L) = {d['s_bar']}", f"eta*(L) = {d['eta_star']}",
+             f"leading exponent: {d['exponent']}   (eta* ~ {d['prefactor']} * L^({d['exponent']}))",
+             "finite-depth corrections eta* = eta_0 L^exponent (1 + c_1/L + ...):"]
+    lines += [f"  c_{k} = {c}" for k, c in enumerate(d["corrections"], 1)]
+    lines.append("local slope d ln eta*/d ln L = " + " + ".join(
+        f"({c})/L^{k}" if k else f"{c}" for k, c in enumerate(d["local_slope_series"])))
+    lines.append("derived constants:")
+    lines += [f"  {k} = {c['value']:.6g} [{c['source']}]" for k, c in d["derived_constants"].items()]
+    lines.append("assumptions:")
+    lines += [f"  - {a}" for a in d["assumptions"]]
+    _emit(args, d, "\n".join(lines))
+
+
+def cmd_predict(args):
+    from amutheory.api import predict
+
+    spec = _spec(args)
+    constants = "mlp-limit" if args.constants == "mlp-limit" else "calibrate"
+    pred = predict(spec, args.depths, constants=constants, calibration_depths=args.calibration_depths,
+                   calibration_seeds=args.calibration_seeds, statistic=args.statistic,
+                   protocol=_protocol(args), C=args.C, progress=_progress(args))
+    d = pred.to_dict()
+    lines = [f"law: {pred.law}  (statistic: {pred.statistic})",
+             f"{'L':>5} {'eta*':>12} {'s_bar':>12} {'dln eta*/dln L':>15}"]
+    lines += [f"{L:>5} {e:>12.5g} {s:>12.5g} {sl:>15.4f}"
+              for L, e, s, sl in zip(pred.depths, pred.eta_star, pred.s_bar, pred.local_slope)]
+    lines.append("constants:")
+    lines += [f"  {k} = {c.value:.6g} +- {c.error:.2g} [{c.source}]" for k, c in pred.constants.items()]
+    lines += [f"note: {n}" for n in pred.notes]
+    _emit(args, d, "\n".join(lines))
+
+
+def cmd_measure(args):
+    from amutheory.api import measure
+
+    spec = _spec(args)
+    seeds = list(range(args.seed_start, args.seed_start + args.seeds))
+    m = measure(spec, args.depths, seeds, _protocol(args), C=args.C, progress=_progress(args), chunk=args.chunk)
+    d = m.to_dict()
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(d, fh, default=float)
+    lines = [f"{len(seeds)} seeds, width {spec.width}, {spec.dim}D {spec.activation}",
+             f"{'L':>5} {'eta*(mean)':>11} {'95% CI':>23} {'eta*(geo)':>11} {'95% CI':>23}"]
+    for i, L in enumerate(m.depths):
+        lo, hi = d["eta_star_mean_ci"][i]
+        glo, ghi = d["eta_star_geo_ci"][i]
+        lines.append(f"{L:>5} {d['eta_star_mean'][i]:>11.5g} [{lo:>10.4g},{hi:>10.4g}] "
+                     f"{d['eta_star_geo'][i]:>11.5g} [{glo:>10.4g},{ghi:>10.4g}]")
+    if "fitted_exponent_mean" in d:
+        for s in ("mean", "geo"):
+            lo, hi = d[f"fitted_exponent_{s}_ci"]
+            lines.append(f"fitted exponent ({s}): {d[f'fitted_exponent_{s}']:.3f}  95% CI [{lo:.3f}, {hi:.3f}]")
+    _emit(args, d, "\n".join(lines))
+
+
+def cmd_validate(args):
+    from amutheory.campaign import run_campaign
+
+    progress = None if (args.json or args.quiet) else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    summary = run_campaign(args.preset, args.out, protocol=_protocol(args), resume=not args.fresh,
+                           progress=progress)
+    lines = [f"wrote {args.out}/report.md, results.csv, summary.json"]
+    for c in summary["configs"]:
+        lo, hi = c["fitted_exponent_ci"]
+        lines.append(f"  {c['name']:<16} {'PASS' if c['passed'] else 'FAIL'}  max rel. error {c['max_rel_error']:.3f}"
+                     f"  fitted exponent {c['fitted_exponent']:.3f} [{lo:.3f}, {hi:.3f}]")
+    _emit(args, summary, "\n".join(lines))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="amutheory", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", metavar="{derive,predict,measure,validate}", parser_class=_Parser)
+    common = _Parser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    common.add_argument("--compact", action="store_true", help="with --json: one line")
+    common.add_argument("--quiet", action="store_true", help="no progress lines")
+
+    d = sub.add_parser("derive", parents=[common], help="derive the depth law symbolically",
+                       description="Derive s_bar(L), eta*(L), the exponent and its 1/L corrections.")
+    _arch_args(d, depths_required=False)
+    d.add_argument("--order", type=int, default=3, help="number of 1/L correction terms (1..12, default 3)")
+    d.add_argument("--finite-width", action="store_true", help="include the lambda^l finite-width factor")
+    d.set_defaults(func=cmd_derive)
+
+    pr = sub.add_parser("predict", parents=[common], help="predict eta*(L) at given depths",
+                        description="Predict eta*(L) from the derived law; constants derived or calibrated.")
+    _arch_args(pr)
+    pr.add_argument("--constants", default="calibrate", choices=("calibrate", "mlp-limit"),
+                    help="calibrate a,b,e,gamma on a probe at --calibration-depths (default), or use the "
+                         "MLP-limit derivation only (s in units of a)")
+    pr.add_argument("--calibration-depths", type=_int_list, default=[2, 3, 4, 6],
+                    help="depths the constants are fitted on, at least 4 (default 2,3,4,6)")
+    pr.add_argument("--calibration-seeds", type=int, default=32, help="default 32")
+    pr.add_argument("--statistic", default="mean", choices=("mean", "geo"),
+                    help="predict the seed mean (expectation, default) or the typical value (geo)")
+    pr.set_defaults(func=cmd_predict)
+
+    me = sub.add_parser("measure", parents=[common], help="measure s_l and eta* with the one-step probe",
+                        description="Measure the one-step update of real networks (torch, forward-mode AD).")
+    _arch_args(me)
+    me.add_argument("--seeds", type=int, default=32, help="number of seeds (>= 2, default 32)")
+    me.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
+    me.add_argument("--chunk", type=int, default=16, help="seeds vectorised at once (default 16)")
+    me.add_argument("--out", default=None, help="also write the JSON result to this file")
+    me.set_defaults(func=cmd_measure)
+
+    va = sub.add_parser("validate", parents=[common], help="run a validation campaign",
+                        description="Derive, predict and measure a preset of configs; write a report.")
+    va.add_argument("--preset", default="quick", choices=("quick", "paper"), help="default quick")
+    va.add_argument("--out", default="results/quick", help="output folder (default results/quick)")
+    va.add_argument("--fresh", action="store_true", help="ignore finished results in --out (default: resume)")
+    va.add_argument("--input-var", type=float, default=1.0, help=argparse.SUPPRESS)
+    va.add_argument("--dtype", default="float64", choices=("float64", "float32"), help="default float64")
+    va.add_argument("--device", default="cpu", help="cpu or cuda[:i] (default cpu)")
+    va.set_defaults(func=cmd_validate)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return EXIT_USAGE
+        if getattr(args, "seeds", 2) < 2:
+            raise CliError("--seeds must be >= 2")
+        args.func(args)
+        return 0
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ValueError, TypeError) as exc:
+        print(f"amutheory: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("amutheory: interrupted (finished results are kept; rerun to resume)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""PyTorch models built from an :class:`~amutheory.spec.ArchSpec`.
+
+``ConvChain``: ``L`` bias-free convolutions ``h_l = W_l * x_{l-1}`` with He fan-in init
+``Var[W_l] = c / fan_in`` (``fan_in = channels_in * k^d``), activation ``x_l = phi(h_l)``,
+global average pooling and a bias-free linear head with ``Var = 1 / width``.
+``forward`` returns the output; ``preactivations`` returns every ``h_l`` as well.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from amutheory.spec import ArchSpec
+
+_ACTIVATIONS = {
+    "linear": lambda h: h,
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "tanh": torch.tanh,
+}
+
+
+def activation_fn(name: str):
+    """The torch function for an activation name of :data:`amutheory.spec.ACTIVATIONS`."""
+    return _ACTIVATIONS[name]
+
+
+class ConvChain(nn.Module):
+    """Homogeneous conv chain of ``spec.depth`` layers (circular padding), GAP and linear head."""
+
+    def __init__(self, spec: ArchSpec, generator: torch.Generator | None = None,
+                 dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu"):
+        super().__init__()
+        if not isinstance(spec, ArchSpec):
+            raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
+        self.spec = spec
+        self.phi = activation_fn(spec.activation)
+        conv = nn.Conv1d if spec.dim == 1 else nn.Conv2d
+        c = spec.c
+        layers = []
+        for l in range(spec.depth):
+            c_in = spec.input_channels if l == 0 else spec.width
+            layer = conv(c_in, spec.width, spec.kernel, padding=spec.kernel // 2,
+                         padding_mode=spec.padding, bias=False, dtype=dtype, device=device)
+            fan_in = c_in * spec.kernel**spec.dim
+            with torch.no_grad():
+                layer.weight.normal_(0.0, math.sqrt(c / fan_in), generator=generator)
+            layers.append(layer)
+        self.convs = nn.ModuleList(layers)
+        self.head = nn.Linear(spec.width, spec.outputs, bias=False, dtype=dtype, device=device)
+        with torch.no_grad():
+            self.head.weight.normal_(0.0, math.sqrt(1.0 / spec.width), generator=generator)
+
+    def preactivations(self, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """Every pre-activation ``h_1 .. h_L`` and the output ``f(x)``."""
+        hs = []
+        for conv in self.convs:
+            h = conv(x)
+            hs.append(h)
+            x = self.phi(h)
+        pooled = x.flatten(2).mean(-1)
+        return hs, self.head(pooled)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.preactivations(x)[1]
+
+
+def build_model(spec: ArchSpec, seed: int | None = None, generator: torch.Generator | None = None,
+                dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> nn.Module:
+    """The model of ``spec``'s family, initialised from ``seed`` (a fresh CPU generator) or
+    from ``generator`` (drawn from in place); on the CPU first, then moved to ``device``."""
+    if seed is not None and generator is not None:
+        raise ValueError("give seed or generator, not both")
+    if seed is not None:
+        generator = torch.Generator().manual_seed(int(seed))
+    return ConvChain(spec, generator=generator, dtype=dtype).to(device)

@@ -1,0 +1,156 @@
+"""Figures of the validation campaign.
+
+Every function takes result tables (the dicts :mod:`amutheory.campaign` writes into
+``summary.json``) and RETURNS a :class:`matplotlib.figure.Figure`; saving is the caller's job
+(``fig.savefig(path)``).  Figures are built with :class:`matplotlib.figure.Figure` directly, not
+through ``pyplot``: no backend is selected, no global figure registry grows, and the module is
+safe to import in headless processes (``savefig`` renders with the Agg canvas).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+_COLORS = {"mean": "tab:blue", "geo": "tab:orange"}
+_LABELS = {"mean": "arithmetic mean", "geo": "geometric mean"}
+
+
+def _integer_ticks(ax, values):
+    """Log x axis labelled at the given integers (plain numbers, no 10^x)."""
+    ticks = sorted({int(v) for v in values})
+    if len(ticks) > 12:
+        ticks = ticks[:: int(np.ceil(len(ticks) / 12))] + [ticks[-1]]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
+def _positive(y):
+    y = np.asarray(y, float)
+    return np.where(y > 0, y, np.nan)
+
+
+def _rows(config_result: dict, statistic: str) -> list:
+    rows = config_result.get("per_depth", {}).get(statistic)
+    if rows is None:
+        raise ValueError(f"config_result has no per_depth table for statistic {statistic!r}")
+    return rows
+
+
+def plot_eta_star(config_result: dict) -> Figure:
+    """Predicted vs measured ``eta*(L)`` of one campaign config, log-log.
+
+    Left: measured ``eta*`` (markers, 95% bootstrap CI as error bars and a shaded band) and the
+    calibrated law's prediction (line) for the arithmetic and the geometric mean over seeds.
+    Calibration depths are drawn with open markers and grey vertical lines; held-out depths
+    with filled markers.  Right: ``predicted / measured`` with the measured CI mapped to the
+    same ratio, so a point whose band straddles 1 is inside the CI.
+
+    ``config_result`` is one entry of ``summary.json["configs"]``: it needs ``name`` and
+    ``per_depth[stat]`` rows with ``depth``, ``calibration``, ``eta_pred``, ``eta_meas`` and
+    ``eta_meas_ci``; ``prediction_curve`` (dense ``depths`` and ``eta_<stat>``) is used for
+    the predicted line when present.
+    """
+    fig = Figure(figsize=(11, 4.4), layout="constrained")
+    ax, axr = fig.subplots(1, 2)
+    curve = config_result.get("prediction_curve") or {}
+    cal_marked = False
+    for k, stat in enumerate(("mean", "geo")):
+        try:
+            rows = _rows(config_result, stat)
+        except ValueError:
+            continue
+        if not rows:
+            continue
+        col = _COLORS[stat]
+        d = np.array([r["depth"] for r in rows], float)
+        cal = np.array([bool(r["calibration"]) for r in rows])
+        meas = np.array([r["eta_meas"] for r in rows], float)
+        lo = np.array([r["eta_meas_ci"][0] for r in rows], float)
+        hi = np.array([r["eta_meas_ci"][1] for r in rows], float)
+        pred = np.array([np.nan if r["eta_pred"] is None else r["eta_pred"] for r in rows], float)
+        # slight horizontal offset so the two statistics' error bars do not overlap
+        shift = 1.0 + (0.02 if k else -0.02)
+        ax.fill_between(d, lo, hi, color=col, alpha=0.15, lw=0)
+        for mask, filled in ((~cal, True), (cal, False)):
+            if mask.any():
+                ax.errorbar(d[mask] * shift, meas[mask], yerr=[meas[mask] - lo[mask], hi[mask] - meas[mask]],
+                            fmt="o", ms=5, color=col, mfc=col if filled else "white", capsize=2, lw=1,
+                            label=f"measured, {_LABELS[stat]}" + ("" if filled else " (calibration)"))
+        if curve.get(f"eta_{stat}") is not None:
+            ax.plot(curve["depths"], curve[f"eta_{stat}"], "-", color=col, lw=1.5,
+                    label=f"predicted, {_LABELS[stat]}")
+        elif np.isfinite(pred).any():
+            ax.plot(d, pred, "-", color=col, lw=1.5, label=f"predicted, {_LABELS[stat]}")
+        # ratio panel
+        axr.fill_between(d, pred / hi, pred / lo, color=col, alpha=0.15, lw=0)
+        for mask, filled in ((~cal, True), (cal, False)):
+            if mask.any():
+                axr.plot(d[mask] * shift, pred[mask] / meas[mask], "o", ms=5, color=col,
+                         mfc=col if filled else "white")
+        axr.plot(d, pred / meas, "-", color=col, lw=0.8, label=_LABELS[stat])
+        if not cal_marked:
+            for dc in d[cal]:
+                ax.axvline(dc, color="0.8", lw=0.8, zorder=0)
+                axr.axvline(dc, color="0.8", lw=0.8, zorder=0)
+            cal_marked = True
+    depths_all = [r["depth"] for stat in ("mean", "geo") for r in config_result.get("per_depth", {}).get(stat, [])]
+    for a in (ax, axr):
+        a.set_xscale("log")
+        a.set_xlabel("depth L")
+        if depths_all:
+            _integer_ticks(a, depths_all)
+    ax.set_yscale("log")
+    ax.set_ylabel(r"$\eta^\star = \sqrt{C/\bar s}$")
+    exp = config_result.get("derived_exponent", "")
+    ax.set_title(f"{config_result.get('name', '')}: eta*(L), derived exponent {exp}")
+    ax.legend(fontsize=7, loc="best")
+    axr.axhline(1.0, color="k", lw=0.8)
+    axr.set_ylabel("predicted / measured  (band: measured 95% CI)")
+    axr.set_title("open markers / grey lines: calibration depths")
+    axr.legend(fontsize=7, loc="best")
+    return fig
+
+
+def plot_layer_profiles(spec, profiles_mean: dict, constants: dict) -> Figure:
+    """Per-layer measured ``s_l`` vs the calibrated law, one panel per depth.
+
+    ``profiles_mean`` maps ``depth -> s_l`` (per-layer statistic over seeds, length ``depth``);
+    pass 2-3 depths.  ``constants`` are :class:`~amutheory.constants.Constant` objects with at
+    least ``a, b, e, epsilon, gamma`` (a calibration's).  Each panel shows the measured values,
+    the predicted total and its coherent (``a``, ~l^2) and accumulated-fluctuation (``b``, ~l^3)
+    parts from :func:`amutheory.api.predicted_layer_profile` (and the local part when > 0).
+    """
+    from amutheory.api import predicted_layer_profile
+
+    depths = sorted(int(d) for d in profiles_mean)
+    if not depths:
+        raise ValueError("profiles_mean must hold at least one depth")
+    fig = Figure(figsize=(4.2 * len(depths), 4.0), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(depths), squeeze=False)[0])
+    for ax, d in zip(axes, depths):
+        meas = np.asarray(profiles_mean[d], float)
+        if meas.shape != (d,):
+            raise ValueError(f"profiles_mean[{d}] must have length {d}, got shape {meas.shape}")
+        parts = predicted_layer_profile(spec.with_(depth=d), constants)
+        layers = parts["layer"]
+        ax.plot(layers, meas, "ko", ms=4, label="measured")
+        ax.plot(layers, parts["total"], "-", color="tab:red", lw=1.5, label="predicted total")
+        ax.plot(layers, _positive(parts["coherent"]), "--", color="tab:blue", lw=1, label="coherent (a, ~l^2)")
+        ax.plot(layers, _positive(parts["fluctuation"]), ":", color="tab:green", lw=1.5,
+                label="fluctuation (b, ~l^3)")
+        if np.any(parts["local"] > 0):
+            ax.plot(layers, _positive(parts["local"]), "-.", color="0.5", lw=1, label="local (e)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        top = np.nanmax(np.concatenate([meas, _positive(parts["total"])]))
+        bottom = np.nanmin(np.concatenate([meas[meas > 0], _positive(parts["total"])]))
+        ax.set_ylim(bottom / 1e3, top * 3)  # parts far below the total are cut off
+        _integer_ticks(ax, layers)
+        ax.set_xlabel("layer l")
+        ax.set_title(f"L = {d}")
+    axes[0].set_ylabel("s_l")
+    axes[0].legend(fontsize=7, loc="best")
+    return fig

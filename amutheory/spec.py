@@ -1,0 +1,149 @@
+"""Architecture and probe specifications that validate themselves.
+
+An :class:`ArchSpec` describes one network of a family (here: homogeneous conv chains),
+a :class:`ProbeProtocol` the one-step measurement made on it.  Both are plain, frozen
+dataclasses; every field is checked in ``__post_init__`` and a violation raises
+``ValueError`` (wrong value) or ``TypeError`` (wrong type) naming the argument.
+
+The symbolic side reads numbers from these objects; the torch side builds models from them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from dataclasses import dataclass, field
+
+FAMILIES = ("conv",)
+PADDINGS = ("circular",)
+ACTIVATIONS = ("linear", "relu", "gelu", "tanh")
+DIMS = (1, 2)
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_real(name: str, value, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if positive and value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return value
+
+
+def _check_choice(name: str, value, choices) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__} {value!r}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    """One network: ``depth`` conv layers ``h_l = W_l * x_{l-1}``, ``x_l = phi(h_l)``.
+
+    Attributes
+    ----------
+    family : "conv"            homogeneous convolutional chain (no biases).
+    dim : 1 or 2               spatial dimension d.
+    depth : L >= 1             number of conv layers = number of pre-activation tensors.
+    width : n >= 1             channels of every hidden layer.
+    kernel : k                 odd kernel size, k <= spatial.
+    spatial : N                side length of the input (N^d positions).
+    padding : "circular"       boundary condition.
+    activation : phi           one of linear, relu, gelu, tanh.
+    init_c : c or None         He fan-in constant, Var[W] = c / fan_in; None = the activation's
+                               critical constant at unit input variance (2 for ReLU).
+    input_channels : c_in      channels of the Gaussian input.
+    batch : B                  samples per SGD step.
+    outputs : 10               outputs of the linear head (Var 1/width).
+    """
+
+    family: str = "conv"
+    dim: int = 1
+    depth: int = 4
+    width: int = 64
+    kernel: int = 3
+    spatial: int = 16
+    padding: str = "circular"
+    activation: str = "relu"
+    init_c: float | None = None
+    input_channels: int = 3
+    batch: int = 8
+    outputs: int = 10
+
+    def __post_init__(self):
+        _check_choice("family", self.family, FAMILIES)
+        if isinstance(self.dim, bool) or not isinstance(self.dim, numbers.Integral):
+            raise TypeError(f"dim must be an integer, got {type(self.dim).__name__} {self.dim!r}")
+        if self.dim not in DIMS:
+            raise ValueError(f"dim must be 1 or 2, got {self.dim}")
+        _check_int("depth", self.depth, 1)
+        _check_int("width", self.width, 1)
+        _check_int("kernel", self.kernel, 1)
+        _check_int("spatial", self.spatial, 1)
+        if self.kernel % 2 == 0:
+            raise ValueError(f"kernel must be odd, got {self.kernel}")
+        if self.kernel > self.spatial:
+            raise ValueError(f"kernel must be <= spatial ({self.spatial}), got {self.kernel}")
+        _check_choice("padding", self.padding, PADDINGS)
+        _check_choice("activation", self.activation, ACTIVATIONS)
+        if self.init_c is not None:
+            _check_real("init_c", self.init_c)
+        _check_int("input_channels", self.input_channels, 1)
+        _check_int("batch", self.batch, 1)
+        _check_int("outputs", self.outputs, 1)
+
+    @property
+    def c(self) -> float:
+        """The init constant actually used (the activation's critical one when unset)."""
+        if self.init_c is not None:
+            return float(self.init_c)
+        from amutheory.activations import get_activation
+
+        return float(get_activation(self.activation).critical_c())
+
+    @property
+    def positions(self) -> int:
+        """Number of spatial positions N^d."""
+        return self.spatial**self.dim
+
+    def with_(self, **changes) -> "ArchSpec":
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class ProbeProtocol:
+    """The canonical one-step probe (THEORY.md section 3 and 9), overridable field by field.
+
+    * inputs ``x_b ~ N(0, input_var)`` i.i.d. per channel and position (shape from the spec);
+    * loss ``mean_b <r_b, f(x_b)>`` with fixed ``r_b ~ N(0, I)``;
+    * one SGD step of size ``eta`` from the init (first order: ``eta`` drops out of ``s_l``);
+    * ``s_l`` = mean over batch, channels and positions of ``(J_theta h_l . grad)^2``;
+    * float64 on CPU unless ``dtype``/``device`` say otherwise.
+    """
+
+    input_var: float = 1.0
+    dtype: str = "float64"
+    device: str = "cpu"
+    train_head: bool = True
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        _check_real("input_var", self.input_var)
+        _check_choice("dtype", self.dtype, ("float64", "float32"))
+        if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
+            raise ValueError(f"device must be 'cpu' or 'cuda[:i]', got {self.device!r}")

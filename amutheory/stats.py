@@ -1,0 +1,325 @@
+"""Seed statistics for probe measurements: bootstrap intervals and log-log slopes.
+
+Pure numpy/scipy (no torch).  Every random choice is drawn from
+``numpy.random.default_rng(seed)``, so each result is a deterministic function of its inputs
+and ``seed``.
+
+Notation: ``x_1 .. x_n`` are i.i.d. per-seed values, ``T`` a statistic, ``B = n_boot`` the number
+of bootstrap replicates, ``alpha = 1 - level``.
+
+* :func:`bootstrap_ci` -- percentile bootstrap
+  ``[q_{alpha/2}, q_{1-alpha/2}]`` of ``{T(x*_b)}_{b=1..B}``, ``x*_b`` drawn from the
+  ``x_i`` with replacement;
+* :func:`arith_mean_ci` -- ``mean = (1/n) sum_i x_i`` and its bootstrap interval;
+* :func:`geo_mean_ci` -- ``G = exp((1/n) sum_i ln x_i)`` and ``exp`` of the bootstrap
+  interval of the mean of ``ln x``;
+* :func:`fit_loglog_slope` -- least-squares slope of ``ln T_j`` against ``ln L_j`` over depths
+  ``L_j`` (``T_j`` the mean or geometric mean over seeds at depth ``L_j``), with a bootstrap
+  interval from resampling seeds;
+* :func:`local_slopes` -- finite-difference ``d ln v / d ln L`` at every depth.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "SlopeFit",
+    "bootstrap_ci",
+    "arith_mean_ci",
+    "geo_mean_ci",
+    "fit_loglog_slope",
+    "local_slopes",
+]
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _as_1d_finite(name: str, values, min_len: int = 2) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be an array of real numbers ({exc})") from None
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.size < min_len:
+        raise ValueError(f"{name} must hold at least {min_len} values, got {arr.size}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {int(np.sum(~np.isfinite(arr)))} "
+                         f"non-finite value(s)")
+    return arr
+
+
+def _check_positive(name: str, arr: np.ndarray) -> np.ndarray:
+    if np.any(arr <= 0):
+        raise ValueError(f"{name} must be > 0, got minimum {arr.min()!r}")
+    return arr
+
+
+def _check_level(level) -> float:
+    if isinstance(level, bool) or not isinstance(level, numbers.Real):
+        raise TypeError(f"level must be a real number, got {type(level).__name__} {level!r}")
+    level = float(level)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    return level
+
+
+def _check_n_boot(n_boot) -> int:
+    if isinstance(n_boot, bool) or not isinstance(n_boot, numbers.Integral):
+        raise TypeError(f"n_boot must be an integer, got {type(n_boot).__name__} {n_boot!r}")
+    if n_boot < 10:
+        raise ValueError(f"n_boot must be >= 10, got {n_boot}")
+    return int(n_boot)
+
+
+def _quantiles(boot: np.ndarray, level: float) -> tuple[float, float]:
+    alpha = 1.0 - level
+    lo, hi = np.quantile(boot, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return float(lo), float(hi)
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+_MAX_BLOCK = 2_000_000  # resampled values held at once by the vectorised path
+
+
+def _boot_stats(arr: np.ndarray, statistic, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """``T(x*_b)`` for ``b = 1..n_boot``; ``statistic(sample, axis=-1)`` is used when the
+    statistic accepts it (numpy reductions), a plain loop otherwise."""
+    n = arr.size
+    idx = rng.integers(0, n, size=(n_boot, n))
+    out = np.empty(n_boot)
+    block = max(1, _MAX_BLOCK // n)
+    try:
+        for start in range(0, n_boot, block):
+            res = np.asarray(statistic(arr[idx[start:start + block]], axis=-1), dtype=float)
+            if res.shape != (min(block, n_boot - start),):
+                raise TypeError("statistic did not reduce along axis=-1")
+            out[start:start + block] = res
+    except TypeError:
+        out = np.array([float(statistic(arr[i])) for i in idx])
+    return out
+
+
+def bootstrap_ci(samples, statistic=np.mean, level: float = 0.95, n_boot: int = 2000,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap confidence interval of ``statistic(samples)``.
+
+    Draw ``B = n_boot`` resamples ``x*_b`` of size ``n`` from ``samples`` with replacement
+    (indices from ``numpy.random.default_rng(seed)``), evaluate ``T_b = statistic(x*_b)`` and
+    return the empirical quantiles
+
+        lo = q_{alpha/2}({T_b}),   hi = q_{1 - alpha/2}({T_b}),   alpha = 1 - level.
+
+    Parameters
+    ----------
+    samples : 1-D array-like of at least 2 finite values.
+    statistic : callable mapping a 1-D array to a scalar; if it accepts ``axis=-1`` (numpy
+        reductions such as ``np.mean``, ``np.median``) the replicates are computed vectorised.
+    level : coverage in (0, 1).
+    n_boot : number of replicates (>= 10).
+    seed : seed of the resampling generator; the result is deterministic given it.
+
+    Raises
+    ------
+    ValueError naming ``samples``, ``level`` or ``n_boot`` for bad input.
+    """
+    arr = _as_1d_finite("samples", samples)
+    level = _check_level(level)
+    n_boot = _check_n_boot(n_boot)
+    if not callable(statistic):
+        raise TypeError(f"statistic must be callable, got {type(statistic).__name__}")
+    rng = np.random.default_rng(seed)
+    return _quantiles(_boot_stats(arr, statistic, n_boot, rng), level)
+
+
+def arith_mean_ci(x, level: float = 0.95, n_boot: int = 2000,
+                  seed: int = 0) -> tuple[float, float, float]:
+    """``(mean, lo, hi)``: ``mean = (1/n) sum_i x_i`` and its percentile-bootstrap interval
+    (:func:`bootstrap_ci` with ``statistic=np.mean``)."""
+    arr = _as_1d_finite("x", x)
+    lo, hi = bootstrap_ci(arr, np.mean, level=level, n_boot=n_boot, seed=seed)
+    return float(arr.mean()), lo, hi
+
+
+def geo_mean_ci(x, level: float = 0.95, n_boot: int = 2000,
+                seed: int = 0) -> tuple[float, float, float]:
+    """``(G, lo, hi)`` for the geometric mean ``G = exp((1/n) sum_i ln x_i)`` of positive ``x``.
+
+    The interval is the percentile-bootstrap interval of the mean of ``ln x``, exponentiated:
+    ``(exp(lo_ln), exp(hi_ln))`` (``exp`` is monotone, so this is also the percentile interval of
+    the bootstrapped geometric means).  Raises ``ValueError`` naming ``x`` unless every value is
+    finite and > 0.
+    """
+    arr = _check_positive("x", _as_1d_finite("x", x))
+    logs = np.log(arr)
+    lo, hi = bootstrap_ci(logs, np.mean, level=level, n_boot=n_boot, seed=seed)
+    return float(np.exp(logs.mean())), float(np.exp(lo)), float(np.exp(hi))
+
+
+# --------------------------------------------------------------------------- log-log slopes
+
+
+@dataclass(frozen=True)
+class SlopeFit:
+    """Result of :func:`fit_loglog_slope`: ``ln T(L) ~ intercept + slope * ln L``.
+
+    ``ci = (lo, hi)`` is the percentile-bootstrap interval of ``slope`` at ``level``.
+    """
+
+    slope: float
+    intercept: float
+    ci: tuple[float, float]
+    level: float = 0.95
+
+    def predict(self, depths) -> np.ndarray:
+        """``exp(intercept) * L**slope`` at ``depths``."""
+        return np.exp(self.intercept) * np.asarray(depths, dtype=float) ** self.slope
+
+
+def _ls_line(lx: np.ndarray, ly: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Least-squares line of ``ly[..., j]`` against ``lx[j]`` (vectorised over leading axes):
+    ``slope = sum_j (lx_j - mean lx)(ly_j - mean ly) / sum_j (lx_j - mean lx)^2``,
+    ``intercept = mean ly - slope * mean lx``."""
+    dx = lx - lx.mean()
+    slope = (ly - ly.mean(axis=-1, keepdims=True)) @ dx / (dx @ dx)
+    return slope, ly.mean(axis=-1) - slope * lx.mean()
+
+
+def _seed_stat(values: np.ndarray, statistic: str) -> np.ndarray:
+    """Mean (``"mean"``) or geometric mean (``"geo"``) over the seed axis (-2)."""
+    if statistic == "mean":
+        return values.mean(axis=-2)
+    return np.exp(np.log(values).mean(axis=-2))
+
+
+def fit_loglog_slope(depths, values_per_seed, level: float = 0.95, n_boot: int = 2000,
+                     seed: int = 0, statistic: str = "mean",
+                     resample: str = "seeds") -> SlopeFit:
+    """Power-law exponent of a per-seed quantity against depth, with a seed-bootstrap interval.
+
+    ``values_per_seed[i, j]`` is the value of seed ``i`` at depth ``L_j = depths[j]``.  With
+    ``T_j`` the statistic over seeds at depth ``L_j``,
+
+        T_j = (1/S) sum_i v_ij                       (statistic="mean")
+        T_j = exp((1/S) sum_i ln v_ij)               (statistic="geo"),
+
+    the fit is ordinary least squares of ``y_j = ln T_j`` on ``u_j = ln L_j``:
+
+        slope = sum_j (u_j - u_bar)(y_j - y_bar) / sum_j (u_j - u_bar)^2,
+        intercept = y_bar - slope * u_bar,
+
+    so ``T(L) ~ exp(intercept) * L**slope``.
+
+    Bootstrap (``n_boot`` replicates, ``numpy.random.default_rng(seed)``): the per-seed values are
+    resampled, ``T_j`` recomputed and the slope refitted; ``ci`` holds the percentile interval.
+
+    * ``resample="seeds"`` (default): whole rows are drawn, the same seed indices at every
+      depth.  The networks at different depths are different nets, but one seed can share
+      parts of its random draws across depths (e.g. the first layer's weights); drawing rows
+      jointly keeps whatever correlation that induces, and is valid whether or not the depths
+      are independent.  It needs the same seeds at every depth (the array's shape says so).
+    * ``resample="independent"``: each depth's column is resampled on its own, valid when the
+      columns are independent (distinct seeds per depth); usually a slightly wider interval
+      when the columns are positively correlated.
+
+    Parameters
+    ----------
+    depths : 1-D array-like of ``D >= 2`` positive finite depths with at least 2 distinct values.
+    values_per_seed : array ``[n_seeds, D]`` (``n_seeds >= 2``) of finite values > 0.
+    level, n_boot, seed : as in :func:`bootstrap_ci`.
+    statistic : ``"mean"`` or ``"geo"``.
+    resample : ``"seeds"`` or ``"independent"``.
+    """
+    lx = np.log(_check_positive("depths", _as_1d_finite("depths", depths)))
+    if np.ptp(lx) == 0:
+        raise ValueError("depths must hold at least 2 distinct values")
+    try:
+        vals = np.asarray(values_per_seed, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"values_per_seed must be an array of real numbers ({exc})") from None
+    if vals.ndim != 2 or vals.shape[1] != lx.size:
+        raise ValueError(f"values_per_seed must have shape [n_seeds, {lx.size}] (one column per "
+                         f"depth), got {vals.shape}")
+    if vals.shape[0] < 2:
+        raise ValueError(f"values_per_seed must hold at least 2 seeds (rows), got {vals.shape[0]}")
+    if not np.all(np.isfinite(vals)):
+        raise ValueError("values_per_seed must be finite")
+    _check_positive("values_per_seed", vals)
+    if statistic not in ("mean", "geo"):
+        raise ValueError(f"statistic must be 'mean' or 'geo', got {statistic!r}")
+    if resample not in ("seeds", "independent"):
+        raise ValueError(f"resample must be 'seeds' or 'independent', got {resample!r}")
+    level = _check_level(level)
+    n_boot = _check_n_boot(n_boot)
+
+    slope, intercept = _ls_line(lx, np.log(_seed_stat(vals, statistic)))
+
+    rng = np.random.default_rng(seed)
+    n_seeds, n_depths = vals.shape
+    cols = np.arange(n_depths)
+    slopes = np.empty(n_boot)
+    block = max(1, _MAX_BLOCK // vals.size)
+    for start in range(0, n_boot, block):
+        b = min(block, n_boot - start)
+        if resample == "seeds":
+            rows = rng.integers(0, n_seeds, size=(b, n_seeds))
+            boot = vals[rows]                                      # [b, S, D]
+        else:
+            rows = rng.integers(0, n_seeds, size=(b, n_seeds, n_depths))
+            boot = vals[rows, cols]                                # [b, S, D]
+        slopes[start:start + b] = _ls_line(lx, np.log(_seed_stat(boot, statistic)))[0]
+    return SlopeFit(slope=float(slope), intercept=float(intercept),
+                    ci=_quantiles(slopes, level), level=level)
+
+
+def local_slopes(depths, values) -> np.ndarray:
+    """Local log-log slope ``d ln v / d ln L`` at every depth, aligned with ``depths``.
+
+    With ``u_j = ln L_j`` (strictly increasing), ``y_j = ln v_j``, ``h_- = u_j - u_{j-1}`` and
+    ``h_+ = u_{j+1} - u_j``:
+
+    * interior points, centred (second-order on a non-uniform grid, the secant
+      ``(y_{j+1} - y_{j-1}) / (u_{j+1} - u_{j-1})`` when ``h_- = h_+``):
+
+          g_j = [h_-^2 y_{j+1} + (h_+^2 - h_-^2) y_j - h_+^2 y_{j-1}] / [h_- h_+ (h_- + h_+)];
+
+    * ends, one-sided: ``g_0 = (y_1 - y_0) / (u_1 - u_0)``,
+      ``g_{D-1} = (y_{D-1} - y_{D-2}) / (u_{D-1} - u_{D-2})``.
+
+    Exact for a pure power law ``v = a L^p`` (every ``g_j = p``).  ``values`` may have leading
+    axes (e.g. ``[n_seeds, D]``); the slope is taken along the last one.
+
+    Parameters
+    ----------
+    depths : 1-D, ``D >= 2`` strictly increasing positive finite depths.
+    values : array ``[..., D]`` of finite values > 0.
+    """
+    lx = np.log(_check_positive("depths", _as_1d_finite("depths", depths)))
+    if np.any(np.diff(lx) <= 0):
+        raise ValueError("depths must be strictly increasing")
+    try:
+        vals = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"values must be an array of real numbers ({exc})") from None
+    if vals.ndim == 0 or vals.shape[-1] != lx.size:
+        raise ValueError(f"values must have last axis of length {lx.size} (one per depth), "
+                         f"got shape {vals.shape}")
+    if not np.all(np.isfinite(vals)):
+        raise ValueError("values must be finite")
+    ly = np.log(_check_positive("values", vals))
+
+    g = np.empty_like(ly)
+    g[..., 0] = (ly[..., 1] - ly[..., 0]) / (lx[1] - lx[0])
+    g[..., -1] = (ly[..., -1] - ly[..., -2]) / (lx[-1] - lx[-2])
+    if lx.size > 2:
+        hm = lx[1:-1] - lx[:-2]
+        hp = lx[2:] - lx[1:-1]
+        g[..., 1:-1] = (hm**2 * ly[..., 2:] + (hp**2 - hm**2) * ly[..., 1:-1]
+                        - hp**2 * ly[..., :-2]) / (hm * hp * (hm + hp))
+    return g

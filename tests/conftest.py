@@ -1,0 +1,43 @@
+"""Shared test setup: deterministic RNG state, two torch threads, and the ``gpu`` marker.
+
+* ``_reseed`` (autouse): before every test, reseed ``random``, ``numpy`` (legacy global
+  state) and ``torch`` with 0 and use two intra-op torch threads, so a test's outcome does
+  not depend on which tests ran before it or on the machine's core count.
+* Tests marked ``@pytest.mark.gpu`` are skipped, with a reason, where
+  ``torch.cuda.is_available()`` is false (the default ``addopts`` also deselects them; run
+  ``pytest -m gpu`` on a CUDA machine).
+"""
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+SEED = 0
+
+
+def cuda_available() -> bool:
+    """Whether tests marked ``gpu`` can run here."""
+    return torch.cuda.is_available()
+
+
+requires_gpu = pytest.mark.skipif(not cuda_available(), reason="needs CUDA (torch.cuda.is_available() is False)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA (torch.cuda.is_available() is False)")
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _reseed():
+    random.seed(SEED)
+    np.random.seed(SEED)
+    torch.manual_seed(SEED)
+    torch.set_num_threads(2)
+    yield

@@ -1,0 +1,118 @@
+"""Exact symbolic identities (no tolerance) and predictor-vs-evalf checks of the derived law."""
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from amutheory.api import derive
+from amutheory.spec import ArchSpec
+from amutheory.symbolic import expansion
+from amutheory.symbolic.law import ScalingLaw
+from amutheory.symbolic.symbols import L, a, b, e, epsilon, j, jp, l, lambda_
+
+positive = st.floats(min_value=1e-3, max_value=10.0, allow_nan=False)
+small = st.floats(min_value=1e-3, max_value=0.5, allow_nan=False)  # e = epsilon = 0 gives s_1 = 0
+
+
+def test_core_reduces_to_theory_form_without_input_layer():
+    """epsilon = 0: s_l = a (l-1)^2 + b T_{l-1}, T_k = k(k-1)(2k-1)/6 (THEORY.md section 4, shifted)."""
+    core = expansion.layer_moment_core().subs(epsilon, 0)
+    k = l - 1
+    assert sp.expand(core - (a * k**2 + b * k * (k - 1) * (2 * k - 1) / 6)) == 0
+
+
+@pytest.mark.parametrize("layer", [1, 2, 3, 5, 8])
+def test_core_equals_symbolic_double_sum(layer):
+    """The closed form equals the double sum of the pair kernel, symbol by symbol."""
+    total = sum(expansion.pair_kernel(layer, jj, kk) for jj in range(1, layer + 1) for kk in range(1, layer + 1))
+    assert sp.expand(sp.piecewise_fold(total) - expansion.layer_moment_core().subs(l, layer)) == 0
+
+
+@pytest.mark.parametrize("finite_width", [False, True])
+def test_exponent_is_exact_minus_three_halves(finite_width):
+    law = derive(ArchSpec())
+    assert law.exponent == sp.Rational(-3, 2)
+    assert isinstance(law.exponent, sp.Rational)
+
+
+def test_infinite_width_mean_is_cubic_with_b_over_12():
+    s = expansion.mean_moment(False)
+    assert sp.Poly(s, L).degree() == 3
+    assert sp.Poly(s, L).LC() == b / 12
+
+
+def test_corrections_match_local_slope_first_order():
+    """d ln eta*/d ln L = -3/2 - c_1/L + O(L^-2) follows from eta* = eta_0 L^-3/2 (1 + c_1/L)."""
+    law = derive()
+    c1 = law.corrections(1)[0]
+    slope = law.local_slope_series(1)
+    assert slope[0] == sp.Rational(-3, 2)
+    assert sp.simplify(slope[1] + c1) == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(depth=st.integers(1, 60), av=positive, bv=positive, ev=small, epsv=small)
+def test_mean_moment_equals_brute_force(depth, av, bv, ev, epsv):
+    vals = dict(a=av, b=bv, e=ev, epsilon=epsv)
+    closed = float(expansion.mean_moment(False).subs({L: depth, a: av, b: bv, e: ev, epsilon: epsv}))
+    assert closed == pytest.approx(expansion.brute_force_mean_moment(depth, vals), rel=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(depth=st.integers(1, 48), av=positive, bv=positive, ev=small, epsv=small,
+       gamma_over_n=st.floats(min_value=1e-6, max_value=0.2))
+def test_finite_width_mean_equals_brute_force(depth, av, bv, ev, epsv, gamma_over_n):
+    """The lambda^L closed form (evaluated at 50 digits) equals the term-by-term sum."""
+    vals = dict(a=av, b=bv, e=ev, epsilon=epsv, **{"lambda": 1 + gamma_over_n})
+    law = ScalingLaw(expansion.mean_moment(True), (a, b, e, epsilon, lambda_), high_precision=True)
+    got = law.predictor("s_bar")([depth], **vals)[0]
+    assert got == pytest.approx(expansion.brute_force_mean_moment(depth, vals, True), rel=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(depth=st.integers(1, 200), av=positive, bv=positive, ev=small, epsv=small,
+       C=st.floats(min_value=1e-3, max_value=1e3))
+def test_predictors_equal_evalf(depth, av, bv, ev, epsv, C):
+    law = derive()
+    subs = {L: depth, a: av, b: bv, e: ev, epsilon: epsv, sp.Symbol("C", positive=True): C}
+    for q, expr in (("eta_star", law.eta_star), ("s_bar", law.s_bar), ("local_slope", law.local_slope)):
+        got = law.predictor(q)([depth], a=av, b=bv, e=ev, epsilon=epsv, C=C)[0]
+        want = float(expr.subs(subs).evalf(30))
+        assert got == pytest.approx(want, rel=1e-10), q
+
+
+@settings(max_examples=30, deadline=None)
+@given(av=positive, bv=positive, ev=small, epsv=small, depth=st.integers(1, 400))
+def test_eta_star_decreases_with_depth(av, bv, ev, epsv, depth):
+    p = derive().predictor()
+    eta = p([depth, depth + 1], a=av, b=bv, e=ev, epsilon=epsv, C=1.0)
+    assert eta[1] < eta[0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(width=st.integers(1, 4096), kernel=st.sampled_from([1, 3, 5, 7]), spatial=st.integers(7, 64),
+       dim=st.sampled_from([1, 2]), act=st.sampled_from(["linear", "relu"]))
+def test_leading_exponent_independent_of_n_k_N(width, kernel, spatial, dim, act):
+    from amutheory.symbolic.conv import derived_constants
+
+    spec = ArchSpec(dim=dim, width=width, kernel=kernel, spatial=spatial, activation=act)
+    law = derive(spec).substitute({"epsilon": derived_constants(spec)["epsilon"].value})
+    assert law.exponent == sp.Rational(-3, 2)
+
+
+def test_mlp_limit_ratio_is_derived_exactly():
+    """v = 1 + v_D: 1 for linear, 2 for ReLU (free probability), from exact Gaussian integrals."""
+    from amutheory.symbolic.conv import derived_constants
+
+    assert derived_constants(ArchSpec(activation="linear"))["v_mlp"].value == 1.0
+    assert derived_constants(ArchSpec(activation="relu"))["v_mlp"].value == 2.0
+    assert derived_constants(ArchSpec(activation="relu"))["v_mlp"].source == "exact"
+
+
+def test_correction_order_is_validated():
+    with pytest.raises(ValueError, match="order"):
+        derive().corrections(0)
