@@ -60,8 +60,11 @@ def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
 
 
 def _spec(args, depth=None):
+    from amutheory.api import check_depths
     from amutheory.spec import ArchSpec
 
+    if args.depths is not None:
+        args.depths = check_depths(args.depths)
     return ArchSpec(family=args.family, dim=args.dim, depth=depth or (args.depths or [1])[0], width=args.width,
                     kernel=args.kernel, spatial=args.spatial, padding=args.padding, activation=args.activation,
                     init_c=args.init_c, input_channels=args.input_channels, batch=args.batch,
