@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
 from dataclasses import dataclass, field
 
@@ -193,20 +194,24 @@ def mlp_limit_constants(spec: ArchSpec, input_var: float = 1.0) -> dict[str, Con
     }
 
 
+@functools.lru_cache(maxsize=None)
+def _law_predictors(finite_width: bool):
+    """The lambdified ``s_bar``, ``eta*`` and local slope of the conv law (made once per process:
+    the expressions do not depend on the spec's numbers, only on ``finite_width``)."""
+    law = conv_law(None, finite_width=finite_width)
+    return tuple(law.predictor(q) for q in ("s_bar", "eta_star", "local_slope"))
+
+
 def law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0):
     """``(s_bar, eta*, local slope)`` at ``depths`` from the derived law and ``constants``."""
     vals = {k: constants[k].value for k in ("a", "b", "e", "epsilon")}
     gamma = constants["gamma"].value
     depths = np.asarray(depths, dtype=float)
-    if abs(gamma) / spec.width < 1e-12:
-        law = conv_law(spec)
-    else:
-        law = conv_law(spec, finite_width=True)
+    finite_width = abs(gamma) / spec.width >= 1e-12
+    if finite_width:
         vals["lambda"] = 1.0 + gamma / spec.width
-    s_bar = law.predictor("s_bar")(depths, **vals)
-    eta = law.predictor("eta_star")(depths, C=C, **vals)
-    slope = law.predictor("local_slope")(depths, **vals)
-    return s_bar, eta, slope
+    s_bar_fn, eta_fn, slope_fn = _law_predictors(finite_width)
+    return s_bar_fn(depths, **vals), eta_fn(depths, C=C, **vals), slope_fn(depths, **vals)
 
 
 def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DEFAULT_CALIBRATION_DEPTHS,

@@ -45,6 +45,20 @@ C_TARGET = 1.0
 
 
 # --------------------------------------------------------------------------- configs
+def _check_calibratable(cal_depths, width) -> None:
+    """Fail early (before any measuring) when :func:`amutheory.calibrate.calibrate` cannot fit
+    its constants to data at ``cal_depths``: it is tried once on synthetic profiles (all ones),
+    so the check follows whatever the calibration needs (e.g. one depth per free constant)."""
+    from amutheory.calibrate import calibrate
+
+    fake = {d: np.ones((2, d)) for d in cal_depths}
+    try:
+        calibrate(fake, 0.01, width, "mean", n_boot=0)
+    except ValueError as exc:
+        if "need at least" in str(exc):
+            raise ValueError(f"calibration_depths {list(cal_depths)} cannot calibrate the constants: {exc}") from None
+
+
 @dataclass(frozen=True)
 class CampaignConfig:
     """One line of a campaign: a base spec (its ``depth`` is replaced), the depths measured,
@@ -66,9 +80,7 @@ class CampaignConfig:
         missing = sorted(set(cal) - set(depths))
         if missing:
             raise ValueError(f"calibration_depths {missing} are not among depths {list(depths)}")
-        if max(cal) < 4:
-            raise ValueError("calibration needs at least 4 distinct layers (4 free constants): "
-                             f"the deepest calibration depth must be >= 4, got {list(cal)}")
+        _check_calibratable(cal, self.spec.width)
         if isinstance(self.seeds, bool):
             raise TypeError("seeds must be a count or a list of integers")
         if isinstance(self.seeds, (int, np.integer)):
@@ -111,8 +123,9 @@ PRESETS = {
     "quick": [
         _conv("conv1d-relu", 1, "relu", 256, 16, _Q1, [2, 4, 8, 16], 32),
         _conv("conv1d-linear", 1, "linear", 256, 16, _Q1, [2, 4, 8, 16], 32),
-        _conv("conv2d-relu", 2, "relu", 128, 8, _Q2, [2, 4, 8], 32),
-        _conv("conv2d-linear", 2, "linear", 128, 8, _Q2, [2, 4, 8], 32),
+        # calibrate() fits a, b, e, gamma to s_bar at the calibration depths: it needs >= 4 of them
+        _conv("conv2d-relu", 2, "relu", 128, 8, _Q2, [2, 4, 6, 8], 32),
+        _conv("conv2d-linear", 2, "linear", 128, 8, _Q2, [2, 4, 6, 8], 32),
     ],
     # meant for a GPU: pass protocol=ProbeProtocol(device="cuda")
     "paper": [
@@ -463,7 +476,9 @@ def make_figures(out_dir: Path, cfg: CampaignConfig, meas: Measurement, result: 
     if consts:
         constants = {k: Constant(k, v["value"], v["source"], v.get("error", 0.0)) for k, v in consts.items()}
         prof = {d: per_layer_statistic(meas.profiles[d], "mean") for d in _profile_depths(cfg)}
-        fig = plots.plot_layer_profiles(cfg.spec, prof, constants)
+        fig = plots.plot_layer_profiles(cfg.spec, prof, constants,
+                                        title=f"{cfg.name}: measured s_l (mean over seeds) vs the per-layer law "
+                                              "with the calibrated constants (mean statistic)")
         fig.savefig(out_dir / names["layer_profiles"], dpi=110)
         written["layer_profiles"] = names["layer_profiles"]
     return written
@@ -500,9 +515,9 @@ def write_report(path: Path, summary: dict) -> None:
         f"{pr['input_var']}, head trained: {pr['train_head']}.",
         f"* eta* = sqrt(C / s_bar) with C = {summary['C']} (a convention; it cancels in every ratio).",
         f"* 95% intervals: percentile bootstrap over seeds (2000 replicates).",
-        "* calibration: `a, b, e, gamma` fitted by least squares on log s_l of every layer of the "
-        "calibration depths only (separately for the mean and the geometric mean over seeds); "
-        "`epsilon` exact.  Held-out depths are the independent check.",
+        "* calibration: `a, b, e, gamma` fitted by `amutheory.calibrate.calibrate` on the calibration "
+        "depths only, separately for the arithmetic and the geometric mean over seeds (the fit is "
+        "described per config below); `epsilon` exact.  Held-out depths are the independent check.",
         f"* measuring time this run: {summary['timing']['measure_s']:.1f} s "
         f"({summary['timing']['blocks_computed']} blocks computed, "
         f"{summary['timing']['blocks_resumed']} taken from an earlier run); analysis "
@@ -572,9 +587,15 @@ def write_report(path: Path, summary: dict) -> None:
             if m:
                 lines.append(f"| {stat} | {_g(m['b_over_a'])} | {_g(m['b_over_a_error'], 3)} | {_g(m['v_mlp'])} | "
                              f"{_g(m['ratio_to_mlp_limit'])} |")
-        lines += ["", "Calibration fit: " + "; ".join(
-            f"{stat} rms log residual {c['calibration'][stat]['residual_rms_log']:.3g}"
-            for stat in STATISTICS if stat in c["calibration"]), ""]
+        lines.append("")
+        for stat in STATISTICS:
+            cal = c["calibration"].get(stat)
+            if cal:
+                how = cal["constants"].get("a", {}).get("note", "")
+                extra = "; ".join(cal.get("notes", []))
+                lines.append(f"* calibration ({stat}): {how}" + (f"; {extra}" if extra else "")
+                             + f"; rms log residual {cal['residual_rms_log']:.3g}")
+        lines.append("")
         for kind, fname in c.get("figures", {}).items():
             lines += [f"![{c['name']} {kind}]({fname})", ""]
     Path(path).write_text("\n".join(lines) + "\n")

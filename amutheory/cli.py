@@ -165,9 +165,11 @@ def cmd_validate(args):
                            progress=progress)
     lines = [f"wrote {args.out}/report.md, results.csv, summary.json"]
     for c in summary["configs"]:
-        lo, hi = c["fitted_exponent_ci"]
-        lines.append(f"  {c['name']:<16} {'PASS' if c['passed'] else 'FAIL'}  max rel. error {c['max_rel_error']:.3f}"
-                     f"  fitted exponent {c['fitted_exponent']:.3f} [{lo:.3f}, {hi:.3f}]")
+        fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731 - null when a step failed
+        lo, hi = c.get("fitted_exponent_ci") or (None, None)
+        lines.append(f"  {c['name']:<16} {'PASS' if c['passed'] else 'FAIL'}  max rel. error "
+                     f"{fmt(c.get('max_rel_error'))}  fitted exponent {fmt(c.get('fitted_exponent'))} "
+                     f"[{fmt(lo)}, {fmt(hi)}]")
     _emit(args, summary, "\n".join(lines))
 
 

@@ -20,8 +20,12 @@ _LABELS = {"mean": "arithmetic mean", "geo": "geometric mean"}
 def _integer_ticks(ax, values):
     """Log x axis labelled at the given integers (plain numbers, no 10^x)."""
     ticks = sorted({int(v) for v in values})
-    if len(ticks) > 12:
-        ticks = ticks[:: int(np.ceil(len(ticks) / 12))] + [ticks[-1]]
+    if len(ticks) > 10:
+        # a log-spaced subset: 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, ... and the last value
+        nice = {m * 2**k for k in range(0, 20) for m in (1, 3)} | {1}
+        ticks = sorted({v for v in ticks if v in nice} | {ticks[-1]})
+        if len(ticks) > 2 and ticks[-1] / ticks[-2] < 1.2:
+            ticks.pop(-2)
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_major_formatter(ScalarFormatter())
     ax.xaxis.set_minor_locator(NullLocator())
@@ -114,7 +118,7 @@ def plot_eta_star(config_result: dict) -> Figure:
     return fig
 
 
-def plot_layer_profiles(spec, profiles_mean: dict, constants: dict) -> Figure:
+def plot_layer_profiles(spec, profiles_mean: dict, constants: dict, title: str | None = None) -> Figure:
     """Per-layer measured ``s_l`` vs the calibrated law, one panel per depth.
 
     ``profiles_mean`` maps ``depth -> s_l`` (per-layer statistic over seeds, length ``depth``);
@@ -122,6 +126,7 @@ def plot_layer_profiles(spec, profiles_mean: dict, constants: dict) -> Figure:
     least ``a, b, e, epsilon, gamma`` (a calibration's).  Each panel shows the measured values,
     the predicted total and its coherent (``a``, ~l^2) and accumulated-fluctuation (``b``, ~l^3)
     parts from :func:`amutheory.api.predicted_layer_profile` (and the local part when > 0).
+    ``title``: optional figure title.
     """
     from amutheory.api import predicted_layer_profile
 
@@ -152,5 +157,7 @@ def plot_layer_profiles(spec, profiles_mean: dict, constants: dict) -> Figure:
         ax.set_xlabel("layer l")
         ax.set_title(f"L = {d}")
     axes[0].set_ylabel("s_l")
+    if title:
+        fig.suptitle(title, fontsize=10)
     axes[0].legend(fontsize=7, loc="best")
     return fig

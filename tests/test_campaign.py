@@ -1,7 +1,7 @@
 """Tests of the validation campaign driver (:mod:`amutheory.campaign`) on a tiny real preset.
 
-One real campaign (conv1d ReLU, width 16, spatial 8, batch 2, depths 2, 3, 4, 6, calibration depths 2
-and 4 -- layers 1..4, enough for the 4 free constants -- 4 seeds) runs once per module; the
+One real campaign (conv1d ReLU, width 16, spatial 8, batch 2, depths 2, 3, 4, 5, 6, 8,
+calibration depths 2, 3, 4, 6 -- one per free constant -- held-out 5 and 8, 4 seeds) runs once per module; the
 tests check its files against the contract, and that resuming after an interrupt recomputes
 only the unfinished blocks and ends with the same rows as the uninterrupted run.
 """
@@ -19,9 +19,10 @@ from amutheory.campaign import (CSV_COLUMNS, PRESETS, CampaignConfig, read_resul
 from amutheory.spec import ArchSpec
 
 SPEC = ArchSpec(dim=1, width=16, kernel=3, spatial=8, activation="relu", batch=2)
-DEPTHS = (2, 3, 4, 6)
+DEPTHS = (2, 3, 4, 5, 6, 8)
+CAL = (2, 3, 4, 6)
 SEEDS = 4
-TINY = [CampaignConfig("tiny", SPEC, DEPTHS, (2, 4), SEEDS)]
+TINY = [CampaignConfig("tiny", SPEC, DEPTHS, CAL, SEEDS)]
 COMPUTED = re.compile(r"^\[tiny\] depth (\d+) \(\d+/\d+\) \d+ seeds +[\d.]+ s$")
 
 
@@ -65,11 +66,11 @@ def test_outputs_follow_the_contract(full_run):
     for stat in ("mean", "geo"):
         table = cfg["per_depth"][stat]
         assert [r["depth"] for r in table] == list(DEPTHS)
-        assert [r["calibration"] for r in table] == [d in (2, 4) for d in DEPTHS]
+        assert [r["calibration"] for r in table] == [d in CAL for d in DEPTHS]
         for r in table:
             assert r["eta_meas_ci"][0] <= r["eta_meas"] <= r["eta_meas_ci"][1]
             assert r["inside_ci"] == (r["eta_meas_ci"][0] <= r["eta_pred"] <= r["eta_meas_ci"][1])
-        assert cfg["calibration"][stat]["depths"] == [2, 4]
+        assert cfg["calibration"][stat]["depths"] == list(CAL)
         assert {"a", "b", "e", "gamma", "epsilon"} <= set(cfg["constants"][stat])
         assert cfg["constants"][stat]["a"]["source"] == "calibrated"
     held = [r for r in cfg["per_depth"]["mean"] if not r["calibration"]]
@@ -91,18 +92,18 @@ def test_resume_recomputes_only_unfinished_blocks(full_run, tmp_path):
     reference = _rows(out / "results.csv")
     for name in ("results.csv", "campaign.json"):
         shutil.copy(out / name, tmp_path / name)
-    # simulate an interrupt in the middle of writing the depth-6 block: keep the depth-2, 3 and 4
-    # blocks, 5 whole rows of depth 6 and half of the next row (no newline)
+    # simulate an interrupt in the middle of writing the depth-6 block: keep the blocks of depths
+    # 2 to 5, 5 whole rows of depth 6 and half of the next row (no newline)
     text = (tmp_path / "results.csv").read_text().splitlines(keepends=True)
-    n_done = 1 + SEEDS * (2 + 3 + 4)
+    n_done = 1 + SEEDS * (2 + 3 + 4 + 5)
     cut = "".join(text[:n_done + 5]) + text[n_done + 5][:12]
     (tmp_path / "results.csv").write_text(cut)
 
     msgs = []
     run_campaign(TINY, tmp_path, progress=msgs.append, analyse=False)
     computed = [int(COMPUTED.match(m).group(1)) for m in msgs if COMPUTED.match(m)]
-    assert computed == [6]  # depths 2, 3 and 4 were not recomputed
-    assert sum("skipped" in m for m in msgs) == 3
+    assert computed == [6, 8]  # depths 2 to 5 were not recomputed
+    assert sum("skipped" in m for m in msgs) == 4
     assert any("partial block of 5 rows" in m and "depth 6" in m for m in msgs)
     assert any("unreadable" in m for m in msgs)
     assert sorted(_rows(tmp_path / "results.csv")) == sorted(reference)
@@ -115,7 +116,7 @@ def test_resume_recomputes_only_unfinished_blocks(full_run, tmp_path):
 
 
 def test_keyboard_interrupt_keeps_finished_blocks(tmp_path):
-    cfg = [CampaignConfig("tiny", SPEC.with_(width=4), (2, 4), (4,), 2)]
+    cfg = [CampaignConfig("tiny", SPEC.with_(width=4), (2, 3, 4, 5), (2, 3, 4, 5), 2)]
     msgs = []
 
     def progress(msg):
@@ -134,18 +135,18 @@ def test_resume_refuses_results_of_another_spec(full_run, tmp_path):
     out, _, _ = full_run
     for name in ("results.csv", "campaign.json"):
         shutil.copy(out / name, tmp_path / name)
-    other = [CampaignConfig("tiny", SPEC.with_(width=8), DEPTHS, (2, 4), SEEDS)]
+    other = [CampaignConfig("tiny", SPEC.with_(width=8), DEPTHS, CAL, SEEDS)]
     with pytest.raises(ValueError, match="another spec"):
         run_campaign(other, tmp_path, progress=None)
 
 
 def test_configs_and_presets():
     with pytest.raises(ValueError, match="not among depths"):
-        CampaignConfig("x", SPEC, (2, 4), (2, 8), 4)
-    with pytest.raises(ValueError, match="4 distinct layers"):
+        CampaignConfig("x", SPEC, (2, 3, 4, 6), (2, 3, 4, 8), 4)
+    with pytest.raises(ValueError, match="cannot calibrate"):  # 4 constants, 2 depths
         CampaignConfig("x", SPEC, (2, 3, 6), (2, 3), 4)
     with pytest.raises(ValueError, match="seeds"):
-        CampaignConfig("x", SPEC, (2, 4), (4,), 1)
+        CampaignConfig("x", SPEC, (2, 3, 4, 6), (2, 3, 4, 6), 1)
     with pytest.raises(ValueError, match="preset"):
         resolve_preset("nope")
     assert resolve_preset("quick", only="conv2d-relu")[1][0].name == "conv2d-relu"
@@ -157,6 +158,7 @@ def test_configs_and_presets():
         assert c.spec.padding == "circular" and c.spec.kernel == 3
     assert quick["conv1d-relu"].depths == (2, 3, 4, 6, 8, 12, 16, 24, 32)
     assert quick["conv1d-relu"].calibration_depths == (2, 4, 8, 16)
+    assert quick["conv2d-relu"].calibration_depths == (2, 4, 6, 8)
     assert quick["conv2d-linear"].depths == (2, 3, 4, 6, 8, 12, 16)
     assert quick["conv2d-linear"].spec.spatial == 8 and quick["conv2d-linear"].seeds == 32
     assert all(c.seeds == 64 and c.spec.spatial == 32 for c in PRESETS["paper"])
