@@ -211,7 +211,13 @@ def law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0):
     if finite_width:
         vals["lambda"] = 1.0 + gamma / spec.width
     s_bar_fn, eta_fn, slope_fn = _law_predictors(finite_width)
-    return s_bar_fn(depths, **vals), eta_fn(depths, C=C, **vals), slope_fn(depths, **vals)
+    s_bar, eta, slope = s_bar_fn(depths, **vals), eta_fn(depths, C=C, **vals), slope_fn(depths, **vals)
+    if "kappa" in constants:  # lognormal model: mean = typical * exp(sigma^2(L) / 2)
+        kappa = constants["kappa"].value
+        factor = np.exp((constants["sigma2_0"].value + kappa * depths) / 2)
+        s_bar, eta = s_bar * factor, eta / np.sqrt(factor)
+        slope = slope - kappa * depths / 4  # d ln eta*/d ln L gains -(1/2) d(sigma^2/2)/d ln L
+    return s_bar, eta, slope
 
 
 def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DEFAULT_CALIBRATION_DEPTHS,
@@ -264,8 +270,11 @@ def predicted_layer_profile(spec: ArchSpec, constants: dict) -> dict[str, np.nda
     """Per-layer ``s_l`` of ``spec`` and its coherent (l^2), fluctuation (l^3) and local parts."""
     layers = np.arange(1, spec.depth + 1)
     v = {k: constants[k].value for k in ("a", "b", "e", "epsilon", "gamma")}
-    total = layer_prediction(layers, v["a"], v["b"], v["e"], v["epsilon"], v["gamma"], spec.width)
-    coherent = layer_prediction(layers, v["a"], 0.0, 0.0, v["epsilon"], v["gamma"], spec.width)
-    fluct = layer_prediction(layers, 0.0, v["b"], 0.0, v["epsilon"], v["gamma"], spec.width)
+    scale = 1.0
+    if "kappa" in constants:  # lognormal model: the mean carries exp(sigma^2(L)/2) of its net
+        scale = float(np.exp((constants["sigma2_0"].value + constants["kappa"].value * spec.depth) / 2))
+    total = scale * layer_prediction(layers, v["a"], v["b"], v["e"], v["epsilon"], v["gamma"], spec.width)
+    coherent = scale * layer_prediction(layers, v["a"], 0.0, 0.0, v["epsilon"], v["gamma"], spec.width)
+    fluct = scale * layer_prediction(layers, 0.0, v["b"], 0.0, v["epsilon"], v["gamma"], spec.width)
     return {"layer": layers, "total": total, "coherent": coherent, "fluctuation": fluct,
             "local": total - coherent - fluct}

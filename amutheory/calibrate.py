@@ -71,10 +71,76 @@ def per_layer_statistic(s: np.ndarray, statistic: str) -> np.ndarray:
 
 
 TARGETS = ("s_bar", "layers")
+MODELS = ("lognormal", "free-gamma")
 
 
 def calibrate(profiles: dict, epsilon_value: float, width: int, statistic: str = "mean",
-              fit_gamma: bool = True, target: str = "s_bar", n_boot: int = 100, seed: int = 0) -> Calibration:
+              fit_gamma: bool = True, target: str = "s_bar", n_boot: int = 100, seed: int = 0,
+              model: str = "lognormal") -> Calibration:
+    """Calibrate the constants of the derived law on ``profiles = {depth: s[seed, l]}``.
+
+    ``model="lognormal"`` (default, THEORY.md section 8): the *typical* value (geometric mean
+    over seeds) of ``s_bar`` follows the infinite-width law (``a, b, e`` fitted, ``gamma = 0``);
+    the seed spread ``sigma^2(L) = Var[ln s_bar]`` grows linearly in ``L`` (``sigma2_0 + kappa L``,
+    fitted on the same depths), and the *mean* is ``typical * exp(sigma^2(L) / 2)`` -- the
+    lognormal relation, which is the finite-width factor of the expectation.  Nothing here can
+    trade a cubic for an exponential, which the four-constant fit below does.
+    ``model="free-gamma"``: :func:`calibrate_free_gamma` (``a, b, e, gamma`` on one statistic)."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    if model == "free-gamma":
+        return calibrate_free_gamma(profiles, epsilon_value, width, statistic, fit_gamma, target, n_boot, seed)
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
+    if target != "s_bar":
+        raise ValueError("the lognormal model calibrates on s_bar only (target='s_bar')")
+    fit, _, _, dof = _fit(profiles, epsilon_value, width, "geo", False, "s_bar")
+    line = _variance_line(profiles) if statistic == "mean" else None
+    se, se_line = np.full(3, np.nan), np.full(2, np.nan)
+    if n_boot:
+        rng = np.random.default_rng(seed)
+        draws, lines = [], []
+        for _ in range(n_boot):
+            resampled = {d: s[rng.integers(0, len(s), len(s))] for d, s in profiles.items()}
+            try:
+                draws.append(_fit(resampled, epsilon_value, width, "geo", False, "s_bar", fit.x)[0].x)
+                if line is not None:
+                    lines.append(_variance_line(resampled))
+            except ValueError:
+                continue
+        if len(draws) >= 2:
+            se = np.std(np.asarray(draws), axis=0, ddof=1)
+        if len(lines) >= 2:
+            se_line = np.std(np.asarray(lines), axis=0, ddof=1)
+    note = (f"typical value: least squares on log of the geometric mean of s_bar(L), depths {sorted(profiles)}"
+            + (f"; error = sd over {n_boot} seed-bootstrap refits" if n_boot else ""))
+    vals = np.exp(fit.x)
+    consts = {k: Constant(k, float(v), "calibrated", float(v * e), note=note)
+              for k, v, e in zip(("a", "b", "e"), vals, se)}
+    consts["epsilon"] = Constant("epsilon", epsilon_value, "exact")
+    consts["gamma"] = Constant("gamma", 0.0, "convention", note="typical value: infinite-width law")
+    if line is not None:
+        lnote = f"Var[ln s_bar] over seeds, straight line in L, depths {sorted(profiles)}"
+        consts["sigma2_0"] = Constant("sigma2_0", float(line[0]), "calibrated", float(se_line[0]), note=lnote)
+        consts["kappa"] = Constant("kappa", float(line[1]), "calibrated", float(se_line[1]), note=lnote)
+    rss = float(np.sum(fit.fun**2))
+    return Calibration(consts, sorted(profiles), statistic, int(width), float(np.sqrt(rss / len(fit.fun))),
+                       ["model lognormal", f"{dof} residual degrees of freedom in the typical-value fit"])
+
+
+def _variance_line(profiles) -> np.ndarray:
+    """``(sigma2_0, kappa)``: least-squares line of ``Var[ln s_bar]`` (over seeds) against ``L``."""
+    depths = sorted(profiles)
+    if len(depths) < 2:
+        raise ValueError("the variance line needs at least 2 calibration depths")
+    var = [np.var(np.log(np.asarray(profiles[d]).mean(axis=1)), ddof=1) for d in depths]
+    slope, intercept = np.polyfit(np.asarray(depths, float), var, 1)
+    return np.array([intercept, slope])
+
+
+def calibrate_free_gamma(profiles: dict, epsilon_value: float, width: int, statistic: str = "mean",
+                         fit_gamma: bool = True, target: str = "s_bar", n_boot: int = 100,
+                         seed: int = 0) -> Calibration:
     """Fit ``a, b, e, gamma`` to ``profiles = {depth: s[seed, l]}`` (the probe's arrays).
 
     ``target``: ``s_bar`` (one point per calibration depth; needs as many depths as free

@@ -8,8 +8,9 @@ preset:
    ``(config, depth)`` block at a time, flushed and fsync'ed as soon as the block is done, so an
    interrupt never loses finished blocks.  Rerunning with ``resume=True`` (the default) skips
    complete blocks and drops partial ones.
-2. **Calibrate** ``a, b, e, gamma`` (:func:`amutheory.calibrate.calibrate`) on the calibration
-   depths only, once for the arithmetic mean over seeds and once for the geometric mean.
+2. **Calibrate** (:func:`amutheory.calibrate.calibrate`, lognormal model) on the calibration
+   depths only: ``a, b, e`` of the typical value (geometric mean over seeds) and the seed spread
+   ``sigma^2(L) = sigma2_0 + kappa L`` that turns it into the arithmetic mean.
 3. **Predict** ``eta*(L) = sqrt(C / s_bar(L))`` at every depth from the derived law with those
    constants (:func:`amutheory.api.predict`, i.e. :func:`amutheory.api.law_values`).
 4. **Compare** with the measured ``eta*`` and its 95% seed-bootstrap interval at every depth;
@@ -123,7 +124,8 @@ PRESETS = {
     "quick": [
         _conv("conv1d-relu", 1, "relu", 256, 16, _Q1, [2, 4, 8, 16], 32),
         _conv("conv1d-linear", 1, "linear", 256, 16, _Q1, [2, 4, 8, 16], 32),
-        # calibrate() fits a, b, e, gamma to s_bar at the calibration depths: it needs >= 4 of them
+        # calibrate() fits a, b, e to s_bar at the calibration depths (>= 3 of them); the deepest
+        # calibration depth is half the deepest depth, so the held-out check is an extrapolation
         _conv("conv2d-relu", 2, "relu", 128, 8, _Q2, [2, 4, 6, 8], 32),
         _conv("conv2d-linear", 2, "linear", 128, 8, _Q2, [2, 4, 6, 8], 32),
     ],
@@ -284,8 +286,7 @@ def load_measurement(path, cfg: CampaignConfig, C: float = C_TARGET, level: floa
 
 # --------------------------------------------------------------------------- campaign meta
 def _protocol_dict(protocol: ProbeProtocol) -> dict:
-    return {"input_var": protocol.input_var, "dtype": protocol.dtype, "device": protocol.device,
-            "train_head": protocol.train_head}
+    return {"input_var": protocol.input_var, "dtype": protocol.dtype, "device": protocol.device}
 
 
 def _check_meta(path: Path, configs: list, protocol: ProbeProtocol, resume: bool) -> dict:
@@ -295,7 +296,7 @@ def _check_meta(path: Path, configs: list, protocol: ProbeProtocol, resume: bool
     if resume and path.exists():
         old = json.loads(path.read_text())
         op = old.get("protocol", {})
-        for k in ("input_var", "dtype", "train_head"):
+        for k in ("input_var", "dtype"):
             if k in op and op[k] != meta["protocol"][k]:
                 raise ValueError(f"{path.parent} holds results measured with protocol {k}={op[k]!r}, "
                                  f"this run uses {meta['protocol'][k]!r}; use another out_dir or resume=False")
@@ -512,12 +513,15 @@ def write_report(path: Path, summary: dict) -> None:
         "## What was run", "",
         f"* probe: one SGD step from the init, first order in eta, `s_l` = mean square of "
         f"`J_theta h_l grad`; dtype {pr['dtype']}, device {pr['device']}, input variance "
-        f"{pr['input_var']}, head trained: {pr['train_head']}.",
+        f"{pr['input_var']}; every parameter (head included) takes the SGD step.",
         f"* eta* = sqrt(C / s_bar) with C = {summary['C']} (a convention; it cancels in every ratio).",
         f"* 95% intervals: percentile bootstrap over seeds (2000 replicates).",
-        "* calibration: `a, b, e, gamma` fitted by `amutheory.calibrate.calibrate` on the calibration "
-        "depths only, separately for the arithmetic and the geometric mean over seeds (the fit is "
-        "described per config below); `epsilon` exact.  Held-out depths are the independent check.",
+        "* calibration (lognormal model, `amutheory.calibrate.calibrate`): the typical value "
+        "(geometric mean over seeds) of s_bar(L) follows the derived infinite-width law with `a, b, e` "
+        "fitted on the calibration depths only; the arithmetic mean is the typical value times "
+        "exp(sigma^2(L)/2), with the seed variance of ln s_bar fitted as a straight line "
+        "`sigma2_0 + kappa L` on the same depths; `epsilon` exact, `gamma = 0`.  Held-out depths are "
+        "the independent check.",
         f"* measuring time this run: {summary['timing']['measure_s']:.1f} s "
         f"({summary['timing']['blocks_computed']} blocks computed, "
         f"{summary['timing']['blocks_resumed']} taken from an earlier run); analysis "
@@ -575,7 +579,7 @@ def write_report(path: Path, summary: dict) -> None:
                   "| constant | statistic | value | error | source |", "|---|---|---:|---:|---|"]
         for stat in STATISTICS:
             for k, v in c["constants"].get(stat, {}).items():
-                if k in ("a", "b", "e", "gamma", "epsilon"):
+                if k in ("a", "b", "e", "gamma", "epsilon", "sigma2_0", "kappa"):
                     lines.append(f"| {k} | {stat} | {_g(v['value'], 5)} | {_g(v['error'], 3)} | {v['source']} |")
         for k, v in c["derived_constants"].items():
             lines.append(f"| {k} | derived | {_g(v['value'], 5)} | {_g(v['error'], 3)} | {v['source']} |")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 FAMILIES = ("conv",)
 PADDINGS = ("circular",)
@@ -139,8 +139,6 @@ class ProbeProtocol:
     input_var: float = 1.0
     dtype: str = "float64"
     device: str = "cpu"
-    train_head: bool = True
-    extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
         _check_real("input_var", self.input_var)

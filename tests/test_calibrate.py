@@ -22,7 +22,7 @@ def synthetic_profiles(depths, seeds, noise, rng):
 @pytest.mark.parametrize("target", ["s_bar", "layers"])
 def test_exact_data_recover_constants(target):
     profiles = synthetic_profiles([2, 4, 8, 16, 24], 3, 0.0, np.random.default_rng(0))
-    cal = calibrate(profiles, TRUE["eps_"], WIDTH, "mean", target=target, n_boot=0)
+    cal = calibrate(profiles, TRUE["eps_"], WIDTH, "mean", target=target, n_boot=0, model="free-gamma")
     got = cal.values()
     for k in ("a", "b", "e", "gamma"):
         assert got[k] == pytest.approx(TRUE[k + "_"], rel=1e-4), k
@@ -34,7 +34,7 @@ def test_noisy_data_recover_within_bootstrap_error():
     """64 seeds, 30 % lognormal noise: each constant within 4 bootstrap standard errors."""
     rng = np.random.default_rng(1)
     profiles = synthetic_profiles([2, 3, 4, 6, 8, 12, 16], 64, 0.3, rng)
-    cal = calibrate(profiles, TRUE["eps_"], WIDTH, "mean", n_boot=60, seed=2)
+    cal = calibrate(profiles, TRUE["eps_"], WIDTH, "mean", n_boot=60, seed=2, model="free-gamma")
     for k in ("a", "b", "gamma"):
         c = cal.constants[k]
         assert np.isfinite(c.error) and c.error > 0
@@ -44,10 +44,39 @@ def test_noisy_data_recover_within_bootstrap_error():
 def test_too_few_depths_is_a_clear_error():
     profiles = synthetic_profiles([2, 4, 8], 3, 0.0, np.random.default_rng(0))
     with pytest.raises(ValueError, match="at least 4 distinct depths"):
-        calibrate(profiles, 0.01, WIDTH, "mean")
+        calibrate(profiles, 0.01, WIDTH, "mean", model="free-gamma")
+    with pytest.raises(ValueError, match="at least 3 distinct depths"):
+        calibrate({2: profiles[2], 4: profiles[4]}, 0.01, WIDTH, "mean")
 
 
 @pytest.mark.parametrize("bad, match", [({}, "non-empty"), ({3: np.ones((4, 2))}, "shape")])
 def test_bad_profiles(bad, match):
     with pytest.raises(ValueError, match=match):
         calibrate(bad, 0.01, WIDTH)
+
+
+def test_lognormal_model_recovers_typical_law_and_spread():
+    """Per-seed s_bar = law(L) * exp(sigma(L) z), sigma^2 = 0.1 + 0.05 L, 256 seeds: the typical
+    value's constants and the spread line come back within 4 bootstrap standard errors, and the
+    predicted mean is typical * exp(sigma^2/2)."""
+    from amutheory.api import law_values
+    from amutheory.spec import ArchSpec
+
+    rng = np.random.default_rng(3)
+    law = dict(a_=3.0, b_=5.0, e_=0.2, eps_=0.01, gamma_=0.0)
+    profiles = {}
+    for d in (2, 3, 4, 6, 8, 12):
+        sigma = np.sqrt(0.1 + 0.05 * d)
+        factor = np.exp(sigma * rng.normal(size=(256, 1)))
+        profiles[d] = layer_prediction(np.arange(1, d + 1), width=WIDTH, **law) * factor
+    cal = calibrate(profiles, 0.01, WIDTH, "mean", n_boot=60, seed=4)
+    truth = {"a": 3.0, "b": 5.0, "sigma2_0": 0.1, "kappa": 0.05}
+    for k, v in truth.items():
+        c = cal.constants[k]
+        assert abs(c.value - v) < 4 * c.error, (k, c.value, c.error)
+    spec = ArchSpec(width=WIDTH, init_c=2.0)
+    mean_pred = law_values(spec, [24], cal.constants)[0][0]
+    typical = np.mean(layer_prediction(np.arange(1, 25), cal.constants["a"].value, cal.constants["b"].value,
+                                       cal.constants["e"].value, 0.01, 0.0, WIDTH))
+    sig2 = cal.constants["sigma2_0"].value + 24 * cal.constants["kappa"].value
+    assert mean_pred == pytest.approx(typical * np.exp(sig2 / 2), rel=1e-12)
