@@ -98,8 +98,21 @@ def cmd_derive(args):
     from amutheory.symbolic.conv import derived_constants
 
     spec = _spec(args)
-    law = derive(spec, finite_width=args.finite_width)
+    law = derive(spec)
     d = law.to_dict(order=args.order)
+    if args.finite_width:
+        import sympy as sp
+
+        from amutheory.symbolic.expansion import finite_width_relative_correction
+
+        fw = derive(spec, finite_width=True)
+        R = finite_width_relative_correction()
+        d["s_bar_finite_width"] = sp.sstr(fw.s_bar)
+        d["s_layer_finite_width"] = sp.sstr(fw.s_layer)
+        d["finite_width_first_order"] = sp.sstr(R)
+        d["finite_width_first_order_leading"] = sp.sstr(sp.limit(R / sp.Symbol("L", integer=True, positive=True),
+                                                                sp.Symbol("L", integer=True, positive=True), sp.oo))
+        d["assumptions"] = d["assumptions"] + [fw.assumptions[-1]]
     d["derived_constants"] = {k: c.to_dict() for k, c in derived_constants(spec, args.input_var).items()}
     lines = [f"law: {law.name}", f"s_bar(L) = {d['s_bar']}", f"eta*(L) = {d['eta_star']}",
              f"leading exponent: {d['exponent']}   (eta* ~ {d['prefactor']} * L^({d['exponent']}))",
@@ -107,6 +120,9 @@ def cmd_derive(args):
     lines += [f"  c_{k} = {c}" for k, c in enumerate(d["corrections"], 1)]
     lines.append("local slope d ln eta*/d ln L = " + " + ".join(
         f"({c})/L^{k}" if k else f"{c}" for k, c in enumerate(d["local_slope_series"])))
+    if args.finite_width:
+        lines.append(f"finite width: s_bar_fw / s_bar = 1 + (lambda - 1) R(L) + ..., R(L) ~ "
+                     f"{d['finite_width_first_order_leading']} L  (R = {d['finite_width_first_order']})")
     lines.append("derived constants:")
     lines += [f"  {k} = {c['value']:.6g} [{c['source']}]" for k, c in d["derived_constants"].items()]
     lines.append("assumptions:")

@@ -87,3 +87,11 @@ def test_help_documents_every_flag(cmd):
         for flag in action.option_strings:
             assert flag in res.stdout, flag
         assert action.help, action.option_strings
+
+
+def test_derive_finite_width_keeps_contract_and_adds_correction(capsys):
+    code, out, _ = run(["derive", "--finite-width", "--json"], capsys)
+    assert code == 0
+    d = json.loads(out)
+    assert d["exponent"] == "-3/2" and d["finite_width_first_order_leading"] == "4/5"
+    assert "lambda" in d["s_bar_finite_width"]

@@ -116,3 +116,22 @@ def test_mlp_limit_ratio_is_derived_exactly():
 def test_correction_order_is_validated():
     with pytest.raises(ValueError, match="order"):
         derive().corrections(0)
+
+
+@settings(max_examples=15, deadline=None)
+@given(depth=st.integers(2, 40), av=positive, bv=positive, ev=small, epsv=small)
+def test_finite_width_first_order_matches_brute_force_derivative(depth, av, bv, ev, epsv):
+    """R(L) = d/d lambda of s_bar_fw / s_bar at lambda = 1, against a central difference of the
+    term-by-term sum (h = 1e-6: truncation error ~ h^2 R'' << 1e-6 relative)."""
+    vals = dict(a=av, b=bv, e=ev, epsilon=epsv)
+    R = float(expansion.finite_width_relative_correction().subs({L: depth, a: av, b: bv, e: ev, epsilon: epsv}))
+    h = 1e-6
+    up = expansion.brute_force_mean_moment(depth, {**vals, "lambda": 1 + h}, True)
+    down = expansion.brute_force_mean_moment(depth, {**vals, "lambda": 1 - h}, True)
+    base = expansion.brute_force_mean_moment(depth, vals)
+    assert R == pytest.approx((up - down) / (2 * h * base), rel=1e-6)
+
+
+def test_finite_width_leading_term_is_four_fifths_L():
+    R = expansion.finite_width_relative_correction()
+    assert sp.limit(R / L, L, sp.oo) == sp.Rational(4, 5)

@@ -107,3 +107,12 @@ def brute_force_layer_moment(layer: int, values: dict, finite_width: bool = Fals
 def brute_force_mean_moment(depth: int, values: dict, finite_width: bool = False) -> float:
     """``(1/L) sum_l`` of :func:`brute_force_layer_moment`."""
     return float(np.mean([brute_force_layer_moment(i, values, finite_width) for i in range(1, depth + 1)]))
+
+
+@functools.lru_cache(maxsize=None)
+def finite_width_relative_correction() -> sp.Expr:
+    """First order of the finite-width factor: ``s_bar_fw / s_bar = 1 + (lambda - 1) R(L) + ...``
+    with ``R(L) = sum_l l s_l / sum_l s_l`` (derived: d/d lambda at lambda = 1).  Its leading
+    term is ``4 L / 5``, so the correction is small only while ``gamma L / n << 1``."""
+    s = layer_moment(False)
+    return sp.cancel(sp.summation(sp.expand(l * s), (l, 1, L)) / sp.summation(s, (l, 1, L)))

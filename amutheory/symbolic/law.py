@@ -48,7 +48,11 @@ class ScalingLaw:
     @property
     def exponent(self) -> sp.Rational:
         """Leading exponent of ``eta*`` in ``L``: ``-(1/2) lim L s_bar'/s_bar``."""
-        growth = sp.limit(sp.cancel(L * sp.diff(self.s_bar, L) / self.s_bar), L, sp.oo)
+        try:
+            growth = sp.limit(sp.cancel(L * sp.diff(self.s_bar, L) / self.s_bar), L, sp.oo)
+        except NotImplementedError:
+            raise ValueError(f"the law {self.name!r} has no power-law exponent SymPy can find "
+                             "(at fixed finite width it grows like lambda^L)") from None
         value = sp.nsimplify(-growth / 2)
         if not value.is_Rational:
             raise ValueError(f"the law {self.name!r} has no power-law exponent (growth {growth})")
