@@ -104,14 +104,14 @@ def cmd_derive(args):
         import sympy as sp
 
         from amutheory.symbolic.expansion import finite_width_relative_correction
+        from amutheory.symbolic.symbols import L
 
         fw = derive(spec, finite_width=True)
         R = finite_width_relative_correction()
         d["s_bar_finite_width"] = sp.sstr(fw.s_bar)
         d["s_layer_finite_width"] = sp.sstr(fw.s_layer)
         d["finite_width_first_order"] = sp.sstr(R)
-        d["finite_width_first_order_leading"] = sp.sstr(sp.limit(R / sp.Symbol("L", integer=True, positive=True),
-                                                                sp.Symbol("L", integer=True, positive=True), sp.oo))
+        d["finite_width_first_order_leading"] = sp.sstr(sp.limit(R / L, L, sp.oo))
         d["assumptions"] = d["assumptions"] + [fw.assumptions[-1]]
     d["derived_constants"] = {k: c.to_dict() for k, c in derived_constants(spec, args.input_var).items()}
     lines = [f"law: {law.name}", f"s_bar(L) = {d['s_bar']}", f"eta*(L) = {d['eta_star']}",

@@ -33,6 +33,7 @@ def test_mlp_limit_profile_matches_derived_v(activation):
     for i, layer in enumerate((4, 6)):
         want = derived[layer] / derived[2]
         assert lo[i] <= want <= hi[i], (activation, layer, want, lo[i], hi[i])
-    # and the two activations are told apart: ReLU's ratio at l = 6 is 85, linear's 55
-    other = 55.0 if activation == "relu" else 85.0
+    # and the two activations are told apart: the other activation's v (1 <-> 2) is excluded
+    v_other = 3.0 - v
+    other = float(core.subs({a: 1, b: v_other, epsilon: 0, l: 6}) / core.subs({a: 1, b: v_other, epsilon: 0, l: 2}))
     assert not (lo[1] <= other <= hi[1])
