@@ -202,6 +202,29 @@ def _law_predictors(finite_width: bool):
     return tuple(law.predictor(q) for q in ("s_bar", "eta_star", "local_slope"))
 
 
+@functools.lru_cache(maxsize=None)
+def _lognormal_fns():
+    """Lambdified mean-over-typical factor and its local-slope shift (derived in SymPy)."""
+    import sympy as sp
+
+    from amutheory.symbolic.expansion import lognormal_mean_factor, lognormal_slope_shift
+    from amutheory.symbolic.symbols import L, kappa, sigma2_0
+
+    args = (L, sigma2_0, kappa)
+    return (sp.lambdify(args, lognormal_mean_factor(), "numpy"),
+            sp.lambdify(args, lognormal_slope_shift(), "numpy"))
+
+
+def mean_over_typical(constants: dict, depths):
+    """``(factor, slope shift)`` at ``depths`` for a lognormal-model calibration, else ``(1, 0)``."""
+    depths = np.asarray(depths, dtype=float)
+    if "kappa" not in constants:
+        return np.ones_like(depths), np.zeros_like(depths)
+    factor_fn, shift_fn = _lognormal_fns()
+    s0, k = constants["sigma2_0"].value, constants["kappa"].value
+    return factor_fn(depths, s0, k) * np.ones_like(depths), shift_fn(depths, s0, k) * np.ones_like(depths)
+
+
 def law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0):
     """``(s_bar, eta*, local slope)`` at ``depths`` from the derived law and ``constants``."""
     vals = {k: constants[k].value for k in ("a", "b", "e", "epsilon")}
@@ -212,12 +235,8 @@ def law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0):
         vals["lambda"] = 1.0 + gamma / spec.width
     s_bar_fn, eta_fn, slope_fn = _law_predictors(finite_width)
     s_bar, eta, slope = s_bar_fn(depths, **vals), eta_fn(depths, C=C, **vals), slope_fn(depths, **vals)
-    if "kappa" in constants:  # lognormal model: mean = typical * exp(sigma^2(L) / 2)
-        kappa = constants["kappa"].value
-        factor = np.exp((constants["sigma2_0"].value + kappa * depths) / 2)
-        s_bar, eta = s_bar * factor, eta / np.sqrt(factor)
-        slope = slope - kappa * depths / 4  # d ln eta*/d ln L gains -(1/2) d(sigma^2/2)/d ln L
-    return s_bar, eta, slope
+    factor, shift = mean_over_typical(constants, depths)  # lognormal model: mean = typical * factor
+    return s_bar * factor, eta / np.sqrt(factor), slope + shift
 
 
 def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DEFAULT_CALIBRATION_DEPTHS,
@@ -270,9 +289,7 @@ def predicted_layer_profile(spec: ArchSpec, constants: dict) -> dict[str, np.nda
     """Per-layer ``s_l`` of ``spec`` and its coherent (l^2), fluctuation (l^3) and local parts."""
     layers = np.arange(1, spec.depth + 1)
     v = {k: constants[k].value for k in ("a", "b", "e", "epsilon", "gamma")}
-    scale = 1.0
-    if "kappa" in constants:  # lognormal model: the mean carries exp(sigma^2(L)/2) of its net
-        scale = float(np.exp((constants["sigma2_0"].value + constants["kappa"].value * spec.depth) / 2))
+    scale = float(mean_over_typical(constants, [spec.depth])[0][0])  # the mean's factor of its net
     total = scale * layer_prediction(layers, v["a"], v["b"], v["e"], v["epsilon"], v["gamma"], spec.width)
     coherent = scale * layer_prediction(layers, v["a"], 0.0, 0.0, v["epsilon"], v["gamma"], spec.width)
     fluct = scale * layer_prediction(layers, 0.0, v["b"], 0.0, v["epsilon"], v["gamma"], spec.width)

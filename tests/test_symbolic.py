@@ -135,3 +135,9 @@ def test_finite_width_first_order_matches_brute_force_derivative(depth, av, bv, 
 def test_finite_width_leading_term_is_four_fifths_L():
     R = expansion.finite_width_relative_correction()
     assert sp.limit(R / L, L, sp.oo) == sp.Rational(4, 5)
+
+
+def test_lognormal_slope_shift_is_minus_kappa_L_over_4():
+    from amutheory.symbolic.symbols import kappa
+
+    assert sp.expand(expansion.lognormal_slope_shift() + kappa * L / 4) == 0

@@ -32,7 +32,7 @@ import functools
 import numpy as np
 import sympy as sp
 
-from amutheory.symbolic.symbols import L, a, b, e, epsilon, j, jp, l, lambda_, m
+from amutheory.symbolic.symbols import L, a, b, e, epsilon, j, jp, kappa, l, lambda_, m, sigma2_0
 
 
 def gram_weight(index) -> sp.Expr:
@@ -116,3 +116,14 @@ def finite_width_relative_correction() -> sp.Expr:
     term is ``4 L / 5``, so the correction is small only while ``gamma L / n << 1``."""
     s = layer_moment(False)
     return sp.cancel(sp.summation(sp.expand(l * s), (l, 1, L)) / sp.summation(s, (l, 1, L)))
+
+
+def lognormal_mean_factor() -> sp.Expr:
+    """``E[s_bar] / typical(s_bar) = exp(sigma^2(L) / 2)`` for lognormal seeds with
+    ``sigma^2(L) = sigma2_0 + kappa L`` (THEORY.md section 8)."""
+    return sp.exp((sigma2_0 + kappa * L) / 2)
+
+
+def lognormal_slope_shift() -> sp.Expr:
+    """What the factor adds to ``d ln eta*/d ln L``: ``-(L/2) d ln(factor)/dL`` = ``-kappa L/4``."""
+    return sp.expand(-L / 2 * sp.diff(sp.log(lognormal_mean_factor()), L))

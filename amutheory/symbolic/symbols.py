@@ -14,6 +14,7 @@
 ``n``      width (channels)
 ``C``      target one-step second moment (AM-muP fixes ``(1/L) sum_l eta^2 s_l = C``)
 ``x``      ``1 / L``, the expansion variable of the finite-depth series
+``sigma2_0``, ``kappa``  seed spread ``Var[ln s_bar] = sigma2_0 + kappa L`` (lognormal model)
 =========  ==================================================================
 """
 
@@ -34,5 +35,7 @@ gamma = sp.Symbol("gamma", real=True)
 n = sp.Symbol("n", positive=True)
 C = sp.Symbol("C", positive=True)
 x = sp.Symbol("x", positive=True)
+sigma2_0 = sp.Symbol("sigma2_0", real=True)
+kappa = sp.Symbol("kappa", real=True)
 
 CONSTANTS = (a, b, e, epsilon)
