@@ -216,7 +216,9 @@ def _lognormal_fns():
 
 
 def mean_over_typical(constants: dict, depths):
-    """``(factor, slope shift)`` at ``depths`` for a lognormal-model calibration, else ``(1, 0)``."""
+    """``(factor, slope shift)`` at ``depths``: ``factor = mean / typical = exp(sigma^2(L)/2)`` of a
+    lognormal-model calibration and what it adds to the mean's local slope relative to the
+    typical value's; ``(1, 0)`` when the constants carry no spread (``kappa``)."""
     depths = np.asarray(depths, dtype=float)
     if "kappa" not in constants:
         return np.ones_like(depths), np.zeros_like(depths)
@@ -225,8 +227,14 @@ def mean_over_typical(constants: dict, depths):
     return factor_fn(depths, s0, k) * np.ones_like(depths), shift_fn(depths, s0, k) * np.ones_like(depths)
 
 
-def law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0):
-    """``(s_bar, eta*, local slope)`` at ``depths`` from the derived law and ``constants``."""
+def law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, statistic: str = "mean"):
+    """``(s_bar, eta*, local slope)`` at ``depths`` from the derived law and ``constants``.
+
+    The law is the law of the *mean* over seeds (the expansion is an expectation).  With
+    ``statistic="geo"`` and a lognormal-model calibration (constants ``sigma2_0``, ``kappa``) the
+    typical value is returned: ``s_bar * exp(-sigma^2(L)/2)``, ``eta* * exp(sigma^2(L)/4)``."""
+    if statistic not in ("mean", "geo"):
+        raise ValueError(f"statistic must be 'mean' or 'geo', got {statistic!r}")
     vals = {k: constants[k].value for k in ("a", "b", "e", "epsilon")}
     gamma = constants["gamma"].value
     depths = np.asarray(depths, dtype=float)
@@ -235,8 +243,10 @@ def law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0):
         vals["lambda"] = 1.0 + gamma / spec.width
     s_bar_fn, eta_fn, slope_fn = _law_predictors(finite_width)
     s_bar, eta, slope = s_bar_fn(depths, **vals), eta_fn(depths, C=C, **vals), slope_fn(depths, **vals)
-    factor, shift = mean_over_typical(constants, depths)  # lognormal model: mean = typical * factor
-    return s_bar * factor, eta / np.sqrt(factor), slope + shift
+    if statistic == "geo":
+        factor, shift = mean_over_typical(constants, depths)
+        return s_bar / factor, eta * np.sqrt(factor), slope - shift
+    return s_bar * np.ones_like(depths), eta * np.ones_like(depths), slope * np.ones_like(depths)
 
 
 def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DEFAULT_CALIBRATION_DEPTHS,
@@ -279,17 +289,20 @@ def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DE
     for k in ("c", "chi", "v_mlp", "kappa_fwd"):
         const.setdefault(k, derived[k])
     const["C"] = Constant("C", C, "convention", note="target one-step second moment")
-    s_bar, eta, slope = law_values(spec, depths, const, C)
+    s_bar, eta, slope = law_values(spec, depths, const, C, statistic)
     law = conv_law(spec, finite_width=abs(const["gamma"].value) > 0)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, law.name, statistic,
                       C, calib, notes)
 
 
-def predicted_layer_profile(spec: ArchSpec, constants: dict) -> dict[str, np.ndarray]:
-    """Per-layer ``s_l`` of ``spec`` and its coherent (l^2), fluctuation (l^3) and local parts."""
+def predicted_layer_profile(spec: ArchSpec, constants: dict, statistic: str = "mean") -> dict[str, np.ndarray]:
+    """Per-layer ``s_l`` of ``spec`` and its coherent (l^2), fluctuation (l^3) and local parts,
+    for the mean over seeds (the law) or the typical value (``statistic="geo"``)."""
+    if statistic not in ("mean", "geo"):
+        raise ValueError(f"statistic must be 'mean' or 'geo', got {statistic!r}")
     layers = np.arange(1, spec.depth + 1)
     v = {k: constants[k].value for k in ("a", "b", "e", "epsilon", "gamma")}
-    scale = float(mean_over_typical(constants, [spec.depth])[0][0])  # the mean's factor of its net
+    scale = 1.0 if statistic == "mean" else 1.0 / float(mean_over_typical(constants, [spec.depth])[0][0])
     total = scale * layer_prediction(layers, v["a"], v["b"], v["e"], v["epsilon"], v["gamma"], spec.width)
     coherent = scale * layer_prediction(layers, v["a"], 0.0, 0.0, v["epsilon"], v["gamma"], spec.width)
     fluct = scale * layer_prediction(layers, 0.0, v["b"], 0.0, v["epsilon"], v["gamma"], spec.width)

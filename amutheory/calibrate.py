@@ -79,12 +79,16 @@ def calibrate(profiles: dict, epsilon_value: float, width: int, statistic: str =
               model: str = "lognormal") -> Calibration:
     """Calibrate the constants of the derived law on ``profiles = {depth: s[seed, l]}``.
 
-    ``model="lognormal"`` (default, THEORY.md section 8): the *typical* value (geometric mean
-    over seeds) of ``s_bar`` follows the infinite-width law (``a, b, e`` fitted, ``gamma = 0``);
-    the seed spread ``sigma^2(L) = Var[ln s_bar]`` grows linearly in ``L`` (``sigma2_0 + kappa L``,
-    fitted on the same depths), and the *mean* is ``typical * exp(sigma^2(L) / 2)`` -- the
-    lognormal relation, which is the finite-width factor of the expectation.  Nothing here can
-    trade a cubic for an exponential, which the four-constant fit below does.
+    ``model="lognormal"`` (default, THEORY.md section 8): the expansion computes an
+    *expectation* over the weights, so the infinite-width law (``a, b, e``; ``gamma = 0``) is the
+    law of the *mean* over seeds.  Per-seed ``s_bar`` is lognormal with a spread
+    ``sigma^2(L) = Var[ln s_bar] = sigma2_0 + kappa L`` that grows linearly in ``L`` (a straight
+    line fitted on the calibration depths), so the *typical* value (geometric mean) lies
+    ``exp(-sigma^2(L)/2)`` below the mean.  ``a, b, e`` are fitted to the log of the geometric
+    mean with that factor (the low-noise statistic; the sample mean of a lognormal is dominated
+    by a few seeds); whichever ``statistic`` is asked for, the same constants describe both:
+    ``mean = law``, ``typical = law * exp(-sigma^2/2)`` (:func:`amutheory.api.law_values`).
+    Nothing here can trade a cubic for an exponential, which the four-constant fit below does.
     ``model="free-gamma"``: :func:`calibrate_free_gamma` (``a, b, e, gamma`` on one statistic)."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
@@ -94,8 +98,9 @@ def calibrate(profiles: dict, epsilon_value: float, width: int, statistic: str =
         raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
     if target != "s_bar":
         raise ValueError("the lognormal model calibrates on s_bar only (target='s_bar')")
-    fit, _, _, dof = _fit(profiles, epsilon_value, width, "geo", False, "s_bar")
-    line = _variance_line(profiles) if statistic == "mean" else None
+    _check_profiles(profiles)
+    line = _variance_line(profiles)
+    fit, _, _, dof = _fit(profiles, epsilon_value, width, "geo", False, "s_bar", shrink=line)
     se, se_line = np.full(3, np.nan), np.full(2, np.nan)
     if n_boot:
         rng = np.random.default_rng(seed)
@@ -103,29 +108,40 @@ def calibrate(profiles: dict, epsilon_value: float, width: int, statistic: str =
         for _ in range(n_boot):
             resampled = {d: s[rng.integers(0, len(s), len(s))] for d, s in profiles.items()}
             try:
-                draws.append(_fit(resampled, epsilon_value, width, "geo", False, "s_bar", fit.x)[0].x)
-                if line is not None:
-                    lines.append(_variance_line(resampled))
+                bline = _variance_line(resampled)
+                draws.append(_fit(resampled, epsilon_value, width, "geo", False, "s_bar", fit.x, shrink=bline)[0].x)
+                lines.append(bline)
             except ValueError:
                 continue
         if len(draws) >= 2:
             se = np.std(np.asarray(draws), axis=0, ddof=1)
-        if len(lines) >= 2:
             se_line = np.std(np.asarray(lines), axis=0, ddof=1)
-    note = (f"typical value: least squares on log of the geometric mean of s_bar(L), depths {sorted(profiles)}"
+    note = (f"law of the mean: least squares on log of the geometric mean of s_bar(L) times "
+            f"exp(sigma^2(L)/2), depths {sorted(profiles)}"
             + (f"; error = sd over {n_boot} seed-bootstrap refits" if n_boot else ""))
     vals = np.exp(fit.x)
     consts = {k: Constant(k, float(v), "calibrated", float(v * e), note=note)
               for k, v, e in zip(("a", "b", "e"), vals, se)}
     consts["epsilon"] = Constant("epsilon", epsilon_value, "exact")
-    consts["gamma"] = Constant("gamma", 0.0, "convention", note="typical value: infinite-width law")
-    if line is not None:
-        lnote = f"Var[ln s_bar] over seeds, straight line in L, depths {sorted(profiles)}"
-        consts["sigma2_0"] = Constant("sigma2_0", float(line[0]), "calibrated", float(se_line[0]), note=lnote)
-        consts["kappa"] = Constant("kappa", float(line[1]), "calibrated", float(se_line[1]), note=lnote)
+    consts["gamma"] = Constant("gamma", 0.0, "convention", note="law of the mean: infinite-width law")
+    lnote = f"Var[ln s_bar] over seeds, straight line in L, depths {sorted(profiles)}"
+    consts["sigma2_0"] = Constant("sigma2_0", float(line[0]), "calibrated", float(se_line[0]), note=lnote)
+    consts["kappa"] = Constant("kappa", float(line[1]), "calibrated", float(se_line[1]), note=lnote)
     rss = float(np.sum(fit.fun**2))
     return Calibration(consts, sorted(profiles), statistic, int(width), float(np.sqrt(rss / len(fit.fun))),
-                       ["model lognormal", f"{dof} residual degrees of freedom in the typical-value fit"])
+                       ["model lognormal (law = mean, typical = law * exp(-sigma^2/2))",
+                        f"{dof} residual degrees of freedom in the fit of the law"])
+
+
+def _check_profiles(profiles):
+    if not isinstance(profiles, dict) or not profiles:
+        raise ValueError("profiles must be a non-empty dict {depth: array[seeds, depth]}")
+    for depth, s in profiles.items():
+        s = np.asarray(s, dtype=float)
+        if s.ndim != 2 or s.shape[1] != depth or s.shape[0] < 2:
+            raise ValueError(f"profiles[{depth}] must have shape (seeds >= 2, {depth}), got {s.shape}")
+        if np.any(s <= 0) or not np.all(np.isfinite(s)):
+            raise ValueError("profiles must be positive and finite")
 
 
 def _variance_line(profiles) -> np.ndarray:
@@ -180,8 +196,10 @@ def calibrate_free_gamma(profiles: dict, epsilon_value: float, width: int, stati
                        [f"target {target}", f"{dof} residual degrees of freedom"])
 
 
-def _fit(profiles, epsilon_value, width, statistic, fit_gamma, target, start=None):
-    """Least-squares fit on logs; returns ``(fit, ys, n_free, dof)``."""
+def _fit(profiles, epsilon_value, width, statistic, fit_gamma, target, start=None, shrink=None):
+    """Least-squares fit on logs; returns ``(fit, ys, n_free, dof)``.  ``shrink = (sigma2_0,
+    kappa)``: the model is multiplied by ``exp(-(sigma2_0 + kappa L)/2)`` (law of the mean fitted
+    to the typical value)."""
     if not isinstance(profiles, dict) or not profiles:
         raise ValueError("profiles must be a non-empty dict {depth: array[seeds, depth]}")
     if statistic not in STATISTICS:
@@ -216,8 +234,14 @@ def _fit(profiles, epsilon_value, width, statistic, fit_gamma, target, start=Non
         return np.array([np.mean(layer_prediction(np.arange(1, d + 1), av, bv, ev, epsilon_value, ga, width))
                          for d in depths])
 
+    log_shrink = 0.0
+    if shrink is not None:
+        if target != "s_bar":
+            raise ValueError("shrink applies to target='s_bar' only")
+        log_shrink = -(shrink[0] + shrink[1] * np.asarray(depths, float)) / 2
+
     def resid(p):
-        return np.log(np.maximum(model(p), 1e-300)) - np.log(ys)
+        return np.log(np.maximum(model(p), 1e-300)) + log_shrink - np.log(ys)
 
     scale = float(np.median(ys / np.maximum(ls if target == "layers" else np.asarray(depths, float), 1) ** 2))
     p0 = [np.log(scale), np.log(scale / 2), np.log(scale / 10 + 1e-300)] + ([0.0] if fit_gamma else [])

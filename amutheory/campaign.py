@@ -374,7 +374,8 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
     cal_meas = Measurement(spec, list(cfg.calibration_depths), meas.seeds,
                            {d: meas.profiles[d] for d in cfg.calibration_depths}, meas.C, meas.level)
     ci_fn = {"mean": stats.arith_mean_ci, "geo": stats.geo_mean_ci}
-    passed_stats, rel_errs = {}, {}
+    passed_stats, rel_errs, joint_ok = {}, {}, {}
+    out["held_out_test"] = {}
     dense = np.unique(np.round(np.geomspace(min(cfg.depths), max(cfg.depths), 40)).astype(int)).tolist()
     curve = {"depths": dense}
     for stat in STATISTICS:
@@ -427,6 +428,14 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
         errs = [abs(r["rel_error"]) for r in held_rows if r["rel_error"] is not None]
         rel_errs[stat] = max(errs) if errs and len(errs) == len(held_rows) else None
         out["outside_ci_depths_" + stat] = [r["depth"] for r in held_rows if not r["inside_ci"]]
+        if held_rows and all(r["s_pred"] for r in held_rows):
+            # eta* = sqrt(C / s_bar) is monotone in s_bar: a check on s_bar is the same check on eta*
+            test = stats.held_out_test([r["s_pred"] for r in held_rows],
+                                       [meas.s_bar(r["depth"]) for r in held_rows], stat, level=meas.level)
+            out["held_out_test"][stat] = test.to_dict()
+            joint_ok[stat] = bool(test.p_value >= 1.0 - meas.level and all(test.bonferroni_inside))
+        else:
+            joint_ok[stat] = False
         out["outside_ci_calibration_depths_" + stat] = [r["depth"] for r in rows
                                                         if r["calibration"] and not r["inside_ci"]]
         fits = {}
@@ -444,6 +453,8 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
     out["passed_mean"] = passed_stats["mean"]
     out["passed_geo"] = passed_stats["geo"]
     out["passed"] = bool(passed_stats["mean"] and passed_stats["geo"])
+    # joint check: chi-square p >= 0.05 and every held-out depth inside its Bonferroni interval
+    out["passed_joint"] = bool(joint_ok["mean"] and joint_ok["geo"])
     out["max_rel_error"] = _f(rel_errs["mean"])
     out["max_rel_error_geo"] = _f(rel_errs["geo"])
     all_fit = out["fitted_exponents"]["mean"]["all"]
@@ -506,22 +517,29 @@ def write_report(path: Path, summary: dict) -> None:
     pr = summary["protocol"]
     lines = [f"# amutheory validation campaign: preset `{summary['preset']}`", ""]
     n_pass = sum(c["passed"] for c in summary["configs"])
+    n_joint = sum(c.get("passed_joint", False) for c in summary["configs"])
     lines += [
         f"{n_pass} of {len(summary['configs'])} configs passed "
         "(predicted eta* inside the measured 95% CI at every held-out depth, for both the arithmetic "
-        "and the geometric mean over seeds).", "",
+        f"and the geometric mean over seeds); {n_joint} of {len(summary['configs'])} pass the joint "
+        "held-out test (chi-square p >= 0.05 and every depth inside its Bonferroni interval).", "",
         "## What was run", "",
         f"* probe: one SGD step from the init, first order in eta, `s_l` = mean square of "
         f"`J_theta h_l grad`; dtype {pr['dtype']}, device {pr['device']}, input variance "
         f"{pr['input_var']}; every parameter (head included) takes the SGD step.",
         f"* eta* = sqrt(C / s_bar) with C = {summary['C']} (a convention; it cancels in every ratio).",
         f"* 95% intervals: percentile bootstrap over seeds (2000 replicates).",
-        "* calibration (lognormal model, `amutheory.calibrate.calibrate`): the typical value "
-        "(geometric mean over seeds) of s_bar(L) follows the derived infinite-width law with `a, b, e` "
-        "fitted on the calibration depths only; the arithmetic mean is the typical value times "
-        "exp(sigma^2(L)/2), with the seed variance of ln s_bar fitted as a straight line "
-        "`sigma2_0 + kappa L` on the same depths; `epsilon` exact, `gamma = 0`.  Held-out depths are "
-        "the independent check.",
+        "* calibration (lognormal model, `amutheory.calibrate.calibrate`): the arithmetic mean over "
+        "seeds of s_bar(L) follows the derived infinite-width law (the expansion is an expectation) "
+        "with `a, b, e` fitted on the calibration depths only; the typical value (geometric mean) is "
+        "the law times exp(-sigma^2(L)/2), with the seed variance of ln s_bar fitted as a straight "
+        "line `sigma2_0 + kappa L` on the same depths; `epsilon` exact, `gamma = 0`.  Held-out depths "
+        "are the independent check.",
+        "* joint check: each held-out depth is a separate set of nets, so a right prediction misses "
+        "its own 95% interval with probability 5% at every depth.  The joint test sums the squared "
+        "z-scores of ln(predicted / measured) (bootstrap standard errors) into a chi-square with one "
+        "degree of freedom per held-out depth, and asks every depth to lie inside its Bonferroni "
+        "interval (level 1 - 0.05/k).",
         f"* measuring time this run: {summary['timing']['measure_s']:.1f} s "
         f"({summary['timing']['blocks_computed']} blocks computed, "
         f"{summary['timing']['blocks_resumed']} taken from an earlier run); analysis "
@@ -545,6 +563,10 @@ def write_report(path: Path, summary: dict) -> None:
             f"* law `{c['law']}`, derived asymptotic exponent of eta*: **{c['derived_exponent']}**",
             f"* max relative error of eta* over held-out depths: {_pct(c['max_rel_error'])} (mean), "
             f"{_pct(c['max_rel_error_geo'])} (geo)",
+            *[f"* joint held-out test ({st}): chi2 = {t['chi2']:.2f} on {t['dof']} dof, p = {t['p_value']:.3f}; "
+              f"z = {', '.join(f'{z:+.2f}' for z in t['z'])}; inside Bonferroni "
+              f"{100 * t['bonferroni_level']:.2f}% intervals: {'all' if all(t['bonferroni_inside']) else 'NOT all'}"
+              for st, t in c.get("held_out_test", {}).items()],
             f"* held-out depths outside the CI: mean {c['outside_ci_depths_mean'] or 'none'}, "
             f"geo {c['outside_ci_depths_geo'] or 'none'}; calibration depths outside the CI: "
             f"mean {c['outside_ci_calibration_depths_mean'] or 'none'}, "

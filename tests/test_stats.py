@@ -259,3 +259,34 @@ def test_fit_loglog_slope_bad_input(depths, values, kwargs, name):
 def test_local_slopes_bad_input(depths, values, name):
     with pytest.raises(ValueError, match=name):
         local_slopes(depths, values)
+
+
+def test_held_out_test_calibrated_under_the_null_and_rejects_a_biased_prediction():
+    """Under the null (prediction = true mean / median of lognormal seeds, sigma^2 = 0.4, 5 depths
+    x 32 seeds) over 400 repetitions the chi-square test rejects at 0.05 in 20 +- 4.4 cases
+    (binomial): the rate must lie in [0.02, 0.09] (about 3 sd).  A prediction 60% above the
+    truth at every depth is rejected (p < 0.01) with these sample sizes."""
+    from amutheory.stats import held_out_test
+
+    rng = np.random.default_rng(11)
+    sigma2 = 0.4
+    for statistic, truth in (("mean", np.exp(sigma2 / 2)), ("geo", 1.0)):
+        rejections = 0
+        for _ in range(400):
+            samples = [np.exp(np.sqrt(sigma2) * rng.normal(size=32)) for _ in range(5)]
+            rejections += held_out_test([truth] * 5, samples, statistic).p_value < 0.05
+        assert 0.02 <= rejections / 400 <= 0.09, (statistic, rejections)
+        samples = [np.exp(np.sqrt(sigma2) * rng.normal(size=32)) for _ in range(5)]
+        biased = held_out_test([1.6 * truth] * 5, samples, statistic)
+        assert biased.p_value < 0.01 and biased.dof == 5 and not all(biased.bonferroni_inside)
+
+
+def test_held_out_test_bad_input():
+    from amutheory.stats import held_out_test
+
+    with pytest.raises(ValueError, match="predictions"):
+        held_out_test([-1.0], [np.ones(4)])
+    with pytest.raises(ValueError, match="samples_per_depth"):
+        held_out_test([1.0, 2.0], [np.ones(4)])
+    with pytest.raises(ValueError, match="statistic"):
+        held_out_test([1.0], [1.0 + np.arange(4)], "median")
