@@ -243,10 +243,32 @@ def law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, statisti
         vals["lambda"] = 1.0 + gamma / spec.width
     s_bar_fn, eta_fn, slope_fn = _law_predictors(finite_width)
     s_bar, eta, slope = s_bar_fn(depths, **vals), eta_fn(depths, C=C, **vals), slope_fn(depths, **vals)
+    s_bar, eta, slope = (np.asarray(v, dtype=float) * np.ones_like(depths) for v in (s_bar, eta, slope))
+    if spec.padding == "zero":
+        ratio, shift_b = zero_padding_factor(spec, depths, constants)
+        s_bar, eta, slope = s_bar * ratio, eta / np.sqrt(ratio), slope + shift_b
     if statistic == "geo":
         factor, shift = mean_over_typical(constants, depths)
         return s_bar / factor, eta * np.sqrt(factor), slope - shift
-    return s_bar * np.ones_like(depths), eta * np.ones_like(depths), slope * np.ones_like(depths)
+    return s_bar, eta, slope
+
+
+def zero_padding_factor(spec: ArchSpec, depths, constants: dict):
+    """``(ratio, slope shift)`` at ``depths``: the boundary model's ``s_bar_zero / s_bar_circular``
+    (:func:`amutheory.symbolic.boundary.boundary_ratio`, same constants) and what it adds to
+    ``d ln eta*/d ln L`` (``-(1/2) d ln ratio / d ln L``, central differences on integer depths)."""
+    from amutheory.symbolic.boundary import boundary_ratio
+
+    vals = [constants[k].value for k in ("a", "b", "e", "epsilon")]
+    depths = np.asarray(depths, dtype=float)
+    if np.any(depths != np.round(depths)):
+        raise ValueError("zero padding: depths must be integers (the boundary factor is a finite sum)")
+    ints = sorted({int(d) for d in depths} | {int(d) + 1 for d in depths} | {max(1, int(d) - 1) for d in depths})
+    table = dict(zip(ints, boundary_ratio(*vals, spec.spatial, spec.kernel, ints, spec.dim)))
+    ratio = np.array([table[int(d)] for d in depths])
+    shift = np.array([-0.5 * (np.log(table[int(d) + 1]) - np.log(table[max(1, int(d) - 1)]))
+                      / (np.log(int(d) + 1) - np.log(max(1, int(d) - 1))) for d in depths])
+    return ratio, shift
 
 
 def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DEFAULT_CALIBRATION_DEPTHS,
@@ -267,9 +289,18 @@ def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DE
     if isinstance(constants, Calibration):
         calib = constants
     elif constants == "calibrate":
+        # zero padding: a, b, e are those of the same geometry with circular padding; the boundary
+        # model (amutheory.symbolic.boundary) carries them over, so zero-padded nets stay held out
+        cal_spec = spec.with_(padding="circular")
+        if spec.padding == "zero":
+            notes.append("zero padding: constants calibrated on circular-padding nets of the same geometry; "
+                         "the boundary factors are derived (position-local mean-field model)")
         if calibration_measurement is None:
             cal_depths = check_depths(calibration_depths)
-            calibration_measurement = measure(spec, cal_depths, calibration_seeds, protocol, C, progress)
+            calibration_measurement = measure(cal_spec, cal_depths, calibration_seeds, protocol, C, progress)
+        elif calibration_measurement.spec.padding != "circular":
+            raise ValueError("calibration_measurement must be of circular-padding nets (the constants of the "
+                             f"law), got padding {calibration_measurement.spec.padding!r}")
         calib = calibrate(calibration_measurement.profiles,
                           derived_constants(spec, protocol.input_var)["epsilon"].value,
                           spec.width, statistic)

@@ -1,4 +1,4 @@
-"""Command line: ``amutheory {derive,predict,measure,validate} ...`` (also ``python -m amutheory``).
+"""Command line: ``amutheory {derive,predict,measure,validate,boundary} ...`` (also ``python -m amutheory``).
 
 Every command takes ``--json`` to print one JSON object (the contract in README.md) instead of
 text.  Bad input ends with one line ``amutheory: error: ...`` on stderr and exit status 2.
@@ -35,11 +35,21 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
+def _padding(text: str) -> str:
+    from amutheory.spec import PADDING_ALIASES
+
+    value = PADDING_ALIASES.get(text, text)
+    if value not in PADDINGS:
+        raise argparse.ArgumentTypeError(f"padding must be one of {', '.join(PADDINGS)}, got {text!r}")
+    return value
+
+
 def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
     g = p.add_argument_group("architecture")
     g.add_argument("--family", default="conv", choices=FAMILIES, help="architecture family (default conv)")
     g.add_argument("--dim", type=int, default=1, help="spatial dimension d: 1 or 2 (default 1)")
-    g.add_argument("--padding", default="circular", choices=PADDINGS, help="padding (default circular)")
+    g.add_argument("--padding", default="circular", type=_padding, metavar="{" + ",".join(PADDINGS) + "}",
+                   help="padding (default circular; 'zeros' is accepted for 'zero')")
     g.add_argument("--activation", default="relu", choices=ACTIVATIONS, help="activation (default relu)")
     g.add_argument("--width", type=int, default=64, help="channels n of every hidden layer (default 64)")
     g.add_argument("--kernel", type=int, default=3, help="odd kernel size k <= spatial (default 3)")
@@ -114,6 +124,8 @@ def cmd_derive(args):
         d["finite_width_first_order_leading"] = sp.sstr(sp.limit(R / L, L, sp.oo))
         d["assumptions"] = d["assumptions"] + [fw.assumptions[-1]]
     d["derived_constants"] = {k: c.to_dict() for k, c in derived_constants(spec, args.input_var).items()}
+    if spec.padding == "zero":
+        d["boundary"] = _boundary_dict(spec, args.depths or [], args.input_var)
     lines = [f"law: {law.name}", f"s_bar(L) = {d['s_bar']}", f"eta*(L) = {d['eta_star']}",
              f"leading exponent: {d['exponent']}   (eta* ~ {d['prefactor']} * L^({d['exponent']}))",
              "finite-depth corrections eta* = eta_0 L^exponent (1 + c_1/L + ...):"]
@@ -125,8 +137,80 @@ def cmd_derive(args):
                      f"{d['finite_width_first_order_leading']} L  (R = {d['finite_width_first_order']})")
     lines.append("derived constants:")
     lines += [f"  {k} = {c['value']:.6g} [{c['source']}]" for k, c in d["derived_constants"].items()]
+    if "boundary" in d:
+        bd = d["boundary"]
+        lines.append(f"zero padding: lambda_max = {bd['top_eigenvalue']:.6g} (exact, N = {spec.spatial}), "
+                     f"asymptotic {bd['top_eigenvalue_asymptotic_expr']} = {bd['top_eigenvalue_asymptotic']:.6g}")
+        lines.append(f"  regime exponent L pi^2 (k^2-1)/(24 N^2) = {bd['regime_exponent_expr']}")
+        lines += [f"  L = {r['depth']}: L k^2/N^2 = {r['regime_parameter']:.3g}, eta* zero/circular = "
+                  f"{r['eta_ratio']:.4f}, slope shift {r['slope_shift']:+.3f}, "
+                  f"{'constant-level' if r['constant_level'] else 'NOT constant-level'}" for r in bd["per_depth"]]
     lines.append("assumptions:")
     lines += [f"  - {a}" for a in d["assumptions"]]
+    _emit(args, d, "\n".join(lines))
+
+
+def _boundary_constants(spec, input_var: float):
+    """``(a, b, e, epsilon)`` for the boundary model without a measurement: the MLP limit."""
+    from amutheory.api import mlp_limit_constants
+
+    c = mlp_limit_constants(spec, input_var)
+    return tuple(c[k].value for k in ("a", "b", "e", "epsilon"))
+
+
+def _boundary_dict(spec, depths, input_var: float, tolerance: float | None = None) -> dict:
+    import sympy as sp
+
+    from amutheory.symbolic import boundary as bd
+
+    consts = _boundary_constants(spec, input_var)
+    kw = {} if tolerance is None else {"tolerance": tolerance}
+    rows = [bd.regime(L, spec.kernel, spec.spatial, spec.dim, consts, **kw) for L in depths]
+    return {
+        "dim": spec.dim, "kernel": spec.kernel, "spatial": spec.spatial,
+        "top_eigenvalue": bd.top_eigenvalue(spec.spatial, spec.kernel),
+        "top_eigenvalue_asymptotic": float(bd.top_eigenvalue_asymptotic(2).subs(
+            {bd.k_sym: spec.kernel, bd.N_sym: spec.spatial})),
+        "top_eigenvalue_asymptotic_expr": sp.sstr(bd.top_eigenvalue_asymptotic(2)),
+        "regime_exponent_expr": sp.sstr(bd.regime_exponent()),
+        "early_deficit_expr": sp.sstr(bd.early_deficit_asymptotic()),
+        "constants_used": dict(zip(("a", "b", "e", "epsilon"), consts)),
+        "constants_source": "MLP limit (a = 1, b = v_mlp, e = 0, epsilon exact); the ratio depends on b/a only weakly",
+        "slope_tolerance": tolerance if tolerance is not None else bd.SLOPE_TOLERANCE,
+        "per_depth": rows,
+    }
+
+
+def cmd_boundary(args):
+    from amutheory.spec import ArchSpec
+
+    if args.depths is None:
+        raise CliError("boundary: --depths is required")
+    from amutheory.api import check_depths
+
+    depths = check_depths(args.depths)
+    if not (args.tolerance > 0):
+        raise CliError(f"boundary: --tolerance must be > 0, got {args.tolerance}")
+    spec = ArchSpec(dim=args.dim, depth=depths[0], width=args.width, kernel=args.kernel, spatial=args.spatial,
+                    padding="zero", activation=args.activation, input_channels=args.input_channels)
+    d = _boundary_dict(spec, depths, args.input_var, args.tolerance)
+    rows = d["per_depth"]
+    d["depths"] = depths
+    d["eta_ratio"] = [r["eta_ratio"] for r in rows]
+    d["s_bar_ratio"] = [r["s_bar_ratio"] for r in rows]
+    d["regime_parameter"] = [r["regime_parameter"] for r in rows]
+    d["slope_shift"] = [r["slope_shift"] for r in rows]
+    d["constant_level"] = [r["constant_level"] for r in rows]
+    d["claim_holds"] = all(d["constant_level"])
+    lines = [f"zero padding, {spec.dim}D, k = {spec.kernel}, N = {spec.spatial} ({spec.activation}): "
+             f"lambda_max = {d['top_eigenvalue']:.6g} (asymptotic {d['top_eigenvalue_asymptotic']:.6g})",
+             f"{'L':>5} {'L k^2/N^2':>10} {'eta* zero/circ':>15} {'s_bar zero/circ':>16} {'slope shift':>12}  claim"]
+    lines += [f"{r['depth']:>5} {r['regime_parameter']:>10.4g} {r['eta_ratio']:>15.4f} {r['s_bar_ratio']:>16.4f} "
+              f"{r['slope_shift']:>+12.3f}  {'constant-level' if r['constant_level'] else 'FAILS'}" for r in rows]
+    lines.append(f"'boundary effects are constant-level' {'holds' if d['claim_holds'] else 'does NOT hold'} at "
+                 f"every depth given (criterion: |shift of d ln eta*/d ln L| <= {d['slope_tolerance']})")
+    lines.append("model: position-local mean field (amutheory.symbolic.boundary); it leaves out the coherent "
+                 "mode and under-states the loss of ReLU chains (README)")
     _emit(args, d, "\n".join(lines))
 
 
@@ -191,7 +275,8 @@ def cmd_validate(args):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="amutheory", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", metavar="{derive,predict,measure,validate}", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", metavar="{derive,predict,measure,validate,boundary}",
+                           parser_class=_Parser)
     common = _Parser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     common.add_argument("--compact", action="store_true", help="with --json: one line")
@@ -225,6 +310,21 @@ def build_parser() -> argparse.ArgumentParser:
     me.add_argument("--chunk", type=int, default=16, help="seeds vectorised at once (default 16)")
     me.add_argument("--out", default=None, help="also write the JSON result to this file")
     me.set_defaults(func=cmd_measure)
+
+    bo = sub.add_parser("boundary", parents=[common], help="zero-padding boundary correction and its regime",
+                        description="Predicted zero/circular eta* ratio per depth, the regime parameter "
+                                    "L k^2/N^2 and whether 'constant-level' holds.")
+    bo.add_argument("--dim", type=int, default=1, help="spatial dimension: 1 or 2 (default 1)")
+    bo.add_argument("--kernel", type=int, default=3, help="odd kernel size k <= spatial (default 3)")
+    bo.add_argument("--spatial", type=int, default=32, help="input side length N (default 32)")
+    bo.add_argument("--depths", type=_int_list, default=None, help="comma-separated depths, e.g. 4,8,16,32")
+    bo.add_argument("--activation", default="relu", choices=ACTIVATIONS, help="sets b/a (default relu)")
+    bo.add_argument("--width", type=int, default=64, help="width n, for the input-layer weight (default 64)")
+    bo.add_argument("--input-channels", type=int, default=3, help="default 3")
+    bo.add_argument("--input-var", type=float, default=1.0, help="default 1")
+    bo.add_argument("--tolerance", type=float, default=0.05,
+                    help="max |shift of the local slope of eta*| counted as constant-level (default 0.05)")
+    bo.set_defaults(func=cmd_boundary)
 
     va = sub.add_parser("validate", parents=[common], help="run a validation campaign",
                         description="Derive, predict and measure a preset of configs; write a report.")

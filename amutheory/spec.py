@@ -15,7 +15,11 @@ import numbers
 from dataclasses import dataclass
 
 FAMILIES = ("conv",)
-PADDINGS = ("circular",)
+PADDINGS = ("circular", "zero")
+#: accepted spellings of a padding, normalised to the names of :data:`PADDINGS`
+PADDING_ALIASES = {"zeros": "zero", "circ": "circular"}
+#: torch's ``padding_mode`` for each padding
+TORCH_PADDING_MODE = {"circular": "circular", "zero": "zeros"}
 ACTIVATIONS = ("linear", "relu", "gelu", "tanh")
 DIMS = (1, 2)
 
@@ -59,7 +63,7 @@ class ArchSpec:
     width : n >= 1             channels of every hidden layer.
     kernel : k                 odd kernel size, k <= spatial.
     spatial : N                side length of the input (N^d positions).
-    padding : "circular"       boundary condition.
+    padding : circular|zero    boundary condition ("zeros" is accepted for "zero").
     activation : phi           one of linear, relu, gelu, tanh.
     init_c : c or None         He fan-in constant, Var[W] = c / fan_in; None = the activation's
                                critical constant at unit input variance (2 for ReLU).
@@ -95,6 +99,8 @@ class ArchSpec:
             raise ValueError(f"kernel must be odd, got {self.kernel}")
         if self.kernel > self.spatial:
             raise ValueError(f"kernel must be <= spatial ({self.spatial}), got {self.kernel}")
+        if isinstance(self.padding, str) and self.padding in PADDING_ALIASES:
+            object.__setattr__(self, "padding", PADDING_ALIASES[self.padding])
         _check_choice("padding", self.padding, PADDINGS)
         _check_choice("activation", self.activation, ACTIVATIONS)
         if self.init_c is not None:

@@ -66,6 +66,13 @@ def test_predict_and_measure_json_contract(capsys):
     (["measure", "--depths", "2", "--device", "cuda:7"], "device"),
     (["validate", "--preset", "nope"], "preset"),
     (["frobnicate"], "invalid choice"),
+    (["derive", "--padding", "reflect"], "padding"),
+    (["boundary", "--depths", "4", "--kernel", "4"], "kernel"),
+    (["boundary", "--depths", "4", "--kernel", "33", "--spatial", "32"], "kernel"),
+    (["boundary", "--depths", "0,4"], "depths"),
+    (["boundary", "--depths", "4", "--dim", "3"], "dim"),
+    (["boundary", "--kernel", "3"], "depths"),
+    (["boundary", "--depths", "4", "--tolerance", "0"], "tolerance"),
 ])
 def test_bad_input_one_line_exit_2(args, needle, capsys):
     code, out, err = run(args, capsys)
@@ -74,7 +81,7 @@ def test_bad_input_one_line_exit_2(args, needle, capsys):
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in err
 
 
-@pytest.mark.parametrize("cmd", ["derive", "predict", "measure", "validate"])
+@pytest.mark.parametrize("cmd", ["derive", "predict", "measure", "validate", "boundary"])
 def test_help_documents_every_flag(cmd):
     res = subprocess.run([sys.executable, "-m", "amutheory", cmd, "--help"], capture_output=True, text=True)
     assert res.returncode == 0
@@ -95,3 +102,36 @@ def test_derive_finite_width_keeps_contract_and_adds_correction(capsys):
     d = json.loads(out)
     assert d["exponent"] == "-3/2" and d["finite_width_first_order_leading"] == "4/5"
     assert "lambda" in d["s_bar_finite_width"]
+
+
+def test_boundary_json_contract_and_regime(capsys):
+    """The issue's command line: per-depth eta* ratio, regime parameter and the claim's verdict."""
+    code, out, _ = run(["boundary", "--dim", "1", "--kernel", "3", "--spatial", "32", "--depths", "4,8,16,32",
+                        "--json"], capsys)
+    assert code == 0
+    d = json.loads(out)
+    for key in ("depths", "eta_ratio", "s_bar_ratio", "regime_parameter", "slope_shift", "constant_level",
+                "claim_holds", "top_eigenvalue", "top_eigenvalue_asymptotic", "per_depth"):
+        assert key in d, key
+    assert d["depths"] == [4, 8, 16, 32]
+    assert d["regime_parameter"] == pytest.approx([L * 9 / 32**2 for L in (4, 8, 16, 32)])
+    # zero padding loses update size at the edges: eta* ratio > 1 and growing with depth
+    assert all(r > 1 for r in d["eta_ratio"]) and d["eta_ratio"] == sorted(d["eta_ratio"])
+    assert d["constant_level"][0] and not d["constant_level"][-1] and not d["claim_holds"]
+    code, out, _ = run(["boundary", "--kernel", "3", "--spatial", "256", "--depths", "2", "--json"], capsys)
+    assert json.loads(out)["claim_holds"] is True
+
+
+def test_derive_and_predict_zero_padding(capsys):
+    code, out, _ = run(["derive", "--padding", "zeros", "--spatial", "16", "--depths", "8", "--json"], capsys)
+    assert code == 0
+    d = json.loads(out)
+    assert d["exponent"] == "-3/2" and "boundary" in d
+    assert any("zero padding regime" in a for a in d["assumptions"])
+    assert d["boundary"]["per_depth"][0]["regime_parameter"] == pytest.approx(8 * 9 / 256)
+    common = ["--padding", "zero", "--spatial", "8", "--width", "16", "--json"]
+    code, out, _ = run(["predict", *common, "--depths", "4,8", "--constants", "mlp-limit"], capsys)
+    zero = json.loads(out)
+    code, out, _ = run(["predict", *common[2:], "--depths", "4,8", "--constants", "mlp-limit"], capsys)
+    circ = json.loads(out)
+    assert all(z > c for z, c in zip(zero["eta_star"], circ["eta_star"]))

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from amutheory.spec import ArchSpec
+from amutheory.spec import TORCH_PADDING_MODE, ArchSpec
 
 _ACTIVATIONS = {
     "linear": lambda h: h,
@@ -30,7 +30,7 @@ def activation_fn(name: str):
 
 
 class ConvChain(nn.Module):
-    """Homogeneous conv chain of ``spec.depth`` layers (circular padding), GAP and linear head."""
+    """Homogeneous conv chain of ``spec.depth`` layers (circular or zero 'same' padding), GAP and linear head."""
 
     def __init__(self, spec: ArchSpec, generator: torch.Generator | None = None,
                  dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu"):
@@ -45,7 +45,7 @@ class ConvChain(nn.Module):
         for l in range(spec.depth):
             c_in = spec.input_channels if l == 0 else spec.width
             layer = conv(c_in, spec.width, spec.kernel, padding=spec.kernel // 2,
-                         padding_mode=spec.padding, bias=False, dtype=dtype, device=device)
+                         padding_mode=TORCH_PADDING_MODE[spec.padding], bias=False, dtype=dtype, device=device)
             fan_in = c_in * spec.kernel**spec.dim
             with torch.no_grad():
                 layer.weight.normal_(0.0, math.sqrt(c / fan_in), generator=generator)

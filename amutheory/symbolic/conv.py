@@ -1,4 +1,4 @@
-"""The conv-chain family: the depth law of homogeneous conv nets with circular padding.
+"""The conv-chain family: the depth law of homogeneous conv nets (circular or zero padding).
 
 ``conv_law(spec)`` assembles the :class:`~amutheory.symbolic.law.ScalingLaw` from the derived
 expansion; ``derived_constants(spec)`` gives the constants that have a derivation:
@@ -30,6 +30,14 @@ ASSUMPTIONS = [
     "mean-field pair kernel w_j w_j' (a + b (l - max(j, j'))): tau(R R^T) = 1 needs chi = c E[phi'^2] = 1",
     "infinite width: every layer's fourth-moment excess gamma/n -> 0 (else see finite_width)",
 ]
+ZERO_PADDING_ASSUMPTIONS = [
+    "zero padding: the law above is the N -> oo limit; at finite N every term is weighted by the "
+    "boundary factors of amutheory.symbolic.boundary (position-local mean field: forward profile "
+    "A^l 1, backward A^(L-l) 1); cross-position (coherent-mode) correlations are left out",
+    "zero padding regime: the boundary factor is constant-level only while L k^2 / N^2 << 1 (its "
+    "deficit grows like k sqrt(L)/N, then like lambda_max^(2L), lambda_max = 1 - pi^2 (k^2-1)/(24 N^2)); "
+    "at fixed N the decay in L is eventually exponential, not a power law",
+]
 FINITE_WIDTH_ASSUMPTIONS = [
     "finite width: layer l carries lambda^l, lambda = 1 + gamma/n; a power law in L only while "
     "gamma L / n << 1 (at fixed n the law turns exponential)",
@@ -44,6 +52,9 @@ def conv_law(spec: ArchSpec | None = None, finite_width: bool = False) -> Scalin
         if not isinstance(spec, ArchSpec):
             raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
         name = f"conv{spec.dim}d-{spec.activation}-{spec.padding}"
+        if spec.padding == "zero":
+            assumptions = [a_ for a_ in assumptions if not a_.startswith("circular padding")]
+            assumptions[1:1] = ZERO_PADDING_ASSUMPTIONS
         act = get_activation(spec.activation)
         chi = act.chi(spec.c)
         if abs(chi - 1.0) > 1e-9:
@@ -51,7 +62,7 @@ def conv_law(spec: ArchSpec | None = None, finite_width: bool = False) -> Scalin
                 f"NOT critical: chi = c E[phi'^2] = {chi:.4f} != 1 at c = {spec.c:.4g}; the forward "
                 f"variance drifts, so a fitted exponent mixes signal growth/collapse with depth scaling")
     if finite_width:
-        assumptions = assumptions[:-1] + FINITE_WIDTH_ASSUMPTIONS
+        assumptions = [a_ for a_ in assumptions if not a_.startswith("infinite width")] + FINITE_WIDTH_ASSUMPTIONS
         return ScalingLaw(mean_moment(True), (a, b, e, epsilon, lambda_), assumptions, name + "-finite-width",
                           layer_moment(True), high_precision=True)
     return ScalingLaw(mean_moment(False), (a, b, e, epsilon), assumptions, name, layer_moment(False))

@@ -1,0 +1,256 @@
+"""Zero padding: the boundary operator, its spectrum, and the correction to the depth law.
+
+With zero ("same") padding a position near the edge sees part of its k-window outside the grid.
+At criticality (``c E[phi^2] = 1`` per unit variance, ``c E[phi'^2] = 1``) the mean-field second
+moments per position obey, in 1D,
+
+    q_{l+1}(p) = (1/k) sum_{|s| <= r} q_l(p + s) 1[0 <= p + s < N],      r = (k - 1)/2,
+
+``q_{l+1} = A q_l`` with the banded sub-stochastic operator ``A`` (:func:`averaging_operator`):
+the transition matrix of a random walk with uniform steps in ``{-r..r}`` that is killed when it
+leaves the grid.  The backward pass uses the adjoint, ``A^T = A``.  The forward profile of
+``h_l`` is ``q_l = A^l 1`` (flat input, zero padded), the backward profile of the gradient at
+``h_l`` is ``G_l = A^(L-l) 1`` (the global-average-pool head feeds every position equally).
+In 2D with a k x k kernel the window factorises, so every profile is the tensor product of two
+1D profiles and every position average is the square of the 1D one -- exact for this operator.
+
+Spectrum (derived in SymPy from the operator's symbol ``sigma(theta) = (1/k) sum_s cos(s theta)
+= sin(k theta/2) / (k sin(theta/2))``): the lowest Dirichlet mode has ``theta ~ pi/N``, so
+
+    lambda_max = 1 - pi^2 (k^2 - 1) / (24 N^2) + O(N^-3)
+
+(exact for k = 3: ``(1 + 2 cos(pi/(N+1)))/3``).  The position-averaged forward deficit after
+``l`` layers is, while ``l (k^2-1) << N^2``, the mass a diffusion with step variance
+``(k^2-1)/12`` loses through two absorbing walls: ``1 - <A^l 1> ~ (2/N) sqrt(l (k^2-1)/(6 pi))``;
+for ``l (k^2-1) >~ N^2`` it decays like ``lambda_max^l`` instead.
+
+The correction to the one-step moment (**model, leading order in the position-local mean field**):
+every pair ``(j, j')`` of updated layers with ``m = max(j, j')`` contributes to ``s_l``
+
+    w_j w_j' (a + b sum_{i=m+1}^{l} omega_{l-i}) * beta_l,
+    beta_l = < q_l^2 G_l >  (update of layer l ~ patch Gram x gradient, squared),
+    omega_t = < A^t 1 >     (a fluctuation injected t layers below l reaches l attenuated),
+
+with ``< . >`` the mean over positions.  Circular padding has ``A 1 = 1``, so ``beta = omega = 1``
+and the homogeneous law comes back exactly.  What the model leaves out: cross-position
+correlations of the pre-activations (the spatially coherent mode that ReLU's non-zero mean
+feeds) -- measured, it under-states the boundary loss of ReLU chains; see README.
+
+Regime: the boundary factor decays like ``lambda_max^(2L)`` at large ``L``, i.e. like
+``exp(-2 L pi^2 (k^2-1) / (24 N^2))``; it is "constant-level" (the paper's claim) only while
+``L k^2 / N^2 << 1``.  :func:`regime` quantifies it through the shift of the local slope of
+``eta*`` the boundary factor causes.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+
+import numpy as np
+import sympy as sp
+
+from amutheory.symbolic.expansion import pairs_with_max
+from amutheory.symbolic.symbols import epsilon, m
+
+k_sym = sp.Symbol("k", positive=True, integer=True)
+N_sym = sp.Symbol("N", positive=True)
+theta = sp.Symbol("theta", positive=True)
+s_sym = sp.Symbol("s", integer=True)
+l_sym = sp.Symbol("l", positive=True)
+
+#: tolerated shift of the local slope of eta* for the boundary correction to count as
+#: "constant-level" (the measured slopes have CIs of about +-0.05 to 0.1 at 32 seeds)
+SLOPE_TOLERANCE = 0.05
+
+
+# --------------------------------------------------------------------------- symbolic (SymPy)
+@functools.lru_cache(maxsize=None)
+def operator_symbol() -> sp.Expr:
+    """Symbol of the interior averaging operator: ``(1/k) sum_{s=-r}^{r} cos(s theta)`` in closed form."""
+    r = (k_sym - 1) / 2
+    total = sp.summation(sp.exp(sp.I * s_sym * theta), (s_sym, -r, r))
+    return sp.simplify(sp.re(sp.simplify(total.rewrite(sp.sin))) / k_sym)
+
+
+@functools.lru_cache(maxsize=None)
+def step_variance() -> sp.Expr:
+    """Variance of one step of the walk, ``(1/k) sum_{s=-r}^{r} s^2 = (k^2 - 1)/12`` (derived)."""
+    r = (k_sym - 1) / 2
+    return sp.factor(sp.summation(s_sym**2, (s_sym, -r, r)) / k_sym)
+
+
+@functools.lru_cache(maxsize=None)
+def symbol_series(order: int = 4) -> sp.Expr:
+    """Taylor series of the symbol in ``theta`` up to ``theta^order`` (derived)."""
+    sym = sp.sin(k_sym * theta / 2) / (k_sym * sp.sin(theta / 2))
+    return sp.expand(sp.series(sym, theta, 0, order + 1).removeO())
+
+
+@functools.lru_cache(maxsize=None)
+def top_eigenvalue_asymptotic(order: int = 2) -> sp.Expr:
+    """``lambda_max`` to order ``N^-order`` (2 or 4): the symbol at the lowest Dirichlet mode
+    ``theta = pi/N``; ``order=2`` gives ``1 - pi^2 (k^2 - 1)/(24 N^2)``.  The effective length of
+    the box (``N + O(k)``) enters at ``O(N^-3)``, so that is the error of the ``order=2`` form."""
+    if order not in (2, 4):
+        raise ValueError(f"order must be 2 or 4, got {order!r}")
+    return sp.expand(symbol_series(order).subs(theta, sp.pi / N_sym))
+
+
+@functools.lru_cache(maxsize=None)
+def early_deficit_asymptotic() -> sp.Expr:
+    """``1 - <A^l 1> ~ (2/N) sqrt(2 l sigma_s^2 / pi)``, ``sigma_s^2`` = :func:`step_variance`:
+    the expected maximum excursion of a diffusion, per absorbing wall (valid while
+    ``l (k^2-1) << N^2``)."""
+    return sp.simplify(2 / N_sym * sp.sqrt(2 * l_sym * step_variance() / sp.pi))
+
+
+@functools.lru_cache(maxsize=None)
+def regime_exponent() -> sp.Expr:
+    """``-L ln lambda_max`` at leading order: ``L pi^2 (k^2 - 1) / (24 N^2)`` (``L`` = :data:`l_sym`)."""
+    return sp.expand(-l_sym * (top_eigenvalue_asymptotic(2) - 1))
+
+
+@functools.lru_cache(maxsize=None)
+def _pairs_fn():
+    return sp.lambdify((m, epsilon), pairs_with_max(m), "numpy")
+
+
+# --------------------------------------------------------------------------- exact finite N
+def _check(name, value, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_geometry(spatial, kernel, dim=1):
+    spatial = _check(spatial_name := "spatial", spatial)
+    kernel = _check("kernel", kernel)
+    if kernel % 2 == 0:
+        raise ValueError(f"kernel must be odd, got {kernel}")
+    if kernel > spatial:
+        raise ValueError(f"kernel must be <= {spatial_name} ({spatial}), got {kernel}")
+    if dim not in (1, 2) or isinstance(dim, bool):
+        raise ValueError(f"dim must be 1 or 2, got {dim!r}")
+    return spatial, kernel
+
+
+def averaging_operator(spatial: int, kernel: int, padding: str = "zero") -> np.ndarray:
+    """The 1D operator ``A`` (``N x N``): ``A[p, p'] = 1/k`` for ``|p - p'| <= r`` inside the grid
+    (zero padding) or modulo ``N`` (circular padding, where ``A 1 = 1``)."""
+    spatial, kernel = _check_geometry(spatial, kernel)
+    if padding not in ("zero", "circular"):
+        raise ValueError(f"padding must be 'zero' or 'circular', got {padding!r}")
+    r = kernel // 2
+    A = np.zeros((spatial, spatial))
+    for p in range(spatial):
+        for s in range(-r, r + 1):
+            q = p + s
+            if padding == "circular":
+                A[p, q % spatial] += 1.0 / kernel
+            elif 0 <= q < spatial:
+                A[p, q] = 1.0 / kernel
+    return A
+
+
+def top_eigenvalue(spatial: int, kernel: int) -> float:
+    """Exact ``lambda_max`` of the zero-padding operator (symmetric: ``eigvalsh``)."""
+    return float(np.linalg.eigvalsh(averaging_operator(spatial, kernel))[-1])
+
+
+def powers_applied_to_one(spatial: int, kernel: int, steps: int, padding: str = "zero") -> np.ndarray:
+    """``[A^t 1 for t = 0..steps]`` as an array ``(steps + 1, N)``."""
+    A = averaging_operator(spatial, kernel, padding)
+    out = np.empty((steps + 1, spatial))
+    out[0] = 1.0
+    for t in range(1, steps + 1):
+        out[t] = A @ out[t - 1]
+    return out
+
+
+def mean_deficit(spatial: int, kernel: int, steps: int, dim: int = 1) -> np.ndarray:
+    """``1 - <A^t 1>`` for ``t = 0..steps`` (position-averaged forward deficit), in ``dim`` D."""
+    _check_geometry(spatial, kernel, dim)
+    return 1.0 - powers_applied_to_one(spatial, kernel, steps).mean(axis=1) ** dim
+
+
+def boundary_factors(spatial: int, kernel: int, depth: int, dim: int = 1, padding: str = "zero") -> dict:
+    """``beta_l`` (``l = 1..L``) and ``omega_t`` (``t = 0..L-1``) of the model (module docstring)."""
+    _check_geometry(spatial, kernel, dim)
+    depth = _check("depth", depth)
+    P = powers_applied_to_one(spatial, kernel, depth, padding)  # P[t] = A^t 1
+    q = P[1:]                     # q_l = A^l 1, l = 1..L
+    G = P[depth - 1::-1]          # G_l = A^(L-l) 1, l = 1..L
+    beta = np.mean(q * q * G, axis=1) ** dim
+    omega = P[:depth].mean(axis=1) ** dim
+    return {"beta": beta, "omega": omega}
+
+
+def layer_moments(a: float, b: float, e: float, eps: float, spatial: int, kernel: int, depth: int,
+                  dim: int = 1, padding: str = "zero") -> np.ndarray:
+    """Per-layer ``s_l`` (``l = 1..L``) of the boundary model with constants ``a, b, e, epsilon``.
+
+    The pair weights ``sum_{max(j,j') = m} w_j w_j'`` are the SymPy expression of
+    :func:`amutheory.symbolic.expansion.pairs_with_max` (lambdified); with circular padding this
+    equals the homogeneous law term by term."""
+    f = boundary_factors(spatial, kernel, depth, dim, padding)
+    beta, omega = f["beta"], f["omega"]
+    ms = np.arange(1, depth + 1, dtype=float)
+    weights = np.where(ms == 1, eps**2, _pairs_fn()(ms, eps))
+    cum = np.concatenate([[0.0], np.cumsum(omega)])  # cum[t] = sum_{u < t} omega_u
+    s = np.empty(depth)
+    for li in range(1, depth + 1):
+        mm = np.arange(1, li + 1)
+        # sum_{i=m+1}^{l} omega_{l-i} = sum_{t=0}^{l-m-1} omega_t = cum[l - m]
+        s[li - 1] = beta[li - 1] * (np.sum(weights[:li] * (a + b * cum[li - mm])) + e)
+    return s
+
+
+def boundary_ratio(a: float, b: float, e: float, eps: float, spatial: int, kernel: int, depths,
+                   dim: int = 1) -> np.ndarray:
+    """``s_bar_zero(L) / s_bar_circular(L)`` at every depth (same constants): the predicted
+    zero/circular ratio of ``s_bar``; the ``eta*`` ratio is its inverse square root."""
+    out = []
+    for d in depths:
+        d = _check("depth", d)
+        z = layer_moments(a, b, e, eps, spatial, kernel, d, dim, "zero").mean()
+        c = layer_moments(a, b, e, eps, spatial, kernel, d, dim, "circular").mean()
+        out.append(z / c)
+    return np.asarray(out)
+
+
+@functools.lru_cache(maxsize=None)
+def _asymptotic_fns():
+    lam2 = sp.lambdify((k_sym, N_sym), top_eigenvalue_asymptotic(2), "numpy")
+    expo = sp.lambdify((l_sym, k_sym, N_sym), regime_exponent(), "numpy")
+    return lam2, expo
+
+
+def regime(depth: int, kernel: int, spatial: int, dim: int = 1, constants=None,
+           tolerance: float = SLOPE_TOLERANCE) -> dict:
+    """Where zero padding stands at ``(L, k, N)``: the regime parameter ``L k^2 / N^2``, the
+    exponent ``L pi^2 (k^2-1) / (24 N^2)``, the exact and asymptotic ``lambda_max``, the predicted
+    eta* ratio and the shift of the local slope ``d ln eta*/d ln L`` the boundary causes
+    (central difference of the model), and ``constant_level``: ``|shift| <= tolerance``.
+    ``constants``: ``(a, b, e, epsilon)``; default the ReLU MLP limit ``(1, 2, 0, 0)``."""
+    spatial, kernel = _check_geometry(spatial, kernel, dim)
+    depth = _check("depth", depth)
+    a_, b_, e_, eps_ = (1.0, 2.0, 0.0, 0.0) if constants is None else constants
+    lam2, expo = _asymptotic_fns()
+    lo, hi = max(1, depth - 1), depth + 1
+    r_lo, r_mid, r_hi = boundary_ratio(a_, b_, e_, eps_, spatial, kernel, [lo, depth, hi], dim)
+    # eta* ratio = ratio^(-1/2): slope shift = -(1/2) d ln ratio / d ln L
+    shift = -0.5 * (np.log(r_hi) - np.log(r_lo)) / (np.log(hi) - np.log(lo))
+    return {
+        "depth": depth, "kernel": kernel, "spatial": spatial, "dim": dim,
+        "regime_parameter": depth * kernel**2 / spatial**2,
+        "regime_exponent": float(expo(depth, kernel, spatial)),
+        "top_eigenvalue": top_eigenvalue(spatial, kernel),
+        "top_eigenvalue_asymptotic": float(lam2(kernel, spatial)),
+        "s_bar_ratio": float(r_mid),
+        "eta_ratio": float(r_mid ** -0.5),
+        "slope_shift": float(shift),
+        "constant_level": bool(abs(shift) <= tolerance),
+    }
