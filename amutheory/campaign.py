@@ -5,7 +5,7 @@ preset:
 
 1. **Measure.**  For each depth, the one-step probe (:func:`amutheory.measure.probe.probe`) on
    the config's seeds; the per-layer ``s_l`` go into ``out_dir/results.csv`` one
-   ``(config, depth)`` block at a time, flushed and fsync'ed as soon as the block is done, so an
+   ``(config, padding, depth)`` block at a time, flushed and fsync'ed as soon as the block is done, so an
    interrupt never loses finished blocks.  Rerunning with ``resume=True`` (the default) skips
    complete blocks and drops partial ones.
 2. **Calibrate** (:func:`amutheory.calibrate.calibrate`, lognormal model) on the calibration
@@ -16,6 +16,13 @@ preset:
 4. **Compare** with the measured ``eta*`` and its 95% seed-bootstrap interval at every depth;
    only depths *not* used for calibration (held-out) count for ``passed`` and
    ``max_rel_error``.
+
+Zero-padding configs (``spec.padding == "zero"``) are pairs of the same geometry: circular-padding
+reference nets at ``calibration_depths`` (all of them calibrate ``a, b, e`` and the seed spread)
+and zero-padded nets at ``depths`` (all held out: the law times the boundary model's factor,
+:func:`amutheory.api.zero_padding_factor`, is predicted for them).  Besides the eta* comparison
+their summary holds the zero/circular ratio of ``s_bar`` (measured with a bootstrap CI vs
+predicted) and the boundary regime per depth (:func:`amutheory.symbolic.boundary.regime`).
 
 Outputs in ``out_dir``: ``results.csv``, ``campaign.json`` (protocol and configs, checked on
 resume), ``summary.json`` (the JSON contract), ``report.md`` and PNG figures.
@@ -35,14 +42,19 @@ import numpy as np
 
 from amutheory import stats
 from amutheory.api import Measurement, check_depths, predict
-from amutheory.spec import ArchSpec, ProbeProtocol
+from amutheory.spec import PADDINGS, ArchSpec, ProbeProtocol
 from amutheory.symbolic.conv import conv_law, derived_constants
 
-CSV_COLUMNS = ("config", "dim", "activation", "width", "kernel", "spatial", "depth", "seed", "layer", "s")
-_SPEC_COLUMNS = ("dim", "activation", "width", "kernel", "spatial")
+CSV_COLUMNS = ("config", "dim", "activation", "width", "kernel", "spatial", "depth", "seed", "layer", "s",
+               "padding")
+#: the header of results.csv files written before zero padding: every row is circular
+_OLD_CSV_COLUMNS = CSV_COLUMNS[:-1]
+_SPEC_COLUMNS = ("dim", "activation", "width", "kernel", "spatial", "padding")
 STATISTICS = ("mean", "geo")
 LEVEL = 0.95
 C_TARGET = 1.0
+N_BOOT = 2000
+COLLAPSE_FIGURE = "boundary_collapse.png"
 
 
 # --------------------------------------------------------------------------- configs
@@ -63,7 +75,12 @@ def _check_calibratable(cal_depths, width) -> None:
 @dataclass(frozen=True)
 class CampaignConfig:
     """One line of a campaign: a base spec (its ``depth`` is replaced), the depths measured,
-    the subset used for calibration and the seeds (a count ``n`` means ``0 .. n-1``)."""
+    the subset used for calibration and the seeds (a count ``n`` means ``0 .. n-1``).
+
+    With ``spec.padding == "zero"`` the config is a pair: zero-padded nets at ``depths`` (every
+    one held out) and circular-padding reference nets of the same geometry at
+    ``calibration_depths`` (every one used for calibration; not necessarily among ``depths``,
+    but the zero/circular ratio is only measured at the depths both hold)."""
 
     name: str
     spec: ArchSpec
@@ -79,7 +96,7 @@ class CampaignConfig:
         depths = tuple(check_depths(self.depths))
         cal = tuple(check_depths(self.calibration_depths))
         missing = sorted(set(cal) - set(depths))
-        if missing:
+        if missing and self.spec.padding != "zero":
             raise ValueError(f"calibration_depths {missing} are not among depths {list(depths)}")
         _check_calibratable(cal, self.spec.width)
         if isinstance(self.seeds, bool):
@@ -101,12 +118,29 @@ class CampaignConfig:
         return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
 
     @property
+    def is_zero(self) -> bool:
+        return self.spec.padding == "zero"
+
+    @property
     def held_out_depths(self) -> list[int]:
+        if self.is_zero:
+            return list(self.depths)
         return [d for d in self.depths if d not in self.calibration_depths]
+
+    @property
+    def blocks(self) -> list[tuple[str, int]]:
+        """The ``(padding, depth)`` blocks measured: circular references first for zero configs."""
+        if self.is_zero:
+            return [("circular", d) for d in self.calibration_depths] + [("zero", d) for d in self.depths]
+        return [(self.spec.padding, d) for d in self.depths]
+
+    def depths_of(self, padding: str) -> list[int]:
+        return [d for p, d in self.blocks if p == padding]
 
     def to_dict(self) -> dict:
         return {"name": self.name, "spec": self.spec.to_dict(), "depths": list(self.depths),
-                "calibration_depths": list(self.calibration_depths), "seeds": self.seed_list}
+                "calibration_depths": list(self.calibration_depths), "seeds": self.seed_list,
+                "padding": self.spec.padding}
 
 
 def _conv(name, dim, activation, width, spatial, depths, cal, seeds):
@@ -115,11 +149,20 @@ def _conv(name, dim, activation, width, spatial, depths, cal, seeds):
     return CampaignConfig(name, spec, tuple(depths), tuple(cal), seeds)
 
 
+def _zero(dim, activation, width, spatial, kernel, depths, seeds):
+    """Zero-padded nets and their circular references at the same depths (all of them calibrate)."""
+    spec = ArchSpec(dim=dim, depth=max(depths), width=width, kernel=kernel, spatial=spatial,
+                    padding="zero", activation=activation)
+    return CampaignConfig(f"zero{dim}d-{activation}-N{spatial}-k{kernel}", spec, tuple(depths), tuple(depths), seeds)
+
+
 _Q1 = [2, 3, 4, 6, 8, 12, 16, 24, 32]
 _Q2 = [2, 3, 4, 6, 8, 12, 16]
 _P = [2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
+_PZ = [2, 4, 8, 16, 32, 64]
 
-#: Width is fixed per config (8 x the deepest depth), so the law is compared at fixed width.
+#: Width is fixed per config (circular configs: 8 x the deepest depth), so the law is compared at
+#: fixed width.  Zero-padding configs are named ``zero<dim>d-<activation>-N<spatial>-k<kernel>``.
 PRESETS = {
     "quick": [
         _conv("conv1d-relu", 1, "relu", 256, 16, _Q1, [2, 4, 8, 16], 32),
@@ -128,6 +171,10 @@ PRESETS = {
         # calibration depth is half the deepest depth, so the held-out check is an extrapolation
         _conv("conv2d-relu", 2, "relu", 128, 8, _Q2, [2, 4, 6, 8], 32),
         _conv("conv2d-linear", 2, "linear", 128, 8, _Q2, [2, 4, 6, 8], 32),
+        # zero padding: the boundary regime L k^2 / N^2 spans ~0.002 .. 6 over N and k
+        *[_zero(1, "relu", 128, n, k, [2, 4, 8, 16], 32) for n in (8, 16, 32, 64) for k in (3, 5)],
+        _zero(1, "linear", 128, 8, 3, [2, 4, 8, 16], 32),
+        _zero(2, "relu", 64, 8, 3, [2, 4, 8], 32),
     ],
     # meant for a GPU: pass protocol=ProbeProtocol(device="cuda")
     "paper": [
@@ -135,6 +182,8 @@ PRESETS = {
         _conv("conv1d-linear", 1, "linear", 512, 32, _P, [2, 4, 8, 16], 64),
         _conv("conv2d-relu", 2, "relu", 512, 32, _P, [2, 4, 8, 16], 64),
         _conv("conv2d-linear", 2, "linear", 512, 32, _P, [2, 4, 8, 16], 64),
+        *[_zero(dim, "relu", 512, n, k, _PZ, 64) for dim in (1, 2) for n in (8, 16, 32, 64) for k in (3, 5)],
+        *[_zero(dim, "linear", 512, 8, 3, _PZ, 64) for dim in (1, 2)],
     ],
 }
 
@@ -172,11 +221,21 @@ def _fsync(f):
     os.fsync(f.fileno())
 
 
-def read_results(path) -> tuple[dict, int]:
-    """Parse ``results.csv`` into ``{(config, depth): {(seed, layer): (row_dict, s)}}``.
+def _header(path: Path):
+    """The header row of ``path`` (``None`` for a missing or empty file)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    with open(path, newline="") as f:
+        return tuple(next(csv.reader([f.readline()]), []))
 
-    Rows that do not parse (a line cut off by an interrupt) are skipped; their number is
-    returned as the second element.  Duplicated ``(seed, layer)`` keys keep the last row."""
+
+def read_results(path) -> tuple[dict, int]:
+    """Parse ``results.csv`` into ``{(config, padding, depth): {(seed, layer): (row, s)}}``.
+
+    ``row`` is the list of :data:`CSV_COLUMNS` values; files of the old layout (no ``padding``
+    column) are read as circular.  Rows that do not parse (a line cut off by an interrupt) are
+    skipped; their number is returned as the second element.  Duplicated ``(seed, layer)`` keys
+    keep the last row."""
     path = Path(path)
     blocks, bad = {}, 0
     if not path.exists() or path.stat().st_size == 0:
@@ -186,18 +245,20 @@ def read_results(path) -> tuple[dict, int]:
     lines = text.splitlines()
     if not lines:
         return blocks, 0
-    header = next(csv.reader([lines[0]]))
-    if tuple(header) != CSV_COLUMNS:
-        raise ValueError(f"{path} has header {header}, expected {list(CSV_COLUMNS)}; "
+    header = tuple(next(csv.reader([lines[0]])))
+    if header not in (CSV_COLUMNS, _OLD_CSV_COLUMNS):
+        raise ValueError(f"{path} has header {list(header)}, expected {list(CSV_COLUMNS)}; "
                          "use another out_dir or resume=False")
     complete_last = text.endswith("\n")
     for i, row in enumerate(csv.reader(lines[1:])):
         if i == len(lines) - 2 and not complete_last:
             bad += 1  # the last line was cut off mid-write
             continue
-        if len(row) != len(CSV_COLUMNS):
+        if len(row) != len(header):
             bad += 1
             continue
+        if header == _OLD_CSV_COLUMNS:
+            row = row + ["circular"]
         try:
             rec = dict(zip(CSV_COLUMNS, row))
             depth, seed, layer = int(rec["depth"]), int(rec["seed"]), int(rec["layer"])
@@ -205,83 +266,100 @@ def read_results(path) -> tuple[dict, int]:
         except ValueError:
             bad += 1
             continue
-        blocks.setdefault((rec["config"], depth), {})[(seed, layer)] = (row, s)
+        if rec["padding"] not in PADDINGS:
+            bad += 1
+            continue
+        blocks.setdefault((rec["config"], rec["padding"], depth), {})[(seed, layer)] = (row, s)
     return blocks, bad
 
 
-def _block_complete(cfg: CampaignConfig, depth: int, block: dict) -> bool:
+def _block_complete(cfg: CampaignConfig, padding: str, depth: int, block: dict) -> bool:
     expected = {(s, l) for s in cfg.seed_list for l in range(1, depth + 1)}
     if set(block) != expected:
         return False
     spec = cfg.spec
-    want = [str(spec.dim), spec.activation, str(spec.width), str(spec.kernel), str(spec.spatial)]
+    want = [str(spec.dim), spec.activation, str(spec.width), str(spec.kernel), str(spec.spatial), padding]
     for row, s in block.values():
         if [row[CSV_COLUMNS.index(k)] for k in _SPEC_COLUMNS] != want or not math.isfinite(s):
             return False
     return True
 
 
-def _block_rows(cfg: CampaignConfig, depth: int, seeds: list, s: np.ndarray) -> list:
+def _block_rows(cfg: CampaignConfig, padding: str, depth: int, seeds: list, s: np.ndarray) -> list:
     sp = cfg.spec
     return [[cfg.name, sp.dim, sp.activation, sp.width, sp.kernel, sp.spatial, depth, seed, l + 1,
-             repr(float(s[i, l]))] for i, seed in enumerate(seeds) for l in range(depth)]
+             repr(float(s[i, l])), padding] for i, seed in enumerate(seeds) for l in range(depth)]
+
+
+def _rectangular(depth: int, block: dict) -> bool:
+    seeds = {s for s, _ in block}
+    return set(block) == {(s, l) for s in seeds for l in range(1, depth + 1)}
 
 
 def _prepare_csv(path: Path, configs: list, resume: bool, say) -> set:
-    """Make ``path`` hold only complete blocks (rewritten atomically when something is dropped)
-    and return the set of ``(config, depth)`` blocks already done for ``configs``."""
+    """Make ``path`` hold only complete blocks in the current layout (rewritten atomically when
+    something is dropped or the file has the old header) and return the set of
+    ``(config, padding, depth)`` blocks already done for ``configs``."""
     if not resume or not path.exists() or path.stat().st_size == 0:
         with open(path, "w", newline="") as f:
             csv.writer(f).writerow(CSV_COLUMNS)
             _fsync(f)
         return set()
+    old_layout = _header(path) == _OLD_CSV_COLUMNS
     blocks, bad = read_results(path)
     by_name = {c.name: c for c in configs}
     keep, done, dropped = [], set(), []
-    for (name, depth), block in sorted(blocks.items()):
+    for key, block in sorted(blocks.items()):
+        name, padding, depth = key
         cfg = by_name.get(name)
-        if cfg is None:
-            # a config not in this run: keep it as long as it is rectangular
-            seeds = {s for s, _ in block}
-            if set(block) == {(s, l) for s in seeds for l in range(1, depth + 1)}:
-                keep.append((name, depth, block))
-            else:
-                dropped.append((name, depth, len(block)))
+        # a config not in this run: keep its blocks as long as they are rectangular
+        ok = _rectangular(depth, block) if cfg is None else _block_complete(cfg, padding, depth, block)
+        if not ok:
+            dropped.append((key, len(block)))
             continue
-        if _block_complete(cfg, depth, block):
-            keep.append((name, depth, block))
-            if depth in cfg.depths:
-                done.add((name, depth))
-        else:
-            dropped.append((name, depth, len(block)))
-    if dropped or bad:
-        for name, depth, n in dropped:
-            say(f"[{name}] depth {depth}: dropping a partial block of {n} rows from results.csv")
+        keep.append(block)
+        if cfg is not None and (padding, depth) in cfg.blocks:
+            done.add(key)
+    if dropped or bad or old_layout:
+        for (name, padding, depth), n in dropped:
+            say(f"[{name}] {'' if padding == 'circular' else padding + ' '}depth {depth}: "
+                f"dropping a partial block of {n} rows from results.csv")
         if bad:
             say(f"results.csv: dropping {bad} unreadable row(s) (cut off by an interrupt)")
+        if old_layout:
+            say("results.csv: rewritten with a padding column (the old rows are circular)")
         tmp = path.with_suffix(".csv.tmp")
         with open(tmp, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(CSV_COLUMNS)
-            for name, depth, block in keep:
-                for key in sorted(block):
-                    w.writerow(block[key][0])
+            for block in keep:
+                for k in sorted(block):
+                    w.writerow(block[k][0])
             _fsync(f)
         os.replace(tmp, path)
     return done
 
 
-def load_measurement(path, cfg: CampaignConfig, C: float = C_TARGET, level: float = LEVEL) -> Measurement:
-    """The :class:`Measurement` of ``cfg`` rebuilt from the rows stored in ``results.csv``."""
-    blocks, _ = read_results(path)
+def load_measurement(path, cfg: CampaignConfig, C: float = C_TARGET, level: float = LEVEL,
+                     padding: str | None = None, blocks: dict | None = None) -> Measurement:
+    """The :class:`Measurement` of ``cfg``'s nets of ``padding`` (default the spec's; a zero
+    config's circular references with ``padding="circular"``) rebuilt from ``results.csv``
+    (or from ``blocks``, :func:`read_results`' first element, when given)."""
+    padding = cfg.spec.padding if padding is None else padding
+    depths = cfg.depths_of(padding)
+    if not depths:
+        raise ValueError(f"[{cfg.name}] measures no {padding}-padding nets")
+    if blocks is None:
+        blocks, _ = read_results(path)
     seeds = cfg.seed_list
     profiles = {}
-    for d in cfg.depths:
-        block = blocks.get((cfg.name, d))
-        if block is None or not _block_complete(cfg, d, block):
-            raise ValueError(f"results.csv has no complete block for [{cfg.name}] depth {d}")
+    for d in depths:
+        block = blocks.get((cfg.name, padding, d))
+        if block is None or not _block_complete(cfg, padding, d, block):
+            raise ValueError(f"results.csv has no complete block for [{cfg.name}] {padding} depth {d}")
         profiles[d] = np.array([[block[(s, l)][1] for l in range(1, d + 1)] for s in seeds], float)
-    return Measurement(cfg.spec.with_(depth=max(cfg.depths)), list(cfg.depths), seeds, profiles, C, level)
+    spec = cfg.spec.with_(depth=max(depths), padding=padding)
+    return Measurement(spec, depths, seeds, profiles, C, level)
 
 
 # --------------------------------------------------------------------------- campaign meta
@@ -345,14 +423,20 @@ def _ls_slope(depths, values) -> float:
     return float((ly - ly.mean()) @ dx / (dx @ dx))
 
 
-def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtocol = ProbeProtocol()) -> dict:
-    """Calibrate on ``cfg.calibration_depths`` (mean and geo), predict every depth and compare."""
+def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtocol = ProbeProtocol(),
+                   reference: Measurement | None = None) -> dict:
+    """Calibrate on ``cfg.calibration_depths`` (mean and geo), predict every depth and compare.
+
+    Zero configs: ``meas`` holds the zero-padded nets and ``reference`` the circular ones (at
+    ``cfg.calibration_depths``), which calibrate the constants; the zero/circular ratio and the
+    boundary regime are added (:func:`_add_zero_padding_tables`)."""
     spec = cfg.spec.with_(depth=max(cfg.depths))
     law = conv_law(spec)
     derived = derived_constants(spec, protocol.input_var)
     held = cfg.held_out_depths
     out = {
         "name": cfg.name,
+        "padding": spec.padding,
         "spec": spec.to_dict(),
         "depths": list(cfg.depths),
         "calibration_depths": list(cfg.calibration_depths),
@@ -371,8 +455,17 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
         "errors": [],
         "notes": [],
     }
-    cal_meas = Measurement(spec, list(cfg.calibration_depths), meas.seeds,
-                           {d: meas.profiles[d] for d in cfg.calibration_depths}, meas.C, meas.level)
+    if cfg.is_zero:
+        if reference is None:
+            raise ValueError(f"[{cfg.name}] a zero-padding config needs the circular reference measurement")
+        cal_meas, cal_set = reference, set()
+        out["notes"].append(f"zero padding: constants calibrated on circular-padding nets of the same geometry at "
+                            f"depths {list(cfg.calibration_depths)}; every zero-padded depth is held out")
+    else:
+        cal_meas, cal_set = Measurement(spec, list(cfg.calibration_depths), meas.seeds,
+                                        {d: meas.profiles[d] for d in cfg.calibration_depths},
+                                        meas.C, meas.level), set(cfg.calibration_depths)
+    used_constants = {}
     ci_fn = {"mean": stats.arith_mean_ci, "geo": stats.geo_mean_ci}
     passed_stats, rel_errs, joint_ok = {}, {}, {}
     out["held_out_test"] = {}
@@ -391,6 +484,7 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
             cal = pred.calibration
             out["calibration"][stat] = cal.to_dict()
             out["constants"][stat] = {k: c.to_dict() for k, c in pred.constants.items()}
+            used_constants[stat] = pred.constants
             a_, b_ = cal.constants["a"], cal.constants["b"]
             ratio = b_.value / a_.value
             rel = math.sqrt((a_.error / a_.value) ** 2 + (b_.error / b_.value) ** 2) if a_.value and b_.value else float("nan")
@@ -414,7 +508,7 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
             ok = p is not None and math.isfinite(p)
             rows.append({
                 "depth": d,
-                "calibration": d in cfg.calibration_depths,
+                "calibration": d in cal_set,
                 "s_pred": _f(s_pred.get(d)),
                 "s_meas": _f(m), "s_meas_ci": [_f(lo), _f(hi)],
                 "eta_pred": _f(p) if ok else None,
@@ -460,8 +554,136 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
     all_fit = out["fitted_exponents"]["mean"]["all"]
     out["fitted_exponent"] = all_fit["exponent"] if all_fit else None
     out["fitted_exponent_ci"] = all_fit["ci"] if all_fit else None
+    if cfg.is_zero:
+        _add_zero_padding_tables(out, cfg, spec, meas, reference, used_constants, dense)
     return out
 
+
+# --------------------------------------------------------------------------- zero padding
+def _seed_stat(values: np.ndarray, statistic: str, axis: int) -> np.ndarray:
+    if statistic == "geo":
+        return np.exp(np.mean(np.log(values), axis=axis))
+    return np.mean(values, axis=axis)
+
+
+def ratio_bootstrap(zero: np.ndarray, circular: np.ndarray, statistic: str = "mean", n_boot: int = N_BOOT,
+                    seed: int = 0, paired: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """``(ratio, replicates)`` of ``T(zero) / T(circular)`` per depth, ``T`` the arithmetic or
+    geometric mean over seeds; ``zero`` and ``circular`` are per-seed ``s_bar`` arrays ``[S, D]``.
+
+    ``paired=True``: row ``i`` of both is the same seed, i.e. the same weights and inputs (the
+    probe draws them from the seed alone; only the padding differs), so the rows are resampled
+    together -- one seed draw per replicate shared by both paddings and every depth, which keeps
+    their correlation.  ``paired=False`` resamples the two seed sets separately (right only for
+    independent sets; with correlated pairs it over-states the spread).  Replicates ``[n_boot, D]``."""
+    z, c = np.asarray(zero, float), np.asarray(circular, float)
+    rng = np.random.default_rng(seed)
+    iz = rng.integers(0, z.shape[0], (n_boot, z.shape[0]))
+    ic = iz if paired else rng.integers(0, c.shape[0], (n_boot, c.shape[0]))
+    ratio = _seed_stat(z, statistic, 0) / _seed_stat(c, statistic, 0)
+    return ratio, _seed_stat(z[iz], statistic, 1) / _seed_stat(c[ic], statistic, 1)
+
+
+def _quantile_ci(reps: np.ndarray, level: float = LEVEL) -> np.ndarray:
+    """Percentile interval along the first axis: ``[2, ...]``."""
+    alpha = 1.0 - level
+    return np.quantile(reps, [alpha / 2, 1 - alpha / 2], axis=0)
+
+
+def _ratio_rows(spec: ArchSpec, depths: list, z: np.ndarray, c: np.ndarray, constants: dict | None,
+                statistic: str, level: float) -> tuple[list, np.ndarray]:
+    """Rows of measured vs predicted zero/circular ratio of ``s_bar`` and the paired replicates."""
+    from amutheory.api import zero_padding_factor
+
+    ratio, reps = ratio_bootstrap(z, c, statistic)
+    lo, hi = _quantile_ci(reps, level)
+    ulo, uhi = _quantile_ci(ratio_bootstrap(z, c, statistic, paired=False)[1], level)
+    pred = zero_padding_factor(spec, depths, constants)[0] if constants else [None] * len(depths)
+    rows = []
+    for i, d in enumerate(depths):
+        p = _f(pred[i])
+        rows.append({
+            "depth": d,
+            "ratio_pred": p,
+            "ratio_meas": _f(ratio[i]), "ratio_meas_ci": [_f(lo[i]), _f(hi[i])],
+            "ratio_meas_ci_unpaired": [_f(ulo[i]), _f(uhi[i])],
+            "eta_ratio_pred": _f(p ** -0.5) if p else None,
+            "eta_ratio_meas": _f(ratio[i] ** -0.5),
+            "rel_error": _f(p / ratio[i] - 1.0) if p else None,
+            "inside_ci": bool(p is not None and lo[i] <= p <= hi[i]),
+            "inside_ci_unpaired": bool(p is not None and ulo[i] <= p <= uhi[i]),
+            "seed_correlation_log": _f(np.corrcoef(np.log(z[:, i]), np.log(c[:, i]))[0, 1]),
+        })
+    return rows, reps
+
+
+def _measured_slope_shifts(depths: list, ratio_rows: list, reps: np.ndarray, level: float) -> dict:
+    """``{depth: row keys}``: the measured slope shift of eta*, ``-(1/2) d ln ratio / d ln L``
+    (local slope of the measured mean ratio over the measured depths, paired-bootstrap CI), and
+    the model's on the same depth grid (the model's own ``slope_shift`` is a unit-step derivative)."""
+    from amutheory.symbolic.boundary import SLOPE_TOLERANCE
+
+    if len(depths) < 2:
+        return {}
+    meas = -0.5 * stats.local_slopes(depths, [r["ratio_meas"] for r in ratio_rows])
+    lo, hi = _quantile_ci(-0.5 * stats.local_slopes(depths, reps), level)
+    pred = [r["ratio_pred"] for r in ratio_rows]
+    model = -0.5 * stats.local_slopes(depths, pred) if all(pred) else [None] * len(depths)
+    tol = SLOPE_TOLERANCE
+    # decided: the CI lies inside [-tol, tol] (holds) or wholly outside it (fails)
+    decided = (np.abs(lo) <= tol) & (np.abs(hi) <= tol) | (lo > tol) | (hi < -tol)
+    return {d: {"slope_shift_meas": _f(meas[i]), "slope_shift_meas_ci": [_f(lo[i]), _f(hi[i])],
+                "constant_level_meas": bool(abs(meas[i]) <= tol), "constant_level_meas_decided": bool(decided[i]),
+                "slope_shift_model_grid": _f(model[i])} for i, d in enumerate(depths)}
+
+
+def _regime_rows(cfg: CampaignConfig, constants: dict | None, measured: dict) -> list:
+    """Per zero depth: the boundary regime of the model (:func:`amutheory.symbolic.boundary.regime`
+    with the calibrated ``a, b, e, epsilon``) and the measured slope shift where there is one."""
+    from amutheory.symbolic.boundary import regime
+
+    sp_ = cfg.spec
+    vals = tuple(constants[k].value for k in ("a", "b", "e", "epsilon")) if constants else None
+    rows = []
+    for d in cfg.depths:
+        row = {"depth": d, "regime_parameter": d * sp_.kernel**2 / sp_.spatial**2,
+               "sqrt_regime_parameter": math.sqrt(d) * sp_.kernel / sp_.spatial}
+        if vals is not None:
+            reg = regime(d, sp_.kernel, sp_.spatial, sp_.dim, constants=vals)
+            row.update({k: reg[k] for k in ("regime_exponent", "top_eigenvalue", "s_bar_ratio", "eta_ratio",
+                                            "slope_shift", "constant_level")})
+        row.update(measured.get(d, {}))
+        rows.append(row)
+    return rows
+
+
+def _add_zero_padding_tables(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measurement,
+                             reference: Measurement, constants: dict, dense: list) -> None:
+    """Add a zero config's own keys to its result ``out``: ``ratio`` (per statistic, at the depths
+    measured with both paddings), ``regime``, ``ratio_curve`` (the model's mean ratio on ``dense``
+    depths) and ``passed_ratio`` (every ratio inside its CI, both statistics)."""
+    from amutheory.api import zero_padding_factor
+
+    depths = [d for d in cfg.depths if d in reference.profiles]
+    out["ratio_depths"], out["ratio"] = depths, {}
+    if not depths:
+        out["notes"].append("no depth measured with both paddings: no zero/circular ratio")
+    z = np.stack([meas.s_bar(d) for d in depths], axis=1) if depths else None
+    c = np.stack([reference.s_bar(d) for d in depths], axis=1) if depths else None
+    measured = {}
+    for stat in STATISTICS:
+        rows, reps = _ratio_rows(spec, depths, z, c, constants.get(stat), stat, meas.level) if depths else ([], None)
+        out["ratio"][stat] = rows
+        out[f"passed_ratio_{stat}"] = bool(rows) and all(r["inside_ci"] for r in rows)
+        errs = [abs(r["rel_error"]) for r in rows if r["rel_error"] is not None]
+        out[f"max_rel_error_ratio_{stat}"] = _f(max(errs)) if errs and len(errs) == len(rows) else None
+        if stat == "mean" and rows:
+            measured = _measured_slope_shifts(depths, rows, reps, meas.level)
+    out["passed_ratio"] = bool(out["passed_ratio_mean"] and out["passed_ratio_geo"])
+    out["regime"] = _regime_rows(cfg, constants.get("mean"), measured)
+    mean_consts = constants.get("mean")
+    curve = zero_padding_factor(spec, dense, mean_consts)[0] if mean_consts else None
+    out["ratio_curve"] = {"depths": dense, "ratio_mean": None if curve is None else [_f(v) for v in curve]}
 
 # --------------------------------------------------------------------------- figures & report
 def _figure_names(name: str) -> dict:
@@ -485,7 +707,7 @@ def make_figures(out_dir: Path, cfg: CampaignConfig, meas: Measurement, result: 
     fig.savefig(out_dir / names["eta_star"], dpi=110)
     written["eta_star"] = names["eta_star"]
     consts = result["constants"].get("mean")
-    if consts:
+    if consts and not cfg.is_zero:  # the per-layer law is the circular one
         constants = {k: Constant(k, v["value"], v["source"], v.get("error", 0.0)) for k, v in consts.items()}
         prof = {d: per_layer_statistic(meas.profiles[d], "mean") for d in _profile_depths(cfg)}
         fig = plots.plot_layer_profiles(cfg.spec, prof, constants,
@@ -494,6 +716,29 @@ def make_figures(out_dir: Path, cfg: CampaignConfig, meas: Measurement, result: 
         fig.savefig(out_dir / names["layer_profiles"], dpi=110)
         written["layer_profiles"] = names["layer_profiles"]
     return written
+
+
+def _collapse_configs(results: list) -> list:
+    """The zero configs drawn in the collapse figure: the 1D ReLU ones (else every zero config)."""
+    zero = [r for r in results if r["padding"] == "zero" and r.get("ratio", {}).get("mean")]
+    relu1d = [r for r in zero if r["spec"]["dim"] == 1 and r["spec"]["activation"] == "relu"]
+    return relu1d or zero
+
+
+def _collapse_figure(out_dir: Path, results: list) -> dict:
+    """Write ``boundary_collapse.png`` when there are zero configs; returns the summary keys
+    ``figures`` (and ``errors`` when drawing failed)."""
+    from amutheory import plots
+
+    chosen = _collapse_configs(results)
+    if not chosen:
+        return {}
+    try:
+        fig = plots.plot_boundary_collapse(_json_safe(chosen))
+        fig.savefig(out_dir / COLLAPSE_FIGURE, dpi=110)
+    except Exception as exc:  # a figure must not lose the numbers
+        return {"figures": {}, "errors": [f"boundary collapse figure failed: {type(exc).__name__}: {exc}"]}
+    return {"figures": {"boundary_collapse": COLLAPSE_FIGURE}, "collapse_configs": [r["name"] for r in chosen]}
 
 
 def _g(x, digits=4):
@@ -512,17 +757,198 @@ def _ci(ci, digits=4):
     return f"[{ci[0]:.{digits}g}, {ci[1]:.{digits}g}]"
 
 
+def _geometry(c: dict) -> str:
+    s = c["spec"]
+    return f"N={s['spatial']}, k={s['kernel']}, {s['dim']}D {s['activation']}"
+
+
+def _span(values, fmt="{:.3g}") -> str:
+    lo, hi = min(values), max(values)
+    return fmt.format(lo) if lo == hi else f"{fmt.format(lo)} .. {fmt.format(hi)}"
+
+
+def _level_clause(rows: list, key: str, flag: str) -> str:
+    """``holds at L = 2, 4 (...); fails at L = 8 (...)`` for one config."""
+    parts = []
+    for verdict, picked in (("holds", [r for r in rows if r[flag]]), ("fails", [r for r in rows if not r[flag]])):
+        if picked:
+            parts.append(f"{verdict} at L = {', '.join(str(r['depth']) for r in picked)} "
+                         f"(L k^2/N^2 {_span([r['regime_parameter'] for r in picked])}, "
+                         f"slope shift {_span([r[key] for r in picked], '{:+.3f}')})")
+    return "; ".join(parts) or "no data"
+
+
+def _threshold_sentence(rows: list, flag: str) -> str:
+    holds = [r["regime_parameter"] for r in rows if r[flag]]
+    fails = [r["regime_parameter"] for r in rows if not r[flag]]
+    text = f"holds at {len(holds)} of {len(rows)} (config, depth) points, fails at {len(fails)}"
+    if holds and fails:
+        if max(holds) < min(fails):
+            return text + (f"; the split is clean in L k^2/N^2: it holds up to {max(holds):.3g} and fails from "
+                           f"{min(fails):.3g} on")
+        return text + (f"; no clean threshold in L k^2/N^2 (holds up to {max(holds):.3g}, fails already at "
+                       f"{min(fails):.3g})")
+    return text
+
+
+def _constant_level_lines(zero: list) -> list:
+    from amutheory.symbolic.boundary import SLOPE_TOLERANCE
+
+    model = [(c, [r for r in c["regime"] if "slope_shift" in r]) for c in zero]
+    meas = [(c, [r for r in c["regime"] if r.get("slope_shift_meas") is not None]) for c in zero]
+    lines = ["### Is the boundary effect constant-level?", "",
+             "The paper treats the zero-padding boundary as a constant-level factor (no change of the "
+             f"depth exponent).  Criterion: the boundary's shift of the local slope d ln eta*/d ln L is at most "
+             f"{SLOPE_TOLERANCE} in size.  *Model*: `boundary.regime` with each config's calibrated constants "
+             "(unit-step derivative at L).  *Measured*: local slope of the measured zero/circular mean ratio over "
+             "the measured depths, times -1/2 (a derivative over the coarse depth grid; point estimate, its "
+             "95% CI in the tables).", ""]
+    for c, rows in model:
+        lines.append(f"* {c['name']} ({_geometry(c)}): model {_level_clause(rows, 'slope_shift', 'constant_level')}")
+    mrows = [r for _, rows in model for r in rows]
+    if mrows:
+        lines += ["", f"Model, all zero configs: the claim {_threshold_sentence(mrows, 'constant_level')}.", ""]
+    for c, rows in meas:
+        if rows:
+            lines.append(f"* {c['name']} ({_geometry(c)}): measured "
+                         f"{_level_clause(rows, 'slope_shift_meas', 'constant_level_meas')}")
+    mm = [r for _, rows in meas for r in rows]
+    if mm:
+        agree = sum(r["constant_level_meas"] == r["constant_level"] for r in mm if "constant_level" in r)
+        decided = sum(r.get("constant_level_meas_decided", False) for r in mm)
+        lines += ["", f"Measured, all zero configs: the claim {_threshold_sentence(mm, 'constant_level_meas')} "
+                      f"(point estimates; the 95% CI decides the verdict -- wholly inside or wholly outside "
+                      f"+-{SLOPE_TOLERANCE} -- at {decided} of {len(mm)} points); model and measurement give the "
+                      f"same verdict at {agree} of {len(mm)} points.", ""]
+    return lines
+
+
+def _prediction_lines(zero: list) -> list:
+    lines = ["### Did the boundary model's prediction pass?", ""]
+    for stat, title in (("mean", "arithmetic mean"), ("geo", "geometric mean")):
+        rows = [r for c in zero for r in c["ratio"][stat]]
+        inside = sum(r["inside_ci"] for r in rows)
+        errs = [abs(r["rel_error"]) for r in rows if r["rel_error"] is not None]
+        lines.append(f"* zero/circular ratio ({title}): predicted inside the measured 95% CI at {inside} of "
+                     f"{len(rows)} (config, depth) points; |predicted / measured - 1| up to "
+                     f"{_pct(max(errs)) if errs else 'n/a'}.")
+    for key, what in (("passed_ratio", "ratio check (every depth, both statistics)"),
+                      ("passed", "eta* check (every zero depth held out, both statistics)"),
+                      ("passed_joint", "joint held-out eta* test")):
+        ok = [c["name"] for c in zero if c.get(key)]
+        bad = [c["name"] for c in zero if not c.get(key)]
+        lines.append(f"* {what}: passed by {len(ok)} of {len(zero)}"
+                     + (f" ({', '.join(ok)})" if ok else "") + (f"; failed by {', '.join(bad)}" if bad else "") + ".")
+    judged = [r for c in zero for r in c["ratio"]["mean"]
+              if r["ratio_pred"] is not None and None not in r["ratio_meas_ci"]]
+    under = [r for r in judged if r["ratio_pred"] > r["ratio_meas_ci"][1]]
+    over = [r for r in judged if r["ratio_pred"] < r["ratio_meas_ci"][0]]
+    lines.append(f"* where it misses (mean): the model predicts too little boundary loss (ratio above the CI) at "
+                 f"{len(under)} points and too much (below the CI) at {len(over)}.  The model is the position-local "
+                 "mean field and leaves out cross-position correlations (e.g. the spatially coherent mode that "
+                 "ReLU's non-zero mean feeds); by activation:")
+    for act in sorted({c["spec"]["activation"] for c in zero}):
+        rows = [r for c in zero if c["spec"]["activation"] == act for r in c["ratio"]["mean"]]
+        errs = [abs(r["rel_error"]) for r in rows if r["rel_error"] is not None]
+        lines.append(f"  * {act}: inside at {sum(r['inside_ci'] for r in rows)} of {len(rows)} points, "
+                     f"|predicted / measured - 1| up to {_pct(max(errs)) if errs else 'n/a'}")
+    unp = [r for c in zero for s in STATISTICS for r in c["ratio"][s]]
+    n_unp, n_in = sum(r["inside_ci_unpaired"] for r in unp), sum(r["inside_ci"] for r in unp)
+    lines += [f"* with the two seed sets resampled separately (unpaired, ignoring that seed i is the same net "
+              f"under both paddings) the predicted ratio would lie inside at {n_unp} of {len(unp)} "
+              f"(config, depth, statistic) points instead of {n_in}; "
+              f"the per-seed correlation of ln s_bar between the paddings is "
+              f"{_span([r['seed_correlation_log'] for r in unp], '{:.3f}')}.", ""]
+    return lines
+
+
+def _zero_config_lines(c: dict) -> list:
+    reg = {r["depth"]: r for r in c["regime"]}
+    lines = [f"### {c['name']}: eta* {'PASSED' if c['passed'] else 'FAILED'}, "
+             f"zero/circular ratio {'PASSED' if c['passed_ratio'] else 'FAILED'}", ""]
+    lines += [f"* **error**: {e}" for e in c["errors"]] + [f"* note: {n}" for n in c["notes"]]
+    lines += [
+        f"* {_geometry(c)}, width {c['spec']['width']}, {c['seeds']} seeds (the same seeds, hence the same "
+        f"weights and inputs, for both paddings); zero-padded depths {c['depths']} (all held out), circular "
+        f"references at {c['calibration_depths']} (calibration).",
+        f"* max relative error of eta*: {_pct(c['max_rel_error'])} (mean), {_pct(c['max_rel_error_geo'])} (geo); "
+        f"of the ratio: {_pct(c['max_rel_error_ratio_mean'])} (mean), {_pct(c['max_rel_error_ratio_geo'])} (geo)",
+        *[f"* joint held-out test ({st}): chi2 = {t['chi2']:.2f} on {t['dof']} dof, p = {t['p_value']:.3g}"
+          for st, t in c.get("held_out_test", {}).items()], "",
+        "| stat | depth | L k^2/N^2 | predicted eta* | measured eta* [95% CI] | inside | predicted ratio | "
+        "measured ratio [95% CI] | inside | slope shift: model / model on grid / measured [95% CI] | "
+        "constant-level? model / measured |",
+        "|---|---:|---:|---:|---|:---:|---:|---|:---:|---|:---:|",
+    ]
+    yn = lambda v: "n/a" if v is None else ("yes" if v else "**no**")  # noqa: E731
+    for stat in STATISTICS:
+        ratio = {r["depth"]: r for r in c["ratio"][stat]}
+        for r in c["per_depth"][stat]:
+            d, q, g = r["depth"], ratio.get(r["depth"], {}), reg.get(r["depth"], {})
+            shift = (f"{_g(g.get('slope_shift'), 3)} / {_g(g.get('slope_shift_model_grid'), 3)} / "
+                     f"{_g(g.get('slope_shift_meas'), 3)} {_ci(g.get('slope_shift_meas_ci'), 3)}"
+                     if stat == "mean" else "")
+            level = f"{yn(g.get('constant_level'))} / {yn(g.get('constant_level_meas'))}" if stat == "mean" else ""
+            lines.append(f"| {stat} | {d} | {_g(g.get('regime_parameter'), 3)} | {_g(r['eta_pred'], 5)} | "
+                         f"{_g(r['eta_meas'], 5)} {_ci(r['eta_meas_ci'], 5)} | {yn(r['inside_ci'])} | "
+                         f"{_g(q.get('ratio_pred'))} | {_g(q.get('ratio_meas'))} {_ci(q.get('ratio_meas_ci'))} | "
+                         f"{yn(q.get('inside_ci')) if q else 'n/a'} | {shift} | {level} |")
+    lines.append("")
+    for kind, fname in c.get("figures", {}).items():
+        lines += [f"![{c['name']} {kind}]({fname})", ""]
+    return lines
+
+
+def _zero_report_lines(summary: dict, zero: list) -> list:
+    """The report's "Zero padding" section."""
+    lines = [
+        "## Zero padding", "",
+        "* each config is a pair of the same geometry and the same seeds: zero-padded nets at its depths "
+        "and circular-padding nets at its calibration depths.  `a, b, e` and the seed spread are calibrated "
+        "on the circular nets only; the zero-padding prediction is the law times the boundary model's "
+        "factor (`amutheory.symbolic.boundary`: position-local mean field, `api.zero_padding_factor`), so "
+        "every zero-padded depth is held out.",
+        "* ratio = s_bar(zero) / s_bar(circular) of the mean (or geometric mean) over seeds; eta* ratio = "
+        "ratio^(-1/2).  95% CI: percentile bootstrap, 2000 replicates, fixed seed, the seeds resampled "
+        "*paired* (seed i has the same weights and inputs under both paddings, so the two sets are not "
+        "independent; `ratio_meas_ci_unpaired` in summary.json is the interval with the two sets resampled "
+        "separately, for comparison).",
+        "* regime parameter L k^2/N^2 (per axis in 2D); constant-level: |slope shift| <= 0.05.", "",
+    ]
+    fig = summary.get("figures", {}).get("boundary_collapse")
+    if fig:
+        lines += [f"![boundary collapse]({fig})", "",
+                  f"Boundary collapse ({', '.join(summary.get('collapse_configs', []))}): measured ratio "
+                  "(mean, 95% CI) against L k^2/N^2 (left) and sqrt(L) k/N (right), lines the model; if the "
+                  "regime parameter is right the series fall on one curve.  sqrt(L) k/N is the square root of "
+                  "L k^2/N^2, so the right panel is the same collapse on a stretched axis.", ""]
+    lines += _constant_level_lines(zero) + _prediction_lines(zero)
+    for c in zero:
+        lines += _zero_config_lines(c)
+    return lines
+
+
 def write_report(path: Path, summary: dict) -> None:
     """``report.md``: what was run, per-config tables, exponents, constants, pass/fail, figures."""
     pr = summary["protocol"]
     lines = [f"# amutheory validation campaign: preset `{summary['preset']}`", ""]
-    n_pass = sum(c["passed"] for c in summary["configs"])
-    n_joint = sum(c.get("passed_joint", False) for c in summary["configs"])
+    circ = [c for c in summary["configs"] if c.get("padding", "circular") != "zero"]
+    zero = [c for c in summary["configs"] if c.get("padding") == "zero"]
+    n_pass = sum(c["passed"] for c in circ)
+    n_joint = sum(c.get("passed_joint", False) for c in circ)
+    if circ:
+        lines += [
+            f"{n_pass} of {len(circ)} {'circular-padding ' if zero else ''}configs passed "
+            "(predicted eta* inside the measured 95% CI at every held-out depth, for both the arithmetic "
+            f"and the geometric mean over seeds); {n_joint} of {len(circ)} pass the joint "
+            "held-out test (chi-square p >= 0.05 and every depth inside its Bonferroni interval).", ""]
+    if zero:
+        lines += [
+            f"Zero padding: {sum(c['passed'] for c in zero)} of {len(zero)} configs pass the eta* check and "
+            f"{sum(c['passed_ratio'] for c in zero)} of {len(zero)} the zero/circular ratio check "
+            "(predicted inside the measured 95% CI at every depth, both statistics); see "
+            "[Zero padding](#zero-padding).", ""]
     lines += [
-        f"{n_pass} of {len(summary['configs'])} configs passed "
-        "(predicted eta* inside the measured 95% CI at every held-out depth, for both the arithmetic "
-        f"and the geometric mean over seeds); {n_joint} of {len(summary['configs'])} pass the joint "
-        "held-out test (chi-square p >= 0.05 and every depth inside its Bonferroni interval).", "",
         "## What was run", "",
         f"* probe: one SGD step from the init, first order in eta, `s_l` = mean square of "
         f"`J_theta h_l grad`; dtype {pr['dtype']}, device {pr['device']}, input variance "
@@ -544,16 +970,19 @@ def write_report(path: Path, summary: dict) -> None:
         f"({summary['timing']['blocks_computed']} blocks computed, "
         f"{summary['timing']['blocks_resumed']} taken from an earlier run); analysis "
         f"{summary['timing']['analysis_s']:.1f} s.", "",
-        "| config | dim | activation | width | kernel | spatial | batch | seeds | depths | calibration depths |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| config | padding | dim | activation | width | kernel | spatial | batch | seeds | depths "
+        "| calibration depths |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in summary["configs"]:
         s = c["spec"]
-        lines.append(f"| {c['name']} | {s['dim']} | {s['activation']} | {s['width']} | {s['kernel']} | "
+        cal = f"{c['calibration_depths']} (circular nets)" if c.get("padding") == "zero" else c["calibration_depths"]
+        lines.append(f"| {c['name']} | {s['padding']} | {s['dim']} | {s['activation']} | {s['width']} | "
+                     f"{s['kernel']} | "
                      f"{s['spatial']}{'x' + str(s['spatial']) if s['dim'] == 2 else ''} | {s['batch']} | "
-                     f"{c['seeds']} | {c['depths']} | {c['calibration_depths']} |")
+                     f"{c['seeds']} | {c['depths']} | {cal} |")
     lines.append("")
-    for c in summary["configs"]:
+    for c in circ:
         lines += [f"## {c['name']}: {'PASSED' if c['passed'] else 'FAILED'}", ""]
         for err in c["errors"]:
             lines.append(f"* **error**: {err}")
@@ -624,10 +1053,18 @@ def write_report(path: Path, summary: dict) -> None:
         lines.append("")
         for kind, fname in c.get("figures", {}).items():
             lines += [f"![{c['name']} {kind}]({fname})", ""]
+    if zero:
+        lines += _zero_report_lines(summary, zero)
     Path(path).write_text("\n".join(lines) + "\n")
 
 
 # --------------------------------------------------------------------------- driver
+def _block_tag(cfg: CampaignConfig, padding: str, depth: int, i: int, n: int) -> str:
+    """``[name] depth 4 (2/9)``; zero configs name the padding: ``[name] zero depth 4 (6/8)``."""
+    pad = f" {padding}" if cfg.is_zero else ""
+    return f"[{cfg.name}]{pad} depth {depth} ({i}/{n})"
+
+
 def measure_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(), resume: bool = True,
                      progress=print, only=None, chunk: int = 16) -> dict:
     """The measuring half of :func:`run_campaign`: fill ``out_dir/results.csv`` block by block
@@ -651,25 +1088,24 @@ def measure_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     current = None
     try:
         for cfg in configs:
-            n = len(cfg.depths)
-            for i, d in enumerate(cfg.depths, 1):
-                current = (cfg.name, d, i, n)
-                if (cfg.name, d) in done:
+            n = len(cfg.blocks)
+            for i, (pad, d) in enumerate(cfg.blocks, 1):
+                current = _block_tag(cfg, pad, d, i, n)
+                if (cfg.name, pad, d) in done:
                     resumed += 1
-                    say(f"[{cfg.name}] depth {d} ({i}/{n}) complete in results.csv, skipped")
+                    say(f"{current} complete in results.csv, skipped")
                     continue
                 t0 = time.perf_counter()
                 seeds = cfg.seed_list
-                s = probe(cfg.spec.with_(depth=d), seeds, protocol, chunk=chunk).s
+                s = probe(cfg.spec.with_(depth=d, padding=pad), seeds, protocol, chunk=chunk).s
                 with open(csv_path, "a", newline="") as f:
-                    csv.writer(f).writerows(_block_rows(cfg, d, seeds, s))
+                    csv.writer(f).writerows(_block_rows(cfg, pad, d, seeds, s))
                     _fsync(f)
                 computed += 1
-                current = None  # this block is safe on disk
-                say(f"[{cfg.name}] depth {d} ({i}/{n}) {len(seeds)} seeds  {time.perf_counter() - t0:.1f} s")
+                tag, current = current, None  # this block is safe on disk
+                say(f"{tag} {len(seeds)} seeds  {time.perf_counter() - t0:.1f} s")
     except KeyboardInterrupt:
-        where = (f"at [{current[0]}] depth {current[1]} ({current[2]}/{current[3]})" if current
-                 else "between blocks")
+        where = f"at {current}" if current else "between blocks"
         say(f"interrupted {where}; {computed} block(s) measured in this run and every earlier finished "
             f"block are saved in {csv_path}. Rerun the same command (resume=True) to continue from there.")
         raise
@@ -687,10 +1123,13 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     csv_path = out / "results.csv"
     t_an = time.perf_counter()
     results = []
+    blocks, _ = read_results(csv_path)
     for cfg in configs:
-        say(f"[{cfg.name}] calibrating on depths {list(cfg.calibration_depths)} and comparing")
-        meas = load_measurement(csv_path, cfg)
-        res = analyse_config(cfg, meas, protocol)
+        where = " (circular references)" if cfg.is_zero else ""
+        say(f"[{cfg.name}] calibrating on depths {list(cfg.calibration_depths)}{where} and comparing")
+        meas = load_measurement(csv_path, cfg, blocks=blocks)
+        ref = load_measurement(csv_path, cfg, padding="circular", blocks=blocks) if cfg.is_zero else None
+        res = analyse_config(cfg, meas, protocol, reference=ref)
         if figures:
             try:
                 res["figures"] = make_figures(out, cfg, meas, res)
@@ -700,7 +1139,9 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
         results.append(res)
         say(f"[{cfg.name}] {'passed' if res['passed'] else 'FAILED'}: max rel. error (held-out, mean) "
             f"{_pct(res['max_rel_error'])}, fitted exponent {_g(res['fitted_exponent'])} "
-            f"{_ci(res['fitted_exponent_ci'])} vs derived {res['derived_exponent']}")
+            f"{_ci(res['fitted_exponent_ci'])} vs derived {res['derived_exponent']}"
+            + (f"; zero/circular ratio {'passed' if res['passed_ratio'] else 'FAILED'}" if cfg.is_zero else ""))
+    extra = _collapse_figure(out, results) if figures else {}
     timing = dict(timing or {"measure_s": 0.0, "blocks_computed": 0, "blocks_resumed": 0})
     timing["analysis_s"] = time.perf_counter() - t_an
     summary = {
@@ -708,10 +1149,13 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
         "out_dir": str(out),
         "configs": results,
         "passed": all(r["passed"] for r in results),
+        "passed_circular": all(r["passed"] for r in results if r["padding"] != "zero"),
+        "passed_zero": all(r["passed"] and r["passed_ratio"] for r in results if r["padding"] == "zero"),
         "protocol": _protocol_dict(protocol),
         "C": C_TARGET,
         "level": LEVEL,
         "timing": timing,
+        **extra,
     }
     summary = _json_safe(summary)
     (out / "summary.json").write_text(json.dumps(summary, indent=1, allow_nan=False))
@@ -729,9 +1173,10 @@ def run_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(), res
     ``preset``: a name of :data:`PRESETS` or a list of :class:`CampaignConfig`.  ``only``: a
     config name or list of names to restrict the run to.  ``progress``: called with one string
     per event (``None`` silences it).  ``chunk``: seeds vectorised at once by the probe.
-    ``resume``: keep complete ``(config, depth)`` blocks of an earlier run in ``out_dir`` (partial
-    ones are dropped); ``False`` starts ``results.csv`` afresh.  ``analyse=False`` only measures
-    and returns the timing counts."""
+    ``resume``: keep complete ``(config, padding, depth)`` blocks of an earlier run in ``out_dir``
+    (partial ones are dropped; an old ``results.csv`` without the ``padding`` column is read as
+    circular and rewritten); ``False`` starts ``results.csv`` afresh.  ``analyse=False`` only
+    measures and returns the timing counts."""
     timing = measure_campaign(preset, out_dir, protocol, resume, progress, only, chunk)
     if not analyse:
         return timing

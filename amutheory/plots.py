@@ -161,3 +161,60 @@ def plot_layer_profiles(spec, profiles_mean: dict, constants: dict, title: str |
         fig.suptitle(title, fontsize=10)
     axes[0].legend(fontsize=7, loc="best")
     return fig
+
+
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+_DASHES = ("-", "--", ":", "-.")
+
+
+def plot_boundary_collapse(zero_results: list) -> Figure:
+    """Measured zero/circular ratio of ``s_bar`` (arithmetic mean over seeds, 95% CI error bars)
+    against the boundary regime parameter, one series per ``(N, k)``, with the boundary model's
+    predicted ratio (lines, calibrated constants).  Left: against ``L k^2 / N^2``; right: against
+    ``sqrt(L) k / N`` (its square root: the same ordering, the early ``k sqrt(L) / N`` deficit
+    scale on the axis).  If the regime parameter is the right one, the series collapse onto one
+    curve.
+
+    ``zero_results``: zero-padding entries of ``summary.json["configs"]``; each needs ``spec``
+    (``kernel``, ``spatial``), ``ratio["mean"]`` rows with ``depth``, ``ratio_meas``,
+    ``ratio_meas_ci`` and ``ratio_pred``, and optionally ``ratio_curve`` (dense ``depths`` and
+    ``ratio_mean``) for the predicted line.
+    """
+    if not zero_results:
+        raise ValueError("zero_results must hold at least one zero-padding config result")
+    fig = Figure(figsize=(11, 4.6), layout="constrained")
+    axes = fig.subplots(1, 2)
+    spatials = sorted({r["spec"]["spatial"] for r in zero_results})
+    kernels = sorted({r["spec"]["kernel"] for r in zero_results})
+    xfns = (lambda L, k, n: L * k**2 / n**2, lambda L, k, n: np.sqrt(L) * k / n)
+    for res in zero_results:
+        n, k = res["spec"]["spatial"], res["spec"]["kernel"]
+        col = f"C{spatials.index(n) % 10}"
+        mk, ls = _MARKERS[kernels.index(k) % len(_MARKERS)], _DASHES[kernels.index(k) % len(_DASHES)]
+        rows = res.get("ratio", {}).get("mean") or []
+        d = np.array([r["depth"] for r in rows], float)
+        meas = np.array([r["ratio_meas"] for r in rows], float)
+        lo = np.array([r["ratio_meas_ci"][0] for r in rows], float)
+        hi = np.array([r["ratio_meas_ci"][1] for r in rows], float)
+        curve = res.get("ratio_curve") or {}
+        if curve.get("ratio_mean") is not None:
+            cd = np.asarray(curve["depths"], float)
+            cr = _positive([np.nan if v is None else v for v in curve["ratio_mean"]])
+        else:
+            cd = d
+            cr = _positive([np.nan if r["ratio_pred"] is None else r["ratio_pred"] for r in rows])
+        label = f"N={n}, k={k}"
+        for ax, fx in zip(axes, xfns):
+            ax.errorbar(fx(d, k, n), meas, yerr=[meas - lo, hi - meas], fmt=mk, ms=5, color=col,
+                        mfc="white" if kernels.index(k) else col, capsize=2, lw=1, label=f"measured, {label}")
+            ax.plot(fx(cd, k, n), cr, ls, color=col, lw=1.2, label=f"model, {label}")
+    for ax, xl in zip(axes, (r"regime parameter $L k^2 / N^2$", r"$\sqrt{L}\, k / N$")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_xlabel(xl)
+        ax.set_ylabel(r"$\bar s_{zero} / \bar s_{circular}$ (mean over seeds)")
+    axes[0].set_title("zero / circular s_bar: markers measured (95% CI), lines boundary model")
+    axes[1].set_title("same data against sqrt(L) k / N")
+    axes[1].legend(fontsize=6, loc="best", ncol=2)
+    return fig

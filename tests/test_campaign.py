@@ -11,11 +11,12 @@ import json
 import re
 import shutil
 
+import numpy as np
 import pytest
 import torch
 
-from amutheory.campaign import (CSV_COLUMNS, PRESETS, CampaignConfig, read_results, resolve_preset,
-                                run_campaign)
+from amutheory.campaign import (CSV_COLUMNS, PRESETS, CampaignConfig, load_measurement, ratio_bootstrap,
+                                read_results, resolve_preset, run_campaign)
 from amutheory.spec import ArchSpec
 
 SPEC = ArchSpec(dim=1, width=16, kernel=3, spatial=8, activation="relu", batch=2)
@@ -128,7 +129,7 @@ def test_keyboard_interrupt_keeps_finished_blocks(tmp_path):
         run_campaign(cfg, tmp_path, progress=progress)
     assert "interrupted" in msgs[-1] and "Rerun" in msgs[-1]
     blocks, bad = read_results(tmp_path / "results.csv")
-    assert bad == 0 and set(blocks) == {("tiny", 2)} and len(blocks[("tiny", 2)]) == 2 * 2
+    assert bad == 0 and set(blocks) == {("tiny", "circular", 2)} and len(blocks[("tiny", "circular", 2)]) == 2 * 2
 
 
 def test_resume_refuses_results_of_another_spec(full_run, tmp_path):
@@ -151,9 +152,11 @@ def test_configs_and_presets():
         resolve_preset("nope")
     assert resolve_preset("quick", only="conv2d-relu")[1][0].name == "conv2d-relu"
 
-    quick = {c.name: c for c in PRESETS["quick"]}
+    quick = {c.name: c for c in PRESETS["quick"] if not c.is_zero}
     assert list(quick) == ["conv1d-relu", "conv1d-linear", "conv2d-relu", "conv2d-linear"]
     for c in PRESETS["quick"] + PRESETS["paper"]:
+        if c.is_zero:
+            continue
         assert c.spec.width == 8 * max(c.depths)  # fixed width per config
         assert c.spec.padding == "circular" and c.spec.kernel == 3
     assert quick["conv1d-relu"].depths == (2, 3, 4, 6, 8, 12, 16, 24, 32)
@@ -161,4 +164,138 @@ def test_configs_and_presets():
     assert quick["conv2d-relu"].calibration_depths == (2, 4, 6, 8)
     assert quick["conv2d-linear"].depths == (2, 3, 4, 6, 8, 12, 16)
     assert quick["conv2d-linear"].spec.spatial == 8 and quick["conv2d-linear"].seeds == 32
-    assert all(c.seeds == 64 and c.spec.spatial == 32 for c in PRESETS["paper"])
+    assert all(c.seeds == 64 and c.spec.spatial == 32 for c in PRESETS["paper"] if not c.is_zero)
+
+
+# --------------------------------------------------------------------------- zero padding
+ZSPEC = ArchSpec(dim=1, width=8, kernel=3, spatial=8, activation="relu", batch=2, padding="zero")
+ZDEPTHS = (2, 3, 4)
+ZERO = [CampaignConfig("tinyzero", ZSPEC, ZDEPTHS, ZDEPTHS, 4)]
+ZCOMPUTED = re.compile(r"^\[tinyzero\] (circular|zero) depth (\d+) \(\d+/\d+\) \d+ seeds +[\d.]+ s$")
+
+
+@pytest.fixture(scope="module")
+def zero_run(tmp_path_factory):
+    torch.set_num_threads(2)
+    out = tmp_path_factory.mktemp("zero")
+    msgs = []
+    summary = run_campaign(ZERO, out, progress=msgs.append)
+    return out, summary, msgs
+
+
+def test_zero_padding_config_blocks_and_presets():
+    cfg = ZERO[0]
+    assert cfg.is_zero and cfg.held_out_depths == list(ZDEPTHS)
+    assert cfg.blocks == [("circular", d) for d in ZDEPTHS] + [("zero", d) for d in ZDEPTHS]
+    # circular references need not be among the zero depths
+    other = CampaignConfig("z", ZSPEC, (2, 8), (2, 3, 4), 4)
+    assert other.depths_of("circular") == [2, 3, 4] and other.depths_of("zero") == [2, 8]
+    zq = [c for c in PRESETS["quick"] if c.is_zero]
+    assert {(c.spec.spatial, c.spec.kernel) for c in zq if c.spec.dim == 1 and c.spec.activation == "relu"} == {
+        (n, k) for n in (8, 16, 32, 64) for k in (3, 5)}
+    assert all(c.calibration_depths == c.depths for c in zq)
+    assert "zero1d-relu-N8-k3" in {c.name for c in PRESETS["paper"]}
+
+
+def test_zero_padding_outputs(zero_run):
+    out, summary, msgs = zero_run
+    rows = _rows(out / "results.csv")
+    assert tuple(rows[0]) == CSV_COLUMNS and CSV_COLUMNS[-1] == "padding"
+    got = {(r[10], int(r[6])) for r in rows[1:]}
+    assert got == {(p, d) for p in ("circular", "zero") for d in ZDEPTHS}
+    assert len(rows) - 1 == 2 * 4 * sum(ZDEPTHS)
+    assert sorted((m.group(1), int(m.group(2))) for m in map(ZCOMPUTED.match, msgs) if m) == sorted(got)
+
+    (cfg,) = summary["configs"]
+    assert cfg["padding"] == "zero" and cfg["spec"]["padding"] == "zero"
+    # everything of the circular format ...
+    for key in ("per_depth", "held_out_test", "passed", "passed_joint", "max_rel_error", "fitted_exponent",
+                "constants", "calibration", "prediction_curve"):
+        assert key in cfg
+    assert all(not r["calibration"] for r in cfg["per_depth"]["mean"])  # every zero depth is held out
+    assert cfg["calibration"]["mean"]["depths"] == list(ZDEPTHS)
+    # ... and the zero keys
+    assert isinstance(cfg["passed_ratio"], bool)
+    for stat in ("mean", "geo"):
+        table = cfg["ratio"][stat]
+        assert [r["depth"] for r in table] == list(ZDEPTHS)
+        for r in table:
+            lo, hi = r["ratio_meas_ci"]
+            assert lo <= r["ratio_meas"] <= hi
+            assert r["inside_ci"] == (lo <= r["ratio_pred"] <= hi)
+    assert cfg["passed_ratio"] == all(r["inside_ci"] for s in ("mean", "geo") for r in cfg["ratio"][s])
+    reg = cfg["regime"]
+    assert [r["depth"] for r in reg] == list(ZDEPTHS)
+    for r in reg:
+        assert r["regime_parameter"] == pytest.approx(r["depth"] * 9 / 64)
+        assert r["constant_level"] == (abs(r["slope_shift"]) <= 0.05)
+        assert "slope_shift_meas" in r
+    assert summary["figures"] == {"boundary_collapse": "boundary_collapse.png"}
+    assert (out / "boundary_collapse.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert set(cfg["figures"]) == {"eta_star"}
+    report = (out / "report.md").read_text()
+    assert "## Zero padding" in report and "](boundary_collapse.png)" in report
+    assert "Is the boundary effect constant-level?" in report
+    assert json.loads((out / "summary.json").read_text()) == summary
+
+
+def test_zero_padding_predicted_ratio_is_the_boundary_factor(zero_run):
+    from amutheory.api import zero_padding_factor
+    from amutheory.constants import Constant
+
+    _, summary, _ = zero_run
+    (cfg,) = summary["configs"]
+    consts = {k: Constant(k, v["value"], v["source"]) for k, v in cfg["constants"]["mean"].items()}
+    pred = zero_padding_factor(ZSPEC, list(ZDEPTHS), consts)[0]
+    assert [r["ratio_pred"] for r in cfg["ratio"]["mean"]] == pytest.approx(pred.tolist())
+
+
+def test_zero_padding_resume_computes_nothing(zero_run, tmp_path):
+    out, summary, _ = zero_run
+    for name in ("results.csv", "campaign.json"):
+        shutil.copy(out / name, tmp_path / name)
+    msgs = []
+    again = run_campaign(ZERO, tmp_path, progress=msgs.append, figures=False)
+    assert not any(ZCOMPUTED.match(m) for m in msgs)
+    assert sum("skipped" in m for m in msgs) == 2 * len(ZDEPTHS)
+    assert again["configs"][0]["ratio"] == summary["configs"][0]["ratio"]
+
+    # drop the zero block of depth 4: only that block is measured again
+    text = (tmp_path / "results.csv").read_text().splitlines(keepends=True)
+    kept = [line for line in text if not (line.rstrip().endswith(",zero") and line.split(",")[6] == "4")]
+    (tmp_path / "results.csv").write_text("".join(kept))
+    msgs.clear()
+    run_campaign(ZERO, tmp_path, progress=msgs.append, analyse=False)
+    assert [(m.group(1), int(m.group(2))) for m in map(ZCOMPUTED.match, msgs) if m] == [("zero", 4)]
+
+
+def test_old_results_without_padding_column_still_load(full_run, tmp_path):
+    out, _, _ = full_run
+    rows = _rows(out / "results.csv")
+    with open(tmp_path / "results.csv", "w", newline="") as f:
+        csv.writer(f).writerows([r[:-1] for r in rows])  # the layout before zero padding
+    shutil.copy(out / "campaign.json", tmp_path / "campaign.json")
+    blocks, bad = read_results(tmp_path / "results.csv")
+    assert bad == 0 and {p for _, p, _ in blocks} == {"circular"}
+    meas = load_measurement(tmp_path / "results.csv", TINY[0])
+    assert meas.depths == list(DEPTHS) and meas.profiles[8].shape == (SEEDS, 8)
+
+    msgs = []
+    run_campaign(TINY, tmp_path, progress=msgs.append, analyse=False)
+    assert not any(COMPUTED.match(m) for m in msgs)  # resumed from the old file
+    assert any("padding column" in m for m in msgs)
+    new = _rows(tmp_path / "results.csv")
+    assert tuple(new[0]) == CSV_COLUMNS and sorted(new[1:]) == sorted(rows[1:])
+
+
+def test_ratio_bootstrap_pairs_the_seeds():
+    rng = np.random.default_rng(1)
+    c = np.exp(rng.normal(0.0, 1.0, (32, 2)))
+    z = 0.5 * c * np.exp(rng.normal(0.0, 0.01, (32, 2)))  # same seeds: strongly correlated
+    ratio, reps = ratio_bootstrap(z, c, "geo")
+    assert reps.shape == (2000, 2) and ratio == pytest.approx([0.5, 0.5], rel=0.02)
+    paired = np.quantile(reps, [0.025, 0.975], axis=0)
+    unpaired = np.quantile(ratio_bootstrap(z, c, "geo", paired=False)[1], [0.025, 0.975], axis=0)
+    assert np.all(paired[1] - paired[0] < 0.1 * (unpaired[1] - unpaired[0]))
+    again = ratio_bootstrap(z, c, "geo")[1]
+    assert np.array_equal(reps, again)  # fixed seed

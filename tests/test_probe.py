@@ -227,7 +227,7 @@ def test_probe_cuda_matches_cpu():
     (dict(kernel=17, spatial=16), ValueError, "kernel"),
     (dict(spatial=0, kernel=1), ValueError, "spatial"),
     (dict(spatial=8.0), TypeError, "spatial"),
-    (dict(padding="zeros"), ValueError, "padding"),
+    (dict(padding="reflect"), ValueError, "padding"),
     (dict(activation="swish"), ValueError, "activation"),
     (dict(activation=None), TypeError, "activation"),
     (dict(init_c=0.0), ValueError, "init_c"),
