@@ -14,7 +14,14 @@ import dataclasses
 import numbers
 from dataclasses import dataclass
 
-FAMILIES = ("conv",)
+FAMILIES = ("conv", "resnet")
+#: residual branch types: ``conv`` = x + phi(W * x) (the AM-muP authors' block); ``conv-mlp`` =
+#: x + W2 phi(W1 * x) with a 1x1 W2; ``preact`` = x + W2 * phi(W1 * phi(x))
+BRANCHES = ("conv", "conv-mlp", "preact")
+#: residual init conventions (amutheory.symbolic.resnet documents each formula)
+INITS = ("k-last", "k-all", "k-squared", "sqrt-multiplier", "none")
+SHORTCUTS = ("identity", "projection")
+_RESNET_FIELDS = ("branch", "init", "shortcut")
 PADDINGS = ("circular", "zero")
 #: accepted spellings of a padding, normalised to the names of :data:`PADDINGS`
 PADDING_ALIASES = {"zeros": "zero", "circ": "circular"}
@@ -53,7 +60,9 @@ def _check_choice(name: str, value, choices) -> str:
 
 @dataclass(frozen=True)
 class ArchSpec:
-    """One network: ``depth`` conv layers ``h_l = W_l * x_{l-1}``, ``x_l = phi(h_l)``.
+    """One network: ``depth`` conv layers ``h_l = W_l * x_{l-1}``, ``x_l = phi(h_l)`` (family
+    ``conv``), or a stem conv, ``depth`` = K residual blocks ``x <- x + branch(x)`` and the same
+    head (family ``resnet``).
 
     Attributes
     ----------
@@ -70,6 +79,9 @@ class ArchSpec:
     input_channels : c_in      channels of the Gaussian input.
     batch : B                  samples per SGD step.
     outputs : 10               outputs of the linear head (Var 1/width).
+    branch, init, shortcut     ResNets only (family "resnet", ``depth`` = K blocks): the branch
+                               type (:data:`BRANCHES`), the init convention (:data:`INITS`) and
+                               the skip path (identity, or a 1x1 projection in every block).
     """
 
     family: str = "conv"
@@ -84,6 +96,9 @@ class ArchSpec:
     input_channels: int = 3
     batch: int = 8
     outputs: int = 10
+    branch: str = "conv"
+    init: str = "k-last"
+    shortcut: str = "identity"
 
     def __post_init__(self):
         _check_choice("family", self.family, FAMILIES)
@@ -108,6 +123,9 @@ class ArchSpec:
         _check_int("input_channels", self.input_channels, 1)
         _check_int("batch", self.batch, 1)
         _check_int("outputs", self.outputs, 1)
+        _check_choice("branch", self.branch, BRANCHES)
+        _check_choice("init", self.init, INITS)
+        _check_choice("shortcut", self.shortcut, SHORTCUTS)
 
     @property
     def c(self) -> float:
@@ -128,7 +146,11 @@ class ArchSpec:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        if self.family != "resnet":  # conv chains: the residual fields do not apply
+            for k in _RESNET_FIELDS:
+                d.pop(k)
+        return d
 
 
 @dataclass(frozen=True)

@@ -77,4 +77,8 @@ def build_model(spec: ArchSpec, seed: int | None = None, generator: torch.Genera
         raise ValueError("give seed or generator, not both")
     if seed is not None:
         generator = torch.Generator().manual_seed(int(seed))
+    if spec.family == "resnet":
+        from amutheory.measure.resnet import ResidualConvNet
+
+        return ResidualConvNet(spec, generator=generator, dtype=dtype).to(device)
     return ConvChain(spec, generator=generator, dtype=dtype).to(device)
