@@ -962,10 +962,10 @@ def write_report(path: Path, summary: dict) -> None:
         "line `sigma2_0 + kappa L` on the same depths; `epsilon` exact, `gamma = 0`.  Held-out depths "
         "are the independent check.",
         "* joint check: each held-out depth is a separate set of nets, so a right prediction misses "
-        "its own 95% interval with probability 5% at every depth.  The joint test sums the squared "
-        "z-scores of ln(predicted / measured) (bootstrap standard errors) into a chi-square with one "
-        "degree of freedom per held-out depth, and asks every depth to lie inside its Bonferroni "
-        "interval (level 1 - 0.05/k).",
+        "its own 95% interval with probability 5% at every depth.  The joint test (`stats.held_out_test`) turns "
+        "each depth's lognormal t-statistic of ln(predicted / measured) (Cox's method for the mean) into "
+        "a z-score, sums the squares into a chi-square with one degree of freedom per held-out depth, "
+        "and asks every depth to lie inside its Bonferroni interval (level 1 - 0.05/k).",
         f"* measuring time this run: {summary['timing']['measure_s']:.1f} s "
         f"({summary['timing']['blocks_computed']} blocks computed, "
         f"{summary['timing']['blocks_resumed']} taken from an earlier run); analysis "
