@@ -56,9 +56,16 @@ def _check_C(C):
 
 
 def derive(spec: ArchSpec | None = None, finite_width: bool = False):
-    """The derived depth law of ``spec``'s family (symbolic; no torch)."""
+    """The derived depth law of ``spec``'s family (symbolic; no torch).  Residual nets: the law of
+    :func:`amutheory.symbolic.resnet.resnet_law` (ValueError when the forward pass is unstable)."""
     if spec is not None:
         _check_spec(spec)
+    if spec is not None and spec.family == "resnet":
+        from amutheory.symbolic.resnet import resnet_law
+
+        if finite_width:
+            raise ValueError("finite_width is available for the conv family only")
+        return resnet_law(spec)
     return conv_law(spec, finite_width=finite_width)
 
 
@@ -285,6 +292,9 @@ def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DE
     C = _check_C(C)
     if statistic not in ("mean", "geo"):
         raise ValueError(f"statistic must be 'mean' or 'geo', got {statistic!r}")
+    if spec.family == "resnet":
+        return _predict_resnet(spec, depths, constants, calibration_depths, calibration_seeds, statistic,
+                               protocol, C, progress, calibration_measurement)
     notes, calib = [], None
     if isinstance(constants, Calibration):
         calib = constants
@@ -339,3 +349,51 @@ def predicted_layer_profile(spec: ArchSpec, constants: dict, statistic: str = "m
     fluct = scale * layer_prediction(layers, 0.0, v["b"], 0.0, v["epsilon"], v["gamma"], spec.width)
     return {"layer": layers, "total": total, "coherent": coherent, "fluctuation": fluct,
             "local": total - coherent - fluct}
+
+
+# --------------------------------------------------------------------------- residual nets
+RESNET_CONSTANTS = ("A", "B", "e0")
+
+
+def resnet_law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, statistic: str = "mean"):
+    """``(s_bar, eta*, local slope)`` of a residual ``spec`` at ``depths`` (K values)."""
+    from amutheory.symbolic.resnet import weighted_predictor
+
+    depths = np.asarray(depths, dtype=float)
+    fn = weighted_predictor(spec)
+    vals = [constants[k].value for k in RESNET_CONSTANTS]
+    s_bar = fn(depths, *vals)
+    # local slope on integer depths (the stream weights are defined per block count)
+    lo, hi = np.maximum(depths - 1, 1), depths + 1
+    slope = -0.5 * (np.log(fn(hi, *vals)) - np.log(fn(lo, *vals))) / (np.log(hi) - np.log(lo))
+    if statistic == "geo":
+        factor, shift = mean_over_typical(constants, depths)
+        s_bar, slope = s_bar / factor, slope - shift
+    return s_bar, np.sqrt(C / s_bar), slope
+
+
+def _predict_resnet(spec, depths, constants, calibration_depths, calibration_seeds, statistic, protocol, C,
+                    progress, calibration_measurement) -> Prediction:
+    from amutheory.calibrate import calibrate_law
+    from amutheory.symbolic.resnet import forward_analysis, weighted_predictor
+
+    law = derive(spec)  # raises for forward-unstable conventions: no power law to predict
+    notes = [forward_analysis(spec, protocol.input_var)["mechanism"]]
+    if isinstance(constants, Calibration):
+        calib = constants
+    elif constants == "calibrate":
+        if calibration_measurement is None:
+            calibration_measurement = measure(spec, check_depths(calibration_depths), calibration_seeds,
+                                              protocol, C, progress)
+        calib = calibrate_law(calibration_measurement.profiles, weighted_predictor(spec, protocol.input_var),
+                              RESNET_CONSTANTS, statistic, note=f"resnet law {law.name}")
+    else:
+        raise ValueError(f"constants must be 'calibrate' or a Calibration for residual nets, got {constants!r}")
+    held_in = sorted(set(depths) & set(calib.depths))
+    if held_in:
+        notes.append(f"depths {held_in} were used for calibration: not an independent check there")
+    const = dict(calib.constants)
+    const["C"] = Constant("C", C, "convention", note="target one-step second moment")
+    s_bar, eta, slope = resnet_law_values(spec, depths, const, C, statistic)
+    return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, law.name, statistic,
+                      C, calib, notes)

@@ -252,3 +252,60 @@ def _fit(profiles, epsilon_value, width, statistic, fit_gamma, target, start=Non
     fit = least_squares(resid, p0, bounds=(lo, hi), x_scale="jac")
     dof = len(ys) - n_free
     return fit, ys, n_free, dof
+
+
+def calibrate_law(profiles: dict, s_bar_fn, names: tuple, statistic: str = "mean", n_boot: int = 100,
+                  seed: int = 0, note: str = "") -> Calibration:
+    """Lognormal-model calibration (as :func:`calibrate`) of any law ``s_bar_fn(depths, *params)``
+    with positive constants ``names``: the law is the mean over seeds, the typical value is
+    ``law * exp(-sigma^2(L)/2)``, ``sigma^2 = sigma2_0 + kappa L`` fitted on the same depths.
+    ``profiles = {depth: s[seed, preactivation]}`` (any number of pre-activations per net)."""
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
+    if not isinstance(profiles, dict) or len(profiles) < len(names):
+        raise ValueError(f"profiles must hold at least {len(names)} depths to calibrate {', '.join(names)}")
+    for d, s in profiles.items():
+        s = np.asarray(s, dtype=float)
+        if s.ndim != 2 or s.shape[0] < 2 or np.any(s <= 0) or not np.all(np.isfinite(s)):
+            raise ValueError(f"profiles[{d}] must be a positive finite array (seeds >= 2, preactivations)")
+    depths = np.array(sorted(profiles), dtype=float)
+
+    def fit(prof, start=None):
+        line = _variance_line(prof)
+        geo = np.array([np.exp(np.log(np.asarray(prof[int(d)]).mean(axis=1)).mean()) for d in depths])
+        shrink = -(line[0] + line[1] * depths) / 2
+
+        def resid(p):
+            model = np.asarray(s_bar_fn(depths, *np.exp(np.clip(p, -700, 700))), float)
+            return np.log(np.maximum(model, 1e-300)) + shrink - np.log(geo)
+
+        p0 = np.zeros(len(names)) + np.log(np.median(geo)) if start is None else start
+        return least_squares(resid, p0, x_scale="jac"), line
+
+    best, line = fit(profiles)
+    se, se_line = np.full(len(names), np.nan), np.full(2, np.nan)
+    if n_boot:
+        rng = np.random.default_rng(seed)
+        draws, lines = [], []
+        for _ in range(n_boot):
+            res = {d: s[rng.integers(0, len(s), len(s))] for d, s in profiles.items()}
+            try:
+                f, bl = fit(res, best.x)
+            except ValueError:
+                continue
+            draws.append(f.x)
+            lines.append(bl)
+        if len(draws) >= 2:
+            se = np.std(np.exp(np.asarray(draws)), axis=0, ddof=1)
+            se_line = np.std(np.asarray(lines), axis=0, ddof=1)
+    text = (note or "law of the mean") + (f": least squares on log geometric mean x exp(sigma^2/2), depths "
+                                         f"{sorted(profiles)}; error = sd over {n_boot} seed-bootstrap refits")
+    consts = {k: Constant(k, float(np.exp(v)), "calibrated", float(e_), note=text)
+              for k, v, e_ in zip(names, best.x, se)}
+    lnote = f"Var[ln s_bar] over seeds, straight line in L, depths {sorted(profiles)}"
+    consts["sigma2_0"] = Constant("sigma2_0", float(line[0]), "calibrated", float(se_line[0]), note=lnote)
+    consts["kappa"] = Constant("kappa", float(line[1]), "calibrated", float(se_line[1]), note=lnote)
+    rms = float(np.sqrt(np.mean(best.fun**2)))
+    return Calibration(consts, sorted(profiles), statistic, 0, rms,
+                       ["model lognormal (law = mean, typical = law * exp(-sigma^2/2))",
+                        f"{len(depths) - len(names)} residual degrees of freedom in the fit of the law"])

@@ -11,7 +11,7 @@ import json
 import sys
 import time
 
-from amutheory.spec import ACTIVATIONS, FAMILIES, PADDINGS
+from amutheory.spec import ACTIVATIONS, BRANCHES, FAMILIES, INITS, PADDINGS, SHORTCUTS
 
 EXIT_USAGE = 2
 
@@ -57,7 +57,16 @@ def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
     g.add_argument("--init-c", type=float, default=None,
                    help="He constant c, Var[W] = c/fan_in (default: the activation's critical one)")
     g.add_argument("--depths", type=_int_list, required=depths_required, default=None,
-                   help="comma-separated depths L, e.g. 4,8,16")
+                   help="comma-separated depths L (residual nets: numbers of blocks K), e.g. 4,8,16")
+    g.add_argument("--branch", default="conv", choices=BRANCHES,
+                   help="residual branch (family resnet): conv = x + phi(W*x), conv-mlp = x + W2 phi(W1*x) "
+                        "with 1x1 W2, preact = x + W2*phi(W1*phi(x)) (default conv)")
+    g.add_argument("--init", default="k-last", choices=INITS,
+                   help="residual init convention (family resnet): k-last = Var c/(K fan_in) on the last "
+                        "branch layer, k-all = on every branch layer, k-squared = Var c/(K^2 fan_in) on the last, "
+                        "sqrt-multiplier = branch x 1/sqrt(K), none (default k-last)")
+    g.add_argument("--shortcut", default="identity", choices=SHORTCUTS,
+                   help="residual skip path: identity or a 1x1 projection per block (default identity)")
     g = p.add_argument_group("probe protocol (same defaults for predict and measure)")
     g.add_argument("--input-channels", type=int, default=3, help="input channels (default 3)")
     g.add_argument("--batch", type=int, default=8, help="batch size B of the SGD step (default 8)")
@@ -78,7 +87,7 @@ def _spec(args, depth=None):
     return ArchSpec(family=args.family, dim=args.dim, depth=depth or (args.depths or [1])[0], width=args.width,
                     kernel=args.kernel, spatial=args.spatial, padding=args.padding, activation=args.activation,
                     init_c=args.init_c, input_channels=args.input_channels, batch=args.batch,
-                    outputs=args.outputs)
+                    outputs=args.outputs, branch=args.branch, init=args.init, shortcut=args.shortcut)
 
 
 def _protocol(args):
@@ -108,6 +117,8 @@ def cmd_derive(args):
     from amutheory.symbolic.conv import derived_constants
 
     spec = _spec(args)
+    if spec.family == "resnet":
+        return _derive_resnet(args, spec)
     law = derive(spec)
     d = law.to_dict(order=args.order)
     if args.finite_width:
@@ -147,6 +158,34 @@ def cmd_derive(args):
                   f"{'constant-level' if r['constant_level'] else 'NOT constant-level'}" for r in bd["per_depth"]]
     lines.append("assumptions:")
     lines += [f"  - {a}" for a in d["assumptions"]]
+    _emit(args, d, "\n".join(lines))
+
+
+def _derive_resnet(args, spec):
+    from amutheory.api import derive
+    from amutheory.symbolic.resnet import branch_coefficients, forward_analysis
+
+    if args.finite_width:
+        raise CliError("derive: --finite-width is available for --family conv only")
+    fa = forward_analysis(spec, args.input_var)
+    co = branch_coefficients(spec.branch, spec.init)
+    extra = {"forward_stable": fa["forward_stable"], "mechanism": fa["mechanism"], "growth": fa["growth"],
+             "branch": spec.branch, "init": spec.init,
+             "variance_factors": [str(v) for v in co["v"]], "branch_multiplier": str(co["alpha"]),
+             "q_stream_mean_field": fa["q_stream"]}
+    if fa["forward_stable"]:
+        d = derive(spec).to_dict(order=args.order)
+    else:
+        d = {"name": f"resnet{spec.dim}d-{spec.branch}-{spec.init}-{spec.activation}", "exponent": None,
+             "eta_star": None, "eta_star_latex": None, "corrections": [], "s_bar": None,
+             "assumptions": ["forward pass not stable: " + fa["growth"]]}
+    d.update(extra)
+    lines = [f"law: {d['name']}", f"forward stable: {fa['forward_stable']} (stream {fa['growth']})",
+             f"mechanism: {fa['mechanism']}"]
+    if fa["forward_stable"]:
+        lines += [f"s_bar(K) = {d['s_bar']}", f"leading exponent of eta*(K): {d['exponent']}",
+                  "corrections: " + ", ".join(d["corrections"])]
+    lines += ["assumptions:"] + [f"  - {a}" for a in d["assumptions"]]
     _emit(args, d, "\n".join(lines))
 
 
