@@ -355,12 +355,14 @@ def predicted_layer_profile(spec: ArchSpec, constants: dict, statistic: str = "m
 RESNET_CONSTANTS = ("A", "B", "e0")
 
 
-def resnet_law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, statistic: str = "mean"):
-    """``(s_bar, eta*, local slope)`` of a residual ``spec`` at ``depths`` (K values)."""
+def resnet_law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, statistic: str = "mean",
+                      input_var: float = 1.0):
+    """``(s_bar, eta*, local slope)`` of a residual ``spec`` at ``depths`` (K values); ``input_var``
+    sets the mean-field stream profile (it matters for activations that are not homogeneous)."""
     from amutheory.symbolic.resnet import weighted_predictor
 
     depths = np.asarray(depths, dtype=float)
-    fn = weighted_predictor(spec)
+    fn = weighted_predictor(spec, input_var)
     vals = [constants[k].value for k in RESNET_CONSTANTS]
     s_bar = fn(depths, *vals)
     # local slope on integer depths (the stream weights are defined per block count)
@@ -394,6 +396,6 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
         notes.append(f"depths {held_in} were used for calibration: not an independent check there")
     const = dict(calib.constants)
     const["C"] = Constant("C", C, "convention", note="target one-step second moment")
-    s_bar, eta, slope = resnet_law_values(spec, depths, const, C, statistic)
+    s_bar, eta, slope = resnet_law_values(spec, depths, const, C, statistic, protocol.input_var)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, law.name, statistic,
                       C, calib, notes)

@@ -128,9 +128,8 @@ def _classify(branch: str, init: str, activation: str, c: float, input_var: floa
 
 @functools.lru_cache(maxsize=None)
 def _moment_fns(activation: str):
-    """Fast ``m(s) = E[phi]``, ``M(s) = E[phi^2]`` at ``z ~ N(0, s)``: lambdified exact moments
-    (linear, ReLU), else quadrature at unit variance scaled when ``phi`` is homogeneous... not the
-    case for GELU/tanh, so those use quadrature at each ``s`` (cached)."""
+    """Fast ``m(s) = E[phi]``, ``M(s) = E[phi^2]`` at ``z ~ N(0, s)``: the lambdified exact
+    moments (linear, ReLU), or quadrature at each ``s`` (GELU, tanh; cached)."""
     act = get_activation(activation)
     if act.exact:
         from amutheory.activations import _q
