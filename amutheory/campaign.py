@@ -24,8 +24,18 @@ and zero-padded nets at ``depths`` (all held out: the law times the boundary mod
 their summary holds the zero/circular ratio of ``s_bar`` (measured with a bootstrap CI vs
 predicted) and the boundary regime per depth (:func:`amutheory.symbolic.boundary.regime`).
 
-Outputs in ``out_dir``: ``results.csv``, ``campaign.json`` (protocol and configs, checked on
-resume), ``summary.json`` (the JSON contract), ``report.md`` and PNG figures.
+Residual configs (``spec.family == "resnet"``, ``depth`` = K blocks) write one results.csv row per
+pre-activation (``layer`` 1 .. K, or 1 .. 2K for ``preact`` branches: :func:`n_preacts`) and the
+residual stream's second moment after the stem and every block of their first
+:data:`STREAM_SEEDS` seeds' nets into ``stream.csv``.  Their analysis
+(:func:`analyse_resnet_config`) asks the mean-field recursion first
+(:func:`amutheory.symbolic.resnet.forward_analysis`): forward-unstable conventions get no law
+(``passed`` is ``None``; measured eta*, its local slopes and the stream growth are reported);
+stable ones are calibrated and compared as above, plus the fitted exponent over the deepest
+three K and whether the paper's -3/2 lies in its CI.
+
+Outputs in ``out_dir``: ``results.csv``, ``stream.csv`` (resnets), ``campaign.json`` (protocol and
+configs, checked on resume), ``summary.json`` (the JSON contract), ``report.md`` and PNG figures.
 """
 
 from __future__ import annotations
@@ -42,7 +52,7 @@ import numpy as np
 
 from amutheory import stats
 from amutheory.api import Measurement, check_depths, predict
-from amutheory.spec import PADDINGS, ArchSpec, ProbeProtocol
+from amutheory.spec import BRANCHES, INITS, PADDINGS, ArchSpec, ProbeProtocol
 from amutheory.symbolic.conv import conv_law, derived_constants
 
 CSV_COLUMNS = ("config", "dim", "activation", "width", "kernel", "spatial", "depth", "seed", "layer", "s",
@@ -55,6 +65,14 @@ LEVEL = 0.95
 C_TARGET = 1.0
 N_BOOT = 2000
 COLLAPSE_FIGURE = "boundary_collapse.png"
+RESNET_FIGURE = "resnet_eta_star.png"
+#: the residual stream's second moment after the stem and after every block, per resnet net
+STREAM_FILE = "stream.csv"
+STREAM_COLUMNS = ("config", "depth", "seed", "block", "q")
+#: seeds (the first of a config's) whose residual stream is measured
+STREAM_SEEDS = 4
+#: the paper's claimed exponent of eta*(K) for residual nets
+PAPER_EXPONENT = -1.5
 
 
 # --------------------------------------------------------------------------- configs
@@ -122,6 +140,14 @@ class CampaignConfig:
         return self.spec.padding == "zero"
 
     @property
+    def is_resnet(self) -> bool:
+        return self.spec.family == "resnet"
+
+    @property
+    def stream_seeds(self) -> list[int]:
+        return self.seed_list[:STREAM_SEEDS]
+
+    @property
     def held_out_depths(self) -> list[int]:
         if self.is_zero:
             return list(self.depths)
@@ -143,6 +169,12 @@ class CampaignConfig:
                 "padding": self.spec.padding}
 
 
+def n_preacts(spec: ArchSpec, depth: int) -> int:
+    """Pre-activation tensors (probe layers) of ``spec`` at ``depth``: ``depth`` for conv chains
+    and for ``conv``/``conv-mlp`` resnets (one per block), ``2 depth`` for ``preact`` resnets."""
+    return 2 * depth if spec.family == "resnet" and spec.branch == "preact" else depth
+
+
 def _conv(name, dim, activation, width, spatial, depths, cal, seeds):
     spec = ArchSpec(dim=dim, depth=max(depths), width=width, kernel=3, spatial=spatial,
                     padding="circular", activation=activation)
@@ -154,6 +186,19 @@ def _zero(dim, activation, width, spatial, kernel, depths, seeds):
     spec = ArchSpec(dim=dim, depth=max(depths), width=width, kernel=kernel, spatial=spatial,
                     padding="zero", activation=activation)
     return CampaignConfig(f"zero{dim}d-{activation}-N{spatial}-k{kernel}", spec, tuple(depths), tuple(depths), seeds)
+
+
+def _resnet(branch, init, activation, width, spatial, depths, seeds):
+    """A 1D residual net (``depth`` = K blocks), circular padding, kernel 3, calibrated on K = 2, 4, 8."""
+    spec = ArchSpec(family="resnet", dim=1, depth=max(depths), width=width, kernel=3, spatial=spatial,
+                    padding="circular", activation=activation, branch=branch, init=init)
+    return CampaignConfig(f"resnet-{branch}-{init}-{activation}", spec, tuple(depths), (2, 4, 8), seeds)
+
+
+def _resnets(width, spatial, depths, seeds):
+    """Every (branch, init) pair with ReLU, and the three branches with ``k-last`` and a linear activation."""
+    relu = [_resnet(b, i, "relu", width, spatial, depths, seeds) for i in INITS for b in BRANCHES]
+    return relu + [_resnet(b, "k-last", "linear", width, spatial, depths, seeds) for b in BRANCHES]
 
 
 _Q1 = [2, 3, 4, 6, 8, 12, 16, 24, 32]
@@ -175,6 +220,8 @@ PRESETS = {
         *[_zero(1, "relu", 128, n, k, [2, 4, 8, 16], 32) for n in (8, 16, 32, 64) for k in (3, 5)],
         _zero(1, "linear", 128, 8, 3, [2, 4, 8, 16], 32),
         _zero(2, "relu", 64, 8, 3, [2, 4, 8], 32),
+        # residual nets: K blocks; calibrated on K = 2, 4, 8, held out 16 and 32
+        *_resnets(64, 8, [2, 4, 8, 16, 32], 32),
     ],
     # meant for a GPU: pass protocol=ProbeProtocol(device="cuda")
     "paper": [
@@ -184,6 +231,7 @@ PRESETS = {
         _conv("conv2d-linear", 2, "linear", 512, 32, _P, [2, 4, 8, 16], 64),
         *[_zero(dim, "relu", 512, n, k, _PZ, 64) for dim in (1, 2) for n in (8, 16, 32, 64) for k in (3, 5)],
         *[_zero(dim, "linear", 512, 8, 3, _PZ, 64) for dim in (1, 2)],
+        *_resnets(256, 16, [2, 4, 8, 16, 32, 64], 64),
     ],
 }
 
@@ -274,7 +322,7 @@ def read_results(path) -> tuple[dict, int]:
 
 
 def _block_complete(cfg: CampaignConfig, padding: str, depth: int, block: dict) -> bool:
-    expected = {(s, l) for s in cfg.seed_list for l in range(1, depth + 1)}
+    expected = {(s, l) for s in cfg.seed_list for l in range(1, n_preacts(cfg.spec, depth) + 1)}
     if set(block) != expected:
         return False
     spec = cfg.spec
@@ -288,12 +336,14 @@ def _block_complete(cfg: CampaignConfig, padding: str, depth: int, block: dict) 
 def _block_rows(cfg: CampaignConfig, padding: str, depth: int, seeds: list, s: np.ndarray) -> list:
     sp = cfg.spec
     return [[cfg.name, sp.dim, sp.activation, sp.width, sp.kernel, sp.spatial, depth, seed, l + 1,
-             repr(float(s[i, l])), padding] for i, seed in enumerate(seeds) for l in range(depth)]
+             repr(float(s[i, l])), padding] for i, seed in enumerate(seeds) for l in range(s.shape[1])]
 
 
 def _rectangular(depth: int, block: dict) -> bool:
+    """Every seed has layers ``1 .. n``, ``n`` = ``depth`` or (preact resnets) ``2 depth``."""
     seeds = {s for s, _ in block}
-    return set(block) == {(s, l) for s in seeds for l in range(1, depth + 1)}
+    n = max(l for _, l in block)
+    return n in (depth, 2 * depth) and set(block) == {(s, l) for s in seeds for l in range(1, n + 1)}
 
 
 def _prepare_csv(path: Path, configs: list, resume: bool, say) -> set:
@@ -357,9 +407,79 @@ def load_measurement(path, cfg: CampaignConfig, C: float = C_TARGET, level: floa
         block = blocks.get((cfg.name, padding, d))
         if block is None or not _block_complete(cfg, padding, d, block):
             raise ValueError(f"results.csv has no complete block for [{cfg.name}] {padding} depth {d}")
-        profiles[d] = np.array([[block[(s, l)][1] for l in range(1, d + 1)] for s in seeds], float)
+        layers = range(1, n_preacts(cfg.spec, d) + 1)
+        profiles[d] = np.array([[block[(s, l)][1] for l in layers] for s in seeds], float)
     spec = cfg.spec.with_(depth=max(depths), padding=padding)
     return Measurement(spec, depths, seeds, profiles, C, level)
+
+
+# --------------------------------------------------------------------------- stream.csv (resnets)
+def stream_moments(spec: ArchSpec, seeds: list, protocol: ProbeProtocol = ProbeProtocol()) -> np.ndarray:
+    """``q[i, k] = E[x_k^2]`` of the residual stream of seed ``seeds[i]``'s net (the probe's
+    weights and inputs) after the stem (``k = 0``) and after every block: ``[S, K + 1]``."""
+    from amutheory.measure.probe import draw_seed
+
+    rows = []
+    for seed in seeds:
+        model, x, _ = draw_seed(spec, seed, protocol)
+        rows.append(model.stream_second_moments(x))
+    return np.array(rows, float)
+
+
+def read_stream(path) -> dict:
+    """``stream.csv`` as ``{(config, depth): {(seed, block): q}}``; unreadable rows are skipped."""
+    path = Path(path)
+    groups = {}
+    if not path.exists():
+        return groups
+    text = path.read_text()
+    lines = text.splitlines()
+    if not text.endswith("\n") and lines:
+        lines = lines[:-1]  # cut off by an interrupt
+    if not lines or tuple(next(csv.reader([lines[0]]), [])) != STREAM_COLUMNS:
+        return groups
+    for row in csv.reader(lines[1:]):
+        try:
+            name, depth, seed, block, q = row[0], int(row[1]), int(row[2]), int(row[3]), float(row[4])
+        except (ValueError, IndexError):
+            continue
+        if len(row) == len(STREAM_COLUMNS):
+            groups.setdefault((name, depth), {})[(seed, block)] = q
+    return groups
+
+
+def _stream_complete(cfg: CampaignConfig, depth: int, group: dict | None) -> bool:
+    return group is not None and set(group) == {(s, k) for s in cfg.stream_seeds for k in range(depth + 1)}
+
+
+def _prepare_stream(path: Path, configs: list, resume: bool) -> set:
+    """Rewrite ``stream.csv`` with its readable rows (complete groups only for ``configs``; a
+    fresh file when not ``resume``) and return the ``(config, depth)`` groups already done."""
+    groups = read_stream(path) if resume else {}
+    by_name = {c.name: c for c in configs}
+    done = set()
+    tmp = path.with_suffix(".csv.tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(STREAM_COLUMNS)
+        for (name, depth), group in sorted(groups.items()):
+            cfg = by_name.get(name)
+            if cfg is not None:
+                if not _stream_complete(cfg, depth, group):
+                    continue
+                done.add((name, depth))
+            w.writerows([name, depth, s, k, repr(q)] for (s, k), q in sorted(group.items()))
+        _fsync(f)
+    os.replace(tmp, path)
+    return done
+
+
+def _measure_stream(path: Path, cfg: CampaignConfig, depth: int, protocol: ProbeProtocol) -> None:
+    q = stream_moments(cfg.spec.with_(depth=depth), cfg.stream_seeds, protocol)
+    with open(path, "a", newline="") as f:
+        csv.writer(f).writerows([cfg.name, depth, s, k, repr(float(q[i, k]))]
+                                for i, s in enumerate(cfg.stream_seeds) for k in range(depth + 1))
+        _fsync(f)
 
 
 # --------------------------------------------------------------------------- campaign meta
@@ -423,6 +543,110 @@ def _ls_slope(depths, values) -> float:
     return float((ly - ly.mean()) @ dx / (dx @ dx))
 
 
+def _dense_depths(depths) -> list[int]:
+    """About 40 log-spaced integer depths spanning ``depths`` (the predicted curve)."""
+    return np.unique(np.round(np.geomspace(min(depths), max(depths), 40)).astype(int)).tolist()
+
+
+def _record_prediction(out: dict, cfg: CampaignConfig, pred, stat: str, curve: dict, dense: list):
+    """Put a :class:`~amutheory.api.Prediction` (made at ``cfg.depths`` and ``dense``) into the
+    result ``out``: curve, calibration, constants, the law's own slopes; returns the predicted
+    ``(eta*, s_bar)`` at ``cfg.depths`` as dicts."""
+    eta_all = dict(zip(pred.depths, pred.eta_star))
+    curve[f"eta_{stat}"] = [_f(eta_all[d]) for d in dense]
+    eta_pred = {d: eta_all[d] for d in cfg.depths}
+    s_pred = {d: v for d, v in zip(pred.depths, pred.s_bar) if d in cfg.depths}
+    out["calibration"][stat] = pred.calibration.to_dict()
+    out["constants"][stat] = {k: c.to_dict() for k, c in pred.constants.items()}
+    held = cfg.held_out_depths
+    out["predicted_effective_exponent_" + stat] = _f(_ls_slope(cfg.depths, [eta_pred[d] for d in cfg.depths]))
+    out["predicted_effective_exponent_held_out_" + stat] = (
+        _f(_ls_slope(held, [eta_pred[d] for d in held])) if len(held) >= 2 else None)
+    return eta_pred, s_pred
+
+
+def _mlp_limit_row(cal, v) -> dict:
+    """Calibrated ``b/a`` against the derived MLP-limit ``v``."""
+    a_, b_ = cal.constants["a"], cal.constants["b"]
+    ratio = b_.value / a_.value
+    rel = math.sqrt((a_.error / a_.value) ** 2 + (b_.error / b_.value) ** 2) if a_.value and b_.value else float("nan")
+    return {"b_over_a": _f(ratio), "b_over_a_error": _f(abs(ratio) * rel),
+            "v_mlp": _f(v.value), "v_mlp_source": v.source,
+            "ratio_to_mlp_limit": _f(ratio / v.value) if v.value else None}
+
+
+def _eta_rows(cfg: CampaignConfig, meas: Measurement, stat: str, eta_pred: dict, s_pred: dict,
+              cal_set: set) -> list:
+    """Per depth: measured ``eta*`` of statistic ``stat`` with its seed-bootstrap CI, the
+    prediction (``None`` where there is none) and whether it lies inside the CI."""
+    ci_fn = {"mean": stats.arith_mean_ci, "geo": stats.geo_mean_ci}[stat]
+    rows = []
+    for d in cfg.depths:
+        m, lo, hi = ci_fn(meas.s_bar(d), level=meas.level)
+        e_m, e_lo, e_hi = _eta(m), _eta(hi), _eta(lo)
+        p = eta_pred.get(d)
+        ok = p is not None and math.isfinite(p)
+        rows.append({
+            "depth": d,
+            "calibration": d in cal_set,
+            "s_pred": _f(s_pred.get(d)),
+            "s_meas": _f(m), "s_meas_ci": [_f(lo), _f(hi)],
+            "eta_pred": _f(p) if ok else None,
+            "eta_meas": _f(e_m), "eta_meas_ci": [_f(e_lo), _f(e_hi)],
+            "rel_error": _f(p / e_m - 1.0) if ok else None,
+            "inside_ci": bool(ok and e_lo <= p <= e_hi),
+        })
+    return rows
+
+
+def _held_out_checks(out: dict, meas: Measurement, stat: str, rows: list) -> tuple:
+    """``(passed, max |rel. error|, joint test passed)`` of statistic ``stat`` over the held-out
+    rows; adds the outside-CI depth lists and ``held_out_test[stat]`` to ``out``."""
+    held_rows = [r for r in rows if not r["calibration"]]
+    passed = bool(held_rows) and all(r["inside_ci"] for r in held_rows)
+    errs = [abs(r["rel_error"]) for r in held_rows if r["rel_error"] is not None]
+    rel_err = max(errs) if errs and len(errs) == len(held_rows) else None
+    out["outside_ci_depths_" + stat] = [r["depth"] for r in held_rows if not r["inside_ci"]]
+    joint = False
+    if held_rows and all(r["s_pred"] for r in held_rows):
+        # eta* = sqrt(C / s_bar) is monotone in s_bar: a check on s_bar is the same check on eta*
+        test = stats.held_out_test([r["s_pred"] for r in held_rows],
+                                   [meas.s_bar(r["depth"]) for r in held_rows], stat, level=meas.level)
+        out["held_out_test"][stat] = test.to_dict()
+        joint = bool(test.p_value >= 1.0 - meas.level and all(test.bonferroni_inside))
+    out["outside_ci_calibration_depths_" + stat] = [r["depth"] for r in rows
+                                                    if r["calibration"] and not r["inside_ci"]]
+    return passed, rel_err, joint
+
+
+def _exponent_fits(meas: Measurement, stat: str, depth_sets: dict, derived: float | None) -> dict:
+    """``{key: fit}`` of the slope of ln eta* on ln L over each set of depths (``None`` for
+    fewer than two), with whether ``derived`` lies inside the 95% seed-bootstrap CI."""
+    fits = {}
+    for key, ds in depth_sets.items():
+        if len(ds) >= 2:
+            e, ci = meas.fitted_exponent(stat, ds)
+            fits[key] = {"depths": list(ds), "exponent": _f(e), "ci": [_f(ci[0]), _f(ci[1])],
+                         "derived_inside_ci": None if derived is None else bool(ci[0] <= derived <= ci[1])}
+        else:
+            fits[key] = None
+    return fits
+
+
+def _record_verdict(out: dict, passed_stats: dict, rel_errs: dict, joint_ok: dict) -> None:
+    """The pass/fail keys of a config result (both statistics must pass) and its headline fit."""
+    out["passed_mean"] = passed_stats["mean"]
+    out["passed_geo"] = passed_stats["geo"]
+    out["passed"] = bool(passed_stats["mean"] and passed_stats["geo"])
+    # joint check: chi-square p >= 0.05 and every held-out depth inside its Bonferroni interval
+    out["passed_joint"] = bool(joint_ok["mean"] and joint_ok["geo"])
+    out["max_rel_error"] = _f(rel_errs["mean"])
+    out["max_rel_error_geo"] = _f(rel_errs["geo"])
+    all_fit = out["fitted_exponents"]["mean"]["all"]
+    out["fitted_exponent"] = all_fit["exponent"] if all_fit else None
+    out["fitted_exponent_ci"] = all_fit["ci"] if all_fit else None
+
+
 def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtocol = ProbeProtocol(),
                    reference: Measurement | None = None) -> dict:
     """Calibrate on ``cfg.calibration_depths`` (mean and geo), predict every depth and compare.
@@ -466,97 +690,161 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
                                         {d: meas.profiles[d] for d in cfg.calibration_depths},
                                         meas.C, meas.level), set(cfg.calibration_depths)
     used_constants = {}
-    ci_fn = {"mean": stats.arith_mean_ci, "geo": stats.geo_mean_ci}
     passed_stats, rel_errs, joint_ok = {}, {}, {}
     out["held_out_test"] = {}
-    dense = np.unique(np.round(np.geomspace(min(cfg.depths), max(cfg.depths), 40)).astype(int)).tolist()
+    dense = _dense_depths(cfg.depths)
     curve = {"depths": dense}
     for stat in STATISTICS:
-        rows = []
         try:
             # one call for the measured depths and the dense curve (law_values is not cheap)
             pred = predict(spec, sorted(set(cfg.depths) | set(dense)), constants="calibrate", statistic=stat,
                            protocol=protocol, C=meas.C, calibration_measurement=cal_meas)
-            eta_all = dict(zip(pred.depths, pred.eta_star))
-            curve[f"eta_{stat}"] = [_f(eta_all[d]) for d in dense]
-            eta_pred = {d: eta_all[d] for d in cfg.depths}
-            s_pred = {d: v for d, v in zip(pred.depths, pred.s_bar) if d in cfg.depths}
-            cal = pred.calibration
-            out["calibration"][stat] = cal.to_dict()
-            out["constants"][stat] = {k: c.to_dict() for k, c in pred.constants.items()}
+            eta_pred, s_pred = _record_prediction(out, cfg, pred, stat, curve, dense)
             used_constants[stat] = pred.constants
-            a_, b_ = cal.constants["a"], cal.constants["b"]
-            ratio = b_.value / a_.value
-            rel = math.sqrt((a_.error / a_.value) ** 2 + (b_.error / b_.value) ** 2) if a_.value and b_.value else float("nan")
-            v = derived["v_mlp"]
-            out["mlp_limit_comparison"][stat] = {
-                "b_over_a": _f(ratio), "b_over_a_error": _f(abs(ratio) * rel),
-                "v_mlp": _f(v.value), "v_mlp_source": v.source,
-                "ratio_to_mlp_limit": _f(ratio / v.value) if v.value else None,
-            }
-            out["predicted_effective_exponent_" + stat] = _f(_ls_slope(cfg.depths, [eta_pred[d] for d in cfg.depths]))
-            out["predicted_effective_exponent_held_out_" + stat] = (
-                _f(_ls_slope(held, [eta_pred[d] for d in held])) if len(held) >= 2 else None)
+            out["mlp_limit_comparison"][stat] = _mlp_limit_row(pred.calibration, derived["v_mlp"])
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
             out["errors"].append(f"{stat}: calibration/prediction failed: {exc}")
             eta_pred, s_pred = {}, {}
             curve[f"eta_{stat}"] = None
-        for d in cfg.depths:
-            m, lo, hi = ci_fn[stat](meas.s_bar(d), level=meas.level)
-            e_m, e_lo, e_hi = _eta(m), _eta(hi), _eta(lo)
-            p = eta_pred.get(d)
-            ok = p is not None and math.isfinite(p)
-            rows.append({
-                "depth": d,
-                "calibration": d in cal_set,
-                "s_pred": _f(s_pred.get(d)),
-                "s_meas": _f(m), "s_meas_ci": [_f(lo), _f(hi)],
-                "eta_pred": _f(p) if ok else None,
-                "eta_meas": _f(e_m), "eta_meas_ci": [_f(e_lo), _f(e_hi)],
-                "rel_error": _f(p / e_m - 1.0) if ok else None,
-                "inside_ci": bool(ok and e_lo <= p <= e_hi),
-            })
+        rows = _eta_rows(cfg, meas, stat, eta_pred, s_pred, cal_set)
         out["per_depth"][stat] = rows
-        held_rows = [r for r in rows if not r["calibration"]]
-        passed_stats[stat] = bool(held_rows) and all(r["inside_ci"] for r in held_rows)
-        errs = [abs(r["rel_error"]) for r in held_rows if r["rel_error"] is not None]
-        rel_errs[stat] = max(errs) if errs and len(errs) == len(held_rows) else None
-        out["outside_ci_depths_" + stat] = [r["depth"] for r in held_rows if not r["inside_ci"]]
-        if held_rows and all(r["s_pred"] for r in held_rows):
-            # eta* = sqrt(C / s_bar) is monotone in s_bar: a check on s_bar is the same check on eta*
-            test = stats.held_out_test([r["s_pred"] for r in held_rows],
-                                       [meas.s_bar(r["depth"]) for r in held_rows], stat, level=meas.level)
-            out["held_out_test"][stat] = test.to_dict()
-            joint_ok[stat] = bool(test.p_value >= 1.0 - meas.level and all(test.bonferroni_inside))
-        else:
-            joint_ok[stat] = False
-        out["outside_ci_calibration_depths_" + stat] = [r["depth"] for r in rows
-                                                        if r["calibration"] and not r["inside_ci"]]
-        fits = {}
-        for key, ds in (("all", list(cfg.depths)), ("held_out", held)):
-            if len(ds) >= 2:
-                e, ci = meas.fitted_exponent(stat, ds)
-                fits[key] = {"depths": ds, "exponent": _f(e), "ci": [_f(ci[0]), _f(ci[1])],
-                             "derived_inside_ci": bool(ci[0] <= float(law.exponent) <= ci[1])}
-            else:
-                fits[key] = None
-        out["fitted_exponents"][stat] = fits
+        passed_stats[stat], rel_errs[stat], joint_ok[stat] = _held_out_checks(out, meas, stat, rows)
+        out["fitted_exponents"][stat] = _exponent_fits(meas, stat, {"all": list(cfg.depths), "held_out": held},
+                                                       float(law.exponent))
     if not held:
         out["notes"].append("no held-out depths: nothing independent to check, passed is false")
     out["prediction_curve"] = curve
-    out["passed_mean"] = passed_stats["mean"]
-    out["passed_geo"] = passed_stats["geo"]
-    out["passed"] = bool(passed_stats["mean"] and passed_stats["geo"])
-    # joint check: chi-square p >= 0.05 and every held-out depth inside its Bonferroni interval
-    out["passed_joint"] = bool(joint_ok["mean"] and joint_ok["geo"])
-    out["max_rel_error"] = _f(rel_errs["mean"])
-    out["max_rel_error_geo"] = _f(rel_errs["geo"])
-    all_fit = out["fitted_exponents"]["mean"]["all"]
-    out["fitted_exponent"] = all_fit["exponent"] if all_fit else None
-    out["fitted_exponent_ci"] = all_fit["ci"] if all_fit else None
+    _record_verdict(out, passed_stats, rel_errs, joint_ok)
     if cfg.is_zero:
         _add_zero_padding_tables(out, cfg, spec, meas, reference, used_constants, dense)
     return out
+
+
+# --------------------------------------------------------------------------- residual nets
+def _stream_growth_rows(cfg: CampaignConfig, stream: dict, protocol: ProbeProtocol) -> list:
+    """Per K: measured ``E[x_K^2] / E[x_0^2]`` of the residual stream (mean, min and max over
+    :attr:`CampaignConfig.stream_seeds`; ``None`` where ``stream.csv`` lacks the nets) and the
+    mean-field recursion's (:func:`amutheory.symbolic.resnet.forward_analysis`)."""
+    from amutheory.symbolic.resnet import forward_analysis
+
+    rows = []
+    for d in cfg.depths:
+        q = forward_analysis(cfg.spec.with_(depth=d), protocol.input_var)["q_stream"]
+        row = {"depth": d, "mean_field": _f(q[-1] / q[0]), "ratio_meas": None, "ratio_meas_range": None,
+               "seeds": 0}
+        group = stream.get((cfg.name, d))
+        if _stream_complete(cfg, d, group):
+            ratios = np.array([group[(s, d)] / group[(s, 0)] for s in cfg.stream_seeds])
+            row.update(ratio_meas=_f(ratios.mean()), ratio_meas_range=[_f(ratios.min()), _f(ratios.max())],
+                       seeds=len(ratios))
+        rows.append(row)
+    return rows
+
+
+def _local_slope_rows(meas: Measurement, depths: list, stat: str) -> list:
+    """Local slope ``d ln eta* / d ln K`` of the measured statistic at every depth (central
+    differences, :func:`amutheory.stats.local_slopes`) with a 95% CI from resampling the seeds
+    (seed ``i`` at every depth together, as in :func:`ratio_bootstrap`)."""
+    if len(depths) < 2:
+        return []
+    vals = np.stack([meas.s_bar(d) for d in depths], axis=1)
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, vals.shape[0], (N_BOOT, vals.shape[0]))
+    slope = -0.5 * stats.local_slopes(depths, _seed_stat(vals, stat, 0))
+    lo, hi = _quantile_ci(-0.5 * stats.local_slopes(depths, _seed_stat(vals[idx], stat, 1)), meas.level)
+    return [{"depth": d, "slope": _f(slope[i]), "ci": [_f(lo[i]), _f(hi[i])]} for i, d in enumerate(depths)]
+
+
+def _resnet_base(cfg: CampaignConfig, spec: ArchSpec, fwd: dict) -> dict:
+    """The keys every resnet result has (the conv format plus the residual ones)."""
+    return {
+        "name": cfg.name, "family": "resnet", "branch": spec.branch, "init": spec.init,
+        "padding": spec.padding, "spec": spec.to_dict(),
+        "depths": list(cfg.depths), "calibration_depths": list(cfg.calibration_depths),
+        "held_out_depths": cfg.held_out_depths, "seeds": len(cfg.seed_list),
+        "forward_stable": bool(fwd["forward_stable"]), "growth": fwd["growth"], "mechanism": fwd["mechanism"],
+        "status": "stable" if fwd["forward_stable"] else "unstable",
+        "law": None, "derived_exponent": None, "derived_exponent_value": None, "assumptions": [],
+        "per_depth": {}, "calibration": {}, "constants": {}, "fitted_exponents": {}, "held_out_test": {},
+        "local_slopes": {}, "errors": [], "notes": [],
+    }
+
+
+def _mark_unstable(out: dict, cfg: CampaignConfig, meas: Measurement, reason: str) -> None:
+    """No law: measured eta* only, every verdict ``None``, the paper's claim not borne out."""
+    for stat in STATISTICS:
+        out["per_depth"][stat] = _eta_rows(cfg, meas, stat, {}, {}, set(cfg.calibration_depths))
+        out["fitted_exponents"][stat] = None
+    out.update(passed=None, passed_mean=None, passed_geo=None, passed_joint=None, max_rel_error=None,
+               max_rel_error_geo=None, fitted_exponent=None, fitted_exponent_ci=None, prediction_curve=None,
+               claim_minus_three_halves=False, reason=reason)
+    out["notes"].append(f"{reason}: no power law is fitted or predicted; eta*, its local slopes and the "
+                        "stream growth are shown for information")
+
+
+def analyse_resnet_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtocol = ProbeProtocol(),
+                          stream: dict | None = None) -> dict:
+    """A residual config: forward stability (mean field, :func:`amutheory.symbolic.resnet.forward_analysis`)
+    and the measured stream growth first.  Forward-unstable conventions get no law (``passed``
+    is ``None``, ``reason`` says why); stable ones are calibrated on ``cfg.calibration_depths``,
+    predicted at every K and compared as conv configs are, plus the fitted exponent over the
+    deepest three K and whether the paper's -3/2 lies in its CI (``claim_minus_three_halves``)."""
+    from amutheory.api import derive
+    from amutheory.symbolic.resnet import forward_analysis
+
+    spec = cfg.spec.with_(depth=max(cfg.depths))
+    out = _resnet_base(cfg, spec, forward_analysis(spec, protocol.input_var))
+    out["stream_growth_measured"] = _stream_growth_rows(cfg, stream or {}, protocol)
+    out["stream_growth_mean_field"] = [r["mean_field"] for r in out["stream_growth_measured"]]
+    for stat in STATISTICS:
+        out["local_slopes"][stat] = _local_slope_rows(meas, list(cfg.depths), stat)
+    if not out["forward_stable"]:
+        _mark_unstable(out, cfg, meas, f"unstable: forward pass not stable (stream {out['growth']})")
+        return out
+    try:
+        law = derive(spec)
+    except ValueError as exc:
+        out["errors"].append(f"derive failed: {exc}")
+        _mark_unstable(out, cfg, meas, "no law: derive(spec) failed")
+        return out
+    out.update(law=law.name, derived_exponent=str(law.exponent), derived_exponent_value=float(law.exponent),
+               assumptions=list(law.assumptions))
+    _compare_resnet(out, cfg, spec, meas, protocol, float(law.exponent))
+    return out
+
+
+def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measurement, protocol: ProbeProtocol,
+                    derived: float) -> None:
+    """Calibrate, predict and compare a forward-stable resnet config (both statistics)."""
+    held, cal = cfg.held_out_depths, list(cfg.calibration_depths)
+    cal_meas = Measurement(spec, cal, meas.seeds, {d: meas.profiles[d] for d in cal}, meas.C, meas.level)
+    depth_sets = {"all": list(cfg.depths), "held_out": held, "deepest": list(cfg.depths[-3:])}
+    dense = _dense_depths(cfg.depths)
+    curve = {"depths": dense}
+    passed_stats, rel_errs, joint_ok = {}, {}, {}
+    for stat in STATISTICS:
+        try:
+            pred = predict(spec, sorted(set(cfg.depths) | set(dense)), constants="calibrate", statistic=stat,
+                           protocol=protocol, C=meas.C, calibration_measurement=cal_meas)
+            eta_pred, s_pred = _record_prediction(out, cfg, pred, stat, curve, dense)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            out["errors"].append(f"{stat}: calibration/prediction failed: {exc}")
+            eta_pred, s_pred = {}, {}
+            curve[f"eta_{stat}"] = None
+        rows = _eta_rows(cfg, meas, stat, eta_pred, s_pred, set(cal))
+        out["per_depth"][stat] = rows
+        passed_stats[stat], rel_errs[stat], joint_ok[stat] = _held_out_checks(out, meas, stat, rows)
+        out["fitted_exponents"][stat] = _exponent_fits(meas, stat, depth_sets, derived)
+    if not held:
+        out["notes"].append("no held-out depths: nothing independent to check, passed is false")
+    out["prediction_curve"] = curve
+    _record_verdict(out, passed_stats, rel_errs, joint_ok)
+    claims = {}
+    for stat in STATISTICS:
+        deep = out["fitted_exponents"][stat]["deepest"]
+        claims[stat] = bool(deep and None not in deep["ci"] and deep["ci"][0] <= PAPER_EXPONENT <= deep["ci"][1])
+    out["claim_minus_three_halves"] = claims["mean"]
+    out["claim_minus_three_halves_by_statistic"] = claims
 
 
 # --------------------------------------------------------------------------- zero padding
@@ -703,11 +991,13 @@ def make_figures(out_dir: Path, cfg: CampaignConfig, meas: Measurement, result: 
     from amutheory.constants import Constant
 
     names, written = _figure_names(cfg.name), {}
+    if cfg.is_resnet and not result["forward_stable"]:
+        return written  # no prediction: the measured eta* is in the resnet figure
     fig = plots.plot_eta_star(result)
     fig.savefig(out_dir / names["eta_star"], dpi=110)
     written["eta_star"] = names["eta_star"]
     consts = result["constants"].get("mean")
-    if consts and not cfg.is_zero:  # the per-layer law is the circular one
+    if consts and not cfg.is_zero and not cfg.is_resnet:  # the per-layer law is the circular chain's
         constants = {k: Constant(k, v["value"], v["source"], v.get("error", 0.0)) for k, v in consts.items()}
         prof = {d: per_layer_statistic(meas.profiles[d], "mean") for d in _profile_depths(cfg)}
         fig = plots.plot_layer_profiles(cfg.spec, prof, constants,
@@ -739,6 +1029,35 @@ def _collapse_figure(out_dir: Path, results: list) -> dict:
     except Exception as exc:  # a figure must not lose the numbers
         return {"figures": {}, "errors": [f"boundary collapse figure failed: {type(exc).__name__}: {exc}"]}
     return {"figures": {"boundary_collapse": COLLAPSE_FIGURE}, "collapse_configs": [r["name"] for r in chosen]}
+
+
+def _merge_figure_keys(*parts: dict) -> dict:
+    """Summary keys of several summary-level figures: ``figures`` and ``errors`` joined."""
+    out = {}
+    for part in parts:
+        for k, v in part.items():
+            if k == "figures":
+                out.setdefault("figures", {}).update(v)
+            elif k == "errors":
+                out.setdefault("errors", []).extend(v)
+            else:
+                out[k] = v
+    return out
+
+
+def _resnet_figure(out_dir: Path, results: list) -> dict:
+    """Write ``resnet_eta_star.png`` when there are ReLU resnet configs; returns summary keys."""
+    from amutheory import plots
+
+    chosen = [r for r in results if r.get("family") == "resnet" and r["spec"]["activation"] == "relu"]
+    if not chosen:
+        return {}
+    try:
+        fig = plots.plot_resnet_eta_star(_json_safe(chosen))
+        fig.savefig(out_dir / RESNET_FIGURE, dpi=110)
+    except Exception as exc:  # a figure must not lose the numbers
+        return {"figures": {}, "errors": [f"resnet figure failed: {type(exc).__name__}: {exc}"]}
+    return {"figures": {"resnet_eta_star": RESNET_FIGURE}}
 
 
 def _g(x, digits=4):
@@ -928,12 +1247,116 @@ def _zero_report_lines(summary: dict, zero: list) -> list:
     return lines
 
 
+def _resnet_message(res: dict) -> str:
+    """The progress line of an analysed resnet config."""
+    if not res["forward_stable"]:
+        return f"[{res['name']}] forward unstable (stream {res['growth']}): no law fitted"
+    deep = (res["fitted_exponents"].get("mean") or {}).get("deepest")
+    verdict = "no law" if res["passed"] is None else ("passed" if res["passed"] else "FAILED")
+    return (f"[{res['name']}] {verdict}: max rel. error (held-out, mean) {_pct(res['max_rel_error'])}, fitted "
+            f"exponent (deepest K) {_g(deep and deep['exponent'])} {_ci(deep and deep['ci'])} vs derived "
+            f"{res['derived_exponent']}")
+
+
+def _fit_cell(fit: dict | None) -> str:
+    return "n/a" if not fit else f"{fit['exponent']:.3f} {_ci(fit['ci'], 3)}"
+
+
+def _resnet_verdict(c: dict) -> str:
+    if c["passed"] is None:
+        return "n/a (forward unstable)" if not c["forward_stable"] else "n/a (no law)"
+    tests = c.get("held_out_test", {})
+    ps = [f"{tests[s]['p_value']:.3g} ({s})" for s in STATISTICS if s in tests]
+    joint = f"; joint p = {', '.join(ps)}" if ps else ""
+    return f"{'passed' if c['passed'] else '**failed**'} (max err. {_pct(c['max_rel_error'])} (mean){joint})"
+
+
+def _resnet_table_lines(resnets: list) -> list:
+    lines = ["| convention | branch | activation | derived exponent | measured exponent, all K [95% CI] | "
+             "measured exponent, deepest 3 K [95% CI] | derived in CI (all / deepest) | forward stable? | "
+             "paper's -3/2 holds? | held-out check (both statistics) |",
+             "|---|---|---|---:|---|---|:---:|:---:|:---:|---|"]
+    order = {i: k for k, i in enumerate(INITS)}
+    for c in sorted(resnets, key=lambda c: (order.get(c["init"], 99), c["spec"]["activation"] != "relu")):
+        fits = c["fitted_exponents"].get("mean") or {}
+        inside = " / ".join("n/a" if not fits.get(k) else ("yes" if fits[k]["derived_inside_ci"] else "no")
+                            for k in ("all", "deepest"))
+        claim = ("yes" if c["claim_minus_three_halves"] else "no") if c["forward_stable"] else "no (no power law)"
+        lines.append(f"| {c['init']} | {c['branch']} | {c['spec']['activation']} | "
+                     f"{c['derived_exponent'] or 'none (unstable)'} | {_fit_cell(fits.get('all'))} | "
+                     f"{_fit_cell(fits.get('deepest'))} | {inside} | "
+                     f"{'yes' if c['forward_stable'] else '**no**'} | {claim} | {_resnet_verdict(c)} |")
+    return lines
+
+
+def _resnet_config_lines(c: dict) -> list:
+    head = "FORWARD UNSTABLE" if not c["forward_stable"] else ("PASSED" if c["passed"] else "FAILED")
+    lines = [f"### {c['name']}: {head}", "", f"* mechanism: {c['mechanism']}", f"* stream growth: {c['growth']}"]
+    lines += [f"* **error**: {e}" for e in c["errors"]] + [f"* note: {n}" for n in c["notes"]]
+    for st, t in c.get("held_out_test", {}).items():
+        lines.append(f"* joint held-out test ({st}): chi2 = {t['chi2']:.2f} on {t['dof']} dof, p = {t['p_value']:.3g}")
+    lines += ["", "| K | E[x_K^2]/E[x_0^2] measured (range) | mean field | predicted eta* (mean) | "
+              "measured eta* (mean) [95% CI] | inside | local slope of eta* (mean) [95% CI] |",
+              "|---:|---|---:|---:|---|:---:|---|"]
+    slopes = {r["depth"]: r for r in c["local_slopes"].get("mean", [])}
+    for r, q in zip(c["per_depth"]["mean"], c["stream_growth_measured"]):
+        s = slopes.get(r["depth"], {})
+        inside = "" if r["eta_pred"] is None else ("yes" if r["inside_ci"] else "**no**")
+        lines.append(f"| {r['depth']}{' (cal)' if r['calibration'] and c['forward_stable'] else ''} | "
+                     f"{_g(q['ratio_meas'])} {_ci(q['ratio_meas_range'])} | {_g(q['mean_field'])} | "
+                     f"{_g(r['eta_pred'], 5)} | {_g(r['eta_meas'], 5)} {_ci(r['eta_meas_ci'], 5)} | {inside} | "
+                     f"{_g(s.get('slope'), 3)} {_ci(s.get('ci'), 3)} |")
+    lines.append("")
+    for kind, fname in c.get("figures", {}).items():
+        lines += [f"![{c['name']} {kind}]({fname})", ""]
+    return lines
+
+
+def _resnet_report_lines(summary: dict, resnets: list) -> list:
+    """The report's "Residual networks" section."""
+    stable = [c for c in resnets if c["forward_stable"]]
+    lines = [
+        "## Residual networks", "",
+        "* nets: a stem conv, K residual blocks `x <- x + alpha branch(x)` and the GAP + linear head "
+        "(`amutheory.measure.resnet`); depth = K blocks.  Branches: `conv` = phi(W * x), `conv-mlp` = "
+        "W2 phi(W1 * x) (W2 1x1), `preact` = W2 * phi(W1 * phi(x)); init conventions as in "
+        "`amutheory.symbolic.resnet_init`.  s_bar is the mean over every tensor entering an activation: "
+        "K per net (`conv`, `conv-mlp`) or 2K (`preact`, the stream too).",
+        "* forward stability, growth and mechanism: the mean-field recursion of the stream "
+        "(`amutheory.symbolic.resnet.forward_analysis`); measured growth E[x_K^2]/E[x_0^2]: mean over the first "
+        f"{STREAM_SEEDS} seeds' nets (the probe's weights and inputs), range over them in brackets.",
+        "* forward-unstable conventions have no power law: nothing is fitted or predicted for them; their "
+        "measured eta*, its local slopes (central differences in ln K, seed-bootstrap CI) and the stream "
+        "growth are shown for information.",
+        "* stable conventions: the derived law (`api.derive`) with `A, B, e0` and the seed spread calibrated "
+        "on the calibration K (lognormal model, as for conv chains), every other K held out; fitted exponent = "
+        "least-squares slope of ln eta* on ln K (arithmetic mean over seeds) with its 95% seed-bootstrap CI, "
+        "over all K and over the deepest three.  The paper's -3/2 \"holds\" where it lies inside the "
+        "deepest-three CI.",
+        f"* {len(stable)} of {len(resnets)} configs are forward-stable; "
+        f"{sum(bool(c['passed']) for c in stable)} of those pass the held-out eta* check (both statistics).", "",
+    ]
+    fig = summary.get("figures", {}).get("resnet_eta_star")
+    if fig:
+        lines += [f"![resnet eta*]({fig})", "",
+                  "Measured eta* (arithmetic mean over seeds, 95% CI) against K, one panel per init convention, "
+                  "ReLU; lines: the calibrated derived law where the forward pass is stable; open markers: "
+                  "forward-unstable configs (no law).", ""]
+    lines += _resnet_table_lines(resnets) + [""]
+    lines += [f"* {c['init']} / {c['branch']} ({c['spec']['activation']}): {c['mechanism']}" for c in resnets]
+    lines.append("")
+    for c in resnets:
+        lines += _resnet_config_lines(c)
+    return lines
+
+
 def write_report(path: Path, summary: dict) -> None:
     """``report.md``: what was run, per-config tables, exponents, constants, pass/fail, figures."""
     pr = summary["protocol"]
     lines = [f"# amutheory validation campaign: preset `{summary['preset']}`", ""]
-    circ = [c for c in summary["configs"] if c.get("padding", "circular") != "zero"]
-    zero = [c for c in summary["configs"] if c.get("padding") == "zero"]
+    resnets = [c for c in summary["configs"] if c.get("family") == "resnet"]
+    circ = [c for c in summary["configs"] if c.get("padding", "circular") != "zero" and c not in resnets]
+    zero = [c for c in summary["configs"] if c.get("padding") == "zero" and c not in resnets]
     n_pass = sum(c["passed"] for c in circ)
     n_joint = sum(c.get("passed_joint", False) for c in circ)
     if circ:
@@ -948,6 +1371,13 @@ def write_report(path: Path, summary: dict) -> None:
             f"{sum(c['passed_ratio'] for c in zero)} of {len(zero)} the zero/circular ratio check "
             "(predicted inside the measured 95% CI at every depth, both statistics); see "
             "[Zero padding](#zero-padding).", ""]
+    if resnets:
+        stable = [c for c in resnets if c["forward_stable"]]
+        lines += [
+            f"Residual networks: {len(stable)} of {len(resnets)} configs are forward-stable; "
+            f"{sum(bool(c['passed']) for c in stable)} of those pass the held-out eta* check and -3/2 lies in "
+            f"the fitted CI over the deepest K for {sum(c['claim_minus_three_halves'] for c in resnets)}; see "
+            "[Residual networks](#residual-networks).", ""]
     lines += [
         "## What was run", "",
         f"* probe: one SGD step from the init, first order in eta, `s_l` = mean square of "
@@ -1055,6 +1485,8 @@ def write_report(path: Path, summary: dict) -> None:
             lines += [f"![{c['name']} {kind}]({fname})", ""]
     if zero:
         lines += _zero_report_lines(summary, zero)
+    if resnets:
+        lines += _resnet_report_lines(summary, resnets)
     Path(path).write_text("\n".join(lines) + "\n")
 
 
@@ -1081,6 +1513,9 @@ def measure_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     meta_path = out / "campaign.json"
     meta = _check_meta(meta_path, configs, protocol, resume)
     done = _prepare_csv(csv_path, configs, resume, say)
+    resnets = [c for c in configs if c.is_resnet]
+    stream_path = out / STREAM_FILE
+    stream_done = _prepare_stream(stream_path, resnets, resume) if resnets else set()
     meta_path.write_text(json.dumps(_json_safe(meta), indent=1))
 
     t_measure = time.perf_counter()
@@ -1091,6 +1526,8 @@ def measure_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
             n = len(cfg.blocks)
             for i, (pad, d) in enumerate(cfg.blocks, 1):
                 current = _block_tag(cfg, pad, d, i, n)
+                if cfg.is_resnet and (cfg.name, d) not in stream_done:
+                    _measure_stream(stream_path, cfg, d, protocol)  # a forward pass per seed: cheap
                 if (cfg.name, pad, d) in done:
                     resumed += 1
                     say(f"{current} complete in results.csv, skipped")
@@ -1124,12 +1561,16 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     t_an = time.perf_counter()
     results = []
     blocks, _ = read_results(csv_path)
+    stream = read_stream(out / STREAM_FILE)
     for cfg in configs:
         where = " (circular references)" if cfg.is_zero else ""
         say(f"[{cfg.name}] calibrating on depths {list(cfg.calibration_depths)}{where} and comparing")
         meas = load_measurement(csv_path, cfg, blocks=blocks)
-        ref = load_measurement(csv_path, cfg, padding="circular", blocks=blocks) if cfg.is_zero else None
-        res = analyse_config(cfg, meas, protocol, reference=ref)
+        if cfg.is_resnet:
+            res = analyse_resnet_config(cfg, meas, protocol, stream)
+        else:
+            ref = load_measurement(csv_path, cfg, padding="circular", blocks=blocks) if cfg.is_zero else None
+            res = analyse_config(cfg, meas, protocol, reference=ref)
         if figures:
             try:
                 res["figures"] = make_figures(out, cfg, meas, res)
@@ -1137,20 +1578,27 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
                 res["errors"].append(f"figures failed: {type(exc).__name__}: {exc}")
                 res["figures"] = {}
         results.append(res)
+        if cfg.is_resnet:
+            say(_resnet_message(res))
+            continue
         say(f"[{cfg.name}] {'passed' if res['passed'] else 'FAILED'}: max rel. error (held-out, mean) "
             f"{_pct(res['max_rel_error'])}, fitted exponent {_g(res['fitted_exponent'])} "
             f"{_ci(res['fitted_exponent_ci'])} vs derived {res['derived_exponent']}"
             + (f"; zero/circular ratio {'passed' if res['passed_ratio'] else 'FAILED'}" if cfg.is_zero else ""))
-    extra = _collapse_figure(out, results) if figures else {}
+    extra = _merge_figure_keys(_collapse_figure(out, results), _resnet_figure(out, results)) if figures else {}
     timing = dict(timing or {"measure_s": 0.0, "blocks_computed": 0, "blocks_resumed": 0})
     timing["analysis_s"] = time.perf_counter() - t_an
+    conv = [r for r in results if r.get("family", "conv") != "resnet"]
+    resnets = [r for r in results if r.get("family") == "resnet"]
     summary = {
         "preset": preset_name,
         "out_dir": str(out),
         "configs": results,
-        "passed": all(r["passed"] for r in results),
-        "passed_circular": all(r["passed"] for r in results if r["padding"] != "zero"),
-        "passed_zero": all(r["passed"] and r["passed_ratio"] for r in results if r["padding"] == "zero"),
+        # forward-unstable resnets (passed None) have no law to check
+        "passed": all(r["passed"] for r in results if r["passed"] is not None),
+        "passed_circular": all(r["passed"] for r in conv if r["padding"] != "zero"),
+        "passed_zero": all(r["passed"] and r["passed_ratio"] for r in conv if r["padding"] == "zero"),
+        **({"passed_resnet": all(r["passed"] for r in resnets if r["passed"] is not None)} if resnets else {}),
         "protocol": _protocol_dict(protocol),
         "C": C_TARGET,
         "level": LEVEL,

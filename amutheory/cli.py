@@ -306,7 +306,8 @@ def cmd_validate(args):
     for c in summary["configs"]:
         fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731 - null when a step failed
         lo, hi = c.get("fitted_exponent_ci") or (None, None)
-        lines.append(f"  {c['name']:<16} {'PASS' if c['passed'] else 'FAIL'}  max rel. error "
+        verdict = "UNSTABLE" if c["passed"] is None else ("PASS" if c["passed"] else "FAIL")
+        lines.append(f"  {c['name']:<16} {verdict}  max rel. error "
                      f"{fmt(c.get('max_rel_error'))}  fitted exponent {fmt(c.get('fitted_exponent'))} "
                      f"[{fmt(lo)}, {fmt(hi)}]")
     _emit(args, summary, "\n".join(lines))

@@ -218,3 +218,55 @@ def plot_boundary_collapse(zero_results: list) -> Figure:
     axes[1].set_title("same data against sqrt(L) k / N")
     axes[1].legend(fontsize=6, loc="best", ncol=2)
     return fig
+
+
+_BRANCH_STYLE = {"conv": ("tab:blue", "o"), "conv-mlp": ("tab:green", "s"), "preact": ("tab:red", "^")}
+
+
+def plot_resnet_eta_star(resnet_results: list) -> Figure:
+    """Measured ``eta*(K)`` of residual configs, one panel per init convention, one series per
+    branch, log-log.
+
+    Markers: the arithmetic mean over seeds with its 95% CI as error bars; filled for
+    forward-stable configs, with the calibrated derived law as a line (``prediction_curve``);
+    open for forward-unstable ones (no law), labelled "unstable".
+
+    ``resnet_results``: resnet entries of ``summary.json["configs"]``; each needs ``init``,
+    ``branch``, ``forward_stable``, ``per_depth["mean"]`` rows (``depth``, ``eta_meas``,
+    ``eta_meas_ci``) and optionally ``prediction_curve`` (dense ``depths``, ``eta_mean``).
+    """
+    if not resnet_results:
+        raise ValueError("resnet_results must hold at least one resnet config result")
+    inits = list(dict.fromkeys(r["init"] for r in resnet_results))
+    fig = Figure(figsize=(3.6 * len(inits), 4.2), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(inits), squeeze=False)[0])
+    depths_all = []
+    for ax, init in zip(axes, inits):
+        for res in (r for r in resnet_results if r["init"] == init):
+            col, mk = _BRANCH_STYLE.get(res["branch"], ("0.3", "D"))
+            rows = _rows(res, "mean")
+            d = np.array([r["depth"] for r in rows], float)
+            meas = np.array([r["eta_meas"] for r in rows], float)
+            lo = np.array([r["eta_meas_ci"][0] for r in rows], float)
+            hi = np.array([r["eta_meas_ci"][1] for r in rows], float)
+            depths_all += d.tolist()
+            stable = bool(res.get("forward_stable"))
+            label = res["branch"] + ("" if stable else " (unstable)")
+            ax.errorbar(d, meas, yerr=[meas - lo, hi - meas], fmt=mk, ms=5, color=col,
+                        mfc=col if stable else "white", capsize=2, lw=1, label=label)
+            curve = res.get("prediction_curve") or {}
+            if stable and curve.get("eta_mean") is not None:
+                ax.plot(curve["depths"], _positive([np.nan if v is None else v for v in curve["eta_mean"]]),
+                        "-", color=col, lw=1.2)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("blocks K")
+        ax.set_title(f"init {init}", fontsize=10)
+        ax.legend(fontsize=7, loc="best")
+    for ax in axes:
+        if depths_all:
+            _integer_ticks(ax, depths_all)
+    axes[0].set_ylabel(r"$\eta^\star$ (mean over seeds, 95% CI)")
+    fig.suptitle("residual nets, measured eta*(K): filled = forward stable with the calibrated law (line),\n"
+                 "open = forward unstable (no law)", fontsize=9)
+    return fig

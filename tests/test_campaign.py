@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from amutheory.campaign import (CSV_COLUMNS, PRESETS, CampaignConfig, load_measurement, ratio_bootstrap,
-                                read_results, resolve_preset, run_campaign)
+from amutheory.campaign import (CSV_COLUMNS, PRESETS, STREAM_COLUMNS, CampaignConfig, load_measurement,
+                                ratio_bootstrap, read_results, read_stream, resolve_preset, run_campaign)
 from amutheory.spec import ArchSpec
 
 SPEC = ArchSpec(dim=1, width=16, kernel=3, spatial=8, activation="relu", batch=2)
@@ -152,10 +152,10 @@ def test_configs_and_presets():
         resolve_preset("nope")
     assert resolve_preset("quick", only="conv2d-relu")[1][0].name == "conv2d-relu"
 
-    quick = {c.name: c for c in PRESETS["quick"] if not c.is_zero}
+    quick = {c.name: c for c in PRESETS["quick"] if not c.is_zero and not c.is_resnet}
     assert list(quick) == ["conv1d-relu", "conv1d-linear", "conv2d-relu", "conv2d-linear"]
     for c in PRESETS["quick"] + PRESETS["paper"]:
-        if c.is_zero:
+        if c.is_zero or c.is_resnet:
             continue
         assert c.spec.width == 8 * max(c.depths)  # fixed width per config
         assert c.spec.padding == "circular" and c.spec.kernel == 3
@@ -164,7 +164,7 @@ def test_configs_and_presets():
     assert quick["conv2d-relu"].calibration_depths == (2, 4, 6, 8)
     assert quick["conv2d-linear"].depths == (2, 3, 4, 6, 8, 12, 16)
     assert quick["conv2d-linear"].spec.spatial == 8 and quick["conv2d-linear"].seeds == 32
-    assert all(c.seeds == 64 and c.spec.spatial == 32 for c in PRESETS["paper"] if not c.is_zero)
+    assert all(c.seeds == 64 and c.spec.spatial == 32 for c in PRESETS["paper"] if not c.is_zero and not c.is_resnet)
 
 
 # --------------------------------------------------------------------------- zero padding
@@ -299,3 +299,161 @@ def test_ratio_bootstrap_pairs_the_seeds():
     assert np.all(paired[1] - paired[0] < 0.1 * (unpaired[1] - unpaired[0]))
     again = ratio_bootstrap(z, c, "geo")[1]
     assert np.array_equal(reps, again)  # fixed seed
+
+
+# --------------------------------------------------------------------------- residual nets
+RSPEC = ArchSpec(family="resnet", dim=1, width=8, kernel=3, spatial=5, activation="relu", batch=2,
+                 branch="preact", init="k-last")
+RDEPTHS = (1, 2, 3, 4)
+RSEEDS = 3
+RESNETS = [CampaignConfig("res-preact", RSPEC, RDEPTHS, (1, 2, 3), RSEEDS),
+           # "none": every block adds O(1) variance, the stream grows like 2^K (a conv branch: K layers)
+           CampaignConfig("res-none", RSPEC.with_(branch="conv", init="none"), RDEPTHS, (1, 2, 3), RSEEDS)]
+RCOMPUTED = re.compile(r"^\[res-(preact|none)\] depth (\d+) \(\d+/\d+\) \d+ seeds +[\d.]+ s$")
+RESNET_KEYS = ("family", "branch", "init", "forward_stable", "growth", "mechanism", "stream_growth_measured",
+               "stream_growth_mean_field", "derived_exponent", "claim_minus_three_halves", "per_depth",
+               "fitted_exponents", "held_out_test", "passed", "max_rel_error", "fitted_exponent",
+               "fitted_exponent_ci", "local_slopes", "errors", "notes")
+
+
+@pytest.fixture(scope="module")
+def resnet_run(tmp_path_factory):
+    torch.set_num_threads(2)
+    out = tmp_path_factory.mktemp("resnet")
+    msgs = []
+    summary = run_campaign(RESNETS, out, progress=msgs.append)
+    return out, summary, msgs
+
+
+def test_resnet_results_hold_every_preactivation(resnet_run):
+    out, _, msgs = resnet_run
+    rows = _rows(out / "results.csv")
+    assert tuple(rows[0]) == CSV_COLUMNS
+    layers = {"res-preact": lambda k: 2 * k, "res-none": lambda k: k}  # preact: the stream enters phi too
+    got = {(r[0], int(r[6]), int(r[7]), int(r[8])) for r in rows[1:]}
+    assert got == {(n, k, s, l) for n, f in layers.items() for k in RDEPTHS for s in range(RSEEDS)
+                   for l in range(1, f(k) + 1)}
+    assert len(rows) - 1 == len(got)
+    assert sorted((m.group(1), int(m.group(2))) for m in map(RCOMPUTED.match, msgs) if m) == sorted(
+        (n, k) for n in ("preact", "none") for k in RDEPTHS)
+    meas = load_measurement(out / "results.csv", RESNETS[0])
+    assert meas.profiles[4].shape == (RSEEDS, 8)
+    # the stream after the stem and after every block, for every (stream) seed
+    stream = read_stream(out / "stream.csv")
+    assert _rows(out / "stream.csv")[0] == list(STREAM_COLUMNS)
+    for cfg in RESNETS:
+        for k in RDEPTHS:
+            assert set(stream[(cfg.name, k)]) == {(s, b) for s in range(RSEEDS) for b in range(k + 1)}
+
+
+def test_resnet_summary_follows_the_contract(resnet_run):
+    from amutheory.api import derive
+    from amutheory.symbolic.resnet import forward_analysis
+
+    out, summary, _ = resnet_run
+    assert json.loads((out / "summary.json").read_text()) == summary
+    res = {c["name"]: c for c in summary["configs"]}
+    for cfg in RESNETS:
+        c = res[cfg.name]
+        for key in RESNET_KEYS:
+            assert key in c, key
+        spec = cfg.spec.with_(depth=max(RDEPTHS))
+        fwd = forward_analysis(spec)
+        assert (c["family"], c["branch"], c["init"]) == ("resnet", spec.branch, spec.init)
+        assert c["forward_stable"] == fwd["forward_stable"] and c["growth"] == fwd["growth"]
+        assert [r["depth"] for r in c["stream_growth_measured"]] == list(RDEPTHS)
+        for r, k in zip(c["stream_growth_measured"], RDEPTHS):
+            q = forward_analysis(cfg.spec.with_(depth=k))["q_stream"]
+            assert r["mean_field"] == pytest.approx(q[-1] / q[0])
+            lo, hi = r["ratio_meas_range"]
+            assert lo <= r["ratio_meas"] <= hi and r["seeds"] == RSEEDS
+        assert [r["depth"] for r in c["local_slopes"]["mean"]] == list(RDEPTHS)
+
+    stable = res["res-preact"]
+    assert stable["forward_stable"] and stable["status"] == "stable"
+    assert stable["derived_exponent"] == str(derive(RSPEC).exponent)
+    assert isinstance(stable["passed"], bool) and isinstance(stable["claim_minus_three_halves"], bool)
+    for stat in ("mean", "geo"):
+        fits = stable["fitted_exponents"][stat]
+        assert fits["all"]["depths"] == list(RDEPTHS) and fits["deepest"]["depths"] == [2, 3, 4]
+        assert fits["held_out"] is None  # one held-out K: no slope
+        lo, hi = fits["deepest"]["ci"]
+        assert fits["deepest"]["derived_inside_ci"] == (lo <= stable["derived_exponent_value"] <= hi)
+        assert stable["claim_minus_three_halves_by_statistic"][stat] == (lo <= -1.5 <= hi)
+        table = stable["per_depth"][stat]
+        assert [r["calibration"] for r in table] == [True, True, True, False]
+        for r in table:
+            assert r["eta_pred"] is not None
+            assert r["inside_ci"] == (r["eta_meas_ci"][0] <= r["eta_pred"] <= r["eta_meas_ci"][1])
+    assert stable["passed"] == all(r["inside_ci"] for s in ("mean", "geo")
+                                   for r in stable["per_depth"][s] if not r["calibration"])
+    assert set(stable["figures"]) == {"eta_star"}
+
+    assert summary["figures"]["resnet_eta_star"] == "resnet_eta_star.png"
+    assert (out / "resnet_eta_star.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = (out / "report.md").read_text()
+    assert "## Residual networks" in report and "](resnet_eta_star.png)" in report
+    assert "| convention | branch | activation | derived exponent |" in report
+    assert summary["passed_resnet"] == stable["passed"]
+
+
+def test_resnet_unstable_config_is_reported_not_fitted(resnet_run):
+    from amutheory.api import derive
+
+    out, summary, msgs = resnet_run
+    with pytest.raises(ValueError):
+        derive(RESNETS[1].spec)
+    c = {c["name"]: c for c in summary["configs"]}["res-none"]
+    assert not c["forward_stable"] and c["status"] == "unstable" and "unstable" in c["reason"]
+    assert c["passed"] is None and c["passed_joint"] is None and c["claim_minus_three_halves"] is False
+    assert c["derived_exponent"] is None and c["prediction_curve"] is None and c["held_out_test"] == {}
+    assert c["fitted_exponents"] == {"mean": None, "geo": None} and c["fitted_exponent"] is None
+    assert all(r["eta_pred"] is None and r["eta_meas"] > 0 for s in ("mean", "geo") for r in c["per_depth"][s])
+    assert all(r["slope"] is not None for r in c["local_slopes"]["mean"])
+    # the measured stream grows with K
+    growth = [r["ratio_meas"] for r in c["stream_growth_measured"]]
+    assert growth[-1] > growth[0]
+    assert c["figures"] == {}
+    assert any(m.startswith("[res-none] forward unstable") for m in msgs)
+    assert "### res-none: FORWARD UNSTABLE" in (out / "report.md").read_text()
+
+
+def test_resnet_resume_computes_nothing(resnet_run, tmp_path):
+    out, _, _ = resnet_run
+    for name in ("results.csv", "campaign.json", "stream.csv"):
+        shutil.copy(out / name, tmp_path / name)
+    reference = _rows(out / "results.csv")
+    msgs = []
+    run_campaign(RESNETS, tmp_path, progress=msgs.append, analyse=False)
+    assert not any(RCOMPUTED.match(m) for m in msgs)
+    assert sum("skipped" in m for m in msgs) == 2 * len(RDEPTHS)
+    assert sorted(_rows(tmp_path / "results.csv")) == sorted(reference)
+    assert sorted(_rows(tmp_path / "stream.csv")) == sorted(_rows(out / "stream.csv"))
+
+    # a lost stream.csv is measured again (no probe block), with the same values
+    (tmp_path / "stream.csv").unlink()
+    msgs.clear()
+    run_campaign(RESNETS, tmp_path, progress=msgs.append, analyse=False)
+    assert not any(RCOMPUTED.match(m) for m in msgs)
+    assert read_stream(tmp_path / "stream.csv") == read_stream(out / "stream.csv")
+
+    # running one config keeps the other's blocks (2K layers per preact net are a whole block)
+    run_campaign(RESNETS, tmp_path, progress=None, analyse=False, only="res-none")
+    assert sorted(_rows(tmp_path / "results.csv")) == sorted(reference)
+
+
+def test_resnet_presets():
+    from amutheory.spec import BRANCHES, INITS
+
+    for preset, width, spatial, depths, seeds in (("quick", 64, 8, (2, 4, 8, 16, 32), 32),
+                                                  ("paper", 256, 16, (2, 4, 8, 16, 32, 64), 64)):
+        res = [c for c in PRESETS[preset] if c.is_resnet]
+        relu = {(c.spec.branch, c.spec.init) for c in res if c.spec.activation == "relu"}
+        linear = {(c.spec.branch, c.spec.init) for c in res if c.spec.activation == "linear"}
+        assert len(res) == 18 and relu == {(b, i) for b in BRANCHES for i in INITS}
+        assert linear == {(b, "k-last") for b in BRANCHES}
+        for c in res:
+            sp = c.spec
+            assert (sp.dim, sp.padding, sp.kernel, sp.width, sp.spatial) == (1, "circular", 3, width, spatial)
+            assert c.depths == depths and c.calibration_depths == (2, 4, 8) and c.seeds == seeds
+            assert c.name == f"resnet-{sp.branch}-{sp.init}-{sp.activation}"
