@@ -32,13 +32,18 @@ def _rows(path):
         return list(csv.reader(f))
 
 
+def _run_once(tmp_path_factory, folder, configs):
+    """``(out_dir, summary, progress messages)`` of one full campaign of ``configs`` in a fresh folder."""
+    torch.set_num_threads(2)
+    out = tmp_path_factory.mktemp(folder)
+    msgs = []
+    summary = run_campaign(configs, out, progress=msgs.append)
+    return out, summary, msgs
+
+
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory):
-    torch.set_num_threads(2)
-    out = tmp_path_factory.mktemp("campaign")
-    msgs = []
-    summary = run_campaign(TINY, out, progress=msgs.append)
-    return out, summary, msgs
+    return _run_once(tmp_path_factory, "campaign", TINY)
 
 
 def test_outputs_follow_the_contract(full_run):
@@ -176,11 +181,7 @@ ZCOMPUTED = re.compile(r"^\[tinyzero\] (circular|zero) depth (\d+) \(\d+/\d+\) \
 
 @pytest.fixture(scope="module")
 def zero_run(tmp_path_factory):
-    torch.set_num_threads(2)
-    out = tmp_path_factory.mktemp("zero")
-    msgs = []
-    summary = run_campaign(ZERO, out, progress=msgs.append)
-    return out, summary, msgs
+    return _run_once(tmp_path_factory, "zero", ZERO)
 
 
 def test_zero_padding_config_blocks_and_presets():
@@ -318,11 +319,7 @@ RESNET_KEYS = ("family", "branch", "init", "forward_stable", "growth", "mechanis
 
 @pytest.fixture(scope="module")
 def resnet_run(tmp_path_factory):
-    torch.set_num_threads(2)
-    out = tmp_path_factory.mktemp("resnet")
-    msgs = []
-    summary = run_campaign(RESNETS, out, progress=msgs.append)
-    return out, summary, msgs
+    return _run_once(tmp_path_factory, "resnet", RESNETS)
 
 
 def test_resnet_results_hold_every_preactivation(resnet_run):

@@ -1,0 +1,218 @@
+"""Analysis of a circular-padding or zero-padding config: calibrate, predict, compare.
+
+For every config, from its measured ``s_l`` (:mod:`amutheory.campaign.results`):
+
+1. **Calibrate** (:func:`amutheory.calibrate.calibrate`, lognormal model) on the calibration
+   depths only: ``a, b, e`` of the typical value (geometric mean over seeds) and the seed spread
+   ``sigma^2(L) = sigma2_0 + kappa L`` that turns it into the arithmetic mean.
+2. **Predict** ``eta*(L) = sqrt(C / s_bar(L))`` at every depth from the derived law with those
+   constants (:func:`amutheory.api.predict`, i.e. :func:`amutheory.api.law_values`).
+3. **Compare** with the measured ``eta*`` and its 95% seed-bootstrap interval at every depth;
+   only depths *not* used for calibration (held-out) count for ``passed`` and
+   ``max_rel_error``.
+
+The per-depth rows, held-out checks, exponent fits and verdict helpers here serve the residual
+analysis too (:mod:`amutheory.campaign.analysis_resnet`); the zero-padding tables are in
+:mod:`amutheory.campaign.analysis_zero`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from amutheory import stats
+from amutheory.api import Measurement, predict
+from amutheory.campaign.analysis_zero import _add_zero_padding_tables
+from amutheory.campaign.common import C_TARGET, STATISTICS, _f
+from amutheory.campaign.presets import CampaignConfig
+from amutheory.spec import ProbeProtocol
+from amutheory.symbolic.conv import conv_law, derived_constants
+
+
+def _eta(s):
+    return math.sqrt(C_TARGET / s) if s > 0 else float("nan")
+
+
+def _ls_slope(depths, values) -> float:
+    lx, ly = np.log(np.asarray(depths, float)), np.log(np.asarray(values, float))
+    dx = lx - lx.mean()
+    return float((ly - ly.mean()) @ dx / (dx @ dx))
+
+
+def _dense_depths(depths) -> list[int]:
+    """About 40 log-spaced integer depths spanning ``depths`` (the predicted curve)."""
+    return np.unique(np.round(np.geomspace(min(depths), max(depths), 40)).astype(int)).tolist()
+
+
+def _record_prediction(out: dict, cfg: CampaignConfig, pred, stat: str, curve: dict, dense: list):
+    """Put a :class:`~amutheory.api.Prediction` (made at ``cfg.depths`` and ``dense``) into the
+    result ``out``: curve, calibration, constants, the law's own slopes; returns the predicted
+    ``(eta*, s_bar)`` at ``cfg.depths`` as dicts."""
+    eta_all = dict(zip(pred.depths, pred.eta_star))
+    curve[f"eta_{stat}"] = [_f(eta_all[d]) for d in dense]
+    eta_pred = {d: eta_all[d] for d in cfg.depths}
+    s_pred = {d: v for d, v in zip(pred.depths, pred.s_bar) if d in cfg.depths}
+    out["calibration"][stat] = pred.calibration.to_dict()
+    out["constants"][stat] = {k: c.to_dict() for k, c in pred.constants.items()}
+    held = cfg.held_out_depths
+    out["predicted_effective_exponent_" + stat] = _f(_ls_slope(cfg.depths, [eta_pred[d] for d in cfg.depths]))
+    out["predicted_effective_exponent_held_out_" + stat] = (
+        _f(_ls_slope(held, [eta_pred[d] for d in held])) if len(held) >= 2 else None)
+    return eta_pred, s_pred
+
+
+def _mlp_limit_row(cal, v) -> dict:
+    """Calibrated ``b/a`` against the derived MLP-limit ``v``."""
+    a_, b_ = cal.constants["a"], cal.constants["b"]
+    ratio = b_.value / a_.value
+    rel = math.sqrt((a_.error / a_.value) ** 2 + (b_.error / b_.value) ** 2) if a_.value and b_.value else float("nan")
+    return {"b_over_a": _f(ratio), "b_over_a_error": _f(abs(ratio) * rel),
+            "v_mlp": _f(v.value), "v_mlp_source": v.source,
+            "ratio_to_mlp_limit": _f(ratio / v.value) if v.value else None}
+
+
+def _eta_rows(cfg: CampaignConfig, meas: Measurement, stat: str, eta_pred: dict, s_pred: dict,
+              cal_set: set) -> list:
+    """Per depth: measured ``eta*`` of statistic ``stat`` with its seed-bootstrap CI, the
+    prediction (``None`` where there is none) and whether it lies inside the CI."""
+    ci_fn = {"mean": stats.arith_mean_ci, "geo": stats.geo_mean_ci}[stat]
+    rows = []
+    for d in cfg.depths:
+        m, lo, hi = ci_fn(meas.s_bar(d), level=meas.level)
+        e_m, e_lo, e_hi = _eta(m), _eta(hi), _eta(lo)
+        p = eta_pred.get(d)
+        ok = p is not None and math.isfinite(p)
+        rows.append({
+            "depth": d,
+            "calibration": d in cal_set,
+            "s_pred": _f(s_pred.get(d)),
+            "s_meas": _f(m), "s_meas_ci": [_f(lo), _f(hi)],
+            "eta_pred": _f(p) if ok else None,
+            "eta_meas": _f(e_m), "eta_meas_ci": [_f(e_lo), _f(e_hi)],
+            "rel_error": _f(p / e_m - 1.0) if ok else None,
+            "inside_ci": bool(ok and e_lo <= p <= e_hi),
+        })
+    return rows
+
+
+def _held_out_checks(out: dict, meas: Measurement, stat: str, rows: list) -> tuple:
+    """``(passed, max |rel. error|, joint test passed)`` of statistic ``stat`` over the held-out
+    rows; adds the outside-CI depth lists and ``held_out_test[stat]`` to ``out``."""
+    held_rows = [r for r in rows if not r["calibration"]]
+    passed = bool(held_rows) and all(r["inside_ci"] for r in held_rows)
+    errs = [abs(r["rel_error"]) for r in held_rows if r["rel_error"] is not None]
+    rel_err = max(errs) if errs and len(errs) == len(held_rows) else None
+    out["outside_ci_depths_" + stat] = [r["depth"] for r in held_rows if not r["inside_ci"]]
+    joint = False
+    if held_rows and all(r["s_pred"] for r in held_rows):
+        # eta* = sqrt(C / s_bar) is monotone in s_bar: a check on s_bar is the same check on eta*
+        test = stats.held_out_test([r["s_pred"] for r in held_rows],
+                                   [meas.s_bar(r["depth"]) for r in held_rows], stat, level=meas.level)
+        out["held_out_test"][stat] = test.to_dict()
+        joint = bool(test.p_value >= 1.0 - meas.level and all(test.bonferroni_inside))
+    out["outside_ci_calibration_depths_" + stat] = [r["depth"] for r in rows
+                                                    if r["calibration"] and not r["inside_ci"]]
+    return passed, rel_err, joint
+
+
+def _exponent_fits(meas: Measurement, stat: str, depth_sets: dict, derived: float | None) -> dict:
+    """``{key: fit}`` of the slope of ln eta* on ln L over each set of depths (``None`` for
+    fewer than two), with whether ``derived`` lies inside the 95% seed-bootstrap CI."""
+    fits = {}
+    for key, ds in depth_sets.items():
+        if len(ds) >= 2:
+            e, ci = meas.fitted_exponent(stat, ds)
+            fits[key] = {"depths": list(ds), "exponent": _f(e), "ci": [_f(ci[0]), _f(ci[1])],
+                         "derived_inside_ci": None if derived is None else bool(ci[0] <= derived <= ci[1])}
+        else:
+            fits[key] = None
+    return fits
+
+
+def _record_verdict(out: dict, passed_stats: dict, rel_errs: dict, joint_ok: dict) -> None:
+    """The pass/fail keys of a config result (both statistics must pass) and its headline fit."""
+    out["passed_mean"] = passed_stats["mean"]
+    out["passed_geo"] = passed_stats["geo"]
+    out["passed"] = bool(passed_stats["mean"] and passed_stats["geo"])
+    # joint check: chi-square p >= 0.05 and every held-out depth inside its Bonferroni interval
+    out["passed_joint"] = bool(joint_ok["mean"] and joint_ok["geo"])
+    out["max_rel_error"] = _f(rel_errs["mean"])
+    out["max_rel_error_geo"] = _f(rel_errs["geo"])
+    all_fit = out["fitted_exponents"]["mean"]["all"]
+    out["fitted_exponent"] = all_fit["exponent"] if all_fit else None
+    out["fitted_exponent_ci"] = all_fit["ci"] if all_fit else None
+
+
+def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtocol = ProbeProtocol(),
+                   reference: Measurement | None = None) -> dict:
+    """Calibrate on ``cfg.calibration_depths`` (mean and geo), predict every depth and compare.
+
+    Zero configs: ``meas`` holds the zero-padded nets and ``reference`` the circular ones (at
+    ``cfg.calibration_depths``), which calibrate the constants; the zero/circular ratio and the
+    boundary regime are added (:func:`_add_zero_padding_tables`)."""
+    spec = cfg.spec.with_(depth=max(cfg.depths))
+    law = conv_law(spec)
+    derived = derived_constants(spec, protocol.input_var)
+    held = cfg.held_out_depths
+    out = {
+        "name": cfg.name,
+        "padding": spec.padding,
+        "spec": spec.to_dict(),
+        "depths": list(cfg.depths),
+        "calibration_depths": list(cfg.calibration_depths),
+        "held_out_depths": held,
+        "seeds": len(cfg.seed_list),
+        "law": law.name,
+        "derived_exponent": str(law.exponent),
+        "derived_exponent_value": float(law.exponent),
+        "derived_constants": {k: c.to_dict() for k, c in derived.items()},
+        "assumptions": list(law.assumptions),
+        "per_depth": {},
+        "calibration": {},
+        "constants": {},
+        "mlp_limit_comparison": {},
+        "fitted_exponents": {},
+        "errors": [],
+        "notes": [],
+    }
+    if cfg.is_zero:
+        if reference is None:
+            raise ValueError(f"[{cfg.name}] a zero-padding config needs the circular reference measurement")
+        cal_meas, cal_set = reference, set()
+        out["notes"].append(f"zero padding: constants calibrated on circular-padding nets of the same geometry at "
+                            f"depths {list(cfg.calibration_depths)}; every zero-padded depth is held out")
+    else:
+        cal_meas, cal_set = Measurement(spec, list(cfg.calibration_depths), meas.seeds,
+                                        {d: meas.profiles[d] for d in cfg.calibration_depths},
+                                        meas.C, meas.level), set(cfg.calibration_depths)
+    used_constants = {}
+    passed_stats, rel_errs, joint_ok = {}, {}, {}
+    out["held_out_test"] = {}
+    dense = _dense_depths(cfg.depths)
+    curve = {"depths": dense}
+    for stat in STATISTICS:
+        try:
+            # one call for the measured depths and the dense curve (law_values is not cheap)
+            pred = predict(spec, sorted(set(cfg.depths) | set(dense)), constants="calibrate", statistic=stat,
+                           protocol=protocol, C=meas.C, calibration_measurement=cal_meas)
+            eta_pred, s_pred = _record_prediction(out, cfg, pred, stat, curve, dense)
+            used_constants[stat] = pred.constants
+            out["mlp_limit_comparison"][stat] = _mlp_limit_row(pred.calibration, derived["v_mlp"])
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            out["errors"].append(f"{stat}: calibration/prediction failed: {exc}")
+            eta_pred, s_pred = {}, {}
+            curve[f"eta_{stat}"] = None
+        rows = _eta_rows(cfg, meas, stat, eta_pred, s_pred, cal_set)
+        out["per_depth"][stat] = rows
+        passed_stats[stat], rel_errs[stat], joint_ok[stat] = _held_out_checks(out, meas, stat, rows)
+        out["fitted_exponents"][stat] = _exponent_fits(meas, stat, {"all": list(cfg.depths), "held_out": held},
+                                                       float(law.exponent))
+    if not held:
+        out["notes"].append("no held-out depths: nothing independent to check, passed is false")
+    out["prediction_curve"] = curve
+    _record_verdict(out, passed_stats, rel_errs, joint_ok)
+    if cfg.is_zero:
+        _add_zero_padding_tables(out, cfg, spec, meas, reference, used_constants, dense)
+    return out

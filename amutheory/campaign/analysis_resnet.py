@@ -1,0 +1,153 @@
+"""Analysis of a residual config.
+
+Residual configs (``spec.family == "resnet"``, ``depth`` = K blocks): their analysis
+(:func:`analyse_resnet_config`) asks the mean-field recursion first
+(:func:`amutheory.symbolic.resnet.forward_analysis`): forward-unstable conventions get no law
+(``passed`` is ``None``; measured eta*, its local slopes and the stream growth are reported);
+stable ones are calibrated and compared as circular conv configs are
+(:mod:`amutheory.campaign.analysis`), plus the fitted exponent over the deepest three K and
+whether the paper's -3/2 lies in its CI.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from amutheory import stats
+from amutheory.api import Measurement, predict
+from amutheory.campaign.analysis import (_dense_depths, _eta_rows, _exponent_fits, _held_out_checks,
+                                         _record_prediction, _record_verdict)
+from amutheory.campaign.bootstrap import _quantile_ci, _seed_stat
+from amutheory.campaign.common import N_BOOT, STATISTICS, _f
+from amutheory.campaign.presets import CampaignConfig
+from amutheory.campaign.results import _stream_complete
+from amutheory.spec import ArchSpec, ProbeProtocol
+
+#: the paper's claimed exponent of eta*(K) for residual nets
+PAPER_EXPONENT = -1.5
+
+
+def _stream_growth_rows(cfg: CampaignConfig, stream: dict, protocol: ProbeProtocol) -> list:
+    """Per K: measured ``E[x_K^2] / E[x_0^2]`` of the residual stream (mean, min and max over
+    :attr:`CampaignConfig.stream_seeds`; ``None`` where ``stream.csv`` lacks the nets) and the
+    mean-field recursion's (:func:`amutheory.symbolic.resnet.forward_analysis`)."""
+    from amutheory.symbolic.resnet import forward_analysis
+
+    rows = []
+    for d in cfg.depths:
+        q = forward_analysis(cfg.spec.with_(depth=d), protocol.input_var)["q_stream"]
+        row = {"depth": d, "mean_field": _f(q[-1] / q[0]), "ratio_meas": None, "ratio_meas_range": None,
+               "seeds": 0}
+        group = stream.get((cfg.name, d))
+        if _stream_complete(cfg, d, group):
+            ratios = np.array([group[(s, d)] / group[(s, 0)] for s in cfg.stream_seeds])
+            row.update(ratio_meas=_f(ratios.mean()), ratio_meas_range=[_f(ratios.min()), _f(ratios.max())],
+                       seeds=len(ratios))
+        rows.append(row)
+    return rows
+
+
+def _local_slope_rows(meas: Measurement, depths: list, stat: str) -> list:
+    """Local slope ``d ln eta* / d ln K`` of the measured statistic at every depth (central
+    differences, :func:`amutheory.stats.local_slopes`) with a 95% CI from resampling the seeds
+    (seed ``i`` at every depth together, as in :func:`ratio_bootstrap`)."""
+    if len(depths) < 2:
+        return []
+    vals = np.stack([meas.s_bar(d) for d in depths], axis=1)
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, vals.shape[0], (N_BOOT, vals.shape[0]))
+    slope = -0.5 * stats.local_slopes(depths, _seed_stat(vals, stat, 0))
+    lo, hi = _quantile_ci(-0.5 * stats.local_slopes(depths, _seed_stat(vals[idx], stat, 1)), meas.level)
+    return [{"depth": d, "slope": _f(slope[i]), "ci": [_f(lo[i]), _f(hi[i])]} for i, d in enumerate(depths)]
+
+
+def _resnet_base(cfg: CampaignConfig, spec: ArchSpec, fwd: dict) -> dict:
+    """The keys every resnet result has (the conv format plus the residual ones)."""
+    return {
+        "name": cfg.name, "family": "resnet", "branch": spec.branch, "init": spec.init,
+        "padding": spec.padding, "spec": spec.to_dict(),
+        "depths": list(cfg.depths), "calibration_depths": list(cfg.calibration_depths),
+        "held_out_depths": cfg.held_out_depths, "seeds": len(cfg.seed_list),
+        "forward_stable": bool(fwd["forward_stable"]), "growth": fwd["growth"], "mechanism": fwd["mechanism"],
+        "status": "stable" if fwd["forward_stable"] else "unstable",
+        "law": None, "derived_exponent": None, "derived_exponent_value": None, "assumptions": [],
+        "per_depth": {}, "calibration": {}, "constants": {}, "fitted_exponents": {}, "held_out_test": {},
+        "local_slopes": {}, "errors": [], "notes": [],
+    }
+
+
+def _mark_unstable(out: dict, cfg: CampaignConfig, meas: Measurement, reason: str) -> None:
+    """No law: measured eta* only, every verdict ``None``, the paper's claim not borne out."""
+    for stat in STATISTICS:
+        out["per_depth"][stat] = _eta_rows(cfg, meas, stat, {}, {}, set(cfg.calibration_depths))
+        out["fitted_exponents"][stat] = None
+    out.update(passed=None, passed_mean=None, passed_geo=None, passed_joint=None, max_rel_error=None,
+               max_rel_error_geo=None, fitted_exponent=None, fitted_exponent_ci=None, prediction_curve=None,
+               claim_minus_three_halves=False, reason=reason)
+    out["notes"].append(f"{reason}: no power law is fitted or predicted; eta*, its local slopes and the "
+                        "stream growth are shown for information")
+
+
+def analyse_resnet_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtocol = ProbeProtocol(),
+                          stream: dict | None = None) -> dict:
+    """A residual config: forward stability (mean field, :func:`amutheory.symbolic.resnet.forward_analysis`)
+    and the measured stream growth first.  Forward-unstable conventions get no law (``passed``
+    is ``None``, ``reason`` says why); stable ones are calibrated on ``cfg.calibration_depths``,
+    predicted at every K and compared as conv configs are, plus the fitted exponent over the
+    deepest three K and whether the paper's -3/2 lies in its CI (``claim_minus_three_halves``)."""
+    from amutheory.api import derive
+    from amutheory.symbolic.resnet import forward_analysis
+
+    spec = cfg.spec.with_(depth=max(cfg.depths))
+    out = _resnet_base(cfg, spec, forward_analysis(spec, protocol.input_var))
+    out["stream_growth_measured"] = _stream_growth_rows(cfg, stream or {}, protocol)
+    out["stream_growth_mean_field"] = [r["mean_field"] for r in out["stream_growth_measured"]]
+    for stat in STATISTICS:
+        out["local_slopes"][stat] = _local_slope_rows(meas, list(cfg.depths), stat)
+    if not out["forward_stable"]:
+        _mark_unstable(out, cfg, meas, f"unstable: forward pass not stable (stream {out['growth']})")
+        return out
+    try:
+        law = derive(spec)
+    except ValueError as exc:
+        out["errors"].append(f"derive failed: {exc}")
+        _mark_unstable(out, cfg, meas, "no law: derive(spec) failed")
+        return out
+    out.update(law=law.name, derived_exponent=str(law.exponent), derived_exponent_value=float(law.exponent),
+               assumptions=list(law.assumptions))
+    _compare_resnet(out, cfg, spec, meas, protocol, float(law.exponent))
+    return out
+
+
+def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measurement, protocol: ProbeProtocol,
+                    derived: float) -> None:
+    """Calibrate, predict and compare a forward-stable resnet config (both statistics)."""
+    held, cal = cfg.held_out_depths, list(cfg.calibration_depths)
+    cal_meas = Measurement(spec, cal, meas.seeds, {d: meas.profiles[d] for d in cal}, meas.C, meas.level)
+    depth_sets = {"all": list(cfg.depths), "held_out": held, "deepest": list(cfg.depths[-3:])}
+    dense = _dense_depths(cfg.depths)
+    curve = {"depths": dense}
+    passed_stats, rel_errs, joint_ok = {}, {}, {}
+    for stat in STATISTICS:
+        try:
+            pred = predict(spec, sorted(set(cfg.depths) | set(dense)), constants="calibrate", statistic=stat,
+                           protocol=protocol, C=meas.C, calibration_measurement=cal_meas)
+            eta_pred, s_pred = _record_prediction(out, cfg, pred, stat, curve, dense)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            out["errors"].append(f"{stat}: calibration/prediction failed: {exc}")
+            eta_pred, s_pred = {}, {}
+            curve[f"eta_{stat}"] = None
+        rows = _eta_rows(cfg, meas, stat, eta_pred, s_pred, set(cal))
+        out["per_depth"][stat] = rows
+        passed_stats[stat], rel_errs[stat], joint_ok[stat] = _held_out_checks(out, meas, stat, rows)
+        out["fitted_exponents"][stat] = _exponent_fits(meas, stat, depth_sets, derived)
+    if not held:
+        out["notes"].append("no held-out depths: nothing independent to check, passed is false")
+    out["prediction_curve"] = curve
+    _record_verdict(out, passed_stats, rel_errs, joint_ok)
+    claims = {}
+    for stat in STATISTICS:
+        deep = out["fitted_exponents"][stat]["deepest"]
+        claims[stat] = bool(deep and None not in deep["ci"] and deep["ci"][0] <= PAPER_EXPONENT <= deep["ci"][1])
+    out["claim_minus_three_halves"] = claims["mean"]
+    out["claim_minus_three_halves_by_statistic"] = claims

@@ -1,0 +1,206 @@
+"""Campaign configs and presets.
+
+A :class:`CampaignConfig` is one line of a campaign (a base spec, its depths, calibration depths
+and seeds); :data:`PRESETS` holds the named campaigns (``quick`` on a CPU, ``paper`` for a GPU)
+built from the small builders below, and :func:`resolve_preset` turns a name or a list of configs
+into the configs to run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from amutheory.api import check_depths
+from amutheory.spec import BRANCHES, INITS, ArchSpec
+
+#: seeds (the first of a config's) whose residual stream is measured
+STREAM_SEEDS = 4
+
+
+def _check_calibratable(cal_depths, width) -> None:
+    """Fail early (before any measuring) when :func:`amutheory.calibrate.calibrate` cannot fit
+    its constants to data at ``cal_depths``: it is tried once on synthetic profiles (all ones),
+    so the check follows whatever the calibration needs (e.g. one depth per free constant)."""
+    from amutheory.calibrate import calibrate
+
+    fake = {d: np.ones((2, d)) for d in cal_depths}
+    try:
+        calibrate(fake, 0.01, width, "mean", n_boot=0)
+    except ValueError as exc:
+        if "need at least" in str(exc):
+            raise ValueError(f"calibration_depths {list(cal_depths)} cannot calibrate the constants: {exc}") from None
+
+
+@dataclass(frozen=True)
+class CampaignConfig:
+    """One line of a campaign: a base spec (its ``depth`` is replaced), the depths measured,
+    the subset used for calibration and the seeds (a count ``n`` means ``0 .. n-1``).
+
+    With ``spec.padding == "zero"`` the config is a pair: zero-padded nets at ``depths`` (every
+    one held out) and circular-padding reference nets of the same geometry at
+    ``calibration_depths`` (every one used for calibration; not necessarily among ``depths``,
+    but the zero/circular ratio is only measured at the depths both hold)."""
+
+    name: str
+    spec: ArchSpec
+    depths: tuple
+    calibration_depths: tuple
+    seeds: int | tuple = 32
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name or any(c in self.name for c in ",\n\r\"/\\"):
+            raise ValueError(f"name must be a non-empty string without , / \\ quotes or newlines, got {self.name!r}")
+        if not isinstance(self.spec, ArchSpec):
+            raise TypeError(f"spec must be an ArchSpec, got {type(self.spec).__name__}")
+        depths = tuple(check_depths(self.depths))
+        cal = tuple(check_depths(self.calibration_depths))
+        missing = sorted(set(cal) - set(depths))
+        if missing and self.spec.padding != "zero":
+            raise ValueError(f"calibration_depths {missing} are not among depths {list(depths)}")
+        _check_calibratable(cal, self.spec.width)
+        if isinstance(self.seeds, bool):
+            raise TypeError("seeds must be a count or a list of integers")
+        if isinstance(self.seeds, (int, np.integer)):
+            if self.seeds < 2:
+                raise ValueError(f"seeds must be >= 2 (a CI needs two), got {self.seeds}")
+            seeds = int(self.seeds)
+        else:
+            seeds = tuple(int(s) for s in self.seeds)
+            if len(seeds) < 2 or len(set(seeds)) != len(seeds):
+                raise ValueError(f"seeds must hold at least 2 distinct integers, got {list(seeds)}")
+        object.__setattr__(self, "depths", depths)
+        object.__setattr__(self, "calibration_depths", cal)
+        object.__setattr__(self, "seeds", seeds)
+
+    @property
+    def seed_list(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+    @property
+    def is_zero(self) -> bool:
+        return self.spec.padding == "zero"
+
+    @property
+    def is_resnet(self) -> bool:
+        return self.spec.family == "resnet"
+
+    @property
+    def stream_seeds(self) -> list[int]:
+        return self.seed_list[:STREAM_SEEDS]
+
+    @property
+    def held_out_depths(self) -> list[int]:
+        if self.is_zero:
+            return list(self.depths)
+        return [d for d in self.depths if d not in self.calibration_depths]
+
+    @property
+    def blocks(self) -> list[tuple[str, int]]:
+        """The ``(padding, depth)`` blocks measured: circular references first for zero configs."""
+        if self.is_zero:
+            return [("circular", d) for d in self.calibration_depths] + [("zero", d) for d in self.depths]
+        return [(self.spec.padding, d) for d in self.depths]
+
+    def depths_of(self, padding: str) -> list[int]:
+        return [d for p, d in self.blocks if p == padding]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "spec": self.spec.to_dict(), "depths": list(self.depths),
+                "calibration_depths": list(self.calibration_depths), "seeds": self.seed_list,
+                "padding": self.spec.padding}
+
+
+def n_preacts(spec: ArchSpec, depth: int) -> int:
+    """Pre-activation tensors (probe layers) of ``spec`` at ``depth``: ``depth`` for conv chains
+    and for ``conv``/``conv-mlp`` resnets (one per block), ``2 depth`` for ``preact`` resnets."""
+    return 2 * depth if spec.family == "resnet" and spec.branch == "preact" else depth
+
+
+def _conv(name, dim, activation, width, spatial, depths, cal, seeds):
+    spec = ArchSpec(dim=dim, depth=max(depths), width=width, kernel=3, spatial=spatial,
+                    padding="circular", activation=activation)
+    return CampaignConfig(name, spec, tuple(depths), tuple(cal), seeds)
+
+
+def _zero(dim, activation, width, spatial, kernel, depths, seeds):
+    """Zero-padded nets and their circular references at the same depths (all of them calibrate)."""
+    spec = ArchSpec(dim=dim, depth=max(depths), width=width, kernel=kernel, spatial=spatial,
+                    padding="zero", activation=activation)
+    return CampaignConfig(f"zero{dim}d-{activation}-N{spatial}-k{kernel}", spec, tuple(depths), tuple(depths), seeds)
+
+
+def _resnet(branch, init, activation, width, spatial, depths, seeds):
+    """A 1D residual net (``depth`` = K blocks), circular padding, kernel 3, calibrated on K = 2, 4, 8."""
+    spec = ArchSpec(family="resnet", dim=1, depth=max(depths), width=width, kernel=3, spatial=spatial,
+                    padding="circular", activation=activation, branch=branch, init=init)
+    return CampaignConfig(f"resnet-{branch}-{init}-{activation}", spec, tuple(depths), (2, 4, 8), seeds)
+
+
+def _resnets(width, spatial, depths, seeds):
+    """Every (branch, init) pair with ReLU, and the three branches with ``k-last`` and a linear activation."""
+    relu = [_resnet(b, i, "relu", width, spatial, depths, seeds) for i in INITS for b in BRANCHES]
+    return relu + [_resnet(b, "k-last", "linear", width, spatial, depths, seeds) for b in BRANCHES]
+
+
+_Q1 = [2, 3, 4, 6, 8, 12, 16, 24, 32]
+_Q2 = [2, 3, 4, 6, 8, 12, 16]
+_P = [2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
+_PZ = [2, 4, 8, 16, 32, 64]
+
+#: Width is fixed per config (circular configs: 8 x the deepest depth), so the law is compared at
+#: fixed width.  Zero-padding configs are named ``zero<dim>d-<activation>-N<spatial>-k<kernel>``.
+PRESETS = {
+    "quick": [
+        _conv("conv1d-relu", 1, "relu", 256, 16, _Q1, [2, 4, 8, 16], 32),
+        _conv("conv1d-linear", 1, "linear", 256, 16, _Q1, [2, 4, 8, 16], 32),
+        # calibrate() fits a, b, e to s_bar at the calibration depths (>= 3 of them); the deepest
+        # calibration depth is half the deepest depth, so the held-out check is an extrapolation
+        _conv("conv2d-relu", 2, "relu", 128, 8, _Q2, [2, 4, 6, 8], 32),
+        _conv("conv2d-linear", 2, "linear", 128, 8, _Q2, [2, 4, 6, 8], 32),
+        # zero padding: the boundary regime L k^2 / N^2 spans ~0.002 .. 6 over N and k
+        *[_zero(1, "relu", 128, n, k, [2, 4, 8, 16], 32) for n in (8, 16, 32, 64) for k in (3, 5)],
+        _zero(1, "linear", 128, 8, 3, [2, 4, 8, 16], 32),
+        _zero(2, "relu", 64, 8, 3, [2, 4, 8], 32),
+        # residual nets: K blocks; calibrated on K = 2, 4, 8, held out 16 and 32
+        *_resnets(64, 8, [2, 4, 8, 16, 32], 32),
+    ],
+    # meant for a GPU: pass protocol=ProbeProtocol(device="cuda")
+    "paper": [
+        _conv("conv1d-relu", 1, "relu", 512, 32, _P, [2, 4, 8, 16], 64),
+        _conv("conv1d-linear", 1, "linear", 512, 32, _P, [2, 4, 8, 16], 64),
+        _conv("conv2d-relu", 2, "relu", 512, 32, _P, [2, 4, 8, 16], 64),
+        _conv("conv2d-linear", 2, "linear", 512, 32, _P, [2, 4, 8, 16], 64),
+        *[_zero(dim, "relu", 512, n, k, _PZ, 64) for dim in (1, 2) for n in (8, 16, 32, 64) for k in (3, 5)],
+        *[_zero(dim, "linear", 512, 8, 3, _PZ, 64) for dim in (1, 2)],
+        *_resnets(256, 16, [2, 4, 8, 16, 32, 64], 64),
+    ],
+}
+
+
+def resolve_preset(preset, only=None) -> tuple[str, list[CampaignConfig]]:
+    """``(preset name, configs)`` for a preset name or a list of :class:`CampaignConfig`,
+    keeping only the names in ``only`` (a name or a list of names) when given."""
+    if isinstance(preset, str):
+        if preset not in PRESETS:
+            raise ValueError(f"preset must be one of {', '.join(PRESETS)} or a list of CampaignConfig, got {preset!r}")
+        name, configs = preset, list(PRESETS[preset])
+    else:
+        try:
+            configs = list(preset)
+        except TypeError:
+            raise TypeError(f"preset must be a name or a list of CampaignConfig, got {preset!r}") from None
+        if not configs or not all(isinstance(c, CampaignConfig) for c in configs):
+            raise TypeError("preset must be a non-empty list of CampaignConfig")
+        name = "custom"
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"config names must be distinct, got {names}")
+    if only is not None:
+        wanted = [only] if isinstance(only, str) else list(only)
+        unknown = sorted(set(wanted) - set(names))
+        if unknown:
+            raise ValueError(f"only names unknown configs {unknown}; known: {names}")
+        configs = [c for c in configs if c.name in wanted]
+    return name, configs

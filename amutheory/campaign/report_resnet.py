@@ -1,0 +1,109 @@
+"""The "Residual networks" section of ``report.md`` and the progress line of a resnet config."""
+
+from __future__ import annotations
+
+from amutheory.campaign.common import STATISTICS
+from amutheory.campaign.formatting import _ci, _figure_lines, _g, _pct
+from amutheory.campaign.presets import STREAM_SEEDS
+from amutheory.spec import INITS
+
+
+def _resnet_message(res: dict) -> str:
+    """The progress line of an analysed resnet config."""
+    if not res["forward_stable"]:
+        return f"[{res['name']}] forward unstable (stream {res['growth']}): no law fitted"
+    deep = (res["fitted_exponents"].get("mean") or {}).get("deepest")
+    verdict = "no law" if res["passed"] is None else ("passed" if res["passed"] else "FAILED")
+    return (f"[{res['name']}] {verdict}: max rel. error (held-out, mean) {_pct(res['max_rel_error'])}, fitted "
+            f"exponent (deepest K) {_g(deep and deep['exponent'])} {_ci(deep and deep['ci'])} vs derived "
+            f"{res['derived_exponent']}")
+
+
+def _fit_cell(fit: dict | None) -> str:
+    return "n/a" if not fit else f"{fit['exponent']:.3f} {_ci(fit['ci'], 3)}"
+
+
+def _resnet_verdict(c: dict) -> str:
+    if c["passed"] is None:
+        return "n/a (forward unstable)" if not c["forward_stable"] else "n/a (no law)"
+    tests = c.get("held_out_test", {})
+    ps = [f"{tests[s]['p_value']:.3g} ({s})" for s in STATISTICS if s in tests]
+    joint = f"; joint p = {', '.join(ps)}" if ps else ""
+    return f"{'passed' if c['passed'] else '**failed**'} (max err. {_pct(c['max_rel_error'])} (mean){joint})"
+
+
+def _resnet_table_lines(resnets: list) -> list:
+    lines = ["| convention | branch | activation | derived exponent | measured exponent, all K [95% CI] | "
+             "measured exponent, deepest 3 K [95% CI] | derived in CI (all / deepest) | forward stable? | "
+             "paper's -3/2 holds? | held-out check (both statistics) |",
+             "|---|---|---|---:|---|---|:---:|:---:|:---:|---|"]
+    order = {i: k for k, i in enumerate(INITS)}
+    for c in sorted(resnets, key=lambda c: (order.get(c["init"], 99), c["spec"]["activation"] != "relu")):
+        fits = c["fitted_exponents"].get("mean") or {}
+        inside = " / ".join("n/a" if not fits.get(k) else ("yes" if fits[k]["derived_inside_ci"] else "no")
+                            for k in ("all", "deepest"))
+        claim = ("yes" if c["claim_minus_three_halves"] else "no") if c["forward_stable"] else "no (no power law)"
+        lines.append(f"| {c['init']} | {c['branch']} | {c['spec']['activation']} | "
+                     f"{c['derived_exponent'] or 'none (unstable)'} | {_fit_cell(fits.get('all'))} | "
+                     f"{_fit_cell(fits.get('deepest'))} | {inside} | "
+                     f"{'yes' if c['forward_stable'] else '**no**'} | {claim} | {_resnet_verdict(c)} |")
+    return lines
+
+
+def _resnet_config_lines(c: dict) -> list:
+    head = "FORWARD UNSTABLE" if not c["forward_stable"] else ("PASSED" if c["passed"] else "FAILED")
+    lines = [f"### {c['name']}: {head}", "", f"* mechanism: {c['mechanism']}", f"* stream growth: {c['growth']}"]
+    lines += [f"* **error**: {e}" for e in c["errors"]] + [f"* note: {n}" for n in c["notes"]]
+    for st, t in c.get("held_out_test", {}).items():
+        lines.append(f"* joint held-out test ({st}): chi2 = {t['chi2']:.2f} on {t['dof']} dof, p = {t['p_value']:.3g}")
+    lines += ["", "| K | E[x_K^2]/E[x_0^2] measured (range) | mean field | predicted eta* (mean) | "
+              "measured eta* (mean) [95% CI] | inside | local slope of eta* (mean) [95% CI] |",
+              "|---:|---|---:|---:|---|:---:|---|"]
+    slopes = {r["depth"]: r for r in c["local_slopes"].get("mean", [])}
+    for r, q in zip(c["per_depth"]["mean"], c["stream_growth_measured"]):
+        s = slopes.get(r["depth"], {})
+        inside = "" if r["eta_pred"] is None else ("yes" if r["inside_ci"] else "**no**")
+        lines.append(f"| {r['depth']}{' (cal)' if r['calibration'] and c['forward_stable'] else ''} | "
+                     f"{_g(q['ratio_meas'])} {_ci(q['ratio_meas_range'])} | {_g(q['mean_field'])} | "
+                     f"{_g(r['eta_pred'], 5)} | {_g(r['eta_meas'], 5)} {_ci(r['eta_meas_ci'], 5)} | {inside} | "
+                     f"{_g(s.get('slope'), 3)} {_ci(s.get('ci'), 3)} |")
+    lines.append("")
+    return lines + _figure_lines(c)
+
+
+def _resnet_report_lines(summary: dict, resnets: list) -> list:
+    """The report's "Residual networks" section."""
+    stable = [c for c in resnets if c["forward_stable"]]
+    lines = [
+        "## Residual networks", "",
+        "* nets: a stem conv, K residual blocks `x <- x + alpha branch(x)` and the GAP + linear head "
+        "(`amutheory.measure.resnet`); depth = K blocks.  Branches: `conv` = phi(W * x), `conv-mlp` = "
+        "W2 phi(W1 * x) (W2 1x1), `preact` = W2 * phi(W1 * phi(x)); init conventions as in "
+        "`amutheory.symbolic.resnet_init`.  s_bar is the mean over every tensor entering an activation: "
+        "K per net (`conv`, `conv-mlp`) or 2K (`preact`, the stream too).",
+        "* forward stability, growth and mechanism: the mean-field recursion of the stream "
+        "(`amutheory.symbolic.resnet.forward_analysis`); measured growth E[x_K^2]/E[x_0^2]: mean over the first "
+        f"{STREAM_SEEDS} seeds' nets (the probe's weights and inputs), range over them in brackets.",
+        "* forward-unstable conventions have no power law: nothing is fitted or predicted for them; their "
+        "measured eta*, its local slopes (central differences in ln K, seed-bootstrap CI) and the stream "
+        "growth are shown for information.",
+        "* stable conventions: the derived law (`api.derive`) with `A, B, e0` and the seed spread calibrated "
+        "on the calibration K (lognormal model, as for conv chains), every other K held out; fitted exponent = "
+        "least-squares slope of ln eta* on ln K (arithmetic mean over seeds) with its 95% seed-bootstrap CI, "
+        "over all K and over the deepest three.  The paper's -3/2 \"holds\" where it lies inside the "
+        "deepest-three CI.",
+        f"* {len(stable)} of {len(resnets)} configs are forward-stable; "
+        f"{sum(bool(c['passed']) for c in stable)} of those pass the held-out eta* check (both statistics).", "",
+    ]
+    fig = summary.get("figures", {}).get("resnet_eta_star")
+    if fig:
+        lines += [f"![resnet eta*]({fig})", "",
+                  "Measured eta* (arithmetic mean over seeds, 95% CI) against K, one panel per init convention, "
+                  "ReLU; lines: the calibrated derived law where the forward pass is stable; open markers: "
+                  "forward-unstable configs (no law).", ""]
+    lines += _resnet_table_lines(resnets) + [""]
+    lines += [f"* {c['init']} / {c['branch']} ({c['spec']['activation']}): {c['mechanism']}" for c in resnets]
+    lines.append("")
+    for c in resnets:
+        lines += _resnet_config_lines(c)
+    return lines

@@ -1,0 +1,166 @@
+"""The campaign driver: :func:`run_campaign` (behind ``amutheory validate``) measures every
+config of a preset (:func:`measure_campaign`) and analyses it (:func:`analyse_campaign`).
+
+Outputs in ``out_dir``: ``results.csv``, ``stream.csv`` (resnets), ``campaign.json`` (protocol and
+configs, checked on resume), ``summary.json`` (the JSON contract), ``report.md`` and PNG figures.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from pathlib import Path
+
+from amutheory.campaign.analysis import analyse_config
+from amutheory.campaign.analysis_resnet import analyse_resnet_config
+from amutheory.campaign.common import C_TARGET, LEVEL, _json_safe
+from amutheory.campaign.figures import _collapse_figure, _merge_figure_keys, _resnet_figure, make_figures
+from amutheory.campaign.formatting import _ci, _g, _pct
+from amutheory.campaign.presets import CampaignConfig, resolve_preset
+from amutheory.campaign.report import write_report
+from amutheory.campaign.report_resnet import _resnet_message
+from amutheory.campaign.results import (STREAM_FILE, _block_rows, _check_meta, _fsync, _measure_stream,
+                                        _prepare_csv, _prepare_stream, _protocol_dict, load_measurement,
+                                        read_results, read_stream)
+from amutheory.spec import ProbeProtocol
+
+
+def _block_tag(cfg: CampaignConfig, padding: str, depth: int, i: int, n: int) -> str:
+    """``[name] depth 4 (2/9)``; zero configs name the padding: ``[name] zero depth 4 (6/8)``."""
+    pad = f" {padding}" if cfg.is_zero else ""
+    return f"[{cfg.name}]{pad} depth {depth} ({i}/{n})"
+
+
+def measure_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(), resume: bool = True,
+                     progress=print, only=None, chunk: int = 16) -> dict:
+    """The measuring half of :func:`run_campaign`: fill ``out_dir/results.csv`` block by block
+    (resuming from complete blocks when ``resume``); returns timing counts."""
+    from amutheory.measure.probe import probe
+
+    if not isinstance(protocol, ProbeProtocol):
+        raise TypeError(f"protocol must be a ProbeProtocol, got {type(protocol).__name__}")
+    say = progress if progress is not None else (lambda msg: None)
+    _, configs = resolve_preset(preset, only)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = out / "results.csv"
+    meta_path = out / "campaign.json"
+    meta = _check_meta(meta_path, configs, protocol, resume)
+    done = _prepare_csv(csv_path, configs, resume, say)
+    resnets = [c for c in configs if c.is_resnet]
+    stream_path = out / STREAM_FILE
+    stream_done = _prepare_stream(stream_path, resnets, resume) if resnets else set()
+    meta_path.write_text(json.dumps(_json_safe(meta), indent=1))
+
+    t_measure = time.perf_counter()
+    computed = resumed = 0
+    current = None
+    try:
+        for cfg in configs:
+            n = len(cfg.blocks)
+            for i, (pad, d) in enumerate(cfg.blocks, 1):
+                current = _block_tag(cfg, pad, d, i, n)
+                if cfg.is_resnet and (cfg.name, d) not in stream_done:
+                    _measure_stream(stream_path, cfg, d, protocol)  # a forward pass per seed: cheap
+                if (cfg.name, pad, d) in done:
+                    resumed += 1
+                    say(f"{current} complete in results.csv, skipped")
+                    continue
+                t0 = time.perf_counter()
+                seeds = cfg.seed_list
+                s = probe(cfg.spec.with_(depth=d, padding=pad), seeds, protocol, chunk=chunk).s
+                with open(csv_path, "a", newline="") as f:
+                    csv.writer(f).writerows(_block_rows(cfg, pad, d, seeds, s))
+                    _fsync(f)
+                computed += 1
+                tag, current = current, None  # this block is safe on disk
+                say(f"{tag} {len(seeds)} seeds  {time.perf_counter() - t0:.1f} s")
+    except KeyboardInterrupt:
+        where = f"at {current}" if current else "between blocks"
+        say(f"interrupted {where}; {computed} block(s) measured in this run and every earlier finished "
+            f"block are saved in {csv_path}. Rerun the same command (resume=True) to continue from there.")
+        raise
+    return {"measure_s": time.perf_counter() - t_measure, "blocks_computed": computed,
+            "blocks_resumed": resumed}
+
+
+def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(), progress=print,
+                     only=None, figures: bool = True, timing: dict | None = None) -> dict:
+    """The analysing half of :func:`run_campaign`: calibrate, predict and compare every config
+    from the rows in ``out_dir/results.csv``; write ``summary.json``, ``report.md`` and figures."""
+    say = progress if progress is not None else (lambda msg: None)
+    preset_name, configs = resolve_preset(preset, only)
+    out = Path(out_dir)
+    csv_path = out / "results.csv"
+    t_an = time.perf_counter()
+    results = []
+    blocks, _ = read_results(csv_path)
+    stream = read_stream(out / STREAM_FILE)
+    for cfg in configs:
+        where = " (circular references)" if cfg.is_zero else ""
+        say(f"[{cfg.name}] calibrating on depths {list(cfg.calibration_depths)}{where} and comparing")
+        meas = load_measurement(csv_path, cfg, blocks=blocks)
+        if cfg.is_resnet:
+            res = analyse_resnet_config(cfg, meas, protocol, stream)
+        else:
+            ref = load_measurement(csv_path, cfg, padding="circular", blocks=blocks) if cfg.is_zero else None
+            res = analyse_config(cfg, meas, protocol, reference=ref)
+        if figures:
+            try:
+                res["figures"] = make_figures(out, cfg, meas, res)
+            except Exception as exc:  # a figure must not lose the numbers
+                res["errors"].append(f"figures failed: {type(exc).__name__}: {exc}")
+                res["figures"] = {}
+        results.append(res)
+        if cfg.is_resnet:
+            say(_resnet_message(res))
+            continue
+        say(f"[{cfg.name}] {'passed' if res['passed'] else 'FAILED'}: max rel. error (held-out, mean) "
+            f"{_pct(res['max_rel_error'])}, fitted exponent {_g(res['fitted_exponent'])} "
+            f"{_ci(res['fitted_exponent_ci'])} vs derived {res['derived_exponent']}"
+            + (f"; zero/circular ratio {'passed' if res['passed_ratio'] else 'FAILED'}" if cfg.is_zero else ""))
+    extra = _merge_figure_keys(_collapse_figure(out, results), _resnet_figure(out, results)) if figures else {}
+    timing = dict(timing or {"measure_s": 0.0, "blocks_computed": 0, "blocks_resumed": 0})
+    timing["analysis_s"] = time.perf_counter() - t_an
+    conv = [r for r in results if r.get("family", "conv") != "resnet"]
+    resnets = [r for r in results if r.get("family") == "resnet"]
+    summary = {
+        "preset": preset_name,
+        "out_dir": str(out),
+        "configs": results,
+        # forward-unstable resnets (passed None) have no law to check
+        "passed": all(r["passed"] for r in results if r["passed"] is not None),
+        "passed_circular": all(r["passed"] for r in conv if r["padding"] != "zero"),
+        "passed_zero": all(r["passed"] and r["passed_ratio"] for r in conv if r["padding"] == "zero"),
+        **({"passed_resnet": all(r["passed"] for r in resnets if r["passed"] is not None)} if resnets else {}),
+        "protocol": _protocol_dict(protocol),
+        "C": C_TARGET,
+        "level": LEVEL,
+        "timing": timing,
+        **extra,
+    }
+    summary = _json_safe(summary)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, allow_nan=False))
+    write_report(out / "report.md", summary)
+    say(f"wrote {out / 'summary.json'}, {out / 'report.md'}")
+    return summary
+
+
+def run_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(), resume: bool = True,
+                 progress=print, only=None, chunk: int = 16, figures: bool = True,
+                 analyse: bool = True) -> dict:
+    """Run (or resume) a campaign and write ``results.csv``, ``summary.json``, ``report.md`` and
+    figures into ``out_dir``; returns the summary dict.
+
+    ``preset``: a name of :data:`PRESETS` or a list of :class:`CampaignConfig`.  ``only``: a
+    config name or list of names to restrict the run to.  ``progress``: called with one string
+    per event (``None`` silences it).  ``chunk``: seeds vectorised at once by the probe.
+    ``resume``: keep complete ``(config, padding, depth)`` blocks of an earlier run in ``out_dir``
+    (partial ones are dropped; an old ``results.csv`` without the ``padding`` column is read as
+    circular and rewritten); ``False`` starts ``results.csv`` afresh.  ``analyse=False`` only
+    measures and returns the timing counts."""
+    timing = measure_campaign(preset, out_dir, protocol, resume, progress, only, chunk)
+    if not analyse:
+        return timing
+    return analyse_campaign(preset, out_dir, protocol, progress, only, figures, timing)
