@@ -365,8 +365,11 @@ def resnet_law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, s
     fn = weighted_predictor(spec, input_var)
     vals = [constants[k].value for k in RESNET_CONSTANTS]
     s_bar = fn(depths, *vals)
-    # local slope on integer depths (the stream weights are defined per block count)
-    lo, hi = np.maximum(depths - 1, 1), depths + 1
+    # local slope on integer depths (the stream weights are defined per block count); one-sided
+    # where s_bar(K - 1) = 0 (K = 2 with A = e0 = 0: the first block has no update to read)
+    lo = np.maximum(depths - 1, 1)
+    lo = np.where(fn(lo, *vals) > 0, lo, depths)
+    hi = depths + 1
     slope = -0.5 * (np.log(fn(hi, *vals)) - np.log(fn(lo, *vals))) / (np.log(hi) - np.log(lo))
     if statistic == "geo":
         factor, shift = mean_over_typical(constants, depths)

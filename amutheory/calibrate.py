@@ -101,21 +101,12 @@ def calibrate(profiles: dict, epsilon_value: float, width: int, statistic: str =
     _check_profiles(profiles)
     line = _variance_line(profiles)
     fit, _, _, dof = _fit(profiles, epsilon_value, width, "geo", False, "s_bar", shrink=line)
-    se, se_line = np.full(3, np.nan), np.full(2, np.nan)
-    if n_boot:
-        rng = np.random.default_rng(seed)
-        draws, lines = [], []
-        for _ in range(n_boot):
-            resampled = {d: s[rng.integers(0, len(s), len(s))] for d, s in profiles.items()}
-            try:
-                bline = _variance_line(resampled)
-                draws.append(_fit(resampled, epsilon_value, width, "geo", False, "s_bar", fit.x, shrink=bline)[0].x)
-                lines.append(bline)
-            except ValueError:
-                continue
-        if len(draws) >= 2:
-            se = np.std(np.asarray(draws), axis=0, ddof=1)
-            se_line = np.std(np.asarray(lines), axis=0, ddof=1)
+
+    def refit(resampled):
+        bline = _variance_line(resampled)
+        return _fit(resampled, epsilon_value, width, "geo", False, "s_bar", fit.x, shrink=bline)[0].x, bline
+
+    se, se_line = _bootstrap_sd(profiles, refit, (3, 2), n_boot, seed)
     note = (f"law of the mean: least squares on log of the geometric mean of s_bar(L) times "
             f"exp(sigma^2(L)/2), depths {sorted(profiles)}"
             + (f"; error = sd over {n_boot} seed-bootstrap refits" if n_boot else ""))
@@ -131,6 +122,25 @@ def calibrate(profiles: dict, epsilon_value: float, width: int, statistic: str =
     return Calibration(consts, sorted(profiles), statistic, int(width), float(np.sqrt(rss / len(fit.fun))),
                        ["model lognormal (law = mean, typical = law * exp(-sigma^2/2))",
                         f"{dof} residual degrees of freedom in the fit of the law"])
+
+
+def _bootstrap_sd(profiles: dict, refit, sizes: tuple, n_boot: int, seed: int) -> tuple:
+    """Standard deviations over ``n_boot`` refits on seeds resampled with replacement (per depth,
+    ``numpy.random.default_rng(seed)``).  ``refit(resampled)`` returns one array per quantity
+    (``sizes`` their lengths); a refit that raises ``ValueError`` is skipped; NaN when fewer than
+    two refits succeed or ``n_boot`` is 0."""
+    draws = [[] for _ in sizes]
+    rng = np.random.default_rng(seed)
+    for _ in range(n_boot or 0):
+        resampled = {d: s[rng.integers(0, len(s), len(s))] for d, s in profiles.items()}
+        try:
+            out = refit(resampled)
+        except ValueError:
+            continue
+        for bucket, value in zip(draws, out):
+            bucket.append(value)
+    return tuple(np.std(np.asarray(b), axis=0, ddof=1) if len(b) >= 2 else np.full(n, np.nan)
+                 for b, n in zip(draws, sizes))
 
 
 def _check_profiles(profiles):
@@ -164,18 +174,8 @@ def calibrate_free_gamma(profiles: dict, epsilon_value: float, width: int, stati
     standard deviations of the constants over ``n_boot`` refits on seeds resampled with
     replacement (fixed ``seed``); ``n_boot=0`` skips them."""
     fit, ys, n_free, dof = _fit(profiles, epsilon_value, width, statistic, fit_gamma, target)
-    se = np.full(n_free, np.nan)
-    if n_boot:
-        rng = np.random.default_rng(seed)
-        draws = []
-        for _ in range(n_boot):
-            resampled = {d: s[rng.integers(0, len(s), len(s))] for d, s in profiles.items()}
-            try:
-                draws.append(_fit(resampled, epsilon_value, width, statistic, fit_gamma, target, fit.x)[0].x)
-            except ValueError:
-                continue
-        if len(draws) >= 2:
-            se = np.std(np.asarray(draws), axis=0, ddof=1)
+    (se,) = _bootstrap_sd(profiles, lambda r: (_fit(r, epsilon_value, width, statistic, fit_gamma, target,
+                                                    fit.x)[0].x,), (n_free,), n_boot, seed)
     rss = float(np.sum(fit.fun**2))
     quantity = "s_l of every layer" if target == "layers" else "s_bar(L)"
     note = f"least squares on log {quantity} ({statistic} over seeds), depths {sorted(profiles)}"
@@ -276,28 +276,21 @@ def calibrate_law(profiles: dict, s_bar_fn, names: tuple, statistic: str = "mean
         shrink = -(line[0] + line[1] * depths) / 2
 
         def resid(p):
-            model = np.asarray(s_bar_fn(depths, *np.exp(np.clip(p, -700, 700))), float)
+            with np.errstate(over="ignore", invalid="ignore"):  # trial points far out overflow: huge residual
+                model = np.asarray(s_bar_fn(depths, *np.exp(np.clip(p, -700, 700))), float)
+            model = np.nan_to_num(model, nan=1e300, posinf=1e300)
             return np.log(np.maximum(model, 1e-300)) + shrink - np.log(geo)
 
         p0 = np.zeros(len(names)) + np.log(np.median(geo)) if start is None else start
         return least_squares(resid, p0, x_scale="jac"), line
 
     best, line = fit(profiles)
-    se, se_line = np.full(len(names), np.nan), np.full(2, np.nan)
-    if n_boot:
-        rng = np.random.default_rng(seed)
-        draws, lines = [], []
-        for _ in range(n_boot):
-            res = {d: s[rng.integers(0, len(s), len(s))] for d, s in profiles.items()}
-            try:
-                f, bl = fit(res, best.x)
-            except ValueError:
-                continue
-            draws.append(f.x)
-            lines.append(bl)
-        if len(draws) >= 2:
-            se = np.std(np.exp(np.asarray(draws)), axis=0, ddof=1)
-            se_line = np.std(np.asarray(lines), axis=0, ddof=1)
+
+    def refit(resampled):
+        f, bl = fit(resampled, best.x)
+        return np.exp(f.x), bl
+
+    se, se_line = _bootstrap_sd(profiles, refit, (len(names), 2), n_boot, seed)
     text = (note or "law of the mean") + (f": least squares on log geometric mean x exp(sigma^2/2), depths "
                                          f"{sorted(profiles)}; error = sd over {n_boot} seed-bootstrap refits")
     consts = {k: Constant(k, float(np.exp(v)), "calibrated", float(e_), note=text)
