@@ -1,4 +1,4 @@
-"""Command line: ``amutheory {derive,predict,measure,validate,boundary} ...`` (also ``python -m amutheory``).
+"""Command line: ``amutheory {derive,predict,measure,validate,boundary,depth} ...`` (also ``python -m amutheory``).
 
 Every command takes ``--json`` to print one JSON object (the contract in README.md) instead of
 text.  Bad input ends with one line ``amutheory: error: ...`` on stderr and exit status 2.
@@ -313,9 +313,89 @@ def cmd_validate(args):
     _emit(args, summary, "\n".join(lines))
 
 
+def _shape(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
+    return values
+
+
+def _load_model(spec: str):
+    """``path/to/file.py:factory`` or ``package.module:factory`` -> the nn.Module it builds."""
+    import importlib
+    import importlib.util
+    import os
+
+    from torch import nn
+
+    if ":" not in spec:
+        raise CliError(f"depth: model spec must be FILE.py:FACTORY or MODULE:FACTORY, got {spec!r}")
+    where, name = spec.rsplit(":", 1)
+    if not where or not name:
+        raise CliError(f"depth: model spec must be FILE.py:FACTORY or MODULE:FACTORY, got {spec!r}")
+    try:
+        if where.endswith(".py") or os.sep in where or os.path.exists(where):
+            if not os.path.isfile(where):
+                raise CliError(f"depth: no such file {where!r}")
+            ispec = importlib.util.spec_from_file_location(f"_amutheory_depth_{abs(hash(where))}", where)
+            module = importlib.util.module_from_spec(ispec)
+            sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
+            try:
+                ispec.loader.exec_module(module)
+            finally:
+                sys.path.pop(0)
+        else:
+            module = importlib.import_module(where)
+    except CliError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any import failure is a bad spec
+        raise CliError(f"depth: cannot import {where!r}: {type(exc).__name__}: {' '.join(str(exc).split())}")
+    if not hasattr(module, name):
+        raise CliError(f"depth: {where!r} has no attribute {name!r}")
+    obj = getattr(module, name)
+    if not isinstance(obj, nn.Module):
+        if not callable(obj):
+            raise CliError(f"depth: {spec!r} is neither an nn.Module nor a factory")
+        try:
+            obj = obj()
+        except Exception as exc:  # noqa: BLE001
+            raise CliError(f"depth: calling {name}() failed: {type(exc).__name__}: {' '.join(str(exc).split())}")
+    if not isinstance(obj, nn.Module):
+        raise CliError(f"depth: {spec!r} returned {type(obj).__name__}, not a torch.nn.Module")
+    return obj
+
+
+def cmd_depth(args):
+    from amutheory.graph import effective_depth
+
+    model = _load_model(args.model)
+    weights = {"layer": args.layer_weight, "residual": args.residual_weight, "norm": args.norm_weight}
+    rep = effective_depth(model, args.input_shape, weights, leaf_modules=args.leaf or ())
+    d = rep.to_dict()
+    d["model"] = args.model
+    d["input_shape"] = list(args.input_shape)
+    lines = [f"{args.model}: effective depth (shortest input -> output path) {rep.effective_depth}",
+             f"longest path {rep.longest_path}; blocks (sequential units) {rep.blocks}; "
+             f"{rep.num_paths} paths, mean length {rep.mean_path_length:.4g}; sum_p L_p^3 = {rep.path_sum_cubed}",
+             f"weights: {rep.weights}; {rep.parameterised_layers} parameterised layers, "
+             f"{rep.residual_additions} residual additions, {rep.norm_layers} normalisations",
+             "critical path: " + " -> ".join(rep.critical_path)]
+    if args.plot:
+        from amutheory.graph.depth import plot_dag
+        from amutheory.graph.trace import trace_dag
+
+        plot_dag(trace_dag(model, args.input_shape, weights, leaf_modules=args.leaf or ()), args.plot,
+                 rep.critical_path)
+        lines.append(f"wrote {args.plot}")
+    _emit(args, d, "\n".join(lines))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="amutheory", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", metavar="{derive,predict,measure,validate,boundary}",
+    sub = p.add_subparsers(dest="command", metavar="{derive,predict,measure,validate,boundary,depth}",
                            parser_class=_Parser)
     common = _Parser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -375,6 +455,22 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--dtype", default="float64", choices=("float64", "float32"), help="default float64")
     va.add_argument("--device", default="cpu", help="cpu or cuda[:i] (default cpu)")
     va.set_defaults(func=cmd_validate)
+
+    de = sub.add_parser("depth", parents=[common], help="effective depth of a torch model's computation graph",
+                        description="Trace a torch.nn.Module with torch.fx; shortest/longest input -> output "
+                                    "path (layers and residual additions), blocks and sum_p L_p^3.")
+    de.add_argument("model", help="FILE.py:FACTORY or MODULE:FACTORY (a no-argument callable or an nn.Module)")
+    de.add_argument("--input-shape", type=_shape, required=True,
+                    help="input shape, comma-separated, e.g. 1,3,32,32 (the model is run once on zeros)")
+    de.add_argument("--layer-weight", type=float, default=1.0, help="weight of a parameterised layer (default 1)")
+    de.add_argument("--residual-weight", type=float, default=1.0,
+                    help="weight of a residual addition (default 1)")
+    de.add_argument("--norm-weight", type=float, default=0.0,
+                    help="weight of a normalisation layer: BatchNorm, LayerNorm, ... (default 0)")
+    de.add_argument("--leaf", action="append", default=None,
+                    help="module class or qualified name not to trace into (counts as one layer); repeatable")
+    de.add_argument("--plot", default=None, help="also draw the graph, critical path highlighted, to this file")
+    de.set_defaults(func=cmd_depth)
     return p
 
 

@@ -81,7 +81,7 @@ def test_bad_input_one_line_exit_2(args, needle, capsys):
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in err
 
 
-@pytest.mark.parametrize("cmd", ["derive", "predict", "measure", "validate", "boundary"])
+@pytest.mark.parametrize("cmd", ["derive", "predict", "measure", "validate", "boundary", "depth"])
 def test_help_documents_every_flag(cmd):
     res = subprocess.run([sys.executable, "-m", "amutheory", cmd, "--help"], capture_output=True, text=True)
     assert res.returncode == 0
