@@ -3,6 +3,8 @@
 * ``_reseed`` (autouse): before every test, reseed ``random``, ``numpy`` (legacy global
   state) and ``torch`` with 0 and use two intra-op torch threads, so a test's outcome does
   not depend on which tests ran before it or on the machine's core count.
+* Hypothesis runs derandomized (a fixed seed per test, no example database): CI and every
+  machine see the same examples, so a property test passes or fails reproducibly.
 * Tests marked ``@pytest.mark.gpu`` are skipped, with a reason, where
   ``torch.cuda.is_available()`` is false (the default ``addopts`` also deselects them; run
   ``pytest -m gpu`` on a CUDA machine).
@@ -13,8 +15,12 @@ import random
 import numpy as np
 import pytest
 import torch
+from hypothesis import settings
 
 SEED = 0
+
+settings.register_profile("amutheory", derandomize=True, database=None)
+settings.load_profile("amutheory")
 
 
 def cuda_available() -> bool:

@@ -19,8 +19,10 @@ from amutheory.symbolic.boundary import N_sym, k_sym, l_sym
 
 kernels = st.sampled_from([3, 5, 7])
 a_b = st.floats(min_value=0.1, max_value=10.0, allow_nan=False)
-e_values = st.floats(min_value=0.0, max_value=5.0, allow_nan=False)
-eps_values = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+# exactly 0 or >= 1e-6: a subnormal eps squares to 0.0 in floating point, so s_bar(1) would be
+# 0/0 although eps > 0 (Hypothesis found eps = 2.2e-311)
+e_values = st.one_of(st.just(0.0), st.floats(min_value=1e-6, max_value=5.0, allow_nan=False))
+eps_values = st.one_of(st.just(0.0), st.floats(min_value=1e-6, max_value=1.0, allow_nan=False))
 
 lam2 = sp.lambdify((k_sym, N_sym), boundary.top_eigenvalue_asymptotic(2), "numpy")
 lam4 = sp.lambdify((k_sym, N_sym), boundary.top_eigenvalue_asymptotic(4), "numpy")
