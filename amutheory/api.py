@@ -21,6 +21,7 @@ import numpy as np
 from amutheory.calibrate import Calibration, calibrate, layer_prediction, per_layer_statistic
 from amutheory.constants import Constant
 from amutheory.spec import ArchSpec, ProbeProtocol
+from amutheory.stats import eta_slope_between
 from amutheory.symbolic.conv import conv_law, derived_constants
 
 DEFAULT_CALIBRATION_DEPTHS = (2, 3, 4, 6)
@@ -273,8 +274,9 @@ def zero_padding_factor(spec: ArchSpec, depths, constants: dict):
     ints = sorted({int(d) for d in depths} | {int(d) + 1 for d in depths} | {max(1, int(d) - 1) for d in depths})
     table = dict(zip(ints, boundary_ratio(*vals, spec.spatial, spec.kernel, ints, spec.dim)))
     ratio = np.array([table[int(d)] for d in depths])
-    shift = np.array([-0.5 * (np.log(table[int(d) + 1]) - np.log(table[max(1, int(d) - 1)]))
-                      / (np.log(int(d) + 1) - np.log(max(1, int(d) - 1))) for d in depths])
+    lo, hi = [max(1, int(d) - 1) for d in depths], [int(d) + 1 for d in depths]
+    shift = eta_slope_between(np.array([table[x] for x in lo]), np.array([table[x] for x in hi]),
+                              np.array(lo, float), np.array(hi, float))
     return ratio, shift
 
 
@@ -370,7 +372,7 @@ def resnet_law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, s
     lo = np.maximum(depths - 1, 1)
     lo = np.where(fn(lo, *vals) > 0, lo, depths)
     hi = depths + 1
-    slope = -0.5 * (np.log(fn(hi, *vals)) - np.log(fn(lo, *vals))) / (np.log(hi) - np.log(lo))
+    slope = eta_slope_between(fn(lo, *vals), fn(hi, *vals), lo, hi)
     if statistic == "geo":
         factor, shift = mean_over_typical(constants, depths)
         s_bar, slope = s_bar / factor, slope - shift

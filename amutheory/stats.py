@@ -36,6 +36,7 @@ __all__ = [
     "geo_mean_ci",
     "fit_loglog_slope",
     "local_slopes",
+    "eta_slope_between",
     "HeldOutTest",
     "held_out_test",
 ]
@@ -281,6 +282,12 @@ def fit_loglog_slope(depths, values_per_seed, level: float = 0.95, n_boot: int =
         slopes[start:start + b] = _ls_line(lx, np.log(_seed_stat(boot, statistic)))[0]
     return SlopeFit(slope=float(slope), intercept=float(intercept),
                     ci=_quantiles(slopes, level), level=level)
+
+
+def eta_slope_between(s_lo, s_hi, depth_lo, depth_hi):
+    """Secant slope of ``eta* = sqrt(C / s_bar)`` in log-log: ``-(1/2) (ln s_hi - ln s_lo) /
+    (ln L_hi - ln L_lo)`` (elementwise; ``C`` cancels)."""
+    return -0.5 * (np.log(s_hi) - np.log(s_lo)) / (np.log(depth_hi) - np.log(depth_lo))
 
 
 def local_slopes(depths, values) -> np.ndarray:

@@ -54,6 +54,7 @@ import numbers
 import numpy as np
 import sympy as sp
 
+from amutheory.stats import eta_slope_between
 from amutheory.symbolic.expansion import pairs_with_max
 from amutheory.symbolic.symbols import epsilon, m
 
@@ -264,7 +265,7 @@ def regime(depth: int, kernel: int, spatial: int, dim: int = 1, constants=None,
     hi = depth + 1
     r_lo, r_mid, r_hi = boundary_ratio(a_, b_, e_, eps_, spatial, kernel, [lo, depth, hi], dim)
     # eta* ratio = ratio^(-1/2): slope shift = -(1/2) d ln ratio / d ln L
-    shift = -0.5 * (np.log(r_hi) - np.log(r_lo)) / (np.log(hi) - np.log(lo))
+    shift = eta_slope_between(r_lo, r_hi, lo, hi)
     return {
         "depth": depth, "kernel": kernel, "spatial": spatial, "dim": dim,
         "regime_parameter": depth * kernel**2 / spatial**2,
