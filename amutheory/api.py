@@ -56,11 +56,24 @@ def _check_C(C):
     return float(C)
 
 
-def derive(spec: ArchSpec | None = None, finite_width: bool = False):
+TRANSFORMER_LAWS = ("coherent", "effective-depth")
+
+
+def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = "coherent"):
     """The derived depth law of ``spec``'s family (symbolic; no torch).  Residual nets: the law of
-    :func:`amutheory.symbolic.resnet.resnet_law` (ValueError when the forward pass is unstable)."""
+    :func:`amutheory.symbolic.resnet.resnet_law` (ValueError when the forward pass is unstable).
+    Transformers: ``law="coherent"`` (:func:`amutheory.symbolic.transformer.transformer_law`) or
+    ``"effective-depth"`` (the chain law in ``2K + 2``, the second paper's claim)."""
     if spec is not None:
         _check_spec(spec)
+    if law not in TRANSFORMER_LAWS:
+        raise ValueError(f"law must be one of {', '.join(TRANSFORMER_LAWS)}; got {law!r}")
+    if spec is not None and spec.family == "transformer":
+        from amutheory.symbolic.transformer import effective_depth_law, transformer_law
+
+        if finite_width:
+            raise ValueError("finite_width is available for the conv family only")
+        return effective_depth_law(spec) if law == "effective-depth" else transformer_law(spec)
     if spec is not None and spec.family == "resnet":
         from amutheory.symbolic.resnet import resnet_law
 
@@ -282,14 +295,18 @@ def zero_padding_factor(spec: ArchSpec, depths, constants: dict):
 
 def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DEFAULT_CALIBRATION_DEPTHS,
             calibration_seeds=32, statistic: str = "mean", protocol: ProbeProtocol = ProbeProtocol(),
-            C: float = 1.0, progress=None, calibration_measurement: Measurement | None = None) -> Prediction:
+            C: float = 1.0, progress=None, calibration_measurement: Measurement | None = None,
+            law: str = "coherent") -> Prediction:
     """Predict ``eta*(L)`` of ``spec`` at ``depths``.
 
     ``constants``: ``"calibrate"`` (measure nets at ``calibration_depths`` and fit ``a, b, e,
     gamma``; the default), ``"mlp-limit"`` (derived constants only, ``s`` in units of ``a``), or
     a :class:`~amutheory.calibrate.Calibration`.  ``statistic`` picks what is predicted: the
-    arithmetic mean over seeds (``mean``, the expectation) or the typical value (``geo``)."""
+    arithmetic mean over seeds (``mean``, the expectation) or the typical value (``geo``).
+    ``law`` picks the transformer law (:data:`TRANSFORMER_LAWS`; other families have one)."""
     _check_spec(spec)
+    if law not in TRANSFORMER_LAWS:
+        raise ValueError(f"law must be one of {', '.join(TRANSFORMER_LAWS)}; got {law!r}")
     depths = check_depths(depths)
     C = _check_C(C)
     if statistic not in ("mean", "geo"):
@@ -297,6 +314,9 @@ def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DE
     if spec.family == "resnet":
         return _predict_resnet(spec, depths, constants, calibration_depths, calibration_seeds, statistic,
                                protocol, C, progress, calibration_measurement)
+    if spec.family == "transformer":
+        return _predict_transformer(spec, depths, constants, calibration_depths, calibration_seeds, statistic,
+                                    protocol, C, progress, calibration_measurement, law)
     notes, calib = [], None
     if isinstance(constants, Calibration):
         calib = constants
@@ -403,4 +423,60 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
     const["C"] = Constant("C", C, "convention", note="target one-step second moment")
     s_bar, eta, slope = resnet_law_values(spec, depths, const, C, statistic, protocol.input_var)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, law.name, statistic,
+                      C, calib, notes)
+
+
+# --------------------------------------------------------------------------- transformers
+def transformer_predictor(spec: ArchSpec, law: str = "coherent"):
+    """``(s_bar_fn(depths, *constants), constant names)`` of a transformer law (lambdified)."""
+    from amutheory.symbolic.resnet import law_predictor
+
+    derived = derive(spec, law=law)
+    if law == "coherent":
+        return law_predictor("conv-mlp", spec.init), RESNET_CONSTANTS
+    fn = derived.predictor("s_bar")
+    names = tuple(fn.constants)
+    return (lambda depths, *vals: fn(depths, **dict(zip(names, vals)))), names
+
+
+def transformer_law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, statistic: str = "mean",
+                           law: str = "coherent"):
+    """``(s_bar, eta*, local slope)`` of a transformer law at ``depths`` (K values)."""
+    fn, names = transformer_predictor(spec, law)
+    depths = np.asarray(depths, dtype=float)
+    vals = [constants[k].value for k in names]
+    s_bar = np.asarray(fn(depths, *vals), float)
+    lo, hi = np.maximum(depths - 1, 1), depths + 1  # integer neighbours, one-sided at K = 1
+    lo = np.where(np.asarray(fn(lo, *vals), float) > 0, lo, depths)
+    slope = eta_slope_between(fn(lo, *vals), fn(hi, *vals), lo, hi)
+    if statistic == "geo":
+        factor, shift = mean_over_typical(constants, depths)
+        s_bar, slope = s_bar / factor, slope - shift
+    return s_bar, np.sqrt(C / s_bar), slope
+
+
+def _predict_transformer(spec, depths, constants, calibration_depths, calibration_seeds, statistic, protocol, C,
+                         progress, calibration_measurement, law) -> Prediction:
+    from amutheory.calibrate import calibrate_law
+
+    derived = derive(spec, law=law)  # raises for init none with the coherent law
+    fn, names = transformer_predictor(spec, law)
+    if isinstance(constants, Calibration):
+        calib = constants
+    elif constants == "calibrate":
+        if calibration_measurement is None:
+            calibration_measurement = measure(spec, check_depths(calibration_depths), calibration_seeds,
+                                              protocol, C, progress)
+        calib = calibrate_law(calibration_measurement.profiles, fn, names, statistic,
+                              note=f"transformer law {derived.name}")
+    else:
+        raise ValueError(f"constants must be 'calibrate' or a Calibration for transformers, got {constants!r}")
+    notes = [f"law {derived.name}: eta* ~ K^({derived.exponent})"]
+    held_in = sorted(set(depths) & set(calib.depths))
+    if held_in:
+        notes.append(f"depths {held_in} were used for calibration: not an independent check there")
+    const = dict(calib.constants)
+    const["C"] = Constant("C", C, "convention", note="target one-step second moment")
+    s_bar, eta, slope = transformer_law_values(spec, depths, const, C, statistic, law)
+    return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, derived.name, statistic,
                       C, calib, notes)

@@ -1,4 +1,4 @@
-"""Command line: ``amutheory {derive,predict,measure,validate,boundary,depth} ...`` (also ``python -m amutheory``).
+"""Command line: ``amutheory {derive,predict,measure,validate,boundary,depth,transfer} ...`` (also ``python -m amutheory``).
 
 Every command takes ``--json`` to print one JSON object (the contract in README.md) instead of
 text.  Bad input ends with one line ``amutheory: error: ...`` on stderr and exit status 2.
@@ -67,6 +67,13 @@ def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
                         "sqrt-multiplier = branch x 1/sqrt(K), none (default k-last)")
     g.add_argument("--shortcut", default="identity", choices=SHORTCUTS,
                    help="residual skip path: identity or a 1x1 projection per block (default identity)")
+    g.add_argument("--heads", type=int, default=2, help="attention heads (family transformer, default 2)")
+    g.add_argument("--mlp-ratio", type=int, default=4, help="MLP hidden width / width (family transformer, default 4)")
+    g.add_argument("--seq-len", type=int, default=None,
+                   help="sequence length T (family transformer; alias of --spatial)")
+    g.add_argument("--law", default="coherent", choices=("coherent", "effective-depth"),
+                   help="transformer law: coherent leading order (default) or the chain law in the effective "
+                        "depth 2K+2 (the second paper's claim)")
     g = p.add_argument_group("probe protocol (same defaults for predict and measure)")
     g.add_argument("--input-channels", type=int, default=3, help="input channels (default 3)")
     g.add_argument("--batch", type=int, default=8, help="batch size B of the SGD step (default 8)")
@@ -84,10 +91,12 @@ def _spec(args, depth=None):
 
     if args.depths is not None:
         args.depths = check_depths(args.depths)
+    spatial = args.seq_len if getattr(args, "seq_len", None) is not None else args.spatial
     return ArchSpec(family=args.family, dim=args.dim, depth=depth or (args.depths or [1])[0], width=args.width,
-                    kernel=args.kernel, spatial=args.spatial, padding=args.padding, activation=args.activation,
+                    kernel=args.kernel, spatial=spatial, padding=args.padding, activation=args.activation,
                     init_c=args.init_c, input_channels=args.input_channels, batch=args.batch,
-                    outputs=args.outputs, branch=args.branch, init=args.init, shortcut=args.shortcut)
+                    outputs=args.outputs, branch=args.branch, init=args.init, shortcut=args.shortcut,
+                    heads=args.heads, mlp_ratio=args.mlp_ratio)
 
 
 def _protocol(args):
@@ -119,6 +128,8 @@ def cmd_derive(args):
     spec = _spec(args)
     if spec.family == "resnet":
         return _derive_resnet(args, spec)
+    if spec.family == "transformer":
+        return _derive_transformer(args, spec)
     law = derive(spec)
     d = law.to_dict(order=args.order)
     if args.finite_width:
@@ -158,6 +169,22 @@ def cmd_derive(args):
                   f"{'constant-level' if r['constant_level'] else 'NOT constant-level'}" for r in bd["per_depth"]]
     lines.append("assumptions:")
     lines += [f"  - {a}" for a in d["assumptions"]]
+    _emit(args, d, "\n".join(lines))
+
+
+def _derive_transformer(args, spec):
+    from amutheory.api import derive
+
+    if args.finite_width:
+        raise CliError("derive: --finite-width is available for --family conv only")
+    law = derive(spec, law=args.law)
+    d = law.to_dict(order=args.order)
+    d["law"] = args.law
+    d["effective_depth"] = f"2*K + 2 (K = {spec.depth} blocks: {2 * spec.depth + 2})"
+    lines = [f"law: {law.name}  (K = number of pre-LN blocks)", f"s_bar(K) = {d['s_bar']}",
+             f"leading exponent: {d['exponent']}   (eta* ~ K^({d['exponent']}))",
+             f"effective depth: {d['effective_depth']}", "assumptions:"]
+    lines += [f"  - {a_}" for a_ in d["assumptions"]]
     _emit(args, d, "\n".join(lines))
 
 
@@ -260,7 +287,7 @@ def cmd_predict(args):
     constants = "mlp-limit" if args.constants == "mlp-limit" else "calibrate"
     pred = predict(spec, args.depths, constants=constants, calibration_depths=args.calibration_depths,
                    calibration_seeds=args.calibration_seeds, statistic=args.statistic,
-                   protocol=_protocol(args), C=args.C, progress=_progress(args))
+                   protocol=_protocol(args), C=args.C, progress=_progress(args), law=args.law)
     d = pred.to_dict()
     lines = [f"law: {pred.law}  (statistic: {pred.statistic})",
              f"{'L':>5} {'eta*':>12} {'s_bar':>12} {'dln eta*/dln L':>15}"]
@@ -393,9 +420,39 @@ def cmd_depth(args):
     _emit(args, d, "\n".join(lines))
 
 
+def cmd_transfer(args):
+    from amutheory.transfer import transfer_lr
+
+    if (args.source is None) != (args.target is None):
+        raise CliError("transfer: give both --from and --to (models), or neither (then --from-depth/--to-depth)")
+    if args.source is not None:
+        if args.input_shape is None:
+            raise CliError("transfer: --input-shape is required with --from/--to")
+        ref, tgt = _load_model(args.source), _load_model(args.target)
+        labels = (args.source, args.target)
+    else:
+        if args.from_depth is None or args.to_depth is None:
+            raise CliError("transfer: give --from/--to models or --from-depth and --to-depth")
+        ref = _spec(args, depth=args.from_depth)
+        tgt = ref.with_(depth=args.to_depth, width=args.to_width or ref.width)
+        labels = (f"{ref.family} depth {ref.depth} width {ref.width}", f"{tgt.family} depth {tgt.depth} "
+                                                                      f"width {tgt.width}")
+    res = transfer_lr(args.lr, ref, tgt, rule=args.rule, input_shape=args.input_shape,
+                      target_input_shape=args.to_input_shape)
+    d = res.to_dict()
+    d["from"], d["to"] = labels
+    lines = [f"lr {args.lr:g} at {labels[0]} (effective depth {res.reference.effective_depth:g}, "
+             f"blocks {res.reference.blocks})",
+             f"-> {labels[1]} (effective depth {res.target.effective_depth:g}, blocks {res.target.blocks}):",
+             f"lr = {res.lr:.6g}  [{res.rule}]"]
+    lines += [f"  {k:<14} {v:.6g}" for k, v in res.rules.items()]
+    lines += [f"note: {n}" for n in res.notes]
+    _emit(args, d, "\n".join(lines))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="amutheory", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", metavar="{derive,predict,measure,validate,boundary,depth}",
+    sub = p.add_subparsers(dest="command", metavar="{derive,predict,measure,validate,boundary,depth,transfer}",
                            parser_class=_Parser)
     common = _Parser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -448,7 +505,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     va = sub.add_parser("validate", parents=[common], help="run a validation campaign",
                         description="Derive, predict and measure a preset of configs; write a report.")
-    va.add_argument("--preset", default="quick", choices=("quick", "paper"), help="default quick")
+    va.add_argument("--preset", default="quick", choices=("quick", "transfer", "paper"),
+                    help="quick (CPU), transfer (transformers and every LR-transfer rule, CPU) or paper (GPU); "
+                         "default quick")
     va.add_argument("--out", default="results/quick", help="output folder (default results/quick)")
     va.add_argument("--fresh", action="store_true", help="ignore finished results in --out (default: resume)")
     va.add_argument("--input-var", type=float, default=1.0, help=argparse.SUPPRESS)
@@ -471,6 +530,25 @@ def build_parser() -> argparse.ArgumentParser:
                     help="module class or qualified name not to trace into (counts as one layer); repeatable")
     de.add_argument("--plot", default=None, help="also draw the graph, critical path highlighted, to this file")
     de.set_defaults(func=cmd_depth)
+
+    tr = sub.add_parser("transfer", parents=[common], help="transfer a tuned learning rate to another depth/width",
+                        description="The learning rate for --to from --lr tuned at --from, by every depth rule "
+                                    "(am-mup default, power, chen, depth-mup, completep, per-layer-mup).")
+    tr.add_argument("--lr", type=float, required=True, help="learning rate tuned on the reference")
+    tr.add_argument("--from", dest="source", default=None,
+                    help="reference model FILE.py:FACTORY or MODULE:FACTORY (or use --from-depth)")
+    tr.add_argument("--to", dest="target", default=None,
+                    help="target model FILE.py:FACTORY or MODULE:FACTORY (or use --to-depth)")
+    tr.add_argument("--input-shape", type=_shape, default=None,
+                    help="input shape of the models, e.g. 1,3,32,32 (required with --from/--to)")
+    tr.add_argument("--to-input-shape", type=_shape, default=None, help="target input shape if different")
+    tr.add_argument("--from-depth", type=int, default=None, help="reference depth (architecture flags)")
+    tr.add_argument("--to-depth", type=int, default=None, help="target depth (architecture flags)")
+    tr.add_argument("--to-width", type=int, default=None, help="target width (default --width)")
+    tr.add_argument("--rule", default="am-mup", choices=("am-mup", "power", "chen", "depth-mup", "completep",
+                                                          "per-layer-mup"), help="rule of 'lr' (default am-mup)")
+    _arch_args(tr, depths_required=False)
+    tr.set_defaults(func=cmd_transfer)
     return p
 
 

@@ -14,7 +14,7 @@ import dataclasses
 import numbers
 from dataclasses import dataclass
 
-FAMILIES = ("conv", "resnet")
+FAMILIES = ("conv", "resnet", "transformer")
 #: residual branch types: ``conv`` = x + phi(W * x) (the AM-muP authors' block); ``conv-mlp`` =
 #: x + W2 phi(W1 * x) with a 1x1 W2; ``preact`` = x + W2 * phi(W1 * phi(x))
 BRANCHES = ("conv", "conv-mlp", "preact")
@@ -22,6 +22,11 @@ BRANCHES = ("conv", "conv-mlp", "preact")
 INITS = ("k-last", "k-all", "k-squared", "sqrt-multiplier", "none")
 SHORTCUTS = ("identity", "projection")
 _RESNET_FIELDS = ("branch", "init", "shortcut")
+_TRANSFORMER_FIELDS = ("heads", "mlp_ratio")
+#: fields a family does not read (dropped by :meth:`ArchSpec.to_dict`)
+_UNUSED_FIELDS = {"conv": _RESNET_FIELDS + _TRANSFORMER_FIELDS,
+                  "resnet": _TRANSFORMER_FIELDS,
+                  "transformer": ("branch", "shortcut", "kernel", "padding", "dim")}
 PADDINGS = ("circular", "zero")
 #: accepted spellings of a padding, normalised to the names of :data:`PADDINGS`
 PADDING_ALIASES = {"zeros": "zero", "circ": "circular"}
@@ -82,6 +87,10 @@ class ArchSpec:
     branch, init, shortcut     ResNets only (family "resnet", ``depth`` = K blocks): the branch
                                type (:data:`BRANCHES`), the init convention (:data:`INITS`) and
                                the skip path (identity, or a 1x1 projection in every block).
+    heads, mlp_ratio           Transformers only (family "transformer", ``depth`` = K pre-LN
+                               blocks, ``width`` = d_model, ``spatial`` = sequence length T,
+                               ``init`` as for ResNets, applied to both branches): attention heads
+                               (dividing ``width``) and the MLP hidden width ``mlp_ratio * width``.
     """
 
     family: str = "conv"
@@ -99,6 +108,8 @@ class ArchSpec:
     branch: str = "conv"
     init: str = "k-last"
     shortcut: str = "identity"
+    heads: int = 2
+    mlp_ratio: int = 4
 
     def __post_init__(self):
         _check_choice("family", self.family, FAMILIES)
@@ -110,10 +121,11 @@ class ArchSpec:
         _check_int("width", self.width, 1)
         _check_int("kernel", self.kernel, 1)
         _check_int("spatial", self.spatial, 1)
-        if self.kernel % 2 == 0:
-            raise ValueError(f"kernel must be odd, got {self.kernel}")
-        if self.kernel > self.spatial:
-            raise ValueError(f"kernel must be <= spatial ({self.spatial}), got {self.kernel}")
+        if self.family != "transformer":  # a transformer has no kernel (the field is ignored)
+            if self.kernel % 2 == 0:
+                raise ValueError(f"kernel must be odd, got {self.kernel}")
+            if self.kernel > self.spatial:
+                raise ValueError(f"kernel must be <= spatial ({self.spatial}), got {self.kernel}")
         if isinstance(self.padding, str) and self.padding in PADDING_ALIASES:
             object.__setattr__(self, "padding", PADDING_ALIASES[self.padding])
         _check_choice("padding", self.padding, PADDINGS)
@@ -126,6 +138,12 @@ class ArchSpec:
         _check_choice("branch", self.branch, BRANCHES)
         _check_choice("init", self.init, INITS)
         _check_choice("shortcut", self.shortcut, SHORTCUTS)
+        _check_int("heads", self.heads, 1)
+        _check_int("mlp_ratio", self.mlp_ratio, 1)
+        if self.family == "transformer" and self.dim != 1:
+            raise ValueError(f"dim must be 1 for a transformer (a sequence of spatial = T tokens), got {self.dim}")
+        if self.family == "transformer" and self.width % self.heads:
+            raise ValueError(f"heads must divide width ({self.width}) for a transformer, got {self.heads}")
 
     @property
     def c(self) -> float:
@@ -135,6 +153,11 @@ class ArchSpec:
         from amutheory.activations import get_activation
 
         return float(get_activation(self.activation).critical_c())
+
+    @property
+    def seq_len(self) -> int:
+        """Sequence length T of a transformer (stored as ``spatial``)."""
+        return self.spatial
 
     @property
     def positions(self) -> int:
@@ -147,9 +170,8 @@ class ArchSpec:
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
-        if self.family != "resnet":  # conv chains: the residual fields do not apply
-            for k in _RESNET_FIELDS:
-                d.pop(k)
+        for k in _UNUSED_FIELDS[self.family]:  # fields this family does not read
+            d.pop(k)
         return d
 
 

@@ -120,8 +120,9 @@ def analyse_resnet_config(cfg: CampaignConfig, meas: Measurement, protocol: Prob
 
 
 def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measurement, protocol: ProbeProtocol,
-                    derived: float) -> None:
-    """Calibrate, predict and compare a forward-stable resnet config (both statistics)."""
+                    derived: float, law: str = "coherent") -> None:
+    """Calibrate, predict and compare a forward-stable resnet config (both statistics); ``law``
+    picks the transformer law (:data:`amutheory.api.TRANSFORMER_LAWS`) for transformer configs."""
     held, cal = cfg.held_out_depths, list(cfg.calibration_depths)
     cal_meas = Measurement(spec, cal, meas.seeds, {d: meas.profiles[d] for d in cal}, meas.C, meas.level)
     depth_sets = {"all": list(cfg.depths), "held_out": held, "deepest": list(cfg.depths[-3:])}
@@ -131,7 +132,7 @@ def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measur
     for stat in STATISTICS:
         try:
             pred = predict(spec, sorted(set(cfg.depths) | set(dense)), constants="calibrate", statistic=stat,
-                           protocol=protocol, C=meas.C, calibration_measurement=cal_meas)
+                           protocol=protocol, C=meas.C, calibration_measurement=cal_meas, law=law)
             eta_pred, s_pred = _record_prediction(out, cfg, pred, stat, curve, dense)
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
             out["errors"].append(f"{stat}: calibration/prediction failed: {exc}")

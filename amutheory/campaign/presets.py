@@ -87,6 +87,10 @@ class CampaignConfig:
         return self.spec.family == "resnet"
 
     @property
+    def is_transformer(self) -> bool:
+        return self.spec.family == "transformer"
+
+    @property
     def stream_seeds(self) -> list[int]:
         return self.seed_list[:STREAM_SEEDS]
 
@@ -144,6 +148,14 @@ def _resnets(width, spatial, depths, seeds):
     return relu + [_resnet(b, "k-last", "linear", width, spatial, depths, seeds) for b in BRANCHES]
 
 
+def _transformer(init, activation, width, seq_len, depths, seeds):
+    """A pre-LN transformer (``depth`` = K blocks), 2 heads, MLP ratio 2, calibrated on K = 1..4."""
+    spec = ArchSpec(family="transformer", depth=max(depths), width=width, spatial=seq_len, activation=activation,
+                    init=init, heads=2, mlp_ratio=2)
+    return CampaignConfig(f"transformer-{init}-{activation}", spec, tuple(depths), (1, 2, 3, 4), seeds)
+
+
+_T = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32]
 _Q1 = [2, 3, 4, 6, 8, 12, 16, 24, 32]
 _Q2 = [2, 3, 4, 6, 8, 12, 16]
 _P = [2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
@@ -166,6 +178,14 @@ PRESETS = {
         # residual nets: K blocks; calibrated on K = 2, 4, 8, held out 16 and 32
         *_resnets(64, 8, [2, 4, 8, 16, 32], 32),
     ],
+    # issue 5: transformers against effective depth, and every transfer rule at held-out depths of
+    # one conv, two residual and three transformer families (CPU, a few minutes)
+    "transfer": [
+        _conv("conv1d-relu", 1, "relu", 128, 16, _Q1, [2, 4, 8, 16], 32),
+        _resnet("conv-mlp", "k-last", "relu", 64, 8, [2, 4, 8, 16, 32], 32),
+        _resnet("conv-mlp", "sqrt-multiplier", "relu", 64, 8, [2, 4, 8, 16, 32], 32),
+        *[_transformer(init, "relu", 32, 8, _T, 32) for init in ("none", "k-last", "sqrt-multiplier")],
+    ],
     # meant for a GPU: pass protocol=ProbeProtocol(device="cuda")
     "paper": [
         _conv("conv1d-relu", 1, "relu", 512, 32, _P, [2, 4, 8, 16], 64),
@@ -175,6 +195,7 @@ PRESETS = {
         *[_zero(dim, "relu", 512, n, k, _PZ, 64) for dim in (1, 2) for n in (8, 16, 32, 64) for k in (3, 5)],
         *[_zero(dim, "linear", 512, 8, 3, _PZ, 64) for dim in (1, 2)],
         *_resnets(256, 16, [2, 4, 8, 16, 32, 64], 64),
+        *[_transformer(init, "relu", 256, 32, _T + [48, 64], 64) for init in ("none", "k-last", "sqrt-multiplier")],
     ],
 }
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from amutheory.campaign.common import STATISTICS
 from amutheory.campaign.formatting import _ci, _figure_lines, _g, _pct
 from amutheory.campaign.report_resnet import _resnet_report_lines
+from amutheory.campaign.report_transformer import _transfer_report_lines, _transformer_report_lines
 from amutheory.campaign.report_zero import _zero_report_lines
 
 
@@ -19,7 +20,9 @@ def write_report(path: Path, summary: dict) -> None:
     pr = summary["protocol"]
     lines = [f"# amutheory validation campaign: preset `{summary['preset']}`", ""]
     resnets = [c for c in summary["configs"] if c.get("family") == "resnet"]
-    circ = [c for c in summary["configs"] if c.get("padding", "circular") != "zero" and c not in resnets]
+    transformers = [c for c in summary["configs"] if c.get("family") == "transformer"]
+    circ = [c for c in summary["configs"]
+            if c.get("padding", "circular") != "zero" and c.get("family", "conv") == "conv"]
     zero = [c for c in summary["configs"] if c.get("padding") == "zero" and c not in resnets]
     n_pass = sum(c["passed"] for c in circ)
     n_joint = sum(c.get("passed_joint", False) for c in circ)
@@ -71,9 +74,9 @@ def write_report(path: Path, summary: dict) -> None:
     for c in summary["configs"]:
         s = c["spec"]
         cal = f"{c['calibration_depths']} (circular nets)" if c.get("padding") == "zero" else c["calibration_depths"]
-        lines.append(f"| {c['name']} | {s['padding']} | {s['dim']} | {s['activation']} | {s['width']} | "
-                     f"{s['kernel']} | "
-                     f"{s['spatial']}{'x' + str(s['spatial']) if s['dim'] == 2 else ''} | {s['batch']} | "
+        lines.append(f"| {c['name']} | {s.get('padding', '-')} | {s.get('dim', 1)} | {s['activation']} | "
+                     f"{s['width']} | {s.get('kernel', '-')} | "
+                     f"{s['spatial']}{'x' + str(s['spatial']) if s.get('dim') == 2 else ''} | {s['batch']} | "
                      f"{c['seeds']} | {c['depths']} | {cal} |")
     lines.append("")
     for c in circ:
@@ -82,6 +85,9 @@ def write_report(path: Path, summary: dict) -> None:
         lines += _zero_report_lines(summary, zero)
     if resnets:
         lines += _resnet_report_lines(summary, resnets)
+    if transformers:
+        lines += _transformer_report_lines(summary, transformers)
+    lines += _transfer_report_lines(summary)
     Path(path).write_text("\n".join(lines) + "\n")
 
 

@@ -14,6 +14,9 @@ from pathlib import Path
 
 from amutheory.campaign.analysis import analyse_config
 from amutheory.campaign.analysis_resnet import analyse_resnet_config
+from amutheory.campaign.analysis_transformer import analyse_transformer_config
+from amutheory.campaign.report_transformer import _transformer_message
+from amutheory.campaign.transfer_table import best_rules, rule_summary, transfer_rows
 from amutheory.campaign.common import C_TARGET, LEVEL, _json_safe
 from amutheory.campaign.figures import _collapse_figure, _merge_figure_keys, _resnet_figure, make_figures
 from amutheory.campaign.formatting import _ci, _g, _pct
@@ -94,7 +97,7 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     out = Path(out_dir)
     csv_path = out / "results.csv"
     t_an = time.perf_counter()
-    results = []
+    results, transfer_tables = [], []
     blocks, _ = read_results(csv_path)
     stream = read_stream(out / STREAM_FILE)
     for cfg in configs:
@@ -103,10 +106,17 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
         meas = load_measurement(csv_path, cfg, blocks=blocks)
         if cfg.is_resnet:
             res = analyse_resnet_config(cfg, meas, protocol, stream)
+        elif cfg.is_transformer:
+            res = analyse_transformer_config(cfg, meas, protocol)
         else:
             ref = load_measurement(csv_path, cfg, padding="circular", blocks=blocks) if cfg.is_zero else None
             res = analyse_config(cfg, meas, protocol, reference=ref)
-        if figures:
+        if not cfg.is_zero:
+            try:
+                transfer_tables.append(transfer_rows(cfg, meas))
+            except (ValueError, ArithmeticError) as exc:
+                res["errors"].append(f"transfer table failed: {type(exc).__name__}: {exc}")
+        if figures and not cfg.is_transformer:
             try:
                 res["figures"] = make_figures(out, cfg, meas, res)
             except Exception as exc:  # a figure must not lose the numbers
@@ -116,6 +126,9 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
         if cfg.is_resnet:
             say(_resnet_message(res))
             continue
+        if cfg.is_transformer:
+            say(_transformer_message(res))
+            continue
         say(f"[{cfg.name}] {'passed' if res['passed'] else 'FAILED'}: max rel. error (held-out, mean) "
             f"{_pct(res['max_rel_error'])}, fitted exponent {_g(res['fitted_exponent'])} "
             f"{_ci(res['fitted_exponent_ci'])} vs derived {res['derived_exponent']}"
@@ -123,7 +136,7 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     extra = _merge_figure_keys(_collapse_figure(out, results), _resnet_figure(out, results)) if figures else {}
     timing = dict(timing or {"measure_s": 0.0, "blocks_computed": 0, "blocks_resumed": 0})
     timing["analysis_s"] = time.perf_counter() - t_an
-    conv = [r for r in results if r.get("family", "conv") != "resnet"]
+    conv = [r for r in results if r.get("family", "conv") == "conv"]
     resnets = [r for r in results if r.get("family") == "resnet"]
     summary = {
         "preset": preset_name,
@@ -134,6 +147,8 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
         "passed_circular": all(r["passed"] for r in conv if r["padding"] != "zero"),
         "passed_zero": all(r["passed"] and r["passed_ratio"] for r in conv if r["padding"] == "zero"),
         **({"passed_resnet": all(r["passed"] for r in resnets if r["passed"] is not None)} if resnets else {}),
+        "transfer": {"tables": transfer_tables, "summary": rule_summary(transfer_tables),
+                     "best": best_rules(rule_summary(transfer_tables))},
         "protocol": _protocol_dict(protocol),
         "C": C_TARGET,
         "level": LEVEL,

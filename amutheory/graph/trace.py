@@ -299,7 +299,7 @@ def trace_dag(model: nn.Module, input_shape=None, weights=None, *, leaf_modules=
             params = any(_is_param_attr(gm, a) for a in n.all_input_nodes)
             is_add = (n.op == "call_function" and n.target in _ADD_FUNCS) or (
                 n.op == "call_method" and n.target in _ADD_METHODS)
-            if n.op == "call_function" and n.target in _NORM_FUNCS and params:
+            if n.op == "call_function" and n.target in _NORM_FUNCS:  # with or without affine parameters
                 k = "norm"
             elif params and ((n.op == "call_function" and n.target in _LAYER_FUNCS)
                              or (n.op == "call_method" and n.target in _LAYER_METHODS)):

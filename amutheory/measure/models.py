@@ -81,4 +81,8 @@ def build_model(spec: ArchSpec, seed: int | None = None, generator: torch.Genera
         from amutheory.measure.resnet import ResidualConvNet
 
         return ResidualConvNet(spec, generator=generator, dtype=dtype).to(device)
+    if spec.family == "transformer":
+        from amutheory.measure.transformer import PreLNTransformer
+
+        return PreLNTransformer(spec, generator=generator, dtype=dtype).to(device)
     return ConvChain(spec, generator=generator, dtype=dtype).to(device)

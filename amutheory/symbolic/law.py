@@ -124,7 +124,7 @@ class ScalingLaw:
             if missing:
                 raise ValueError(f"missing constants: {', '.join(missing)}")
             depths = np.asarray(depths, dtype=float)
-            return np.asarray(fn(depths, *[float(values[k]) for k in names]), dtype=float) * np.ones_like(depths)
+            return np.asarray(fn(depths, *[np.float64(values[k]) for k in names]), dtype=float) * np.ones_like(depths)
 
         predict.constants = names
         predict.expr = expr

@@ -1,0 +1,247 @@
+"""Learning-rate transfer across depth (and width): one tuned learning rate, many rules.
+
+``transfer_lr(lr, reference, target)`` returns the learning rate for ``target`` from ``lr`` tuned
+on ``reference``.  Both are an :class:`~amutheory.spec.ArchSpec` (the model is built, seed 0) or a
+``torch.nn.Module`` (with ``input_shape``); the depth measures come from the traced computation
+graph (:mod:`amutheory.graph`).  Every rule is ``lr_t = lr * depth_factor * width_factor``:
+
+=================  ==========================================================================
+rule               depth factor ``lr_t / lr`` at equal width
+=================  ==========================================================================
+``am-mup``         the derived AM-muP law with its finite-depth corrections: conv chains
+                   ``sqrt(s_bar(L_r) / s_bar(L_t))`` of :func:`amutheory.symbolic.conv.conv_law`
+                   with the derived MLP-limit constants (zero padding: times the boundary
+                   factor); residual nets and transformers: the derived leading power of ``K``
+                   (their constants are not derived; no corrections); ``nn.Module``\\ s and
+                   transformers with ``init="none"``: the chain law in the effective depth
+                   (the second paper's claim), MLP-limit ReLU constants.
+``power``          ``(L_eff,t / L_eff,r)^(-3/2)``, ``L_eff`` the effective depth.
+``chen``           ``(P_t / P_r)^(-1/2)``, ``P = sum_p L_p^3`` over all paths (Chen et al. 2024).
+``depth-mup``      Depth-muP (branch multiplier ``1/sqrt(K)``, SGD learning rate constant in its
+                   own parametrisation), mapped to this net's: ``eta alpha^2 ~ K^(-1)``, so
+                   ``(K_t / K_r)^(-1) alpha_r^2 / alpha_t^2`` (``K`` = blocks, ``alpha`` = the
+                   net's branch multiplier).  For SGD a multiplier ``alpha`` is the same as
+                   learning rate ``alpha^2 eta`` on the unmultiplied weights.
+``completep``      CompleteP (multiplier ``1/K``), mapped the same way: ``eta alpha^2 ~ K^(-2)``.
+                   Our reading for SGD (the paper states its rules for Adam).
+``per-layer-mup``  per-layer muP binds on ``max_l s_l`` instead of the mean: the chain
+                   expansion's last layer, ``sqrt(s_L(L_r) / s_L(L_t))`` in the effective depth,
+                   MLP-limit constants.
+=================  ==========================================================================
+
+Width: muP for SGD in the standard parametrisation (one global learning rate, fan-in init)
+scales the hidden-layer learning rate like ``1 / fan_in``; the one-step moment of every hidden
+pre-activation is proportional to its fan-in (``|x_{j-1}|^2`` of the expansion).  So
+``width_factor = fan_in_r / fan_in_t``, the median hidden fan-in (``n k^d`` for convolutions,
+``n`` for transformers), for every rule.
+
+Which rule to use is a question of evidence, not of this module: the campaign's ``transfer``
+section measures each rule's error at held-out depths (``report.md``).
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from amutheory.spec import ArchSpec
+
+RULES = ("am-mup", "power", "chen", "depth-mup", "completep", "per-layer-mup")
+DEFAULT_RULE = "am-mup"
+
+
+@dataclass
+class DepthMeasures:
+    """What the rules read from one network."""
+
+    effective_depth: float
+    blocks: int
+    path_sum_cubed: float
+    fan_in: float
+    alpha: float = 1.0
+    spec: dict | None = None
+    source: str = "module"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class TransferResult:
+    """``lr`` by the chosen rule, ``rules`` = every rule's learning rate, and what they read."""
+
+    lr: float
+    rule: str
+    rules: dict
+    depth_factors: dict
+    width_factor: float
+    reference: DepthMeasures
+    target: DepthMeasures
+    lr_reference: float
+    notes: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"lr": self.lr, "rule": self.rule, "rules": dict(self.rules), "lr_reference": self.lr_reference,
+                "depth_factors": dict(self.depth_factors), "width_factor": self.width_factor,
+                "reference": self.reference.to_dict(), "target": self.target.to_dict(), "notes": list(self.notes)}
+
+
+# --------------------------------------------------------------------------- depth measures
+def _hidden_fan_in(model) -> float:
+    from torch import nn
+
+    fans = []
+    for mod in model.modules():
+        if isinstance(mod, (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)):
+            fans.append(mod.weight[0].numel())  # in_features, or in_channels/groups * prod(kernel)
+    if not fans:
+        raise ValueError("the model has no Linear or Conv layer: no fan-in for the width rule")
+    return float(np.median(fans))
+
+
+def _spec_fan_in(spec: ArchSpec) -> float:
+    return float(spec.width if spec.family == "transformer" else spec.width * spec.kernel**spec.dim)
+
+
+def _spec_input_shape(spec: ArchSpec) -> tuple:
+    return (spec.batch, spec.input_channels) + (spec.spatial,) * spec.dim
+
+
+def depth_measures(net, input_shape=None) -> DepthMeasures:
+    """The :class:`DepthMeasures` of an ``ArchSpec`` or an ``nn.Module`` (traced with ``input_shape``)."""
+    from torch import nn
+
+    from amutheory.graph import effective_depth
+
+    if isinstance(net, ArchSpec):
+        from amutheory.measure.models import build_model
+        from amutheory.symbolic.resnet_init import branch_multiplier, numeric
+
+        model = build_model(net, seed=0)
+        rep = effective_depth(model, _spec_input_shape(net))
+        alpha = numeric(branch_multiplier(net.init), net.depth) if net.family != "conv" else 1.0
+        return DepthMeasures(rep.effective_depth, rep.blocks, float(rep.path_sum_cubed), _spec_fan_in(net),
+                             alpha, net.to_dict(), "spec")
+    if isinstance(net, nn.Module):
+        if input_shape is None:
+            raise ValueError("input_shape is required for an nn.Module (e.g. (1, 3, 32, 32))")
+        rep = effective_depth(net, tuple(input_shape))
+        alpha = float(getattr(net, "alpha", 1.0)) if isinstance(getattr(net, "alpha", 1.0), numbers.Real) else 1.0
+        return DepthMeasures(rep.effective_depth, rep.blocks, float(rep.path_sum_cubed), _hidden_fan_in(net),
+                             alpha, None, "module")
+    raise TypeError(f"reference/target must be an ArchSpec or a torch.nn.Module, got {type(net).__name__}")
+
+
+# --------------------------------------------------------------------------- rules
+def _chain_constants(activation: str = "relu", width: int = 64) -> dict:
+    from amutheory.api import mlp_limit_constants
+
+    return mlp_limit_constants(ArchSpec(activation=activation, width=width))
+
+
+def _chain_values(depths, constants: dict, quantity: str) -> np.ndarray:
+    """The chain law's ``s_bar`` (``quantity="mean"``) or last-layer ``s_L`` (``"max"``) at
+    (possibly non-integer) ``depths``."""
+    from amutheory.symbolic.conv import conv_law
+
+    vals = {k: constants[k].value for k in ("a", "b", "e", "epsilon")}
+    if quantity == "mean":
+        return conv_law(None).predictor("s_bar")(np.asarray(depths, float), **vals)
+    return _last_layer_fn()(np.asarray(depths, float), *vals.values()) * np.ones(np.shape(depths))
+
+
+@functools.lru_cache(maxsize=None)
+def _last_layer_fn():
+    """Lambdified ``s_l`` of the chain law at ``l = L`` (the largest layer moment)."""
+    import sympy as sp
+
+    from amutheory.symbolic.conv import conv_law
+    from amutheory.symbolic.symbols import L, a, b, e, epsilon, l
+
+    return sp.lambdify((L, a, b, e, epsilon), conv_law(None).s_layer.subs(l, L), "numpy")
+
+
+def _am_mup_factor(ref: DepthMeasures, tgt: DepthMeasures, rs, ts, notes: list) -> float:
+    """The default rule's depth factor (see the module table)."""
+    if rs is not None and ts is not None and rs.family == ts.family:
+        if rs.family == "conv":
+            from amutheory.api import law_values, mlp_limit_constants
+
+            s_r = law_values(rs, [rs.depth], mlp_limit_constants(rs))[0][0]
+            s_t = law_values(ts, [ts.depth], mlp_limit_constants(ts))[0][0]
+            notes.append("am-mup: derived conv law with MLP-limit constants (finite-depth corrections included)")
+            return float(np.sqrt(s_r / s_t))
+        from amutheory.api import derive
+
+        try:
+            law_r, law_t = derive(rs), derive(ts)
+        except ValueError as exc:
+            notes.append(f"am-mup: no derived law ({' '.join(str(exc).split())[:120]}...); "
+                         "used the chain law in the effective depth")
+        else:
+            if law_r.name == law_t.name:
+                p = float(law_r.exponent)
+                notes.append(f"am-mup: derived law {law_r.name}, eta* ~ K^({law_r.exponent}) (leading order; "
+                             "its constants are not derived, so no finite-depth correction)")
+                return float((ts.depth / rs.depth) ** p)
+            notes.append("am-mup: reference and target follow different derived laws; used the chain law in "
+                         "the effective depth")
+    elif rs is None or ts is None:
+        notes.append("am-mup: nn.Module -> the chain law in the effective depth, MLP-limit ReLU constants")
+    act = rs.activation if rs is not None else "relu"
+    const = _chain_constants(act)
+    s = _chain_values([ref.effective_depth, tgt.effective_depth], const, "mean")
+    return float(np.sqrt(s[0] / s[1]))
+
+
+def depth_factors(ref: DepthMeasures, tgt: DepthMeasures, ref_spec=None, tgt_spec=None,
+                  notes: list | None = None) -> dict:
+    """``{rule: lr_t / lr_r at equal width}`` for every rule of :data:`RULES`."""
+    notes = [] if notes is None else notes
+    act = ref_spec.activation if ref_spec is not None else "relu"
+    chain = _chain_constants(act)
+    s_max = _chain_values([ref.effective_depth, tgt.effective_depth], chain, "max")
+    depth_mup = (tgt.blocks / ref.blocks) ** -1 * (ref.alpha**2 / tgt.alpha**2)
+    return {
+        "am-mup": _am_mup_factor(ref, tgt, ref_spec, tgt_spec, notes),
+        "power": float((tgt.effective_depth / ref.effective_depth) ** -1.5),
+        "chen": float(np.sqrt(ref.path_sum_cubed / tgt.path_sum_cubed)),
+        "depth-mup": float(depth_mup),
+        "completep": float((tgt.blocks / ref.blocks) ** -2 * (ref.alpha**2 / tgt.alpha**2)),
+        "per-layer-mup": float(np.sqrt(s_max[0] / s_max[1])),
+    }
+
+
+def _check_lr(lr) -> float:
+    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not np.isfinite(lr) or lr <= 0:
+        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+    return float(lr)
+
+
+def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=None,
+                target_input_shape=None) -> TransferResult:
+    """The learning rate for ``target`` from ``lr`` tuned at ``reference`` (module docstring).
+
+    ``reference``/``target``: :class:`ArchSpec` or ``nn.Module``; ``input_shape`` (and
+    ``target_input_shape``, default the same) are needed for modules.  ``rule`` picks ``lr``;
+    ``rules`` holds every rule's value."""
+    lr = _check_lr(lr)
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {', '.join(RULES)}; got {rule!r}")
+    ref = depth_measures(reference, input_shape)
+    tgt = depth_measures(target, target_input_shape if target_input_shape is not None else input_shape)
+    for name, m in (("reference", ref), ("target", tgt)):
+        if m.effective_depth <= 0 or m.blocks <= 0 or m.path_sum_cubed <= 0:
+            raise ValueError(f"{name} has no parameterised layer on its input -> output paths")
+    notes: list[str] = []
+    rs = reference if isinstance(reference, ArchSpec) else None
+    ts = target if isinstance(target, ArchSpec) else None
+    factors = depth_factors(ref, tgt, rs, ts, notes)
+    width = ref.fan_in / tgt.fan_in
+    if width != 1.0:
+        notes.append(f"width: muP for SGD, lr ~ 1/fan_in (median hidden fan-in {ref.fan_in:g} -> {tgt.fan_in:g})")
+    rules = {k: lr * f * width for k, f in factors.items()}
+    return TransferResult(rules[rule], rule, rules, factors, width, ref, tgt, lr, notes)
