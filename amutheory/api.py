@@ -383,14 +383,19 @@ def resnet_law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, s
     sets the mean-field stream profile (it matters for activations that are not homogeneous)."""
     from amutheory.symbolic.resnet import weighted_predictor
 
-    depths = np.asarray(depths, dtype=float)
     fn = weighted_predictor(spec, input_var)
-    vals = [constants[k].value for k in RESNET_CONSTANTS]
-    s_bar = fn(depths, *vals)
-    # local slope on integer depths (the stream weights are defined per block count); one-sided
-    # where s_bar(K - 1) = 0 (K = 2 with A = e0 = 0: the first block has no update to read)
+    return _block_law_values(fn, [constants[k].value for k in RESNET_CONSTANTS], depths, constants, C, statistic)
+
+
+def _block_law_values(fn, vals, depths, constants: dict, C: float, statistic: str):
+    """``(s_bar, eta*, local slope)`` of a law ``fn(depths, *vals)`` defined on block counts: the
+    local slope from the integer neighbours ``K - 1, K + 1`` (one-sided where ``s_bar(K - 1) = 0``,
+    e.g. K = 2 with A = e0 = 0: the first block has no update to read); ``geo`` turns the law of
+    the mean into the typical value (lognormal model)."""
+    depths = np.asarray(depths, dtype=float)
+    s_bar = np.asarray(fn(depths, *vals), float)
     lo = np.maximum(depths - 1, 1)
-    lo = np.where(fn(lo, *vals) > 0, lo, depths)
+    lo = np.where(np.asarray(fn(lo, *vals), float) > 0, lo, depths)
     hi = depths + 1
     slope = eta_slope_between(fn(lo, *vals), fn(hi, *vals), lo, hi)
     if statistic == "geo":
@@ -443,16 +448,7 @@ def transformer_law_values(spec: ArchSpec, depths, constants: dict, C: float = 1
                            law: str = "coherent"):
     """``(s_bar, eta*, local slope)`` of a transformer law at ``depths`` (K values)."""
     fn, names = transformer_predictor(spec, law)
-    depths = np.asarray(depths, dtype=float)
-    vals = [constants[k].value for k in names]
-    s_bar = np.asarray(fn(depths, *vals), float)
-    lo, hi = np.maximum(depths - 1, 1), depths + 1  # integer neighbours, one-sided at K = 1
-    lo = np.where(np.asarray(fn(lo, *vals), float) > 0, lo, depths)
-    slope = eta_slope_between(fn(lo, *vals), fn(hi, *vals), lo, hi)
-    if statistic == "geo":
-        factor, shift = mean_over_typical(constants, depths)
-        s_bar, slope = s_bar / factor, slope - shift
-    return s_bar, np.sqrt(C / s_bar), slope
+    return _block_law_values(fn, [constants[k].value for k in names], depths, constants, C, statistic)
 
 
 def _predict_transformer(spec, depths, constants, calibration_depths, calibration_seeds, statistic, protocol, C,
