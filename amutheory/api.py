@@ -404,23 +404,31 @@ def _block_law_values(fn, vals, depths, constants: dict, C: float, statistic: st
     return s_bar, np.sqrt(C / s_bar), slope
 
 
+def _block_calibration(spec, constants, fn, names, calibration_depths, calibration_seeds, statistic, protocol, C,
+                       progress, calibration_measurement, note: str, family_words: str) -> Calibration:
+    """``constants`` if a Calibration, else the lognormal-model fit of ``fn`` (a law on block
+    counts) to ``calibration_measurement`` (measured here at ``calibration_depths`` when absent)."""
+    from amutheory.calibrate import calibrate_law
+
+    if isinstance(constants, Calibration):
+        return constants
+    if constants != "calibrate":
+        raise ValueError(f"constants must be 'calibrate' or a Calibration for {family_words}, got {constants!r}")
+    if calibration_measurement is None:
+        calibration_measurement = measure(spec, check_depths(calibration_depths), calibration_seeds, protocol, C,
+                                          progress)
+    return calibrate_law(calibration_measurement.profiles, fn, names, statistic, note=note)
+
+
 def _predict_resnet(spec, depths, constants, calibration_depths, calibration_seeds, statistic, protocol, C,
                     progress, calibration_measurement) -> Prediction:
-    from amutheory.calibrate import calibrate_law
     from amutheory.symbolic.resnet import forward_analysis, weighted_predictor
 
     law = derive(spec)  # raises for forward-unstable conventions: no power law to predict
     notes = [forward_analysis(spec, protocol.input_var)["mechanism"]]
-    if isinstance(constants, Calibration):
-        calib = constants
-    elif constants == "calibrate":
-        if calibration_measurement is None:
-            calibration_measurement = measure(spec, check_depths(calibration_depths), calibration_seeds,
-                                              protocol, C, progress)
-        calib = calibrate_law(calibration_measurement.profiles, weighted_predictor(spec, protocol.input_var),
-                              RESNET_CONSTANTS, statistic, note=f"resnet law {law.name}")
-    else:
-        raise ValueError(f"constants must be 'calibrate' or a Calibration for residual nets, got {constants!r}")
+    calib = _block_calibration(spec, constants, weighted_predictor(spec, protocol.input_var), RESNET_CONSTANTS,
+                               calibration_depths, calibration_seeds, statistic, protocol, C, progress,
+                               calibration_measurement, f"resnet law {law.name}", "residual nets")
     held_in = sorted(set(depths) & set(calib.depths))
     if held_in:
         notes.append(f"depths {held_in} were used for calibration: not an independent check there")
@@ -453,20 +461,11 @@ def transformer_law_values(spec: ArchSpec, depths, constants: dict, C: float = 1
 
 def _predict_transformer(spec, depths, constants, calibration_depths, calibration_seeds, statistic, protocol, C,
                          progress, calibration_measurement, law) -> Prediction:
-    from amutheory.calibrate import calibrate_law
-
     derived = derive(spec, law=law)  # raises for init none with the coherent law
     fn, names = transformer_predictor(spec, law)
-    if isinstance(constants, Calibration):
-        calib = constants
-    elif constants == "calibrate":
-        if calibration_measurement is None:
-            calibration_measurement = measure(spec, check_depths(calibration_depths), calibration_seeds,
-                                              protocol, C, progress)
-        calib = calibrate_law(calibration_measurement.profiles, fn, names, statistic,
-                              note=f"transformer law {derived.name}")
-    else:
-        raise ValueError(f"constants must be 'calibrate' or a Calibration for transformers, got {constants!r}")
+    calib = _block_calibration(spec, constants, fn, names, calibration_depths, calibration_seeds, statistic,
+                               protocol, C, progress, calibration_measurement, f"transformer law {derived.name}",
+                               "transformers")
     notes = [f"law {derived.name}: eta* ~ K^({derived.exponent})"]
     held_in = sorted(set(depths) & set(calib.depths))
     if held_in:
