@@ -71,5 +71,5 @@ def analyse_transformer_config(cfg: CampaignConfig, meas: Measurement,
     verdicts = [r.get("passed") for r in out["laws"].values() if r.get("passed") is not None]
     out["passed"] = any(verdicts) if verdicts else None
     out["max_rel_error"] = _f(min((r["max_rel_error"] for r in out["laws"].values()
-                                   if r.get("max_rel_error") is not None), default=None) or None)
+                                   if r.get("max_rel_error") is not None), default=None))
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from amutheory.campaign.common import STATISTICS
 from amutheory.campaign.formatting import _ci, _g, _pct
+from amutheory.symbolic.transformer import effective_depth_of_blocks
 from amutheory.transfer import RULES
 
 
@@ -49,7 +50,8 @@ def _transformer_report_lines(summary: dict, configs: list) -> list:
         for r in c["per_depth"]["mean"]:
             d = r["depth"]
             sl = slopes.get(d, {})
-            lines.append(f"| {d}{' (cal)' if r['calibration'] else ''} | {2 * d + 2} | {_g(r['eta_meas'], 5)} "
+            cal = " (cal)" if r["calibration"] else ""
+            lines.append(f"| {d}{cal} | {effective_depth_of_blocks(d)} | {_g(r['eta_meas'], 5)} "
                          f"{_ci(r['eta_meas_ci'], 5)} | {_g(sl.get('slope'))} {_ci(sl.get('ci'))} | "
                          f"{_g(preds['coherent'].get(d), 5)} | {_g(preds['effective-depth'].get(d), 5)} |")
         for k, v in c["laws"].items():
