@@ -69,6 +69,8 @@ def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
                    help="residual skip path: identity or a 1x1 projection per block (default identity)")
     g.add_argument("--heads", type=int, default=2, help="attention heads (family transformer, default 2)")
     g.add_argument("--mlp-ratio", type=int, default=4, help="MLP hidden width / width (family transformer, default 4)")
+    g.add_argument("--attn-scale", default="sqrt",
+                   help="attention logits q.k/sqrt(d_h) (sqrt, default) or q.k/d_h (mup) (family transformer)")
     g.add_argument("--seq-len", type=int, default=None,
                    help="sequence length T (family transformer; alias of --spatial)")
     g.add_argument("--law", default="coherent", choices=("coherent", "effective-depth"),
@@ -78,6 +80,8 @@ def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
     g.add_argument("--input-channels", type=int, default=3, help="input channels (default 3)")
     g.add_argument("--batch", type=int, default=8, help="batch size B of the SGD step (default 8)")
     g.add_argument("--outputs", type=int, default=10, help="outputs of the linear head (default 10)")
+    g.add_argument("--readout", default="standard",
+                   help="head weight variance: standard (1/width, default) or mup (1/width^2)")
     g.add_argument("--input-var", type=float, default=1.0, help="variance of the Gaussian inputs (default 1)")
     g.add_argument("--C", dest="C", type=float, default=1.0,
                    help="target one-step second moment; eta* = sqrt(C / s_bar) (default 1)")
@@ -95,8 +99,9 @@ def _spec(args, depth=None):
     return ArchSpec(family=args.family, dim=args.dim, depth=depth or (args.depths or [1])[0], width=args.width,
                     kernel=args.kernel, spatial=spatial, padding=args.padding, activation=args.activation,
                     init_c=args.init_c, input_channels=args.input_channels, batch=args.batch,
-                    outputs=args.outputs, branch=args.branch, init=args.init, shortcut=args.shortcut,
-                    heads=args.heads, mlp_ratio=args.mlp_ratio)
+                    outputs=args.outputs, readout=args.readout, branch=args.branch, init=args.init,
+                    shortcut=args.shortcut, heads=args.heads, mlp_ratio=args.mlp_ratio,
+                    attn_scale=args.attn_scale)
 
 
 def _protocol(args):
@@ -446,6 +451,9 @@ def cmd_transfer(args):
              f"-> {labels[1]} (effective depth {res.target.effective_depth:g}, blocks {res.target.blocks}):",
              f"lr = {res.lr:.6g}  [{res.rule}]"]
     lines += [f"  {k:<14} {v:.6g}" for k, v in res.rules.items()]
+    if res.width_rules.get("fan-in", 1.0) != 1.0 or res.width_factor != 1.0:
+        lines.append(f"width factor {res.width_factor:.6g} (derived; 'fan-in' rule 1/F: "
+                     f"{res.width_rules['fan-in']:.6g})")
     lines += [f"note: {n}" for n in res.notes]
     _emit(args, d, "\n".join(lines))
 

@@ -22,7 +22,7 @@ BRANCHES = ("conv", "conv-mlp", "preact")
 INITS = ("k-last", "k-all", "k-squared", "sqrt-multiplier", "none")
 SHORTCUTS = ("identity", "projection")
 _RESNET_FIELDS = ("branch", "init", "shortcut")
-_TRANSFORMER_FIELDS = ("heads", "mlp_ratio")
+_TRANSFORMER_FIELDS = ("heads", "mlp_ratio", "attn_scale")
 #: fields a family does not read (dropped by :meth:`ArchSpec.to_dict`)
 _UNUSED_FIELDS = {"conv": _RESNET_FIELDS + _TRANSFORMER_FIELDS,
                   "resnet": _TRANSFORMER_FIELDS,
@@ -33,6 +33,13 @@ PADDING_ALIASES = {"zeros": "zero", "circ": "circular"}
 #: torch's ``padding_mode`` for each padding
 TORCH_PADDING_MODE = {"circular": "circular", "zero": "zeros"}
 ACTIVATIONS = ("linear", "relu", "gelu", "tanh")
+#: readout (linear head) conventions: name -> rho of its weight variance ``1 / width^rho``
+#: (``standard``: fan-in ``Var 1/width``; ``mup``: ``Var 1/width^2``, muP's readout)
+READOUT_POWERS = {"standard": 1, "mup": 2}
+#: attention logit scale of a transformer: ``sqrt`` = q.k / sqrt(d_h) (standard), ``mup`` = q.k / d_h
+ATTN_SCALES = ("sqrt", "mup")
+#: fields added after results were first written, with the value older results were measured with
+FIELD_DEFAULTS_BEFORE = {"readout": "standard", "attn_scale": "sqrt"}
 DIMS = (1, 2)
 
 
@@ -83,14 +90,18 @@ class ArchSpec:
                                critical constant at unit input variance (2 for ReLU).
     input_channels : c_in      channels of the Gaussian input.
     batch : B                  samples per SGD step.
-    outputs : 10               outputs of the linear head (Var 1/width).
+    outputs : 10               outputs of the linear head.
+    readout : standard|mup     the head's weight variance: ``1/width`` (standard, the default) or
+                               ``1/width^2`` (muP); it sets how eta* scales with width
+                               (:mod:`amutheory.symbolic.width`), not how it scales with depth.
     branch, init, shortcut     ResNets only (family "resnet", ``depth`` = K blocks): the branch
                                type (:data:`BRANCHES`), the init convention (:data:`INITS`) and
                                the skip path (identity, or a 1x1 projection in every block).
     heads, mlp_ratio           Transformers only (family "transformer", ``depth`` = K pre-LN
                                blocks, ``width`` = d_model, ``spatial`` = sequence length T,
                                ``init`` as for ResNets, applied to both branches): attention heads
-                               (dividing ``width``) and the MLP hidden width ``mlp_ratio * width``.
+                               (dividing ``width``) and the MLP hidden width ``mlp_ratio * width``;
+    attn_scale : sqrt|mup      attention logits ``q.k / sqrt(d_h)`` (standard) or ``q.k / d_h`` (muP).
     """
 
     family: str = "conv"
@@ -105,11 +116,13 @@ class ArchSpec:
     input_channels: int = 3
     batch: int = 8
     outputs: int = 10
+    readout: str = "standard"
     branch: str = "conv"
     init: str = "k-last"
     shortcut: str = "identity"
     heads: int = 2
     mlp_ratio: int = 4
+    attn_scale: str = "sqrt"
 
     def __post_init__(self):
         _check_choice("family", self.family, FAMILIES)
@@ -135,11 +148,13 @@ class ArchSpec:
         _check_int("input_channels", self.input_channels, 1)
         _check_int("batch", self.batch, 1)
         _check_int("outputs", self.outputs, 1)
+        _check_choice("readout", self.readout, tuple(READOUT_POWERS))
         _check_choice("branch", self.branch, BRANCHES)
         _check_choice("init", self.init, INITS)
         _check_choice("shortcut", self.shortcut, SHORTCUTS)
         _check_int("heads", self.heads, 1)
         _check_int("mlp_ratio", self.mlp_ratio, 1)
+        _check_choice("attn_scale", self.attn_scale, ATTN_SCALES)
         if self.family == "transformer" and self.dim != 1:
             raise ValueError(f"dim must be 1 for a transformer (a sequence of spatial = T tokens), got {self.dim}")
         if self.family == "transformer" and self.width % self.heads:
@@ -153,6 +168,11 @@ class ArchSpec:
         from amutheory.activations import get_activation
 
         return float(get_activation(self.activation).critical_c())
+
+    @property
+    def readout_variance(self) -> float:
+        """Variance of a head weight: ``1 / width^rho`` (:data:`READOUT_POWERS`)."""
+        return float(self.width) ** -READOUT_POWERS[self.readout]
 
     @property
     def seq_len(self) -> int:

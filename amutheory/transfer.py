@@ -29,11 +29,18 @@ rule               depth factor ``lr_t / lr`` at equal width
                    MLP-limit constants.
 =================  ==========================================================================
 
-Width: muP for SGD in the standard parametrisation (one global learning rate, fan-in init)
-scales the hidden-layer learning rate like ``1 / fan_in``; the one-step moment of every hidden
-pre-activation is proportional to its fan-in (``|x_{j-1}|^2`` of the expansion).  So
-``width_factor = fan_in_r / fan_in_t``, the median hidden fan-in (``n k^d`` for convolutions,
-``n`` for transformers), for every rule.
+Width (every rule): derived from the expansion (:mod:`amutheory.symbolic.width`).  The one-step
+moment of a hidden pre-activation is ``s ~ F^2 R``: squared Gram of its inputs (``F`` = fan-in)
+times the backward variance the readout sends down (``R = n_out v_out``, ``v_out`` the readout
+weight variance).  So ``width_factor = (F_r / F_t) sqrt(R_r / R_t)``; with this library's readout
+(``Var 1/n``) that is ``sqrt(n_r / n_t)`` at fixed kernel, with a muP readout (``Var 1/n^2``) it is 1.
+``F`` is the median hidden fan-in (``n k^d`` for convolutions, ``n`` for transformers); ``R`` is
+``outputs * readout_variance`` for a spec and, for an ``nn.Module``, ``|W|^2 / in_features`` of the last
+parameterised layer its forward pass runs (the readout, as initialised; two readouts of the same
+shape are taken to share their init, so their ratio is 1 and sampling noise does not enter).  A kernel change moves
+a width-free spatial-coherence factor too, which is not derived (a note says so).  The
+``1/fan_in`` rule often quoted for SGD in the standard parametrisation (the output's stability
+limit) is reported beside it as ``width_rules["fan-in"]``; the ``transfer`` campaign measures both.
 
 Which rule to use is a question of evidence, not of this module: the campaign's ``transfer``
 section measures each rule's error at held-out depths (``report.md``).
@@ -64,6 +71,8 @@ class DepthMeasures:
     alpha: float = 1.0
     spec: dict | None = None
     source: str = "module"
+    readout: float = float("nan")
+    readout_shape: tuple | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -82,10 +91,12 @@ class TransferResult:
     target: DepthMeasures
     lr_reference: float
     notes: list = field(default_factory=list)
+    width_rules: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"lr": self.lr, "rule": self.rule, "rules": dict(self.rules), "lr_reference": self.lr_reference,
                 "depth_factors": dict(self.depth_factors), "width_factor": self.width_factor,
+                "width_rules": dict(self.width_rules),
                 "reference": self.reference.to_dict(), "target": self.target.to_dict(), "notes": list(self.notes)}
 
 
@@ -100,6 +111,31 @@ def _hidden_fan_in(model) -> float:
     if not fans:
         raise ValueError("the model has no Linear or Conv layer: no fan-in for the width rule")
     return float(np.median(fans))
+
+
+def _readout_strength(model, input_shape) -> tuple[float, tuple]:
+    """``(R, shape)``: ``R = |W|^2 / in_features`` of the last Linear/Conv layer the forward pass runs
+    (the readout, as initialised) and that layer's weight shape."""
+    import torch
+    from torch import nn
+
+    order = []
+    hooks = [mod.register_forward_hook(lambda m, i, o: order.append(m)) for mod in model.modules()
+             if isinstance(mod, (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d))]
+    try:
+        p = next(model.parameters())
+        with torch.no_grad():
+            model(torch.zeros(tuple(input_shape), dtype=p.dtype, device=p.device))
+    except Exception as exc:  # noqa: BLE001 - any failure of the user's forward pass
+        raise ValueError(f"could not run the model's forward pass on input_shape {tuple(input_shape)} to find "
+                         f"its readout: {type(exc).__name__}: {exc}") from None
+    finally:
+        for h in hooks:
+            h.remove()
+    if not order:
+        raise ValueError("the model's forward pass runs no Linear or Conv layer: no readout for the width rule")
+    w = order[-1].weight.detach()
+    return float((w.double() ** 2).sum() / w.shape[1]), tuple(w.shape)
 
 
 def _spec_fan_in(spec: ArchSpec) -> float:
@@ -124,14 +160,15 @@ def depth_measures(net, input_shape=None) -> DepthMeasures:
         rep = effective_depth(model, _spec_input_shape(net))
         alpha = numeric(branch_multiplier(net.init), net.depth) if net.family != "conv" else 1.0
         return DepthMeasures(rep.effective_depth, rep.blocks, float(rep.path_sum_cubed), _spec_fan_in(net),
-                             alpha, net.to_dict(), "spec")
+                             alpha, net.to_dict(), "spec", net.outputs * net.readout_variance,
+                             (net.outputs, net.width))
     if isinstance(net, nn.Module):
         if input_shape is None:
             raise ValueError("input_shape is required for an nn.Module (e.g. (1, 3, 32, 32))")
         rep = effective_depth(net, tuple(input_shape))
         alpha = float(getattr(net, "alpha", 1.0)) if isinstance(getattr(net, "alpha", 1.0), numbers.Real) else 1.0
         return DepthMeasures(rep.effective_depth, rep.blocks, float(rep.path_sum_cubed), _hidden_fan_in(net),
-                             alpha, None, "module")
+                             alpha, None, "module", *_readout_strength(net, input_shape))
     raise TypeError(f"reference/target must be an ArchSpec or a torch.nn.Module, got {type(net).__name__}")
 
 
@@ -215,6 +252,31 @@ def depth_factors(ref: DepthMeasures, tgt: DepthMeasures, ref_spec=None, tgt_spe
     }
 
 
+WIDTH_RULES = ("derived", "fan-in")
+
+
+def width_factors(ref: DepthMeasures, tgt: DepthMeasures, ref_spec=None, tgt_spec=None,
+                  notes: list | None = None) -> dict:
+    """``{"derived": (F_r/F_t) sqrt(R_r/R_t), "fan-in": F_r/F_t}`` (module docstring); notes a width change."""
+    from amutheory.symbolic.width import width_factor_fn
+
+    notes = [] if notes is None else notes
+    # equal readout shapes: the same init is assumed, so the realised |W|^2 of two draws (which
+    # differ by O(1/sqrt(size)) noise) must not move the learning rate
+    r_t = ref.readout if ref.readout_shape is not None and ref.readout_shape == tgt.readout_shape else tgt.readout
+    out = {"derived": float(width_factor_fn()(ref.fan_in, ref.readout, tgt.fan_in, r_t)),
+           "fan-in": ref.fan_in / tgt.fan_in}
+    if ref.fan_in != tgt.fan_in or ref.readout != r_t:
+        notes.append(f"width: derived rule lr ~ 1/(F sqrt(R)) (amutheory.symbolic.width): hidden fan-in F "
+                     f"{ref.fan_in:g} -> {tgt.fan_in:g}, readout R {ref.readout:.4g} -> {r_t:.4g}; "
+                     f"'fan-in' rule (1/F) gives {out['fan-in']:.4g} instead of {out['derived']:.4g}")
+    if ref_spec is not None and tgt_spec is not None and (ref_spec.kernel, ref_spec.dim) != (tgt_spec.kernel,
+                                                                                           tgt_spec.dim):
+        notes.append("width: the kernel changes; only its fan-in part k^d is derived, the spatial-coherence "
+                     "factor it also moves is not")
+    return out
+
+
 def _check_lr(lr) -> float:
     if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not np.isfinite(lr) or lr <= 0:
         raise ValueError(f"lr must be a positive finite number, got {lr!r}")
@@ -240,8 +302,7 @@ def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=Non
     rs = reference if isinstance(reference, ArchSpec) else None
     ts = target if isinstance(target, ArchSpec) else None
     factors = depth_factors(ref, tgt, rs, ts, notes)
-    width = ref.fan_in / tgt.fan_in
-    if width != 1.0:
-        notes.append(f"width: muP for SGD, lr ~ 1/fan_in (median hidden fan-in {ref.fan_in:g} -> {tgt.fan_in:g})")
+    widths = width_factors(ref, tgt, rs, ts, notes)
+    width = widths["derived"]
     rules = {k: lr * f * width for k, f in factors.items()}
-    return TransferResult(rules[rule], rule, rules, factors, width, ref, tgt, lr, notes)
+    return TransferResult(rules[rule], rule, rules, factors, width, ref, tgt, lr, notes, widths)

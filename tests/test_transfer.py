@@ -64,11 +64,36 @@ def test_am_mup_on_conv_specs_has_finite_depth_corrections():
     assert r.width_factor == 1.0
 
 
-def test_width_rule_is_inverse_fan_in():
+def test_width_rule_is_derived_inverse_sqrt_width():
+    # s ~ F^2 R (amutheory.symbolic.width): F = 3n, R = 10/n, so eta* ~ n^(-1/2) at fixed kernel
     ref = ArchSpec(depth=4, width=32)
     r = transfer_lr(0.05, ref, ref.with_(width=64))
-    assert r.width_factor == pytest.approx(0.5)
-    assert r.rules["power"] == pytest.approx(0.025)
+    assert r.width_factor == pytest.approx(0.5**0.5, rel=1e-12)
+    assert r.width_rules == pytest.approx({"derived": 0.5**0.5, "fan-in": 0.5})
+    assert r.rules["power"] == pytest.approx(0.05 * 0.5**0.5)
+    assert any("width" in n for n in r.notes)
+
+
+def test_width_rule_reads_the_readout_of_modules():
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)  # the realised readouts below are random draws: fixed seed
+
+    def mlp(n, readout_var):
+        net = nn.Sequential(nn.Linear(4, n), nn.ReLU(), nn.Linear(n, n), nn.ReLU(), nn.Linear(n, 10))
+        nn.init.normal_(net[-1].weight, std=readout_var**0.5)
+        return net
+
+    # muP readout (Var 1/n^2): the hidden update no longer grows with n, only F does -> factor F_r/F_t * n_t/n_r = 1
+    r = transfer_lr(0.1, mlp(64, 1 / 64**2), mlp(256, 1 / 256**2), input_shape=(2, 4))
+    assert r.width_factor == pytest.approx(1.0, rel=0.1)  # realised |W|^2 of 640 and 2560 draws: sd of the factor ~3%, so 10% is > 3 sd
+    r = transfer_lr(0.1, mlp(64, 1 / 64), mlp(256, 1 / 256), input_shape=(2, 4))
+    assert r.width_factor == pytest.approx(0.5, rel=0.1)
+    assert r.width_rules["fan-in"] == pytest.approx(0.25)
+    # the same readout shape: same init assumed, no sampling noise in the factor
+    r = transfer_lr(0.1, mlp(64, 1 / 64), mlp(64, 1 / 64), input_shape=(2, 4))
+    assert r.width_factor == 1.0
 
 
 def test_resnet_and_transformer_am_mup_use_the_derived_exponent():
@@ -106,6 +131,7 @@ def test_cli_transfer_json_keys(capsys, tmp_path):
                  "--input-shape", "1,4", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert set(RULES) == set(d["rules"]) and d["lr"] == d["rules"]["am-mup"]
+    assert d["width_factor"] == 1.0 and set(d["width_rules"]) == {"derived", "fan-in"}
     assert d["rules"]["power"] == pytest.approx(0.05 * 4**-1.5)
     assert main(["transfer", "--lr", "0.05", "--from-depth", "4", "--to-depth", "8", "--width", "16",
                  "--rule", "power", "--json"]) == 0

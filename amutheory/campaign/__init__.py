@@ -4,7 +4,10 @@
 preset, calibrates the derived law on its calibration depths, predicts every depth and compares
 with the measured eta* on the held-out ones.  The package, one job a module:
 
-* :mod:`~amutheory.campaign.presets`: :class:`CampaignConfig`, :data:`PRESETS`, :func:`resolve_preset`;
+* :mod:`~amutheory.campaign.presets`: :class:`CampaignConfig`, :data:`PRESETS`, :func:`resolve_preset`,
+  :class:`WidthSweep`, :data:`WIDTH_SWEEPS`;
+* :mod:`~amutheory.campaign.width_sweep`: ``width.csv`` and the width-transfer analysis;
+  :mod:`~amutheory.campaign.transfer_table`: the depth-transfer table per rule;
 * :mod:`~amutheory.campaign.results`: ``results.csv``, ``stream.csv``, ``campaign.json``
   (measuring, resuming, reading back);
 * :mod:`~amutheory.campaign.analysis`: calibrate, predict, compare a config;
@@ -26,15 +29,18 @@ from amutheory.campaign.analysis_resnet import PAPER_EXPONENT, analyse_resnet_co
 from amutheory.campaign.bootstrap import ratio_bootstrap
 from amutheory.campaign.common import C_TARGET, LEVEL, N_BOOT, STATISTICS
 from amutheory.campaign.figures import COLLAPSE_FIGURE, RESNET_FIGURE, make_figures
-from amutheory.campaign.presets import PRESETS, STREAM_SEEDS, CampaignConfig, n_preacts, resolve_preset
+from amutheory.campaign.presets import (PRESETS, STREAM_SEEDS, WIDTH_SWEEPS, CampaignConfig, WidthSweep, n_preacts,
+                                        resolve_preset)
 from amutheory.campaign.report import write_report
 from amutheory.campaign.results import (CSV_COLUMNS, STREAM_COLUMNS, STREAM_FILE, load_measurement, read_results,
                                         read_stream, stream_moments)
 from amutheory.campaign.run import analyse_campaign, measure_campaign, run_campaign
+from amutheory.campaign.width_sweep import WIDTH_COLUMNS, WIDTH_FILE, analyse_width_sweep, read_width_results
 
 __all__ = [
     "CSV_COLUMNS", "STATISTICS", "LEVEL", "C_TARGET", "N_BOOT", "COLLAPSE_FIGURE", "RESNET_FIGURE", "STREAM_FILE",
     "STREAM_COLUMNS", "STREAM_SEEDS", "PAPER_EXPONENT", "CampaignConfig", "n_preacts", "PRESETS", "resolve_preset",
     "read_results", "load_measurement", "stream_moments", "read_stream", "analyse_config", "analyse_resnet_config",
     "ratio_bootstrap", "make_figures", "write_report", "measure_campaign", "analyse_campaign", "run_campaign",
+    "WidthSweep", "WIDTH_SWEEPS", "WIDTH_COLUMNS", "WIDTH_FILE", "analyse_width_sweep", "read_width_results",
 ]

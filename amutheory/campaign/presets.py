@@ -3,7 +3,8 @@
 A :class:`CampaignConfig` is one line of a campaign (a base spec, its depths, calibration depths
 and seeds); :data:`PRESETS` holds the named campaigns (``quick`` on a CPU, ``paper`` for a GPU)
 built from the small builders below, and :func:`resolve_preset` turns a name or a list of configs
-into the configs to run.
+into the configs to run.  A :class:`WidthSweep` is one net measured at several widths (fixed depth);
+:data:`WIDTH_SWEEPS` holds the ones a preset runs after its configs.
 """
 
 from __future__ import annotations
@@ -116,6 +117,41 @@ class CampaignConfig:
                 "padding": self.spec.padding}
 
 
+@dataclass(frozen=True)
+class WidthSweep:
+    """``spec`` (its ``width`` is replaced) measured at ``widths``; rules transfer from ``reference_width``."""
+
+    name: str
+    spec: ArchSpec
+    widths: tuple
+    reference_width: int
+    seeds: int = 32
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name or any(c in self.name for c in ",\n\r\"/\\"):
+            raise ValueError(f"name must be a non-empty string without , / \\ quotes or newlines, got {self.name!r}")
+        if not isinstance(self.spec, ArchSpec):
+            raise TypeError(f"spec must be an ArchSpec, got {type(self.spec).__name__}")
+        widths = tuple(sorted({int(w) for w in self.widths}))
+        if len(widths) < 2 or widths[0] < 1:
+            raise ValueError(f"widths must hold at least 2 distinct positive widths, got {list(self.widths)}")
+        if self.reference_width not in widths:
+            raise ValueError(f"reference_width {self.reference_width} is not among widths {list(widths)}")
+        for w in widths:
+            self.spec.with_(width=w)  # every width must make a valid spec (e.g. heads | width)
+        if isinstance(self.seeds, bool) or not isinstance(self.seeds, (int, np.integer)) or self.seeds < 2:
+            raise ValueError(f"seeds must be an integer >= 2, got {self.seeds!r}")
+        object.__setattr__(self, "widths", widths)
+
+    @property
+    def seed_list(self) -> list[int]:
+        return list(range(int(self.seeds)))
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "spec": self.spec.to_dict(), "widths": list(self.widths),
+                "reference_width": self.reference_width, "seeds": self.seed_list}
+
+
 def n_preacts(spec: ArchSpec, depth: int) -> int:
     """Pre-activation tensors (probe layers) of ``spec`` at ``depth``: ``depth`` for conv chains
     and for ``conv``/``conv-mlp`` resnets (one per block), ``2 depth`` for ``preact`` resnets."""
@@ -198,6 +234,60 @@ PRESETS = {
         *[_transformer(init, "relu", 256, 32, _T + [48, 64], 64) for init in ("none", "k-last", "sqrt-multiplier")],
     ],
 }
+
+
+def _width(name, spec, widths, seeds):
+    """A width sweep transferring from the narrowest width."""
+    return WidthSweep(name, spec, tuple(widths), min(widths), seeds)
+
+
+#: width sweeps run with a preset (``amutheory.campaign.width_sweep``): one net per family at a
+#: fixed depth, every width; the depth is kept small so that even the narrowest width has L/n <= 1/8
+WIDTH_SWEEPS = {
+    "quick": [],
+    "transfer": [
+        _width("width-conv1d-relu", ArchSpec(dim=1, depth=4, width=32, kernel=3, spatial=16, activation="relu"),
+               (32, 64, 128, 256), 64),
+        _width("width-resnet-conv-mlp-k-last", ArchSpec(family="resnet", dim=1, depth=4, width=32, kernel=3,
+                                                        spatial=8, activation="relu", branch="conv-mlp",
+                                                        init="k-last"), (32, 64, 128, 256), 64),
+        _width("width-transformer-k-last", ArchSpec(family="transformer", depth=2, width=32, spatial=8,
+                                                    activation="relu", init="k-last", heads=2, mlp_ratio=2),
+               (32, 64, 128, 256), 64),
+        # muP attention logits (q.k / d_h): removes the extra width growth of the q.k / sqrt(d_h) logits
+        _width("width-transformer-k-last-mup-attn", ArchSpec(family="transformer", depth=2, width=32, spatial=8,
+                                                             activation="relu", init="k-last", heads=2, mlp_ratio=2,
+                                                             attn_scale="mup"), (32, 64, 128, 256), 64),
+    ],
+    "paper": [
+        _width("width-conv1d-relu", ArchSpec(dim=1, depth=8, width=64, kernel=3, spatial=32, activation="relu"),
+               (64, 128, 256, 512, 1024), 64),
+        _width("width-resnet-conv-mlp-k-last", ArchSpec(family="resnet", dim=1, depth=8, width=64, kernel=3,
+                                                        spatial=16, activation="relu", branch="conv-mlp",
+                                                        init="k-last"), (64, 128, 256, 512, 1024), 64),
+        _width("width-transformer-k-last", ArchSpec(family="transformer", depth=4, width=64, spatial=32,
+                                                    activation="relu", init="k-last", heads=2, mlp_ratio=2),
+               (64, 128, 256, 512, 1024), 64),
+    ],
+}
+
+
+def resolve_width_sweeps(preset, only=None) -> list:
+    """The width sweeps of a preset name (none for a list of configs), filtered by ``only``."""
+    sweeps = list(WIDTH_SWEEPS.get(preset, [])) if isinstance(preset, str) else []
+    if only is not None:
+        wanted = [only] if isinstance(only, str) else list(only)
+        sweeps = [s for s in sweeps if s.name in wanted]
+    return sweeps
+
+
+def split_only(preset, only):
+    """``only`` without the names of the preset's width sweeps (which :func:`resolve_preset` does not know)."""
+    if only is None:
+        return None
+    wanted = [only] if isinstance(only, str) else list(only)
+    names = {s.name for s in resolve_width_sweeps(preset)}
+    return [w for w in wanted if w not in names]
 
 
 def resolve_preset(preset, only=None) -> tuple[str, list[CampaignConfig]]:

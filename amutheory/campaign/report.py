@@ -12,6 +12,7 @@ from amutheory.campaign.common import STATISTICS
 from amutheory.campaign.formatting import _ci, _figure_lines, _g, _pct
 from amutheory.campaign.report_resnet import _resnet_report_lines
 from amutheory.campaign.report_transformer import _transfer_report_lines, _transformer_report_lines
+from amutheory.campaign.report_width import _width_report_lines
 from amutheory.campaign.report_zero import _zero_report_lines
 
 
@@ -88,6 +89,7 @@ def write_report(path: Path, summary: dict) -> None:
     if transformers:
         lines += _transformer_report_lines(summary, transformers)
     lines += _transfer_report_lines(summary)
+    lines += _width_report_lines(summary)
     Path(path).write_text("\n".join(lines) + "\n")
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from amutheory.api import Measurement
 from amutheory.campaign.common import C_TARGET, LEVEL
 from amutheory.campaign.presets import CampaignConfig, n_preacts
-from amutheory.spec import PADDINGS, ArchSpec, ProbeProtocol
+from amutheory.spec import FIELD_DEFAULTS_BEFORE, PADDINGS, ArchSpec, ProbeProtocol
 
 CSV_COLUMNS = ("config", "dim", "activation", "width", "kernel", "spatial", "depth", "seed", "layer", "s",
                "padding")
@@ -265,7 +265,7 @@ def _protocol_dict(protocol: ProbeProtocol) -> dict:
     return {"input_var": protocol.input_var, "dtype": protocol.dtype, "device": protocol.device}
 
 
-def _check_meta(path: Path, configs: list, protocol: ProbeProtocol, resume: bool) -> dict:
+def _check_meta(path: Path, configs: list, protocol: ProbeProtocol, resume: bool, sweeps: tuple = ()) -> dict:
     """Refuse to resume into results measured under another protocol or spec; return the
     updated ``campaign.json`` content."""
     meta = {"protocol": _protocol_dict(protocol), "configs": {}}
@@ -277,11 +277,22 @@ def _check_meta(path: Path, configs: list, protocol: ProbeProtocol, resume: bool
                 raise ValueError(f"{path.parent} holds results measured with protocol {k}={op[k]!r}, "
                                  f"this run uses {meta['protocol'][k]!r}; use another out_dir or resume=False")
         meta["configs"] = dict(old.get("configs", {}))
+        meta["width_sweeps"] = dict(old.get("width_sweeps", {}))
+        for sw in sweeps:
+            prev = meta["width_sweeps"].get(sw.name)
+            if prev is not None and prev != sw.to_dict():
+                raise ValueError(f"{path.parent} holds results of width sweep {sw.name!r} with another set-up "
+                                 f"({prev}); use another out_dir or resume=False")
         for cfg in configs:
             prev = meta["configs"].get(cfg.name)
-            if prev is not None and prev.get("spec") != cfg.spec.to_dict():
+            # results written before a spec field existed were measured with its old value
+            cur = cfg.spec.to_dict()
+            old_defaults = {k: v for k, v in FIELD_DEFAULTS_BEFORE.items() if k in cur}
+            if prev is not None and {**old_defaults, **prev.get("spec", {})} != cur:
                 raise ValueError(f"{path.parent} holds results of config {cfg.name!r} with another spec "
                                  f"({prev.get('spec')}); use another out_dir or resume=False")
     for cfg in configs:
         meta["configs"][cfg.name] = cfg.to_dict()
+    if sweeps:
+        meta.setdefault("width_sweeps", {}).update({sw.name: sw.to_dict() for sw in sweeps})
     return meta

@@ -17,10 +17,12 @@ from amutheory.campaign.analysis_resnet import analyse_resnet_config
 from amutheory.campaign.analysis_transformer import analyse_transformer_config
 from amutheory.campaign.report_transformer import _transformer_message
 from amutheory.campaign.transfer_table import best_rules, rule_summary, transfer_rows
+from amutheory.campaign.width_sweep import (WIDTH_FILE, analyse_width_sweep, measure_width_sweeps,
+                                            read_width_results, width_rule_summary)
 from amutheory.campaign.common import C_TARGET, LEVEL, _json_safe
 from amutheory.campaign.figures import _collapse_figure, _merge_figure_keys, _resnet_figure, make_figures
 from amutheory.campaign.formatting import _ci, _g, _pct
-from amutheory.campaign.presets import CampaignConfig, resolve_preset
+from amutheory.campaign.presets import CampaignConfig, resolve_preset, resolve_width_sweeps, split_only
 from amutheory.campaign.report import write_report
 from amutheory.campaign.report_resnet import _resnet_message
 from amutheory.campaign.results import (STREAM_FILE, _block_rows, _check_meta, _fsync, _measure_stream,
@@ -36,7 +38,7 @@ def _block_tag(cfg: CampaignConfig, padding: str, depth: int, i: int, n: int) ->
 
 
 def measure_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(), resume: bool = True,
-                     progress=print, only=None, chunk: int = 16) -> dict:
+                     progress=print, only=None, chunk: int = 16, width_sweeps=None) -> dict:
     """The measuring half of :func:`run_campaign`: fill ``out_dir/results.csv`` block by block
     (resuming from complete blocks when ``resume``); returns timing counts."""
     from amutheory.measure.probe import probe
@@ -44,12 +46,13 @@ def measure_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     if not isinstance(protocol, ProbeProtocol):
         raise TypeError(f"protocol must be a ProbeProtocol, got {type(protocol).__name__}")
     say = progress if progress is not None else (lambda msg: None)
-    _, configs = resolve_preset(preset, only)
+    _, configs = resolve_preset(preset, split_only(preset, only))
+    sweeps = _sweeps(preset, only, width_sweeps)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "results.csv"
     meta_path = out / "campaign.json"
-    meta = _check_meta(meta_path, configs, protocol, resume)
+    meta = _check_meta(meta_path, configs, protocol, resume, sweeps)
     done = _prepare_csv(csv_path, configs, resume, say)
     resnets = [c for c in configs if c.is_resnet]
     stream_path = out / STREAM_FILE
@@ -84,16 +87,18 @@ def measure_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
         say(f"interrupted {where}; {computed} block(s) measured in this run and every earlier finished "
             f"block are saved in {csv_path}. Rerun the same command (resume=True) to continue from there.")
         raise
+    widths = measure_width_sweeps(sweeps, out, protocol, resume, say, chunk) if sweeps else {}
     return {"measure_s": time.perf_counter() - t_measure, "blocks_computed": computed,
-            "blocks_resumed": resumed}
+            "blocks_resumed": resumed, **widths}
 
 
 def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(), progress=print,
-                     only=None, figures: bool = True, timing: dict | None = None) -> dict:
+                     only=None, figures: bool = True, timing: dict | None = None, width_sweeps=None) -> dict:
     """The analysing half of :func:`run_campaign`: calibrate, predict and compare every config
     from the rows in ``out_dir/results.csv``; write ``summary.json``, ``report.md`` and figures."""
     say = progress if progress is not None else (lambda msg: None)
-    preset_name, configs = resolve_preset(preset, only)
+    preset_name, configs = resolve_preset(preset, split_only(preset, only))
+    sweeps = _sweeps(preset, only, width_sweeps)
     out = Path(out_dir)
     csv_path = out / "results.csv"
     t_an = time.perf_counter()
@@ -133,6 +138,7 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
             f"{_pct(res['max_rel_error'])}, fitted exponent {_g(res['fitted_exponent'])} "
             f"{_ci(res['fitted_exponent_ci'])} vs derived {res['derived_exponent']}"
             + (f"; zero/circular ratio {'passed' if res['passed_ratio'] else 'FAILED'}" if cfg.is_zero else ""))
+    width_results = _analyse_width_sweeps(sweeps, out, say)
     extra = _merge_figure_keys(_collapse_figure(out, results), _resnet_figure(out, results)) if figures else {}
     timing = dict(timing or {"measure_s": 0.0, "blocks_computed": 0, "blocks_resumed": 0})
     timing["analysis_s"] = time.perf_counter() - t_an
@@ -149,6 +155,8 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
         **({"passed_resnet": all(r["passed"] for r in resnets if r["passed"] is not None)} if resnets else {}),
         "transfer": {"tables": transfer_tables, "summary": rule_summary(transfer_tables),
                      "best": best_rules(rule_summary(transfer_tables))},
+        **({"width_transfer": {"sweeps": width_results, "summary": width_rule_summary(
+            [r for r in width_results if "error" not in r])}} if sweeps else {}),
         "protocol": _protocol_dict(protocol),
         "C": C_TARGET,
         "level": LEVEL,
@@ -162,9 +170,42 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     return summary
 
 
+def _sweeps(preset, only, width_sweeps) -> list:
+    """The preset's width sweeps (filtered by ``only``), or ``width_sweeps`` when given."""
+    from amutheory.campaign.presets import WidthSweep
+
+    if width_sweeps is None:
+        return resolve_width_sweeps(preset, only)
+    sweeps = list(width_sweeps)
+    if not all(isinstance(s, WidthSweep) for s in sweeps):
+        raise TypeError("width_sweeps must be a list of WidthSweep")
+    if len({s.name for s in sweeps}) != len(sweeps):
+        raise ValueError(f"width sweep names must be distinct, got {[s.name for s in sweeps]}")
+    return sweeps
+
+
+def _analyse_width_sweeps(sweeps: list, out: Path, say) -> list:
+    """Every width sweep's analysis (an ``{"name", "error"}`` entry where one fails)."""
+    if not sweeps:
+        return []
+    table = read_width_results(out / WIDTH_FILE)
+    results = []
+    for sw in sweeps:
+        try:
+            r = analyse_width_sweep(sw, table)
+        except (ValueError, ArithmeticError) as exc:
+            results.append({"name": sw.name, "family": sw.spec.family, "error": f"{type(exc).__name__}: {exc}"})
+            say(f"[{sw.name}] width analysis failed: {exc}")
+            continue
+        fit = r["fit"]["mean"]
+        say(f"[{sw.name}] eta* ~ n^{_g(fit['exponent'])} {_ci(fit['ci'])} (derived {_g(r['derived_exponent'])})")
+        results.append(r)
+    return results
+
+
 def run_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(), resume: bool = True,
                  progress=print, only=None, chunk: int = 16, figures: bool = True,
-                 analyse: bool = True) -> dict:
+                 analyse: bool = True, width_sweeps=None) -> dict:
     """Run (or resume) a campaign and write ``results.csv``, ``summary.json``, ``report.md`` and
     figures into ``out_dir``; returns the summary dict.
 
@@ -174,8 +215,11 @@ def run_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(), res
     ``resume``: keep complete ``(config, padding, depth)`` blocks of an earlier run in ``out_dir``
     (partial ones are dropped; an old ``results.csv`` without the ``padding`` column is read as
     circular and rewritten); ``False`` starts ``results.csv`` afresh.  ``analyse=False`` only
-    measures and returns the timing counts."""
-    timing = measure_campaign(preset, out_dir, protocol, resume, progress, only, chunk)
+    measures and returns the timing counts.  ``width_sweeps``: a list of
+    :class:`~amutheory.campaign.presets.WidthSweep` measured and analysed after the configs (default:
+    the preset's, :data:`~amutheory.campaign.presets.WIDTH_SWEEPS`; none for a list of configs); their
+    per-seed ``s_bar`` goes to ``width.csv`` and resumes the same way."""
+    timing = measure_campaign(preset, out_dir, protocol, resume, progress, only, chunk, width_sweeps)
     if not analyse:
         return timing
-    return analyse_campaign(preset, out_dir, protocol, progress, only, figures, timing)
+    return analyse_campaign(preset, out_dir, protocol, progress, only, figures, timing, width_sweeps)

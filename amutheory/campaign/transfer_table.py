@@ -19,7 +19,7 @@ from amutheory.transfer import RULES, depth_factors, depth_measures
 REFERENCE_DEPTH = 4
 
 
-def _ratio_ci(ref: np.ndarray, tgt: np.ndarray, rng) -> tuple[float, float, float]:
+def ratio_ci(ref: np.ndarray, tgt: np.ndarray, rng) -> tuple[float, float, float]:
     """``eta*(L)/eta*(L_ref)`` of seed means and its percentile CI (independent resampling)."""
     point = np.sqrt(ref.mean() / tgt.mean())
     r = ref[rng.integers(0, len(ref), (N_BOOT, len(ref)))].mean(1)
@@ -43,7 +43,7 @@ def transfer_rows(cfg, meas: Measurement) -> dict:
         tgt_spec = spec.with_(depth=d)
         notes: list[str] = []
         factors = depth_factors(ref_m, depth_measures(tgt_spec), ref_spec, tgt_spec, notes)
-        ratio, lo, hi = _ratio_ci(meas.s_bar(ref_depth), meas.s_bar(d), rng)
+        ratio, lo, hi = ratio_ci(meas.s_bar(ref_depth), meas.s_bar(d), rng)
         rules = {k: {"ratio": _f(f), "error": _f(f / ratio - 1), "inside": bool(lo <= f <= hi)}
                  for k, f in factors.items()}
         rows.append({"depth": d, "measured_ratio": _f(ratio), "ci": [_f(lo), _f(hi)], "rules": rules,

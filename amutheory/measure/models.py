@@ -2,7 +2,8 @@
 
 ``ConvChain``: ``L`` bias-free convolutions ``h_l = W_l * x_{l-1}`` with He fan-in init
 ``Var[W_l] = c / fan_in`` (``fan_in = channels_in * k^d``), activation ``x_l = phi(h_l)``,
-global average pooling and a bias-free linear head with ``Var = 1 / width``.
+global average pooling and a bias-free linear head with ``Var = spec.readout_variance``
+(``1 / width``; ``1 / width^2`` for ``readout="mup"``).
 ``forward`` returns the output; ``preactivations`` returns every ``h_l`` as well.
 """
 
@@ -53,7 +54,7 @@ class ConvChain(nn.Module):
         self.convs = nn.ModuleList(layers)
         self.head = nn.Linear(spec.width, spec.outputs, bias=False, dtype=dtype, device=device)
         with torch.no_grad():
-            self.head.weight.normal_(0.0, math.sqrt(1.0 / spec.width), generator=generator)
+            self.head.weight.normal_(0.0, math.sqrt(spec.readout_variance), generator=generator)
 
     def preactivations(self, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Every pre-activation ``h_1 .. h_L`` and the output ``f(x)``."""

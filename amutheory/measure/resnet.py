@@ -2,7 +2,7 @@
 
 ``stem``: a bias-free conv ``c_in -> n`` (``Var 1/fan_in``, no activation), then ``K = depth``
 blocks ``x <- S x + alpha * branch(x)`` (``S`` the identity, or a 1x1 conv with ``Var 1/fan_in``
-for ``shortcut="projection"``), global average pooling and the linear head (``Var 1/width``).
+for ``shortcut="projection"``), global average pooling and the linear head (``Var spec.readout_variance``, ``1/width`` by default).
 Branches (``phi`` the activation):
 
 * ``conv``:     ``phi(W * x)``                 pre-activation ``W * x``
@@ -67,7 +67,7 @@ class ResidualConvNet(nn.Module):
                 self.skip.append(p)
         self.head = nn.Linear(n, spec.outputs, bias=False, dtype=dtype, device=device)
         with torch.no_grad():
-            self.head.weight.normal_(0.0, math.sqrt(1.0 / n), generator=generator)
+            self.head.weight.normal_(0.0, math.sqrt(spec.readout_variance), generator=generator)
 
     def _branch(self, k: int, x: torch.Tensor, hs: list) -> torch.Tensor:
         branch = self.spec.branch

@@ -7,7 +7,7 @@ then ``K = depth`` pre-LN blocks, each with two residual additions,
     x <- x + alpha * Attn(LN(x)) W_O          (multi-head softmax attention, ``heads`` heads)
     x <- x + alpha * phi(LN(x) W_1) W_2       (MLP, hidden width ``mlp_ratio * n``)
 
-then ``LN``, the mean over tokens and a bias-free linear head (``Var 1/n``).  ``LN`` has no affine
+then ``LN``, the mean over tokens and a bias-free linear head (``Var spec.readout_variance``, ``1/n`` by default).  ``LN`` has no affine
 parameters and every linear map is bias-free, so every parameter is a weight matrix.  Init
 (``v_1, v_2 = layer_variance_factors(init, "conv-mlp")``, ``alpha = branch_multiplier(init)``):
 ``W_Q, W_K, W_V`` ``Var 1/n``; ``W_O`` ``Var v_2/n``; ``W_1`` ``Var v_1/n``; ``W_2``
@@ -47,11 +47,13 @@ def layer_norm(x: torch.Tensor) -> torch.Tensor:
 
 
 class SelfAttention(nn.Module):
-    """Multi-head softmax self-attention ``softmax(Q K^T / sqrt(d_h)) V W_O``, bias-free."""
+    """Multi-head softmax self-attention ``softmax(Q K^T / s) V W_O``, bias-free; ``s = sqrt(d_h)``
+    (``attn_scale="sqrt"``) or ``d_h`` (``"mup"``)."""
 
-    def __init__(self, n: int, heads: int, out_variance: float, generator, dtype, device):
+    def __init__(self, n: int, heads: int, out_variance: float, generator, dtype, device, attn_scale: str = "sqrt"):
         super().__init__()
         self.heads = heads
+        self.logit_power = 0.5 if attn_scale == "sqrt" else 1.0
         self.q = _linear(n, n, 1.0, generator, dtype, device)
         self.k = _linear(n, n, 1.0, generator, dtype, device)
         self.v = _linear(n, n, 1.0, generator, dtype, device)
@@ -65,7 +67,7 @@ class SelfAttention(nn.Module):
             return z.reshape(b, t, h, dh).transpose(1, 2)  # (B, h, T, d_h)
 
         q, k, v = split(self.q(u)), split(self.k(u)), split(self.v(u))
-        weights = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(dh), dim=-1)
+        weights = torch.softmax(q @ k.transpose(-1, -2) / dh**self.logit_power, dim=-1)
         return self.o((weights @ v).transpose(1, 2).reshape(b, t, n))
 
 
@@ -99,9 +101,9 @@ class PreLNTransformer(nn.Module):
         self.embed = _linear(spec.input_channels, n, 1.0, generator, dtype, device)
         self.attn, self.mlp = nn.ModuleList(), nn.ModuleList()
         for _ in range(K):
-            self.attn.append(SelfAttention(n, spec.heads, v2, generator, dtype, device))
+            self.attn.append(SelfAttention(n, spec.heads, v2, generator, dtype, device, spec.attn_scale))
             self.mlp.append(MLP(n, spec.mlp_ratio * n, phi, v1, spec.c * v2, generator, dtype, device))
-        self.head = _linear(n, spec.outputs, 1.0, generator, dtype, device)
+        self.head = _linear(n, spec.outputs, n * spec.readout_variance, generator, dtype, device)
 
     def _stream(self, x: torch.Tensor, hs: list, moments: list | None = None) -> torch.Tensor:
         x = self.embed(x.transpose(1, 2))  # (B, T, n)
