@@ -40,10 +40,10 @@ import functools
 import sympy as sp
 
 from amutheory.spec import READOUT_POWERS
+from amutheory.symbolic.symbols import n
 
-#: fan-in of a hidden layer, its width, kernel size and dimension
+#: fan-in of a hidden layer, kernel size and dimension (the width ``n`` is the library's symbol)
 F = sp.Symbol("F", positive=True)
-n = sp.Symbol("n", positive=True)
 k = sp.Symbol("k", positive=True)
 d = sp.Symbol("d", positive=True, integer=True)
 #: E[phi(h)^2] and E[phi'(h)^2] at the layer's variance
