@@ -177,6 +177,11 @@ def test_width_sweep_validates(kwargs, match):
         WidthSweep(**{**base, **kwargs})
 
 
+def test_width_sweep_widths_must_be_integers():
+    with pytest.raises(TypeError, match="widths"):
+        WidthSweep("x", ArchSpec(width=8), (8, 16.5), 8, 4)
+
+
 def test_transfer_preset_has_width_sweeps_of_three_families():
     assert {s.spec.family for s in WIDTH_SWEEPS["transfer"]} == {"conv", "resnet", "transformer"}
     for s in WIDTH_SWEEPS["transfer"] + WIDTH_SWEEPS["paper"]:

@@ -132,7 +132,13 @@ class WidthSweep:
             raise ValueError(f"name must be a non-empty string without , / \\ quotes or newlines, got {self.name!r}")
         if not isinstance(self.spec, ArchSpec):
             raise TypeError(f"spec must be an ArchSpec, got {type(self.spec).__name__}")
-        widths = tuple(sorted({int(w) for w in self.widths}))
+        try:
+            raw = list(self.widths)
+        except TypeError:
+            raise TypeError(f"widths must be a list of integers, got {self.widths!r}") from None
+        if any(isinstance(w, bool) or not isinstance(w, (int, np.integer)) for w in raw):
+            raise TypeError(f"widths must be integers, got {raw}")
+        widths = tuple(sorted({int(w) for w in raw}))
         if len(widths) < 2 or widths[0] < 1:
             raise ValueError(f"widths must hold at least 2 distinct positive widths, got {list(self.widths)}")
         if self.reference_width not in widths:

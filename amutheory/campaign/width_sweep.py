@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -84,7 +85,6 @@ def measure_width_sweeps(sweeps: list, out_dir, protocol: ProbeProtocol = ProbeP
                          progress=print, chunk: int = 16) -> dict:
     """Measure every ``(sweep, width)`` block not already complete in ``out_dir/width.csv``."""
     from amutheory.measure.probe import probe
-    import time
 
     say = progress if progress is not None else (lambda msg: None)
     path = Path(out_dir) / WIDTH_FILE
