@@ -28,6 +28,19 @@ def ratio_ci(ref: np.ndarray, tgt: np.ndarray, rng) -> tuple[float, float, float
     return float(point), float(lo), float(hi)
 
 
+def rule_entries(factors: dict, ratio: float, lo: float, hi: float) -> dict:
+    """``{rule: {ratio, error, inside}}``: each predicted ratio against the measured one and its CI."""
+    return {k: {"ratio": _f(f), "error": _f(f / ratio - 1), "inside": bool(lo <= f <= hi)} for k, f in factors.items()}
+
+
+def error_summary(entries: list) -> dict:
+    """Median and max |error| of :func:`rule_entries` entries and how many lie inside their CI."""
+    errs = np.array([abs(x["error"]) for x in entries if x["error"] is not None])
+    return {"median_abs_error": _f(np.median(errs)) if errs.size else None,
+            "max_abs_error": _f(errs.max()) if errs.size else None,
+            "inside": int(sum(x["inside"] for x in entries)), "n": len(entries)}
+
+
 def transfer_rows(cfg, meas: Measurement) -> dict:
     """``{"reference_depth", "rows": [{depth, measured_ratio, ci, rules: {rule: {ratio, error,
     inside}}}]}`` for one config (any family without zero padding)."""
@@ -44,8 +57,7 @@ def transfer_rows(cfg, meas: Measurement) -> dict:
         notes: list[str] = []
         factors = depth_factors(ref_m, depth_measures(tgt_spec), ref_spec, tgt_spec, notes)
         ratio, lo, hi = ratio_ci(meas.s_bar(ref_depth), meas.s_bar(d), rng)
-        rules = {k: {"ratio": _f(f), "error": _f(f / ratio - 1), "inside": bool(lo <= f <= hi)}
-                 for k, f in factors.items()}
+        rules = rule_entries(factors, ratio, lo, hi)
         rows.append({"depth": d, "measured_ratio": _f(ratio), "ci": [_f(lo), _f(hi)], "rules": rules,
                      "notes": notes})
     return {"name": cfg.name, "family": spec.family, "reference_depth": ref_depth, "rows": rows}
@@ -58,11 +70,7 @@ def rule_summary(tables: list) -> dict:
         rows = [r for t in tables if t["family"] == fam for r in t["rows"]]
         out[fam] = {}
         for rule in RULES:
-            errs = np.array([abs(r["rules"][rule]["error"]) for r in rows if r["rules"][rule]["error"] is not None])
-            inside = sum(r["rules"][rule]["inside"] for r in rows)
-            out[fam][rule] = {"median_abs_error": _f(np.median(errs)) if errs.size else None,
-                              "max_abs_error": _f(errs.max()) if errs.size else None,
-                              "inside": int(inside), "n": len(rows)}
+            out[fam][rule] = error_summary([r["rules"][rule] for r in rows])
     return out
 
 

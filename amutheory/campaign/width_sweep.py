@@ -28,7 +28,7 @@ import numpy as np
 
 from amutheory.campaign.common import C_TARGET, LEVEL, _f
 from amutheory.campaign.results import _fsync
-from amutheory.campaign.transfer_table import ratio_ci
+from amutheory.campaign.transfer_table import error_summary, ratio_ci, rule_entries
 from amutheory.campaign.presets import WidthSweep
 from amutheory.spec import ProbeProtocol
 from amutheory.stats import arith_mean_ci, fit_loglog_slope
@@ -154,8 +154,7 @@ def analyse_width_sweep(sweep: WidthSweep, table: dict) -> dict:
         factors = width_factors(ref_m, depth_measures(tgt_spec), ref_spec, tgt_spec)
         ratio, lo, hi = ratio_ci(s[:, widths.index(ref_w)], s[:, j], rng)
         transfer.append({"width": w, "measured_ratio": _f(ratio), "ci": [_f(lo), _f(hi)],
-                         "rules": {k: {"ratio": _f(f), "error": _f(f / ratio - 1), "inside": bool(lo <= f <= hi)}
-                                   for k, f in factors.items()}})
+                         "rules": rule_entries(factors, ratio, lo, hi)})
     return {"name": sweep.name, "family": sweep.spec.family, "spec": sweep.spec.to_dict(), "depth": sweep.spec.depth,
             "reference_width": ref_w, "seeds": len(sweep.seed_list), "rows": rows, "fit": fits,
             "derived_exponent": derived, "transfer": transfer}
@@ -165,11 +164,4 @@ def width_rule_summary(results: list) -> dict:
     """Per width rule, over every sweep and target width: median and max |error|, how many inside the CI."""
     from amutheory.transfer import WIDTH_RULES
 
-    out = {}
-    for rule in WIDTH_RULES:
-        rows = [t["rules"][rule] for r in results for t in r["transfer"]]
-        errs = np.array([abs(x["error"]) for x in rows if x["error"] is not None])
-        out[rule] = {"median_abs_error": _f(np.median(errs)) if errs.size else None,
-                     "max_abs_error": _f(errs.max()) if errs.size else None,
-                     "inside": int(sum(x["inside"] for x in rows)), "n": len(rows)}
-    return out
+    return {rule: error_summary([t["rules"][rule] for r in results for t in r["transfer"]]) for rule in WIDTH_RULES}

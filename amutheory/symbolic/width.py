@@ -98,9 +98,9 @@ def eta_width_exponent(readout: str = "standard", rho_value=None) -> sp.Expr:
 
 
 @functools.lru_cache(maxsize=None)
-def width_factor_expr() -> sp.Expr:
-    """``eta*_t / eta*_r = sqrt(scale_r / scale_t)`` at equal depth and activation, in the fan-ins
-    ``F_r, F_t`` and readout strengths ``R_r, R_t`` (``E[phi^2]``, ``E[phi'^2]`` cancel)."""
+def width_factor_expr() -> tuple:
+    """``(expr, (F_r, R_r, F_t, R_t))``: ``eta*_t / eta*_r = sqrt(scale_r / scale_t)`` at equal depth
+    and activation, in the fan-ins and readout strengths (``E[phi^2]``, ``E[phi'^2]`` cancel)."""
     Fr, Ft, Rr, Rt = sp.symbols("F_r F_t R_r R_t", positive=True)
     ref = update_scale().subs({F: Fr, R: Rr})
     tgt = update_scale().subs({F: Ft, R: Rt})
