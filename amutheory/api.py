@@ -300,7 +300,8 @@ def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DE
     """Predict ``eta*(L)`` of ``spec`` at ``depths``.
 
     ``constants``: ``"calibrate"`` (measure nets at ``calibration_depths`` and fit ``a, b, e,
-    gamma``; the default), ``"mlp-limit"`` (derived constants only, ``s`` in units of ``a``), or
+    gamma``; the default), ``"derive"`` (linear circular conv chains: the exact infinite-width
+    spectral law, nothing fitted for the mean; :func:`_predict_spectral`), ``"mlp-limit"`` (derived constants only, ``s`` in units of ``a``), or
     a :class:`~amutheory.calibrate.Calibration`.  ``statistic`` picks what is predicted: the
     arithmetic mean over seeds (``mean``, the expectation) or the typical value (``geo``).
     ``law`` picks the transformer law (:data:`TRANSFORMER_LAWS`; other families have one)."""
@@ -336,11 +337,14 @@ def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DE
         calib = calibrate(calibration_measurement.profiles,
                           derived_constants(spec, protocol.input_var)["epsilon"].value,
                           spec.width, statistic)
+    elif constants == "derive":
+        return _predict_spectral(spec, depths, statistic, protocol, C, calibration_depths, calibration_seeds,
+                                 progress, calibration_measurement)
     elif constants == "mlp-limit":
         notes.append("constants from the MLP-limit derivation only: s and eta* are in units of a "
                      "(absolute scale not predicted); conv chains deviate from this limit")
     else:
-        raise ValueError(f"constants must be 'calibrate', 'mlp-limit' or a Calibration, got {constants!r}")
+        raise ValueError(f"constants must be 'calibrate', 'derive', 'mlp-limit' or a Calibration, got {constants!r}")
     if calib is not None:
         const = dict(calib.constants)
         held_in = sorted(set(depths) & set(calib.depths))
@@ -360,17 +364,69 @@ def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DE
 
 def predicted_layer_profile(spec: ArchSpec, constants: dict, statistic: str = "mean") -> dict[str, np.ndarray]:
     """Per-layer ``s_l`` of ``spec`` and its coherent (l^2), fluctuation (l^3) and local parts,
-    for the mean over seeds (the law) or the typical value (``statistic="geo"``)."""
+    for the mean over seeds (the law) or the typical value (``statistic="geo"``).  Constants of
+    the spectral law (they hold ``modes``) give the exact profile: the zero mode is the coherent
+    and fluctuation parts, the other modes the local part."""
     if statistic not in ("mean", "geo"):
         raise ValueError(f"statistic must be 'mean' or 'geo', got {statistic!r}")
     layers = np.arange(1, spec.depth + 1)
     v = {k: constants[k].value for k in ("a", "b", "e", "epsilon", "gamma")}
     scale = 1.0 if statistic == "mean" else 1.0 / float(mean_over_typical(constants, [spec.depth])[0][0])
-    total = scale * layer_prediction(layers, v["a"], v["b"], v["e"], v["epsilon"], v["gamma"], spec.width)
+    if "modes" in constants:
+        from amutheory.symbolic.spectral import spectral_layer_moments
+
+        v["e"] = 0.0  # the zero mode's cubic below; the other modes are the exact remainder
+        total = scale * spectral_layer_moments(spec, layers, constants["input_var"].value)
+    else:
+        total = scale * layer_prediction(layers, v["a"], v["b"], v["e"], v["epsilon"], v["gamma"], spec.width)
     coherent = scale * layer_prediction(layers, v["a"], 0.0, 0.0, v["epsilon"], v["gamma"], spec.width)
     fluct = scale * layer_prediction(layers, 0.0, v["b"], 0.0, v["epsilon"], v["gamma"], spec.width)
     return {"layer": layers, "total": total, "coherent": coherent, "fluctuation": fluct,
             "local": total - coherent - fluct}
+
+
+def _predict_spectral(spec, depths, statistic, protocol, C, calibration_depths, calibration_seeds, progress,
+                      calibration_measurement) -> Prediction:
+    """``constants="derive"``: the spectral law (:mod:`amutheory.symbolic.spectral`) of a linear
+    circular conv chain, the mean over seeds at infinite width with nothing fitted.  The typical
+    value (``statistic="geo"``) also needs the seed spread ``sigma^2(L)``, which is not derived:
+    its line ``sigma2_0 + kappa L`` is fitted on ``calibration_measurement`` (measured at
+    ``calibration_depths`` when not given) and labelled calibrated."""
+    from amutheory.calibrate import _bootstrap_sd, _variance_line
+    from amutheory.symbolic.spectral import check_spectral_spec, spectral_constants, spectral_s_bar, spectral_slope
+
+    check_spectral_spec(spec)
+    const = spectral_constants(spec, protocol.input_var)
+    const["input_var"] = Constant("input_var", protocol.input_var, "convention", note="probe input variance")
+    const["C"] = Constant("C", C, "convention", note="target one-step second moment")
+    s_bar = spectral_s_bar(spec, depths, protocol.input_var)
+    slope = spectral_slope(spec, depths, protocol.input_var)
+    notes = ["spectral law (exact at infinite width): nothing fitted for the mean; a finite width adds "
+             "terms of relative order l/n that are not included"]
+    calib = None
+    if statistic == "geo":
+        if calibration_measurement is None:
+            calibration_measurement = measure(spec, check_depths(calibration_depths), calibration_seeds, protocol, C,
+                                              progress)
+        profiles = calibration_measurement.profiles
+        line = _variance_line(profiles)
+        (se,) = _bootstrap_sd(profiles, lambda resampled: (_variance_line(resampled),), (2,), 100, 0)
+        cal_depths = sorted(profiles)
+        lnote = (f"Var[ln s_bar] over seeds, straight line in L, depths {cal_depths}; error = sd over 100 "
+                 "seed-bootstrap refits")
+        const["sigma2_0"] = Constant("sigma2_0", float(line[0]), "calibrated", float(se[0]), note=lnote)
+        const["kappa"] = Constant("kappa", float(line[1]), "calibrated", float(se[1]), note=lnote)
+        calib = Calibration({k: const[k] for k in ("sigma2_0", "kappa")}, cal_depths, "geo", spec.width, 0.0,
+                            ["spectral law of the mean (derived) times exp(-sigma^2(L)/2) with sigma^2 calibrated"])
+        held_in = sorted(set(depths) & set(cal_depths))
+        if held_in:
+            notes.append(f"depths {held_in} were used for the seed-spread line: not an independent check there")
+        factor, shift = mean_over_typical(const, depths)
+        s_bar, slope = s_bar / factor, slope - shift
+    eta = np.sqrt(C / s_bar)
+    name = f"conv{spec.dim}d-linear-circular-spectral"
+    return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, name, statistic, C, calib,
+                      notes)
 
 
 # --------------------------------------------------------------------------- residual nets

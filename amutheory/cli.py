@@ -151,6 +151,9 @@ def cmd_derive(args):
         d["finite_width_first_order_leading"] = sp.sstr(sp.limit(R / L, L, sp.oo))
         d["assumptions"] = d["assumptions"] + [fw.assumptions[-1]]
     d["derived_constants"] = {k: c.to_dict() for k, c in derived_constants(spec, args.input_var).items()}
+    spectral = _spectral_dict(spec, args.input_var)
+    if spectral:
+        d["spectral"] = spectral
     if spec.padding == "zero":
         d["boundary"] = _boundary_dict(spec, args.depths or [], args.input_var)
     lines = [f"law: {law.name}", f"s_bar(L) = {d['s_bar']}", f"eta*(L) = {d['eta_star']}",
@@ -164,6 +167,11 @@ def cmd_derive(args):
                      f"{d['finite_width_first_order_leading']} L  (R = {d['finite_width_first_order']})")
     lines.append("derived constants:")
     lines += [f"  {k} = {c['value']:.6g} [{c['source']}]" for k, c in d["derived_constants"].items()]
+    if spectral:
+        lines.append("spectral law (linear, circular, exact at infinite width): s_l = sum_q weight_q Q_l(r_q)")
+        lines.append(f"  Q_l(r) = {spectral['mode_layer_moment']}")
+        lines.append(f"  zero mode Q_l(1) = {spectral['zero_mode_layer_moment']}  (the pair kernel, a = b)")
+        lines += [f"  {k} = {c['value']:.6g} [{c['source']}]" for k, c in spectral["constants"].items()]
     if "boundary" in d:
         bd = d["boundary"]
         lines.append(f"zero padding: lambda_max = {bd['top_eigenvalue']:.6g} (exact, N = {spec.spatial}), "
@@ -285,12 +293,29 @@ def cmd_boundary(args):
     _emit(args, d, "\n".join(lines))
 
 
+def _spectral_dict(spec, input_var: float) -> dict | None:
+    """The spectral law's expressions and exact constants, for a linear circular chain (else None)."""
+    import sympy as sp
+
+    from amutheory.symbolic import spectral
+
+    if not spectral.spectral_applies(spec):
+        return None
+    return {"mode_layer_moment": sp.sstr(spectral.mode_layer_moment()),
+            "zero_mode_layer_moment": sp.sstr(spectral.mode_layer_moment(True)),
+            "mode_depth_sum": sp.sstr(spectral.mode_depth_sum()),
+            "saturated_mode_moment": sp.sstr(spectral.saturated_mode_moment()),
+            "constants": {k: c.to_dict() for k, c in spectral.spectral_constants(spec, input_var).items()},
+            "assumptions": ["linear chain, circular padding, critical c = 1: every Fourier mode is propagated "
+                            "on its own", "infinite width (planar Wick pairings); the mean over seeds",
+                            "Gaussian inputs of variance input_var, the canonical probe's loss and head"]}
+
+
 def cmd_predict(args):
     from amutheory.api import predict
 
     spec = _spec(args)
-    constants = "mlp-limit" if args.constants == "mlp-limit" else "calibrate"
-    pred = predict(spec, args.depths, constants=constants, calibration_depths=args.calibration_depths,
+    pred = predict(spec, args.depths, constants=args.constants, calibration_depths=args.calibration_depths,
                    calibration_seeds=args.calibration_seeds, statistic=args.statistic,
                    protocol=_protocol(args), C=args.C, progress=_progress(args), law=args.law)
     d = pred.to_dict()
@@ -477,9 +502,11 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("predict", parents=[common], help="predict eta*(L) at given depths",
                         description="Predict eta*(L) from the derived law; constants derived or calibrated.")
     _arch_args(pr)
-    pr.add_argument("--constants", default="calibrate", choices=("calibrate", "mlp-limit"),
-                    help="calibrate a,b,e,gamma on a probe at --calibration-depths (default), or use the "
-                         "MLP-limit derivation only (s in units of a)")
+    pr.add_argument("--constants", default="calibrate", choices=("calibrate", "derive", "mlp-limit"),
+                    help="calibrate a,b,e,gamma on a probe at --calibration-depths (default); 'derive': the "
+                         "exact infinite-width spectral law, nothing fitted (linear circular conv chains, c = 1; "
+                         "--statistic geo still fits the seed-spread line); or the MLP-limit derivation only "
+                         "(s in units of a)")
     pr.add_argument("--calibration-depths", type=_int_list, default=[2, 3, 4, 6],
                     help="depths the constants are fitted on, at least 4 (default 2,3,4,6)")
     pr.add_argument("--calibration-seeds", type=int, default=32, help="default 32")

@@ -29,6 +29,7 @@ from amutheory.campaign.common import C_TARGET, STATISTICS, _f
 from amutheory.campaign.presets import CampaignConfig
 from amutheory.spec import ProbeProtocol
 from amutheory.symbolic.conv import conv_law, derived_constants
+from amutheory.symbolic.spectral import spectral_applies
 
 
 def _eta(s):
@@ -54,7 +55,7 @@ def _record_prediction(out: dict, cfg: CampaignConfig, pred, stat: str, curve: d
     curve[f"eta_{stat}"] = [_f(eta_all[d]) for d in dense]
     eta_pred = {d: eta_all[d] for d in cfg.depths}
     s_pred = {d: v for d, v in zip(pred.depths, pred.s_bar) if d in cfg.depths}
-    out["calibration"][stat] = pred.calibration.to_dict()
+    out["calibration"][stat] = pred.calibration.to_dict() if pred.calibration is not None else None
     out["constants"][stat] = {k: c.to_dict() for k, c in pred.constants.items()}
     held = cfg.held_out_depths
     out["predicted_effective_exponent_" + stat] = _f(_ls_slope(cfg.depths, [eta_pred[d] for d in cfg.depths]))
@@ -63,9 +64,10 @@ def _record_prediction(out: dict, cfg: CampaignConfig, pred, stat: str, curve: d
     return eta_pred, s_pred
 
 
-def _mlp_limit_row(cal, v) -> dict:
-    """Calibrated ``b/a`` against the derived MLP-limit ``v``."""
-    a_, b_ = cal.constants["a"], cal.constants["b"]
+def _mlp_limit_row(constants: dict, v) -> dict:
+    """``b/a`` of the prediction's constants (calibrated, or derived by the spectral law) against
+    the derived MLP-limit ``v``."""
+    a_, b_ = constants["a"], constants["b"]
     ratio = b_.value / a_.value
     rel = math.sqrt((a_.error / a_.value) ** 2 + (b_.error / b_.value) ** 2) if a_.value and b_.value else float("nan")
     return {"b_over_a": _f(ratio), "b_over_a_error": _f(abs(ratio) * rel),
@@ -187,6 +189,11 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
         cal_meas, cal_set = Measurement(spec, list(cfg.calibration_depths), meas.seeds,
                                         {d: meas.profiles[d] for d in cfg.calibration_depths},
                                         meas.C, meas.level), set(cfg.calibration_depths)
+    # a linear circular chain has a derived law (amutheory.symbolic.spectral): nothing is fitted for
+    # the mean, and only the seed-spread line of the typical value uses the calibration depths
+    how = "derive" if not cfg.is_zero and spectral_applies(spec) else "calibrate"
+    out["constants_from"] = {"derive": "spectral law (derived; sigma^2 line of geo calibrated)",
+                             "calibrate": "calibrated (lognormal model)"}[how]
     used_constants = {}
     passed_stats, rel_errs, joint_ok = {}, {}, {}
     out["held_out_test"] = {}
@@ -195,11 +202,12 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
     for stat in STATISTICS:
         try:
             # one call for the measured depths and the dense curve (law_values is not cheap)
-            pred = predict(spec, sorted(set(cfg.depths) | set(dense)), constants="calibrate", statistic=stat,
+            pred = predict(spec, sorted(set(cfg.depths) | set(dense)), constants=how, statistic=stat,
                            protocol=protocol, C=meas.C, calibration_measurement=cal_meas)
             eta_pred, s_pred = _record_prediction(out, cfg, pred, stat, curve, dense)
             used_constants[stat] = pred.constants
-            out["mlp_limit_comparison"][stat] = _mlp_limit_row(pred.calibration, derived["v_mlp"])
+            out["law"] = pred.law if how == "derive" else out["law"]
+            out["mlp_limit_comparison"][stat] = _mlp_limit_row(pred.constants, derived["v_mlp"])
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
             out["errors"].append(f"{stat}: calibration/prediction failed: {exc}")
             eta_pred, s_pred = {}, {}
@@ -209,6 +217,12 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
         passed_stats[stat], rel_errs[stat], joint_ok[stat] = _held_out_checks(out, meas, stat, rows)
         out["fitted_exponents"][stat] = _exponent_fits(meas, stat, {"all": list(cfg.depths), "held_out": held},
                                                        float(law.exponent))
+    if how == "derive":
+        rows = out["per_depth"]["mean"]
+        out["inside_ci_every_depth_mean"] = bool(rows and all(r["inside_ci"] for r in rows))
+        out["notes"].append("mean: spectral law, nothing fitted, so every depth (calibration depths included) is an "
+                            "independent check: inside the CI at "
+                            f"{sum(r['inside_ci'] for r in rows)} of {len(rows)} depths")
     if not held:
         out["notes"].append("no held-out depths: nothing independent to check, passed is false")
     out["prediction_curve"] = curve

@@ -59,6 +59,11 @@ def write_report(path: Path, summary: dict) -> None:
         "the law times exp(-sigma^2(L)/2), with the seed variance of ln s_bar fitted as a straight "
         "line `sigma2_0 + kappa L` on the same depths; `epsilon` exact, `gamma = 0`.  Held-out depths "
         "are the independent check.",
+        "* linear circular chains are not calibrated: their mean is the spectral law "
+        "(`amutheory.symbolic.spectral`), derived mode by mode in the Fourier basis and exact at infinite "
+        "width, with every constant computed from the spec and the probe (input statistics, batch, head); "
+        "only the seed-spread line of the typical value is fitted on the calibration depths.  The finite-width "
+        "excess of the mean (relative order l/n) is not in it.",
         "* joint check: each held-out depth is a separate set of nets, so a right prediction misses "
         "its own 95% interval with probability 5% at every depth.  The joint test (`stats.held_out_test`) turns "
         "each depth's lognormal t-statistic of ln(predicted / measured) (Cox's method for the mean) into "
@@ -101,7 +106,8 @@ def _circular_config_lines(c: dict) -> list:
     for note in c["notes"]:
         lines.append(f"* note: {note}")
     lines += [
-        f"* law `{c['law']}`, derived asymptotic exponent of eta*: **{c['derived_exponent']}**",
+        f"* law `{c['law']}`, derived asymptotic exponent of eta*: **{c['derived_exponent']}**; constants: "
+        f"{c.get('constants_from', 'calibrated (lognormal model)')}",
         f"* max relative error of eta* over held-out depths: {_pct(c['max_rel_error'])} (mean), "
         f"{_pct(c['max_rel_error_geo'])} (geo)",
         *[f"* joint held-out test ({st}): chi2 = {t['chi2']:.2f} on {t['dof']} dof, p = {t['p_value']:.3f}; "
@@ -142,7 +148,7 @@ def _circular_config_lines(c: dict) -> list:
               "| constant | statistic | value | error | source |", "|---|---|---:|---:|---|"]
     for stat in STATISTICS:
         for k, v in c["constants"].get(stat, {}).items():
-            if k in ("a", "b", "e", "gamma", "epsilon", "sigma2_0", "kappa"):
+            if k in ("a", "b", "e", "gamma", "epsilon", "sigma2_0", "kappa", "r_1"):
                 lines.append(f"| {k} | {stat} | {_g(v['value'], 5)} | {_g(v['error'], 3)} | {v['source']} |")
     for k, v in c["derived_constants"].items():
         lines.append(f"| {k} | derived | {_g(v['value'], 5)} | {_g(v['error'], 3)} | {v['source']} |")
