@@ -154,7 +154,7 @@ def _circular_config_lines(c: dict) -> list:
         lines.append(f"| {k} | derived | {_g(v['value'], 5)} | {_g(v['error'], 3)} | {v['source']} |")
     lines += ["", "MLP-limit comparison: the derivation gives b/a = v_mlp only in the MLP limit "
               "(k = 1, one position, one sample); a conv chain is not expected to sit there.", "",
-              "| statistic | calibrated b/a | error | derived v_mlp | ratio |", "|---|---:|---:|---:|---:|"]
+              "| statistic | b/a (calibrated; derived for linear chains) | error | derived v_mlp | ratio |", "|---|---:|---:|---:|---:|"]
     for stat in STATISTICS:
         m = c["mlp_limit_comparison"].get(stat)
         if m:
@@ -164,9 +164,10 @@ def _circular_config_lines(c: dict) -> list:
     for stat in STATISTICS:
         cal = c["calibration"].get(stat)
         if cal:
-            how = cal["constants"].get("a", {}).get("note", "")
+            fitted_law = "a" in cal["constants"]  # else only the seed-spread line (spectral law)
+            how = cal["constants"].get("a" if fitted_law else "kappa", {}).get("note", "")
             extra = "; ".join(cal.get("notes", []))
             lines.append(f"* calibration ({stat}): {how}" + (f"; {extra}" if extra else "")
-                         + f"; rms log residual {cal['residual_rms_log']:.3g}")
+                         + (f"; rms log residual {cal['residual_rms_log']:.3g}" if fitted_law else ""))
     lines.append("")
     return lines + _figure_lines(c)
