@@ -167,22 +167,21 @@ def mode_weights(spec: ArchSpec, input_var: float = 1.0) -> tuple[np.ndarray, np
 
 
 @functools.lru_cache(maxsize=None)
-def _predictors():
-    mode = sp.lambdify((l, r, epsilon), mode_layer_moment(False), "numpy")
-    zero = sp.lambdify((l, epsilon), mode_layer_moment(True), "numpy")
-    total = sp.lambdify((L, r, epsilon), mode_depth_sum(False), "numpy")
-    total_zero = sp.lambdify((L, epsilon), mode_depth_sum(True), "numpy")
-    mode_mp = sp.lambdify((l, r, epsilon), mode_layer_moment(False), "mpmath")
-    total_mp = sp.lambdify((L, r, epsilon), mode_depth_sum(False), "mpmath")
-    grad = sp.lambdify((L, r, epsilon), sp.diff(mode_depth_sum(False), L), "numpy")
-    grad_zero = sp.lambdify((L, epsilon), sp.diff(mode_depth_sum(True), L), "numpy")
-    grad_mp = sp.lambdify((L, r, epsilon), sp.diff(mode_depth_sum(False), L), "mpmath")
-    return mode, zero, total, total_zero, mode_mp, total_mp, grad, grad_zero, grad_mp
+def _predictors() -> dict:
+    """Lambdified forms, by name: ``layer`` (``Q_l``), ``total`` (``sum_l Q_l``) and ``grad``
+    (its ``d/dL``), each as ``(generic r != 1 in numpy, zero mode in numpy, generic in mpmath)``."""
+    exprs = {"layer": (l, mode_layer_moment(False), mode_layer_moment(True)),
+             "total": (L, mode_depth_sum(False), mode_depth_sum(True)),
+             "grad": (L, sp.diff(mode_depth_sum(False), L), sp.diff(mode_depth_sum(True), L))}
+    return {name: (sp.lambdify((var, r, epsilon), generic, "numpy"), sp.lambdify((var, epsilon), zero, "numpy"),
+                   sp.lambdify((var, r, epsilon), generic, "mpmath"))
+            for name, (var, generic, zero) in exprs.items()}
 
 
-def _sum_modes(depths, rates, weights, eps, fn, fn_zero, fn_mp, continuous: bool = False) -> np.ndarray:
+def _sum_modes(depths, rates, weights, eps, fns, continuous: bool = False) -> np.ndarray:
     """``sum_q weight_q fn(depth, r_q)``, the zero mode by its own form and modes near ``r = 1``
     or ``r = 0`` in 50-digit arithmetic (``continuous``: ``depths`` need not be integers)."""
+    fn, fn_zero, fn_mp = fns
     depths = np.asarray(depths, dtype=float)
     cast = (lambda x: mpmath.mpf(float(x))) if continuous else (lambda x: int(x))  # noqa: E731
     out = np.zeros_like(depths)
@@ -204,16 +203,14 @@ def _epsilon(spec: ArchSpec) -> float:
 def spectral_layer_moments(spec: ArchSpec, layers, input_var: float = 1.0) -> np.ndarray:
     """``E[s_l]`` at infinite width for ``layers`` (any ``l >= 1``; independent of the net's depth)."""
     rates, weights = mode_weights(spec, input_var)
-    mode, zero, _, _, mode_mp, _, _, _, _ = _predictors()
-    return _sum_modes(layers, rates, weights, _epsilon(spec), mode, zero, mode_mp)
+    return _sum_modes(layers, rates, weights, _epsilon(spec), _predictors()["layer"])
 
 
 def spectral_s_bar(spec: ArchSpec, depths, input_var: float = 1.0) -> np.ndarray:
     """``E[s_bar(L)] = (1/L) sum_{l<=L} E[s_l]`` at infinite width, from the closed depth sums."""
     rates, weights = mode_weights(spec, input_var)
-    _, _, total, total_zero, _, total_mp, _, _, _ = _predictors()
     depths = np.asarray(depths, dtype=float)
-    return _sum_modes(depths, rates, weights, _epsilon(spec), total, total_zero, total_mp) / depths
+    return _sum_modes(depths, rates, weights, _epsilon(spec), _predictors()["total"]) / depths
 
 
 def spectral_slope(spec: ArchSpec, depths, input_var: float = 1.0) -> np.ndarray:
@@ -223,8 +220,8 @@ def spectral_slope(spec: ArchSpec, depths, input_var: float = 1.0) -> np.ndarray
     fns = _predictors()
     depths = np.asarray(depths, dtype=float)
     eps = _epsilon(spec)
-    total = _sum_modes(depths, rates, weights, eps, fns[2], fns[3], fns[5])
-    grad = _sum_modes(depths, rates, weights, eps, fns[6], fns[7], fns[8], continuous=True)
+    total = _sum_modes(depths, rates, weights, eps, fns["total"])
+    grad = _sum_modes(depths, rates, weights, eps, fns["grad"], continuous=True)
     return -0.5 * (depths * grad / total - 1.0)
 
 
