@@ -275,15 +275,24 @@ def law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, statisti
 
 
 def zero_padding_factor(spec: ArchSpec, depths, constants: dict):
-    """``(ratio, slope shift)`` at ``depths``: the boundary model's ``s_bar_zero / s_bar_circular``
-    (:func:`amutheory.symbolic.boundary.boundary_ratio`, same constants) and what it adds to
-    ``d ln eta*/d ln L`` (``-(1/2) d ln ratio / d ln L``, central differences on integer depths)."""
-    from amutheory.symbolic.boundary import boundary_ratio
+    """``(ratio, slope shift)`` at ``depths``: ``s_bar_zero / s_bar_circular`` and what it adds to
+    ``d ln eta*/d ln L`` (``-(1/2) d ln ratio / d ln L``, central differences on integer depths).
 
-    vals = [constants[k].value for k in ("a", "b", "e", "epsilon")]
+    Linear and ReLU chains: the exact infinite-width ratio
+    (:func:`amutheory.symbolic.boundary.exact_ratio_and_shift`; ``constants`` are not used -- the
+    ratio has none).  Other activations: the position-local boundary model
+    (:func:`amutheory.symbolic.boundary.boundary_ratio`) with ``constants``' ``a, b, e, epsilon``."""
+    from amutheory.symbolic.boundary import boundary_ratio, exact_ratio_and_shift
+    from amutheory.symbolic.kernel_law import boundary_law_method
+
     depths = np.asarray(depths, dtype=float)
     if np.any(depths != np.round(depths)):
         raise ValueError("zero padding: depths must be integers (the boundary factor is a finite sum)")
+    if boundary_law_method(spec) is not None:
+        input_var = constants["input_var"].value if "input_var" in constants else 1.0
+        got = exact_ratio_and_shift(spec, [int(d) for d in depths], input_var)
+        return got["ratio"], got["slope_shift"]
+    vals = [constants[k].value for k in ("a", "b", "e", "epsilon")]
     ints = sorted({int(d) for d in depths} | {int(d) + 1 for d in depths} | {max(1, int(d) - 1) for d in depths})
     table = dict(zip(ints, boundary_ratio(*vals, spec.spatial, spec.kernel, ints, spec.dim)))
     ratio = np.array([table[int(d)] for d in depths])
@@ -323,11 +332,13 @@ def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DE
         calib = constants
     elif constants == "calibrate":
         # zero padding: a, b, e are those of the same geometry with circular padding; the boundary
-        # model (amutheory.symbolic.boundary) carries them over, so zero-padded nets stay held out
+        # ratio (amutheory.symbolic.boundary.exact_ratio_and_shift) carries them over, so zero-padded nets stay
+        # held out
         cal_spec = spec.with_(padding="circular")
         if spec.padding == "zero":
             notes.append("zero padding: constants calibrated on circular-padding nets of the same geometry; "
-                         "the boundary factors are derived (position-local mean-field model)")
+                         "the zero/circular ratio is derived (exact infinite-width law for linear and ReLU "
+                         "chains; the position-local model for other activations)")
         if calibration_measurement is None:
             cal_depths = check_depths(calibration_depths)
             calibration_measurement = measure(cal_spec, cal_depths, calibration_seeds, protocol, C, progress)

@@ -242,10 +242,21 @@ def _boundary_dict(spec, depths, input_var: float, tolerance: float | None = Non
 
     from amutheory.symbolic import boundary as bd
 
+    from amutheory.symbolic.kernel_law import boundary_law_method
+
     consts = _boundary_constants(spec, input_var)
     kw = {} if tolerance is None else {"tolerance": tolerance}
-    rows = [bd.regime(L, spec.kernel, spec.spatial, spec.dim, consts, **kw) for L in depths]
+    method = boundary_law_method(spec)
+    if method is not None and depths:
+        rows = bd.exact_regime(spec, depths, input_var, progress=lambda line: print(line, file=sys.stderr), **kw)
+    else:
+        rows = [bd.regime(L, spec.kernel, spec.spatial, spec.dim, consts, **kw) for L in depths]
+    law = {"operator": "exact infinite-width operator law (linear chain; input average exact)",
+           "kernel": "exact infinite-width kernel law (ReLU chain; Monte Carlo over inputs, error in "
+                     "s_bar_ratio_se)"}.get(method, "position-local mean-field model (no exact law for this "
+                                                "activation; it under-states the loss of ReLU chains)")
     return {
+        "method": method or "local-model", "law": law,
         "dim": spec.dim, "kernel": spec.kernel, "spatial": spec.spatial,
         "top_eigenvalue": bd.top_eigenvalue(spec.spatial, spec.kernel),
         "top_eigenvalue_asymptotic": float(bd.top_eigenvalue_asymptotic(2).subs(
@@ -254,7 +265,8 @@ def _boundary_dict(spec, depths, input_var: float, tolerance: float | None = Non
         "regime_exponent_expr": sp.sstr(bd.regime_exponent()),
         "early_deficit_expr": sp.sstr(bd.early_deficit_asymptotic()),
         "constants_used": dict(zip(("a", "b", "e", "epsilon"), consts)),
-        "constants_source": "MLP limit (a = 1, b = v_mlp, e = 0, epsilon exact); the ratio depends on b/a only weakly",
+        "constants_source": "MLP limit (a = 1, b = v_mlp, e = 0, epsilon exact), used by the local model only "
+                            "(s_bar_ratio_local_model); the exact laws have no constants",
         "slope_tolerance": tolerance if tolerance is not None else bd.SLOPE_TOLERANCE,
         "per_depth": rows,
     }
@@ -271,7 +283,8 @@ def cmd_boundary(args):
     if not (args.tolerance > 0):
         raise CliError(f"boundary: --tolerance must be > 0, got {args.tolerance}")
     spec = ArchSpec(dim=args.dim, depth=depths[0], width=args.width, kernel=args.kernel, spatial=args.spatial,
-                    padding="zero", activation=args.activation, input_channels=args.input_channels)
+                    padding="zero", activation=args.activation, input_channels=args.input_channels,
+                    batch=args.batch)
     d = _boundary_dict(spec, depths, args.input_var, args.tolerance)
     rows = d["per_depth"]
     d["depths"] = depths
@@ -288,8 +301,7 @@ def cmd_boundary(args):
               f"{r['slope_shift']:>+12.3f}  {'constant-level' if r['constant_level'] else 'FAILS'}" for r in rows]
     lines.append(f"'boundary effects are constant-level' {'holds' if d['claim_holds'] else 'does NOT hold'} at "
                  f"every depth given (criterion: |shift of d ln eta*/d ln L| <= {d['slope_tolerance']})")
-    lines.append("model: position-local mean field (amutheory.symbolic.boundary); it leaves out the coherent "
-                 "mode and under-states the loss of ReLU chains (README)")
+    lines.append(f"law: {d['law']}")
     _emit(args, d, "\n".join(lines))
 
 
@@ -530,7 +542,10 @@ def build_parser() -> argparse.ArgumentParser:
     bo.add_argument("--kernel", type=int, default=3, help="odd kernel size k <= spatial (default 3)")
     bo.add_argument("--spatial", type=int, default=32, help="input side length N (default 32)")
     bo.add_argument("--depths", type=_int_list, default=None, help="comma-separated depths, e.g. 4,8,16,32")
-    bo.add_argument("--activation", default="relu", choices=ACTIVATIONS, help="sets b/a (default relu)")
+    bo.add_argument("--activation", default="relu", choices=ACTIVATIONS,
+                    help="linear and relu: the exact infinite-width law; gelu, tanh: the position-local model "
+                         "(default relu)")
+    bo.add_argument("--batch", type=int, default=8, help="samples per SGD step (default 8)")
     bo.add_argument("--width", type=int, default=64, help="width n, for the input-layer weight (default 64)")
     bo.add_argument("--input-channels", type=int, default=3, help="default 3")
     bo.add_argument("--input-var", type=float, default=1.0, help="default 1")

@@ -169,8 +169,8 @@ _DASHES = ("-", "--", ":", "-.")
 
 def plot_boundary_collapse(zero_results: list) -> Figure:
     """Measured zero/circular ratio of ``s_bar`` (arithmetic mean over seeds, 95% CI error bars)
-    against the boundary regime parameter, one series per ``(N, k)``, with the boundary model's
-    predicted ratio (lines, calibrated constants).  Left: against ``L k^2 / N^2``; right: against
+    against the boundary regime parameter, one series per ``(N, k)``, with the predicted ratio
+    (lines: the exact infinite-width law, :func:`amutheory.api.zero_padding_factor`).  Left: against ``L k^2 / N^2``; right: against
     ``sqrt(L) k / N`` (its square root: the same ordering, the early ``k sqrt(L) / N`` deficit
     scale on the axis).  If the regime parameter is the right one, the series collapse onto one
     curve.
@@ -214,7 +214,7 @@ def plot_boundary_collapse(zero_results: list) -> Figure:
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set_xlabel(xl)
         ax.set_ylabel(r"$\bar s_{zero} / \bar s_{circular}$ (mean over seeds)")
-    axes[0].set_title("zero / circular s_bar: markers measured (95% CI), lines boundary model")
+    axes[0].set_title("zero / circular s_bar: markers measured (95% CI), lines exact law")
     axes[1].set_title("same data against sqrt(L) k / N")
     axes[1].legend(fontsize=6, loc="best", ncol=2)
     return fig

@@ -105,21 +105,33 @@ def test_derive_finite_width_keeps_contract_and_adds_correction(capsys):
 
 
 def test_boundary_json_contract_and_regime(capsys):
-    """The issue's command line: per-depth eta* ratio, regime parameter and the claim's verdict."""
+    """The issue's command line: per-depth eta* ratio, regime parameter and the claim's verdict
+    (linear chain: the exact operator law, fast; the ReLU kernel law below)."""
     code, out, _ = run(["boundary", "--dim", "1", "--kernel", "3", "--spatial", "32", "--depths", "4,8,16,32",
-                        "--json"], capsys)
+                        "--activation", "linear", "--json"], capsys)
     assert code == 0
     d = json.loads(out)
     for key in ("depths", "eta_ratio", "s_bar_ratio", "regime_parameter", "slope_shift", "constant_level",
-                "claim_holds", "top_eigenvalue", "top_eigenvalue_asymptotic", "per_depth"):
+                "claim_holds", "top_eigenvalue", "top_eigenvalue_asymptotic", "per_depth", "method"):
         assert key in d, key
-    assert d["depths"] == [4, 8, 16, 32]
+    assert d["depths"] == [4, 8, 16, 32] and d["method"] == "operator"
     assert d["regime_parameter"] == pytest.approx([L * 9 / 32**2 for L in (4, 8, 16, 32)])
     # zero padding loses update size at the edges: eta* ratio > 1 and growing with depth
     assert all(r > 1 for r in d["eta_ratio"]) and d["eta_ratio"] == sorted(d["eta_ratio"])
+    assert d["constant_level"] == [abs(s) <= d["slope_tolerance"] for s in d["slope_shift"]]
     assert d["constant_level"][0] and not d["constant_level"][-1] and not d["claim_holds"]
-    code, out, _ = run(["boundary", "--kernel", "3", "--spatial", "256", "--depths", "2", "--json"], capsys)
+    code, out, _ = run(["boundary", "--activation", "linear", "--spatial", "256", "--depths", "2", "--json"], capsys)
     assert json.loads(out)["claim_holds"] is True
+
+
+def test_boundary_relu_uses_the_kernel_law(capsys):
+    """ReLU at N = 32: the exact kernel law (Monte Carlo over inputs, progress on stderr) shifts the
+    slope by more than 0.05 already at L = 4, as measured in the campaign (+0.072)."""
+    code, out, err = run(["boundary", "--spatial", "32", "--depths", "4,8", "--json"], capsys)
+    assert code == 0 and "input draws" in err
+    d = json.loads(out)
+    assert d["method"] == "kernel" and not any(d["constant_level"]) and not d["claim_holds"]
+    assert all(r["s_bar_ratio_se"] < 0.01 * r["s_bar_ratio"] for r in d["per_depth"])
 
 
 def test_derive_and_predict_zero_padding(capsys):

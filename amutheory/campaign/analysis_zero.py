@@ -2,7 +2,7 @@
 
 Zero-padding configs (``spec.padding == "zero"``) are pairs of the same geometry: circular-padding
 reference nets at ``calibration_depths`` (all of them calibrate ``a, b, e`` and the seed spread)
-and zero-padded nets at ``depths`` (all held out: the law times the boundary model's factor,
+and zero-padded nets at ``depths`` (all held out: the law times the exact boundary ratio,
 :func:`amutheory.api.zero_padding_factor`, is predicted for them).  Besides the eta* comparison
 their summary holds the zero/circular ratio of ``s_bar`` (measured with a bootstrap CI vs
 predicted) and the boundary regime per depth (:func:`amutheory.symbolic.boundary.regime`).
@@ -72,18 +72,23 @@ def _measured_slope_shifts(depths: list, ratio_rows: list, reps: np.ndarray, lev
 def _regime_rows(cfg: CampaignConfig, constants: dict | None, measured: dict) -> list:
     """Per zero depth: the boundary regime of the model (:func:`amutheory.symbolic.boundary.regime`
     with the calibrated ``a, b, e, epsilon``) and the measured slope shift where there is one."""
-    from amutheory.symbolic.boundary import regime
+    from amutheory.symbolic.boundary import exact_regime, regime
+    from amutheory.symbolic.kernel_law import boundary_law_method
 
     sp_ = cfg.spec
     vals = tuple(constants[k].value for k in ("a", "b", "e", "epsilon")) if constants else None
+    exact = {r["depth"]: r for r in exact_regime(sp_, list(cfg.depths))} if boundary_law_method(sp_) else {}
+    keys = ("regime_exponent", "top_eigenvalue", "s_bar_ratio", "eta_ratio", "slope_shift", "constant_level")
     rows = []
     for d in cfg.depths:
         row = {"depth": d, "regime_parameter": d * sp_.kernel**2 / sp_.spatial**2,
                "sqrt_regime_parameter": math.sqrt(d) * sp_.kernel / sp_.spatial}
-        if vals is not None:
+        if d in exact:
+            row.update({k: exact[d][k] for k in keys + ("s_bar_ratio_se", "s_bar_ratio_local_model", "method")})
+        elif vals is not None:
             reg = regime(d, sp_.kernel, sp_.spatial, sp_.dim, constants=vals)
-            row.update({k: reg[k] for k in ("regime_exponent", "top_eigenvalue", "s_bar_ratio", "eta_ratio",
-                                            "slope_shift", "constant_level")})
+            row.update({k: reg[k] for k in keys})
+            row["method"] = "local-model"
         row.update(measured.get(d, {}))
         rows.append(row)
     return rows

@@ -1,5 +1,5 @@
 """The "Zero padding" section of ``report.md``: is the boundary effect constant-level, did the
-boundary model's prediction pass, and one table per zero config."""
+boundary law's prediction pass, and one table per zero config."""
 
 from __future__ import annotations
 
@@ -49,8 +49,9 @@ def _constant_level_lines(zero: list) -> list:
     lines = ["### Is the boundary effect constant-level?", "",
              "The paper treats the zero-padding boundary as a constant-level factor (no change of the "
              f"depth exponent).  Criterion: the boundary's shift of the local slope d ln eta*/d ln L is at most "
-             f"{SLOPE_TOLERANCE} in size.  *Model*: `boundary.regime` with each config's calibrated constants "
-             "(unit-step derivative at L).  *Measured*: local slope of the measured zero/circular mean ratio over "
+             f"{SLOPE_TOLERANCE} in size.  *Model*: the exact infinite-width boundary ratio "
+             "(`boundary.exact_regime`: operator law for linear chains, kernel law for ReLU chains; unit-step "
+             "derivative at L; the position-local model of `boundary.regime` for other activations).  *Measured*: local slope of the measured zero/circular mean ratio over "
              "the measured depths, times -1/2 (a derivative over the coarse depth grid; point estimate, its "
              "95% CI in the tables).", ""]
     for c, rows in model:
@@ -74,7 +75,12 @@ def _constant_level_lines(zero: list) -> list:
 
 
 def _prediction_lines(zero: list) -> list:
-    lines = ["### Did the boundary model's prediction pass?", ""]
+    lines = ["### Did the boundary law's prediction pass?", ""]
+    methods = sorted({r.get("method", "local-model") for c in zero for r in c["regime"]})
+    lines.append("* predicted ratio from: " + ", ".join(
+        f"{m} ({', '.join(c['name'] for c in zero if any(r.get('method') == m for r in c['regime']))})"
+        for m in methods) + ".  The law is that of the *mean* over seeds; the geometric-mean rows assume the "
+        "seed spread of the circular reference for both paddings (not derived).")
     for stat, title in (("mean", "arithmetic mean"), ("geo", "geometric mean")):
         rows = [r for c in zero for r in c["ratio"][stat]]
         inside = sum(r["inside_ci"] for r in rows)
@@ -93,10 +99,8 @@ def _prediction_lines(zero: list) -> list:
               if r["ratio_pred"] is not None and None not in r["ratio_meas_ci"]]
     under = [r for r in judged if r["ratio_pred"] > r["ratio_meas_ci"][1]]
     over = [r for r in judged if r["ratio_pred"] < r["ratio_meas_ci"][0]]
-    lines.append(f"* where it misses (mean): the model predicts too little boundary loss (ratio above the CI) at "
-                 f"{len(under)} points and too much (below the CI) at {len(over)}.  The model is the position-local "
-                 "mean field and leaves out cross-position correlations (e.g. the spatially coherent mode that "
-                 "ReLU's non-zero mean feeds); by activation:")
+    lines.append(f"* where it misses (mean): the prediction has too little boundary loss (ratio above the CI) at "
+                 f"{len(under)} points and too much (below the CI) at {len(over)}; by activation:")
     for act in sorted({c["spec"]["activation"] for c in zero}):
         rows = [r for c in zero if c["spec"]["activation"] == act for r in c["ratio"]["mean"]]
         errs = [abs(r["rel_error"]) for r in rows if r["rel_error"] is not None]
@@ -153,9 +157,10 @@ def _zero_report_lines(summary: dict, zero: list) -> list:
         "## Zero padding", "",
         "* each config is a pair of the same geometry and the same seeds: zero-padded nets at its depths "
         "and circular-padding nets at its calibration depths.  `a, b, e` and the seed spread are calibrated "
-        "on the circular nets only; the zero-padding prediction is the law times the boundary model's "
-        "factor (`amutheory.symbolic.boundary`: position-local mean field, `api.zero_padding_factor`), so "
-        "every zero-padded depth is held out.",
+        "on the circular nets only; the zero-padding prediction is that law times the exact infinite-width "
+        "zero/circular ratio (`api.zero_padding_factor`: the operator law of linear chains, input average "
+        "exact; the kernel law of ReLU chains, Monte Carlo over inputs with the error in summary.json's "
+        "`regime[].s_bar_ratio_se`; nothing in the ratio is fitted), so every zero-padded depth is held out.",
         "* ratio = s_bar(zero) / s_bar(circular) of the mean (or geometric mean) over seeds; eta* ratio = "
         "ratio^(-1/2).  95% CI: percentile bootstrap, 2000 replicates, fixed seed, the seeds resampled "
         "*paired* (seed i has the same weights and inputs under both paddings, so the two sets are not "
@@ -167,7 +172,7 @@ def _zero_report_lines(summary: dict, zero: list) -> list:
     if fig:
         lines += [f"![boundary collapse]({fig})", "",
                   f"Boundary collapse ({', '.join(summary.get('collapse_configs', []))}): measured ratio "
-                  "(mean, 95% CI) against L k^2/N^2 (left) and sqrt(L) k/N (right), lines the model; if the "
+                  "(mean, 95% CI) against L k^2/N^2 (left) and sqrt(L) k/N (right), lines the exact law; if the "
                   "regime parameter is right the series fall on one curve.  sqrt(L) k/N is the square root of "
                   "L k^2/N^2, so the right panel is the same collapse on a stretched axis.", ""]
     lines += _constant_level_lines(zero) + _prediction_lines(zero)

@@ -24,7 +24,13 @@ Spectrum (derived in SymPy from the operator's symbol ``sigma(theta) = (1/k) sum
 ``(k^2-1)/12`` loses through two absorbing walls: ``1 - <A^l 1> ~ (2/N) sqrt(l (k^2-1)/(6 pi))``;
 for ``l (k^2-1) >~ N^2`` it decays like ``lambda_max^l`` instead.
 
-The correction to the one-step moment (**model, leading order in the position-local mean field**):
+The correction to the one-step moment is derived *exactly* (at infinite width, any ``N, k, L``) for
+linear chains by :mod:`amutheory.symbolic.operator_law` and for ReLU chains by
+:mod:`amutheory.symbolic.kernel_law`; :func:`exact_ratio_and_shift` and :func:`exact_regime` use
+them.  What follows is the older position-local **model**, kept for activations without an exact
+law (GELU, tanh) and for comparison (measured, it under-states the loss).
+
+The position-local model (leading order in the position-local mean field):
 every pair ``(j, j')`` of updated layers with ``m = max(j, j')`` contributes to ``s_l``
 
     w_j w_j' (a + b sum_{i=m+1}^{l} omega_{l-i}) * beta_l,
@@ -277,3 +283,48 @@ def regime(depth: int, kernel: int, spatial: int, dim: int = 1, constants=None,
         "slope_shift": float(shift),
         "constant_level": bool(abs(shift) <= tolerance),
     }
+
+
+def _neighbour_depths(depths: list[int]) -> tuple[list[int], list[int], list[int]]:
+    lo = [d - 1 if d > 1 else d for d in depths]
+    hi = [d + 1 for d in depths]
+    return lo, depths, hi
+
+
+def exact_ratio_and_shift(spec, depths, input_var: float = 1.0, progress=None) -> dict:
+    """The *exact* infinite-width zero/circular ratio of ``s_bar`` of ``spec``'s geometry
+    (:func:`amutheory.symbolic.kernel_law.exact_boundary_ratio`: the operator law for linear chains,
+    the kernel law for ReLU chains) at ``depths`` and the shift of ``d ln eta*/d ln L`` it causes
+    (central difference over ``L -+ 1``, one-sided at ``L = 1``), computed in one input average.
+    Keys: ``ratio``, ``ratio_se`` (Monte-Carlo), ``slope_shift``, ``method``, ``draws``."""
+    from amutheory.symbolic.kernel_law import exact_boundary_ratio
+
+    depths = [_check("depth", d) for d in depths]
+    lo, mid, hi = _neighbour_depths(depths)
+    grid = sorted(set(lo) | set(mid) | set(hi))
+    got = exact_boundary_ratio(spec, grid, input_var, progress=progress)
+    at = dict(zip(grid, got["ratio"]))
+    se = dict(zip(grid, got["ratio_se"]))
+    shift = eta_slope_between(np.array([at[x] for x in lo]), np.array([at[x] for x in hi]),
+                              np.array(lo, float), np.array(hi, float))
+    return {"ratio": np.array([at[d] for d in mid]), "ratio_se": np.array([se[d] for d in mid]),
+            "slope_shift": np.asarray(shift, dtype=float) * np.ones(len(depths)), "method": got["method"],
+            "draws": got["draws"]}
+
+
+def exact_regime(spec, depths, input_var: float = 1.0, tolerance: float = SLOPE_TOLERANCE,
+                 progress=None) -> list[dict]:
+    """:func:`regime` with the exact boundary ratio (:func:`exact_ratio_and_shift`) in place of the
+    position-local model, one row per depth (the same keys, plus ``s_bar_ratio_se``, ``method``,
+    ``draws`` and the local model's ``s_bar_ratio_local_model`` for comparison)."""
+    got = exact_ratio_and_shift(spec, depths, input_var, progress)
+    rows = []
+    for i, d in enumerate(depths):
+        row = regime(int(d), spec.kernel, spec.spatial, spec.dim, tolerance=tolerance)
+        row["s_bar_ratio_local_model"] = row["s_bar_ratio"]
+        ratio, shift = float(got["ratio"][i]), float(got["slope_shift"][i])
+        row.update({"s_bar_ratio": ratio, "eta_ratio": ratio**-0.5, "slope_shift": shift,
+                    "constant_level": bool(abs(shift) <= tolerance), "s_bar_ratio_se": float(got["ratio_se"][i]),
+                    "method": got["method"], "draws": got["draws"]})
+        rows.append(row)
+    return rows

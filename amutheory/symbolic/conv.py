@@ -31,9 +31,12 @@ ASSUMPTIONS = [
     "infinite width: every layer's fourth-moment excess gamma/n -> 0 (else see finite_width)",
 ]
 ZERO_PADDING_ASSUMPTIONS = [
-    "zero padding: the law above is the N -> oo limit; at finite N every term is weighted by the "
-    "boundary factors of amutheory.symbolic.boundary (position-local mean field: forward profile "
-    "A^l 1, backward A^(L-l) 1); cross-position (coherent-mode) correlations are left out",
+    "zero padding: the law above is the N -> oo limit; at finite N it is multiplied by the exact "
+    "infinite-width zero/circular ratio (linear chains: the operator law of "
+    "amutheory.symbolic.operator_law, input average exact; ReLU chains: the kernel law of "
+    "amutheory.symbolic.kernel_law, Monte Carlo over inputs, masks averaged independently of the "
+    "weights); other activations: the position-local model of amutheory.symbolic.boundary, which "
+    "leaves out cross-position correlations",
     "zero padding regime: the boundary factor is constant-level only while L k^2 / N^2 << 1 (its "
     "deficit grows like k sqrt(L)/N, then like lambda_max^(2L), lambda_max = 1 - pi^2 (k^2-1)/(24 N^2)); "
     "at fixed N the decay in L is eventually exponential, not a power law",

@@ -112,27 +112,19 @@ def zero_mode_is_pair_kernel() -> bool:
 # --------------------------------------------------------------------------- numbers of a spec
 def check_spectral_spec(spec: ArchSpec) -> None:
     """The law is derived for linear, circular-padding conv chains at the critical ``c = 1``."""
-    if not isinstance(spec, ArchSpec):
-        raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
-    if spec.family != "conv":
-        raise ValueError(f"family: the spectral law is derived for conv chains, got {spec.family!r}")
-    if spec.activation != "linear":
-        raise ValueError(f"activation: the spectral law is derived for linear chains (modes do not mix), "
-                         f"got {spec.activation!r}")
+    from amutheory.symbolic.operator_law import check_linear_chain
+
+    check_linear_chain(spec, "spectral law", " (modes do not mix)")
     if spec.padding != "circular":
         raise ValueError(f"padding: the spectral law needs circular padding (a Fourier-diagonal conv), "
                          f"got {spec.padding!r}")
-    if abs(spec.c - 1.0) > 1e-12:
-        raise ValueError(f"c: the spectral law is derived at the critical init c = 1 of a linear chain, got {spec.c}")
 
 
 def spectral_applies(spec: ArchSpec) -> bool:
     """Whether the spectral law is derived for ``spec`` (:func:`check_spectral_spec` passes)."""
-    try:
-        check_spectral_spec(spec)
-    except ValueError:
-        return False
-    return True
+    from amutheory.symbolic.operator_law import passes
+
+    return passes(check_spectral_spec, spec)
 
 
 def dirichlet(spec: ArchSpec) -> np.ndarray:

@@ -1,0 +1,389 @@
+"""Infinite-width law of linear and ReLU conv chains for either padding, one input draw at a time.
+
+The operator law (:mod:`amutheory.symbolic.operator_law`) averages a *linear* chain over its
+Gaussian inputs exactly, because everything is bilinear in the input Gram.  A ReLU chain is not,
+but for a *given* input the infinite-width chain is still a set of deterministic kernels over
+(sample, position) pairs, and the same planar pairings of the weights give the mean over weights.
+The derivation is the operator law's, with the derivative masks ``D_i = phi'(h_i)`` put into the
+channel loops the pairings close.  Each level ``i`` between layers ``i`` and ``i+1`` carries
+
+* two 2-point loops where both layers pair locally, ``E[phi'(h_i(b)) phi'(h_i(b'))]`` on the
+  forward side of the update (the kernel ``X`` of the update is carried up as
+  ``X <- c T(M_i (.) X)``, ``M`` the mask kernel of :func:`mask_kernel`);
+* two 2-point loops where both pair across: the backward kernel ``G`` of the probe's gradient
+  (``G <- M_i (.) c T*(G)``) and the diagonal ``Z`` (``E[phi'^2] = 1/2`` for ReLU);
+* one 4-point loop at the cut ``u`` between the two, which for ReLU (``phi'^2 = phi'``) is the
+  orthant probability of three Gaussians, :func:`orthant3` (derived from the pair probability).
+
+So, per input draw, with ``K_j = n w_j kappa_j`` the layer inputs' patch Gram (``kappa_1 =
+k^d T(Gamma)/C_0``, ``kappa_j = k^d T(V(Sigma_{j-1}))``, ``V`` the arc-cosine kernel),
+
+    E[s_l] = n^2/(B P) sum_{b,b'} [ sum_{a,beta,d} G_l[a,d] X_l[a,beta] X_l[d,beta]
+             + sum_{u<l} sum_{a,beta,d} Gcut_u[a,d] Z_{l-u}[beta] X_u[a,beta] X_u[d,beta]
+               Q3_u(b a, b' beta, b d) ],
+    X_u = c T(M_{u-1} (.) X_{u-1}) + w_u kappa_u,    Gcut_u = c T*(G_{u+1}),
+
+``X`` the ``(b, b')`` block, ``G`` the ``(b, b)`` block.  For a linear chain every mask is 1 and
+the input average of this expression is the operator law exactly (tests: the mean over draws
+converges to it); for circular padding the operator law is the spectral law.  What the ReLU law
+assumes beyond the linear one: that the masks may be averaged as if independent of the weights
+they sit between (the gradient-independence assumption of infinite-width analyses) -- measured,
+not proved, here (derivations/08, the campaign).  The input average is a Monte-Carlo mean over
+draws, reported with its standard error.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import sympy as sp
+
+from amutheory.spec import ArchSpec
+
+rho, rho12, rho13, rho23, phi_ang, rr = sp.symbols("rho rho12 rho13 rho23 varphi r", real=True)
+theta = sp.Symbol("theta", positive=True)
+
+KERNEL_ACTIVATIONS = ("linear", "relu")
+
+
+# --------------------------------------------------------------------------- Gaussian kernels (SymPy)
+@functools.lru_cache(maxsize=None)
+def relu_pair_kernels() -> dict[str, sp.Expr]:
+    """ReLU's kernels of two unit Gaussians at angle ``theta = arccos rho``, integrated in SymPy in
+    polar coordinates (``u = r cos varphi``, ``v = r cos(varphi - theta)``; both positive on the
+    wedge ``theta - pi/2 < varphi < pi/2``):
+
+    * ``value``: ``E[relu(u) relu(v)] = (sin theta + (pi - theta) cos theta) / (2 pi)``;
+    * ``mask``: ``P(u > 0, v > 0) = (pi - theta) / (2 pi)`` (``E[relu'(u) relu'(v)]``)."""
+    density = rr * sp.exp(-rr**2 / 2) / (2 * sp.pi)
+    wedge = (phi_ang, theta - sp.pi / 2, sp.pi / 2)
+    radial2 = sp.integrate(rr**2 * density, (rr, 0, sp.oo))
+    radial0 = sp.integrate(density, (rr, 0, sp.oo))
+    value = sp.simplify(radial2 * sp.integrate(sp.expand_trig(sp.cos(phi_ang) * sp.cos(phi_ang - theta)), wedge))
+    mask = sp.simplify(radial0 * sp.integrate(sp.Integer(1), wedge))
+    return {"value": value, "mask": mask}
+
+
+@functools.lru_cache(maxsize=None)
+def orthant3() -> sp.Expr:
+    """``P(u_1 > 0, u_2 > 0, u_3 > 0)`` of three unit Gaussians with correlations ``rho_ij``.
+
+    By symmetry ``P(all > 0) = P(all < 0)``.  When the three signs are not all equal, exactly two
+    of the three pairs ``(i, j)`` disagree, so the events ``sign_i != sign_j`` (each of probability
+    ``1 - 2 P(u_i > 0, u_j > 0)``, the pair mask of :func:`relu_pair_kernels`) cover "not all
+    equal" exactly twice.  Hence ``P = (1 - (1/2) sum_{i<j} P(sign_i != sign_j)) / 2
+    = 1/8 + (asin rho_12 + asin rho_13 + asin rho_23) / (4 pi)``."""
+    pair = relu_pair_kernels()["mask"].subs(theta, sp.acos(rho))
+    differ = [1 - 2 * pair.subs(rho, x) for x in (rho12, rho13, rho23)]
+    return sp.simplify((1 - sp.Rational(1, 2) * sum(differ)) / 2)
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel_fns():
+    k = relu_pair_kernels()
+    value = sp.lambdify(rho, k["value"].subs(theta, sp.acos(rho)), "numpy")
+    mask = sp.lambdify(rho, k["mask"].subs(theta, sp.acos(rho)), "numpy")
+    q3 = sp.lambdify((rho12, rho13, rho23), orthant3(), "numpy")
+    return value, mask, q3
+
+
+def _correlation(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    d = np.sqrt(np.clip(np.diagonal(S, axis1=-2, axis2=-1), 0.0, None))
+    denom = d[..., :, None] * d[..., None, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = np.where(denom > 0, S / np.where(denom > 0, denom, 1.0), 0.0)
+    return np.clip(corr, -1.0, 1.0), denom
+
+
+def value_kernel(S: np.ndarray, activation: str) -> np.ndarray:
+    """``E[phi(h) phi(h')]`` for the Gaussian kernel ``S`` of ``h``."""
+    if activation == "linear":
+        return S
+    corr, denom = _correlation(S)
+    return denom * _kernel_fns()[0](corr)
+
+
+def mask_kernel(S: np.ndarray, activation: str) -> np.ndarray:
+    """``E[phi'(h) phi'(h')]`` for the Gaussian kernel ``S`` (ReLU: the pair orthant probability)."""
+    if activation == "linear":
+        return np.ones_like(S)
+    corr, _ = _correlation(S)
+    return _kernel_fns()[1](corr)
+
+
+# --------------------------------------------------------------------------- the spatial map T
+class ShiftMap:
+    """``T(X) = k^-d sum_t S_t X S_t^T`` on kernels over ``(sample, position)``: arrays
+    ``(..., P, P)`` with the positions of a ``d``-dimensional grid flattened (row-major).  Each tap
+    shifts both positions by ``t``; zero padding drops what leaves the grid, circular padding wraps.
+    With symmetric taps ``T* = T`` (``S_t^T = S_-t``)."""
+
+    def __init__(self, spatial: int, kernel: int, dim: int, padding: str):
+        r = kernel // 2
+        self.N, self.dim, self.padding = spatial, dim, padding
+        self.P = spatial**dim
+        self.offsets = [tuple(t) for t in np.stack(np.meshgrid(*[np.arange(-r, r + 1)] * dim, indexing="ij"),
+                                                   -1).reshape(-1, dim)]
+        self.taps = len(self.offsets)
+
+    def _shift(self, t: int) -> tuple[slice, slice]:
+        """(destination, source) slices of one axis: ``out[p] = X[p + t]`` where both are inside."""
+        N = self.N
+        return slice(max(0, -t), N - max(0, t)), slice(max(0, t), N + min(0, t))
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        """``T`` on the last two (flattened position) axes of ``X``."""
+        lead, d, N = X.shape[:-2], self.dim, self.N
+        Xr = X.reshape(lead + (N,) * (2 * d))
+        out = np.zeros_like(Xr)
+        nl = len(lead)
+        for t in self.offsets:
+            if self.padding == "circular":
+                out += np.roll(Xr, shift=[-x for x in t] * 2, axis=list(range(nl, nl + 2 * d)))
+                continue
+            dst, src = zip(*(self._shift(x) for x in t * 2))
+            out[(Ellipsis,) + dst] += Xr[(Ellipsis,) + src]
+        return out.reshape(X.shape) / self.taps
+
+
+def check_kernel_spec(spec: ArchSpec) -> None:
+    """The kernel law is derived for linear and ReLU conv chains (either padding)."""
+    if not isinstance(spec, ArchSpec):
+        raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
+    if spec.family != "conv":
+        raise ValueError(f"family: the kernel law is derived for conv chains, got {spec.family!r}")
+    if spec.activation not in KERNEL_ACTIVATIONS:
+        raise ValueError(f"activation: the kernel law needs phi'^2 = phi' up to a constant (linear or relu), "
+                         f"got {spec.activation!r}")
+
+
+@functools.lru_cache(maxsize=32)
+def _shift_map(spatial, kernel, dim, padding) -> ShiftMap:
+    return ShiftMap(spatial, kernel, dim, padding)
+
+
+def _blocks(S: np.ndarray, B: int, P: int) -> np.ndarray:
+    """``(..., B P, B P)`` -> blocks ``(..., B, B, P, P)`` indexed ``[b, b', p, p']``."""
+    lead = S.shape[:-2]
+    k = len(lead)
+    return S.reshape(lead + (B, P, B, P)).transpose(*range(k), k, k + 2, k + 1, k + 3)
+
+
+def _flat(blocks: np.ndarray) -> np.ndarray:
+    """Blocks ``(..., B, B, P, P)`` -> ``(..., B P, B P)``."""
+    lead, (B, _, P, _) = blocks.shape[:-4], blocks.shape[-4:]
+    k = len(lead)
+    return blocks.transpose(*range(k), k, k + 2, k + 1, k + 3).reshape(lead + (B * P, B * P))
+
+
+def layer_moments_given_input(spec: ArchSpec, x: np.ndarray, depth: int | None = None) -> np.ndarray:
+    """``E[s_l | x]``, ``l = 1..L``, of ``spec`` (depth ``L``) at infinite width for one input
+    ``x`` of shape ``(B, C_0, N[, N])``: the mean over the weights (module docstring)."""
+    L = spec.depth if depth is None else int(depth)
+    return layer_moments_at_depths(spec, np.asarray(x)[None], [L])[L][0]
+
+
+def _forward(spec: ArchSpec, x: np.ndarray, L: int) -> dict:
+    """Forward kernels of a stack of inputs ``x`` (``(D, B, C_0, P)``) up to depth ``L``, all blocks
+    ``[draw, b, b', p, p']``: the update kernels ``X_u``, the masks ``M_u`` and, for ReLU, ``asin`` of
+    the correlations of ``h_u``."""
+    B, C0, P, n, c, act = spec.batch, spec.input_channels, spec.positions, spec.width, spec.c, spec.activation
+    T = _shift_map(spec.spatial, spec.kernel, spec.dim, spec.padding)
+    gamma = np.einsum("dbcp,decq->dbepq", x, x)
+    kappa = T.taps * T(gamma) / C0                       # kappa_1 (times w_1 = epsilon)
+    sigma = c * T(gamma) / C0                            # Sigma_1
+    X, masks, asin = [(C0 / n) * kappa], [], []
+    for u in range(1, L + 1):
+        flat = _flat(sigma)
+        masks.append(_blocks(mask_kernel(flat, act), B, P))
+        if act == "relu":
+            asin.append(np.arcsin(_blocks(_correlation(flat)[0], B, P)))
+        if u == L:
+            break
+        vx = _blocks(value_kernel(flat, act), B, P)
+        sigma = c * T(vx)                                # Sigma_{u+1}
+        X.append(c * T(masks[-1] * X[-1]) + T.taps * T(vx))   # X_{u+1} = c T(M_u X_u) + kappa_{u+1}
+    return {"X": X, "masks": masks, "asin": asin, "T": T}
+
+
+def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths) -> dict[int, np.ndarray]:
+    """``{L: E[s_l | x] for l = 1..L}`` (an array ``(D, L)``) for nets of every depth in ``depths``
+    on a stack of ``D`` inputs ``x`` (``(D, B, C_0, N[, N])``); the forward kernels are shared, only
+    the backward kernel ``G`` depends on ``L``."""
+    check_kernel_spec(spec)
+    depths = sorted({int(d) for d in depths})
+    if not depths or depths[0] < 1:
+        raise ValueError(f"depths must be integers >= 1, got {depths}")
+    B, C0, P, n, c, act = spec.batch, spec.input_channels, spec.positions, spec.width, spec.c, spec.activation
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 3 + spec.dim or x.shape[1:3] != (B, C0):
+        raise ValueError(f"x must have shape (draws, {B}, {C0}) + {(spec.spatial,) * spec.dim}, got {x.shape}")
+    x = x.reshape(x.shape[0], B, C0, P)
+    fw = _forward(spec, x, depths[-1])
+    X, masks, T = fw["X"], fw["masks"], fw["T"]
+    diag = np.arange(B)
+    dphi2 = 1.0 if act == "linear" else 0.5             # E[phi'^2] at unit variance
+    Z = [np.eye(P)]                                      # Z_s = c T*(E[phi'^2] Z_{s-1}), no mask at s = 1
+    for s in range(1, depths[-1]):
+        Z.append(c * T(Z[-1] if s == 1 else dphi2 * Z[-1]))
+    zdiag = np.array([np.diagonal(z) for z in Z])        # [s, beta]
+    out = {}
+    for L in depths:
+        G = [None] * (L + 1)                             # per-sample backward kernels [draw, b, p, p']
+        G[L] = spec.outputs * spec.readout_variance / (B * P) ** 2 * masks[L - 1][:, diag, diag]
+        for i in range(L - 1, 0, -1):
+            G[i] = masks[i - 1][:, diag, diag] * (c * T(G[i + 1]))
+        s_out = np.zeros((x.shape[0], L))
+        for u in range(1, L + 1):
+            s_out[:, u - 1] += _diag_quadratic(G[u], X[u - 1]).sum(axis=(1, 2, 3))   # the cut at the top
+            if u == L:
+                continue
+            gcut = c * T(G[u + 1])
+            R = _cut_sum(gcut, X[u - 1], fw["asin"][u - 1] if act == "relu" else None)   # [draw, b, b', beta]
+            per_beta = R.sum(axis=(1, 2))                                  # [draw, beta]
+            s_out[:, u:L] += per_beta @ zdiag[1:L - u + 1].T                # l = u + s, s = 1..L-u
+        out[L] = n**2 / (B * P) * s_out
+    return out
+
+
+def _cut_sum(gcut: np.ndarray, Xu: np.ndarray, asin: np.ndarray | None) -> np.ndarray:
+    """``sum_{a,d} Gcut[a,d] X[a,beta] X[d,beta] Q3(a, beta, d)`` per ``(draw, b, b', beta)``; ``Q3 =
+    1`` (linear) or the orthant probability :func:`orthant3`, ``1/8 + (asin r(a,beta) + asin
+    r(d,beta) + asin r(a,d)) / (4 pi)``, expanded into three quadratic forms."""
+    if asin is None:
+        return _diag_quadratic(gcut, Xu)
+    q3 = _kernel_fns()[2]
+    diag = np.arange(gcut.shape[1])
+    a0 = asin[:, diag, diag]                             # r(a, d) within sample b
+    return (q3(0.0, 0.0, 0.0) * _diag_quadratic(gcut, Xu)
+            + 2.0 / (4 * np.pi) * _diag_quadratic(gcut, Xu, Xu * asin)
+            + 1.0 / (4 * np.pi) * _diag_quadratic(gcut * a0, Xu))
+
+
+def _diag_quadratic(G: np.ndarray, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
+    """``sum_{a,d} G[., b, a, d] X[., b, b', a, beta] Y[., b, b', d, beta]`` -> ``[., b, b', beta]``."""
+    Y = X if Y is None else Y
+    GY = np.matmul(G[:, :, None], Y)                     # [draw, b, b', a, beta]
+    return np.einsum("zbcaq,zbcaq->zbcq", X, GY)
+
+
+# --------------------------------------------------------------------------- input averages
+#: target relative Monte-Carlo standard error of a zero/circular ratio (draws are added in
+#: batches of :data:`DRAW_BATCH` until every depth meets it or :data:`MAX_DRAWS` is reached); the
+#: measured paired 95% CIs of the ratio are +-2..10% wide, so 0.4% is negligible against them
+MC_TARGET = 0.004
+DRAW_BATCH = 16
+MIN_DRAWS = 32
+MAX_DRAWS = 256
+#: seed of the theory's own input draws (independent of every measurement seed)
+THEORY_SEED = 20261121
+
+
+def _check_depth_list(depths) -> list[int]:
+    arr = np.atleast_1d(np.asarray(depths, dtype=float))
+    if arr.size == 0 or np.any(arr != np.round(arr)) or np.any(arr < 1):
+        raise ValueError(f"depths must be integers >= 1, got {list(np.atleast_1d(depths))}")
+    return [int(d) for d in arr]
+
+
+def _draw_inputs(spec: ArchSpec, rng: np.random.Generator, count: int, input_var: float) -> np.ndarray:
+    shape = (count, spec.batch, spec.input_channels) + (spec.spatial,) * spec.dim
+    return rng.standard_normal(shape) * np.sqrt(input_var)
+
+
+#: kernel entries held at once (draws x B^2 P^2 x layers); bounds the memory of a chunk of draws
+CHUNK_ENTRIES = 2e7
+
+
+def _s_bar_per_draw(spec: ArchSpec, inputs: np.ndarray, depths: list[int]) -> np.ndarray:
+    """``s_bar`` of every draw at every depth, ``(draws, len(depths))``, in chunks of draws."""
+    per_draw = (spec.batch * spec.positions) ** 2 * (max(depths) + 1) * (2 if spec.activation == "relu" else 1)
+    chunk = max(1, int(CHUNK_ENTRIES // per_draw))
+    rows = []
+    for start in range(0, len(inputs), chunk):
+        per = layer_moments_at_depths(spec, inputs[start:start + chunk], depths)
+        rows.append(np.stack([per[d].mean(axis=1) for d in depths], axis=1))
+    return np.concatenate(rows, axis=0)
+
+
+_PAIRED_CACHE: dict = {}
+
+
+def _paired(spec: ArchSpec, depths: tuple, input_var: float, target: float, seed: int, progress=None) -> dict:
+    """Zero- and circular-padding ``s_bar`` per input draw at ``depths`` (the same draws for both
+    paddings), ``{"depths", "zero", "circular"}``.  Cached per geometry: a request for depths that
+    a cached run already holds is served from it.  ``progress``: one line per batch of draws."""
+    key = (spec, input_var, target, seed)
+    for held in _PAIRED_CACHE.get(key, []):
+        if set(depths) <= set(held["depths"]):
+            return held
+    zspec, cspec = spec.with_(padding="zero"), spec.with_(padding="circular")
+    rng = np.random.default_rng(seed)
+    z = np.empty((0, len(depths)))
+    c = np.empty((0, len(depths)))
+    while True:
+        count = MIN_DRAWS if len(z) == 0 else DRAW_BATCH
+        inputs = _draw_inputs(spec, rng, count, input_var)
+        z = np.vstack([z, _s_bar_per_draw(zspec, inputs, list(depths))])
+        c = np.vstack([c, _s_bar_per_draw(cspec, inputs, list(depths))])
+        ratio, se = _ratio_of_means(z, c)
+        worst = float(np.max(se / ratio))
+        if progress is not None:
+            progress(f"kernel law: {len(z)} input draws, worst relative Monte-Carlo error of the ratio "
+                     f"{100 * worst:.2f}% (target {100 * target:.2f}%)")
+        if worst <= target or len(z) >= MAX_DRAWS:
+            held = {"depths": tuple(depths), "zero": z, "circular": c}
+            _PAIRED_CACHE.setdefault(key, []).append(held)
+            return held
+
+
+def _ratio_of_means(z: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``mean z / mean c`` and its delta-method standard error over paired draws."""
+    ratio = z.mean(0) / c.mean(0)
+    resid = (z - ratio * c) / c.mean(0)
+    se = resid.std(0, ddof=1) / np.sqrt(len(z)) if len(z) > 1 else np.full_like(ratio, np.inf)
+    return ratio, se
+
+
+def boundary_law_method(spec: ArchSpec) -> str | None:
+    """How the exact boundary ratio of ``spec`` is computed: ``"operator"`` (linear, ``c = 1``:
+    the operator law, input average exact), ``"kernel"`` (ReLU, or linear at another ``c``: the
+    kernel law, Monte Carlo over inputs) or ``None`` (no exact law: GELU, tanh)."""
+    from amutheory.symbolic.operator_law import operator_applies
+
+    if spec.family != "conv":
+        return None
+    if operator_applies(spec):
+        return "operator"
+    if spec.activation in KERNEL_ACTIVATIONS:
+        return "kernel"
+    return None
+
+
+def exact_boundary_ratio(spec: ArchSpec, depths, input_var: float = 1.0, target: float = MC_TARGET,
+                         seed: int = THEORY_SEED, progress=None) -> dict:
+    """``E[s_bar_zero(L)] / E[s_bar_circular(L)]`` at infinite width, same geometry, every ``L`` in
+    ``depths``: ``{"ratio", "ratio_se", "zero", "circular", "draws", "method"}`` (``zero`` and
+    ``circular`` are the mean ``s_bar``; ``ratio_se`` the Monte-Carlo error, 0 when exact).
+    ``progress``: optional callable, one line per batch of input draws (kernel law only)."""
+    method = boundary_law_method(spec)
+    if method is None:
+        raise ValueError(f"activation: no exact boundary law for {spec.activation!r} "
+                         "(derived for linear and relu conv chains)")
+    depths = _check_depth_list(depths)
+    if method == "operator":
+        from amutheory.symbolic.operator_law import operator_s_bar
+
+        z = operator_s_bar(spec.with_(padding="zero"), depths, input_var)
+        c = operator_s_bar(spec.with_(padding="circular"), depths, input_var)
+        return {"ratio": z / c, "ratio_se": np.zeros(len(depths)), "zero": z, "circular": c, "draws": 0,
+                "method": method}
+    # the cache key is the geometry, not the depth of the spec that asked
+    got = _paired(spec.with_(padding="zero", depth=1), tuple(sorted(set(depths))), float(input_var), float(target),
+                  int(seed), progress)
+    cols = [got["depths"].index(d) for d in depths]
+    z, c = got["zero"][:, cols], got["circular"][:, cols]
+    ratio, se = _ratio_of_means(z, c)
+    return {"ratio": ratio, "ratio_se": se, "zero": z.mean(0), "circular": c.mean(0), "draws": len(z),
+            "method": method}
