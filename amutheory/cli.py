@@ -177,6 +177,7 @@ def cmd_derive(args):
         lines.append(f"zero padding: lambda_max = {bd['top_eigenvalue']:.6g} (exact, N = {spec.spatial}), "
                      f"asymptotic {bd['top_eigenvalue_asymptotic_expr']} = {bd['top_eigenvalue_asymptotic']:.6g}")
         lines.append(f"  regime exponent L pi^2 (k^2-1)/(24 N^2) = {bd['regime_exponent_expr']}")
+        lines.append(f"  zero/circular ratio: {bd['law']}")
         lines += [f"  L = {r['depth']}: L k^2/N^2 = {r['regime_parameter']:.3g}, eta* zero/circular = "
                   f"{r['eta_ratio']:.4f}, slope shift {r['slope_shift']:+.3f}, "
                   f"{'constant-level' if r['constant_level'] else 'NOT constant-level'}" for r in bd["per_depth"]]
