@@ -309,11 +309,13 @@ def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DE
     """Predict ``eta*(L)`` of ``spec`` at ``depths``.
 
     ``constants``: ``"calibrate"`` (measure nets at ``calibration_depths`` and fit ``a, b, e,
-    gamma``; the default), ``"derive"`` (linear circular conv chains: the exact infinite-width
-    spectral law, nothing fitted for the mean; :func:`_predict_spectral`), ``"mlp-limit"`` (derived constants only, ``s`` in units of ``a``), or
+    gamma``; the default), ``"derive"`` (linear and ReLU conv chains, either padding: the exact
+    infinite-width law of the mean, nothing fitted; :func:`derived_mean`), ``"mlp-limit"`` (derived constants only, ``s`` in units of ``a``), or
     a :class:`~amutheory.calibrate.Calibration`.  ``statistic`` picks what is predicted: the
     arithmetic mean over seeds (``mean``, the expectation) or the typical value (``geo``).
-    ``law`` picks the transformer law (:data:`TRANSFORMER_LAWS`; other families have one)."""
+    ``law`` picks the transformer law (:data:`TRANSFORMER_LAWS`; other families have one).
+    ``progress``: called as ``progress(i, total, depth)`` after each measured depth and, for the
+    kernel law's input average, as ``progress(line)`` with one line of text."""
     _check_spec(spec)
     if law not in TRANSFORMER_LAWS:
         raise ValueError(f"law must be one of {', '.join(TRANSFORMER_LAWS)}; got {law!r}")
@@ -396,24 +398,68 @@ def predicted_layer_profile(spec: ArchSpec, constants: dict, statistic: str = "m
             "local": total - coherent - fluct}
 
 
+def derived_mean(spec: ArchSpec, depths: list, input_var: float, progress=None) -> tuple:
+    """``(s_bar, local slope, constants, law name, note)`` of the exact infinite-width mean of a
+    conv chain: the spectral law (linear, circular), the operator law (linear, zero padding) or
+    the kernel law (ReLU, either padding; Monte Carlo over inputs).  ``ValueError`` naming the
+    field for anything else."""
+    from amutheory.symbolic.kernel_law import boundary_law_method, kernel_s_bar
+    from amutheory.symbolic.operator_law import operator_s_bar, operator_slope
+    from amutheory.symbolic.spectral import spectral_applies, spectral_constants, spectral_s_bar, spectral_slope
+
+    tail = "; a finite width adds terms of relative order l/n that are not included"
+    if spectral_applies(spec):
+        return (spectral_s_bar(spec, depths, input_var), spectral_slope(spec, depths, input_var),
+                spectral_constants(spec, input_var), f"conv{spec.dim}d-linear-circular-spectral",
+                "spectral law (exact at infinite width): nothing fitted for the mean" + tail)
+    method = boundary_law_method(spec)
+    if method == "operator":
+        return (operator_s_bar(spec, depths, input_var), operator_slope(spec, depths, input_var), {},
+                f"conv{spec.dim}d-linear-{spec.padding}-operator",
+                "operator law (exact at infinite width, input average exact): nothing fitted for the mean" + tail)
+    if method == "kernel":
+        lo = [d - 1 if d > 1 else d for d in depths]
+        hi = [d + 1 for d in depths]
+        grid = sorted(set(depths) | set(lo) | set(hi))
+        got = kernel_s_bar(spec, grid, input_var, progress=progress)
+        at = dict(zip(grid, got["s_bar"]))
+        rel = dict(zip(grid, got["se"] / got["s_bar"]))
+        s_bar = np.array([at[d] for d in depths])
+        slope = np.array([-0.5 * np.log(at[h] / at[lo_]) / np.log(h / lo_) for lo_, h in zip(lo, hi)])
+        worst = max(rel[d] for d in depths)
+        const = {"s_bar_mc_rel_se": Constant("s_bar_mc_rel_se", worst, "monte-carlo",
+                                             note=f"worst relative standard error of the kernel law's input average "
+                                                  f"over the depths asked, {got['draws']} input draws")}
+        return (s_bar, slope, const, f"conv{spec.dim}d-relu-{spec.padding}-kernel",
+                "kernel law (exact at infinite width given the input; input average by Monte Carlo, "
+                f"{got['draws']} draws, relative error <= {100 * worst:.1f}%; masks averaged independently of the "
+                "weights): nothing fitted for the mean" + tail + " (for ReLU they are large: measured mean/law 1.0-1.1 "
+                "at L/n <= 1/16, 1.4-2.2 at L/n = 1/8)")
+    if spec.activation == "relu":
+        from amutheory.symbolic.kernel_law import check_kernel_spec
+
+        check_kernel_spec(spec)  # raises: the grid is too large for the kernel law
+    if spec.activation not in ("linear", "relu"):
+        raise ValueError(f"activation: constants='derive' has an exact law for linear and relu conv chains only, "
+                         f"got {spec.activation!r}")
+    raise ValueError(f"c: constants='derive' has an exact law for linear chains at the critical c = 1 only, "
+                     f"got {spec.c}")
+
+
 def _predict_spectral(spec, depths, statistic, protocol, C, calibration_depths, calibration_seeds, progress,
                       calibration_measurement) -> Prediction:
-    """``constants="derive"``: the spectral law (:mod:`amutheory.symbolic.spectral`) of a linear
-    circular conv chain, the mean over seeds at infinite width with nothing fitted.  The typical
-    value (``statistic="geo"``) also needs the seed spread ``sigma^2(L)``, which is not derived:
-    its line ``sigma2_0 + kappa L`` is fitted on ``calibration_measurement`` (measured at
+    """``constants="derive"``: the exact infinite-width law of the mean over seeds, nothing fitted
+    (:func:`derived_mean`: the spectral, operator or kernel law).  The typical value
+    (``statistic="geo"``) also needs the seed spread ``sigma^2(L)``, which is not derived: its line
+    ``sigma2_0 + kappa L`` is fitted on ``calibration_measurement`` (measured at
     ``calibration_depths`` when not given) and labelled calibrated."""
     from amutheory.calibrate import _bootstrap_sd, _variance_line
-    from amutheory.symbolic.spectral import check_spectral_spec, spectral_constants, spectral_s_bar, spectral_slope
 
-    check_spectral_spec(spec)
-    const = spectral_constants(spec, protocol.input_var)
+    s_bar, slope, const, name, note = derived_mean(spec, depths, protocol.input_var, progress)
+    const = dict(const)
     const["input_var"] = Constant("input_var", protocol.input_var, "convention", note="probe input variance")
     const["C"] = Constant("C", C, "convention", note="target one-step second moment")
-    s_bar = spectral_s_bar(spec, depths, protocol.input_var)
-    slope = spectral_slope(spec, depths, protocol.input_var)
-    notes = ["spectral law (exact at infinite width): nothing fitted for the mean; a finite width adds "
-             "terms of relative order l/n that are not included"]
+    notes = [note]
     calib = None
     if statistic == "geo":
         if calibration_measurement is None:
@@ -428,14 +474,13 @@ def _predict_spectral(spec, depths, statistic, protocol, C, calibration_depths, 
         const["sigma2_0"] = Constant("sigma2_0", float(line[0]), "calibrated", float(se[0]), note=lnote)
         const["kappa"] = Constant("kappa", float(line[1]), "calibrated", float(se[1]), note=lnote)
         calib = Calibration({k: const[k] for k in ("sigma2_0", "kappa")}, cal_depths, "geo", spec.width, 0.0,
-                            ["spectral law of the mean (derived) times exp(-sigma^2(L)/2) with sigma^2 calibrated"])
+                            [f"{name}: law of the mean (derived) times exp(-sigma^2(L)/2) with sigma^2 calibrated"])
         held_in = sorted(set(depths) & set(cal_depths))
         if held_in:
             notes.append(f"depths {held_in} were used for the seed-spread line: not an independent check there")
         factor, shift = mean_over_typical(const, depths)
         s_bar, slope = s_bar / factor, slope - shift
     eta = np.sqrt(C / s_bar)
-    name = f"conv{spec.dim}d-linear-circular-spectral"
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, name, statistic, C, calib,
                       notes)
 

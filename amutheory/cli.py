@@ -114,8 +114,17 @@ def _progress(args):
     if args.json or args.quiet:
         return None
     start = time.perf_counter()
-    return lambda i, total, depth: print(f"  measured depth {depth} ({i}/{total}) "
-                                         f"{time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+
+    def report(*args):
+        """``(i, total, depth)`` after a measured depth, or one line of text (the kernel law)."""
+        if len(args) == 1:
+            print(f"  {args[0]}", file=sys.stderr, flush=True)
+            return
+        i, total, depth = args
+        print(f"  measured depth {depth} ({i}/{total}) {time.perf_counter() - start:.1f} s", file=sys.stderr,
+              flush=True)
+
+    return report
 
 
 def _emit(args, obj: dict, text: str):

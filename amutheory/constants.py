@@ -4,6 +4,8 @@
 
 * ``"exact"``       derived in closed form by SymPy (``expr`` holds the expression);
 * ``"quadrature"``  deterministic numerical integration (``error`` is the quadrature's bound);
+* ``"monte-carlo"`` an average over random draws the theory makes itself (e.g. the kernel law's
+                    input average; ``error`` is its standard error, ``note`` the draws);
 * ``"calibrated"``  fitted to measurements (``error`` is the standard error of the fit and
                     ``note`` names the data it was fitted on);
 * ``"convention"``  a choice of the protocol (e.g. the target second moment ``C``).
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SOURCES = ("exact", "quadrature", "calibrated", "convention")
+SOURCES = ("exact", "quadrature", "calibrated", "convention", "monte-carlo")
 
 
 @dataclass(frozen=True)

@@ -148,6 +148,26 @@ def test_kernel_law_predicts_the_measured_relu_mean(relu_pair):
     assert abs(z.mean() - law) < 3 * z.std(ddof=1) / np.sqrt(len(z)) + 0.05 * law
 
 
+def test_predict_derive_uses_the_exact_laws():
+    """``constants="derive"`` beyond the spectral law: the operator law for linear zero-padded
+    chains (exactly its values) and the kernel law for ReLU chains (its Monte-Carlo mean, labelled
+    monte-carlo with the error it reached)."""
+    from amutheory.api import predict
+
+    lin = _linear(spatial=8, kernel=3, padding="zero")
+    pred = predict(lin, [2, 4], constants="derive")
+    np.testing.assert_allclose(pred.s_bar, operator_law.operator_s_bar(lin, [2, 4]), rtol=1e-12)
+    assert pred.law.endswith("operator") and pred.calibration is None
+    relu = ArchSpec(dim=1, depth=4, width=128, kernel=3, spatial=8, padding="circular", activation="relu")
+    pred = predict(relu, [4], constants="derive")
+    direct = kernel_law.kernel_s_bar(relu, [3, 4, 5])
+    assert pred.s_bar[0] == pytest.approx(direct["s_bar"][1], rel=1e-12)
+    mc = pred.constants["s_bar_mc_rel_se"]
+    assert mc.source == "monte-carlo" and 0 < mc.value <= kernel_law.MC_TARGET_MEAN
+    with pytest.raises(ValueError, match="activation"):
+        predict(ArchSpec(activation="tanh"), [2], constants="derive")
+
+
 # --------------------------------------------------------------------------- errors, CLI
 def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="activation"):
@@ -158,6 +178,15 @@ def test_bad_inputs_raise_clear_errors():
         operator_law.operator_layer_moments(ArchSpec(activation="relu"))
     with pytest.raises(TypeError, match="spec"):
         kernel_law.check_kernel_spec("relu")
+    big = ArchSpec(dim=2, spatial=16, padding="zero", activation="relu")     # B N^2 = 2048 > KERNEL_MAX_BP
+    with pytest.raises(ValueError, match="spatial"):
+        kernel_law.kernel_s_bar(big, [2])
+    from amutheory.api import predict
+
+    with pytest.raises(ValueError, match="spatial"):
+        predict(big, [2], constants="derive")
+    # the boundary factor falls back to the position-local model there, and says so
+    assert kernel_law.boundary_law_method(big) is None
 
 
 def test_boundary_cli_uses_the_exact_law(capsys):

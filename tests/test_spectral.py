@@ -109,8 +109,9 @@ def test_weights_scale_with_input_variance_and_head():
 def test_bad_specs_name_the_argument(kw, arg):
     with pytest.raises(ValueError, match=arg):
         S.check_spectral_spec(_spec(**kw))
-    with pytest.raises(ValueError, match=arg):
-        predict(_spec(**kw), [2, 4], constants="derive")
+    if arg == "c":  # relu and zero padding have their own exact laws under constants="derive"
+        with pytest.raises(ValueError, match=arg):
+            predict(_spec(**kw), [2, 4], constants="derive")
     assert not S.spectral_applies(_spec(**kw))
     with pytest.raises(TypeError, match="spec"):
         S.check_spectral_spec("conv")
@@ -134,9 +135,9 @@ def test_cli_predict_and_derive_json(capsys):
     assert main(["derive", *flags, "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["spectral"]["constants"]["a"]["source"] == "exact" and d["exponent"] == "-3/2"
-    relu = ["predict", "--family", "conv", "--dim", "1", "--padding", "circular", "--activation", "relu",
+    gelu = ["predict", "--family", "conv", "--dim", "1", "--padding", "circular", "--activation", "gelu",
             "--width", "64", "--kernel", "3", "--spatial", "8", "--depths", "2,4", "--constants", "derive"]
-    assert main(relu) == 2
+    assert main(gelu) == 2
     assert "activation" in capsys.readouterr().err
 
 
@@ -185,3 +186,9 @@ def test_finite_width_script_writes_resumes_and_refuses(tmp_path, capsys):
     assert len(out.read_text().splitlines()) == 1 + 6
     with pytest.raises(SystemExit, match="another set-up"):
         fwm.main(["--depth", "3", *args[2:]])
+    with pytest.raises(SystemExit, match="another set-up"):
+        fwm.main([*args, "--activation", "relu"])
+    relu = tmp_path / "relu.csv"
+    assert fwm.main([*args[:-3], "--out", str(relu), "--json", "--activation", "relu", "--padding", "zero"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["activation"] == "relu" and got["padding"] == "zero" and all(r["law"] > 0 for r in got["rows"])

@@ -147,8 +147,14 @@ class ShiftMap:
         return out.reshape(X.shape) / self.taps
 
 
+#: largest ``B P`` (samples x positions) the kernel law runs for: a cut costs ``O(B^2 P^3)`` and the
+#: kernels take ``O(L B^2 P^2)`` memory (1D N = 128 or 2D N = 11 at B = 8: seconds per input draw)
+KERNEL_MAX_BP = 1024
+
+
 def check_kernel_spec(spec: ArchSpec) -> None:
-    """The kernel law is derived for linear and ReLU conv chains (either padding)."""
+    """The kernel law is derived for linear and ReLU conv chains (either padding) and computed for
+    ``B N^d <=`` :data:`KERNEL_MAX_BP`."""
     if not isinstance(spec, ArchSpec):
         raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
     if spec.family != "conv":
@@ -156,6 +162,9 @@ def check_kernel_spec(spec: ArchSpec) -> None:
     if spec.activation not in KERNEL_ACTIVATIONS:
         raise ValueError(f"activation: the kernel law needs phi'^2 = phi' up to a constant (linear or relu), "
                          f"got {spec.activation!r}")
+    if spec.batch * spec.positions > KERNEL_MAX_BP:
+        raise ValueError(f"spatial: the kernel law runs for batch x N^d <= {KERNEL_MAX_BP} (cost B^2 P^3 per cut), "
+                         f"got {spec.batch} x {spec.positions}")
 
 
 @functools.lru_cache(maxsize=32)
@@ -210,24 +219,17 @@ def _forward(spec: ArchSpec, x: np.ndarray, L: int) -> dict:
 def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths) -> dict[int, np.ndarray]:
     """``{L: E[s_l | x] for l = 1..L}`` (an array ``(D, L)``) for nets of every depth in ``depths``
     on a stack of ``D`` inputs ``x`` (``(D, B, C_0, N[, N])``); the forward kernels are shared, only
-    the backward kernel ``G`` depends on ``L``."""
+    the backward kernel ``G`` depends on ``L`` (each cut is ``O(B^2 P^3)``, by matrix products)."""
     check_kernel_spec(spec)
     depths = sorted({int(d) for d in depths})
     if not depths or depths[0] < 1:
         raise ValueError(f"depths must be integers >= 1, got {depths}")
-    B, C0, P, n, c, act = spec.batch, spec.input_channels, spec.positions, spec.width, spec.c, spec.activation
-    x = np.asarray(x, dtype=float)
-    if x.ndim != 3 + spec.dim or x.shape[1:3] != (B, C0):
-        raise ValueError(f"x must have shape (draws, {B}, {C0}) + {(spec.spatial,) * spec.dim}, got {x.shape}")
-    x = x.reshape(x.shape[0], B, C0, P)
+    B, P, n, c, act = spec.batch, spec.positions, spec.width, spec.c, spec.activation
+    x = _check_inputs(spec, x)
     fw = _forward(spec, x, depths[-1])
     X, masks, T = fw["X"], fw["masks"], fw["T"]
     diag = np.arange(B)
-    dphi2 = 1.0 if act == "linear" else 0.5             # E[phi'^2] at unit variance
-    Z = [np.eye(P)]                                      # Z_s = c T*(E[phi'^2] Z_{s-1}), no mask at s = 1
-    for s in range(1, depths[-1]):
-        Z.append(c * T(Z[-1] if s == 1 else dphi2 * Z[-1]))
-    zdiag = np.array([np.diagonal(z) for z in Z])        # [s, beta]
+    zdiag = _gain_diagonals(spec, T, depths[-1])          # [s, beta]
     out = {}
     for L in depths:
         G = [None] * (L + 1)                             # per-sample backward kernels [draw, b, p, p']
@@ -245,6 +247,24 @@ def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths) -> dict[int, 
             s_out[:, u:L] += per_beta @ zdiag[1:L - u + 1].T                # l = u + s, s = 1..L-u
         out[L] = n**2 / (B * P) * s_out
     return out
+
+
+def _check_inputs(spec: ArchSpec, x) -> np.ndarray:
+    B, C0 = spec.batch, spec.input_channels
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 3 + spec.dim or x.shape[1:3] != (B, C0):
+        raise ValueError(f"x must have shape (draws, {B}, {C0}) + {(spec.spatial,) * spec.dim}, got {x.shape}")
+    return x.reshape(x.shape[0], B, C0, spec.positions)
+
+
+def _gain_diagonals(spec: ArchSpec, T: "ShiftMap", depth: int) -> np.ndarray:
+    """``diag Z_s``, ``s = 0..depth-1``: ``Z_0 = I``, ``Z_s = c T*(E[phi'^2] Z_{s-1})`` (no mask at
+    ``s = 1``: the top level has none)."""
+    dphi2 = 1.0 if spec.activation == "linear" else 0.5  # E[phi'^2] at unit variance
+    Z = [np.eye(spec.positions)]
+    for s in range(1, depth):
+        Z.append(spec.c * T(Z[-1] if s == 1 else dphi2 * Z[-1]))
+    return np.array([np.diagonal(z) for z in Z])
 
 
 def _cut_sum(gcut: np.ndarray, Xu: np.ndarray, asin: np.ndarray | None) -> np.ndarray:
@@ -298,7 +318,7 @@ CHUNK_ENTRIES = 2e7
 
 def _s_bar_per_draw(spec: ArchSpec, inputs: np.ndarray, depths: list[int]) -> np.ndarray:
     """``s_bar`` of every draw at every depth, ``(draws, len(depths))``, in chunks of draws."""
-    per_draw = (spec.batch * spec.positions) ** 2 * (max(depths) + 1) * (2 if spec.activation == "relu" else 1)
+    per_draw = (spec.batch * spec.positions) ** 2 * (max(depths) + 2) * (2 if spec.activation == "relu" else 1)
     chunk = max(1, int(CHUNK_ENTRIES // per_draw))
     rows = []
     for start in range(0, len(inputs), chunk):
@@ -307,34 +327,42 @@ def _s_bar_per_draw(spec: ArchSpec, inputs: np.ndarray, depths: list[int]) -> np
     return np.concatenate(rows, axis=0)
 
 
-_PAIRED_CACHE: dict = {}
+_MC_CACHE: dict = {}
 
 
-def _paired(spec: ArchSpec, depths: tuple, input_var: float, target: float, seed: int, progress=None) -> dict:
-    """Zero- and circular-padding ``s_bar`` per input draw at ``depths`` (the same draws for both
-    paddings), ``{"depths", "zero", "circular"}``.  Cached per geometry: a request for depths that
-    a cached run already holds is served from it.  ``progress``: one line per batch of draws."""
-    key = (spec, input_var, target, seed)
-    for held in _PAIRED_CACHE.get(key, []):
+def _worst_ratio_error(z: np.ndarray, c: np.ndarray) -> float:
+    ratio, se = _ratio_of_means(z, c)
+    return float(np.max(se / ratio))
+
+
+def _worst_mean_error(z: np.ndarray) -> float:
+    return float(np.max(z.std(0, ddof=1) / np.sqrt(len(z)) / z.mean(0)))
+
+
+def _monte_carlo(specs: tuple, depths: tuple, input_var: float, target: float, seed: int, progress=None) -> dict:
+    """``s_bar`` per input draw at ``depths`` for every spec in ``specs`` (one geometry; the same
+    draws for all), ``{"depths", "s": [per spec (draws, depths)]}``.  Draws are added until the
+    worst relative error -- of the ratio of the two specs' means (two specs) or of the mean (one)
+    -- is at most ``target``, or :data:`MAX_DRAWS`.  Cached: a request for depths that a cached
+    run already holds is served from it.  ``progress``: one line per batch of draws."""
+    key = (specs, input_var, target, seed)
+    for held in _MC_CACHE.get(key, []):
         if set(depths) <= set(held["depths"]):
             return held
-    zspec, cspec = spec.with_(padding="zero"), spec.with_(padding="circular")
     rng = np.random.default_rng(seed)
-    z = np.empty((0, len(depths)))
-    c = np.empty((0, len(depths)))
+    s = [np.empty((0, len(depths))) for _ in specs]
+    what = "ratio" if len(specs) == 2 else "mean"
     while True:
-        count = MIN_DRAWS if len(z) == 0 else DRAW_BATCH
-        inputs = _draw_inputs(spec, rng, count, input_var)
-        z = np.vstack([z, _s_bar_per_draw(zspec, inputs, list(depths))])
-        c = np.vstack([c, _s_bar_per_draw(cspec, inputs, list(depths))])
-        ratio, se = _ratio_of_means(z, c)
-        worst = float(np.max(se / ratio))
+        count = MIN_DRAWS if len(s[0]) == 0 else DRAW_BATCH
+        inputs = _draw_inputs(specs[0], rng, count, input_var)
+        s = [np.vstack([prev, _s_bar_per_draw(sp_, inputs, list(depths))]) for prev, sp_ in zip(s, specs)]
+        worst = _worst_ratio_error(*s) if len(specs) == 2 else _worst_mean_error(s[0])
         if progress is not None:
-            progress(f"kernel law: {len(z)} input draws, worst relative Monte-Carlo error of the ratio "
+            progress(f"kernel law: {len(s[0])} input draws, worst relative Monte-Carlo error of the {what} "
                      f"{100 * worst:.2f}% (target {100 * target:.2f}%)")
-        if worst <= target or len(z) >= MAX_DRAWS:
-            held = {"depths": tuple(depths), "zero": z, "circular": c}
-            _PAIRED_CACHE.setdefault(key, []).append(held)
+        if worst <= target or len(s[0]) >= MAX_DRAWS:
+            held = {"depths": tuple(depths), "s": s}
+            _MC_CACHE.setdefault(key, []).append(held)
             return held
 
 
@@ -347,16 +375,17 @@ def _ratio_of_means(z: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def boundary_law_method(spec: ArchSpec) -> str | None:
-    """How the exact boundary ratio of ``spec`` is computed: ``"operator"`` (linear, ``c = 1``:
-    the operator law, input average exact), ``"kernel"`` (ReLU, or linear at another ``c``: the
-    kernel law, Monte Carlo over inputs) or ``None`` (no exact law: GELU, tanh)."""
+    """How the exact law of ``spec`` (its zero/circular ratio, or its mean) is computed:
+    ``"operator"`` (linear, ``c = 1``: the operator law, input average exact), ``"kernel"`` (ReLU:
+    the kernel law, Monte Carlo over inputs, for ``B N^d <=`` :data:`KERNEL_MAX_BP`) or ``None``
+    (no exact law: GELU, tanh, linear at ``c != 1``; ReLU grids too large to compute)."""
     from amutheory.symbolic.operator_law import operator_applies
 
     if spec.family != "conv":
         return None
     if operator_applies(spec):
         return "operator"
-    if spec.activation in KERNEL_ACTIVATIONS:
+    if spec.activation == "relu" and spec.batch * spec.positions <= KERNEL_MAX_BP:
         return "kernel"
     return None
 
@@ -380,10 +409,29 @@ def exact_boundary_ratio(spec: ArchSpec, depths, input_var: float = 1.0, target:
         return {"ratio": z / c, "ratio_se": np.zeros(len(depths)), "zero": z, "circular": c, "draws": 0,
                 "method": method}
     # the cache key is the geometry, not the depth of the spec that asked
-    got = _paired(spec.with_(padding="zero", depth=1), tuple(sorted(set(depths))), float(input_var), float(target),
-                  int(seed), progress)
+    geometry = spec.with_(depth=1)
+    got = _monte_carlo((geometry.with_(padding="zero"), geometry.with_(padding="circular")),
+                       tuple(sorted(set(depths))), float(input_var), float(target), int(seed), progress)
     cols = [got["depths"].index(d) for d in depths]
-    z, c = got["zero"][:, cols], got["circular"][:, cols]
+    z, c = (a[:, cols] for a in got["s"])
     ratio, se = _ratio_of_means(z, c)
     return {"ratio": ratio, "ratio_se": se, "zero": z.mean(0), "circular": c.mean(0), "draws": len(z),
             "method": method}
+
+
+#: target relative Monte-Carlo error of an absolute mean ``s_bar`` (the measured 95% CIs of a mean
+#: over 32-64 seeds are +-10..25% wide)
+MC_TARGET_MEAN = 0.02
+
+
+def kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, target: float = MC_TARGET_MEAN,
+                 seed: int = THEORY_SEED, progress=None) -> dict:
+    """``E[s_bar(L)]`` at infinite width of a linear or ReLU conv chain (either padding) at every
+    ``L`` in ``depths``: ``{"s_bar", "se", "draws"}``, the Monte-Carlo mean over input draws and its
+    standard error (draws added until ``se <= target * s_bar`` at every depth)."""
+    check_kernel_spec(spec)
+    depths = _check_depth_list(depths)
+    got = _monte_carlo((spec.with_(depth=1),), tuple(sorted(set(depths))), float(input_var), float(target),
+                       int(seed), progress)
+    per = got["s"][0][:, [got["depths"].index(d) for d in depths]]
+    return {"s_bar": per.mean(0), "se": per.std(0, ddof=1) / np.sqrt(len(per)), "draws": len(per)}
