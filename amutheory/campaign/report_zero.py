@@ -116,6 +116,18 @@ def _prediction_lines(zero: list) -> list:
     return lines
 
 
+def _law_line(c: dict) -> str:
+    """Where the predicted ratio comes from, with its Monte-Carlo error where there is one."""
+    rows = c.get("regime", [])
+    method = rows[0].get("method", "local-model") if rows else "local-model"
+    what = {"operator": "the operator law (exact at infinite width; input average exact)",
+            "kernel": "the kernel law (exact at infinite width given the input; Monte Carlo over inputs)",
+            "local-model": "the position-local model (no exact law here)"}.get(method, method)
+    ses = [r["s_bar_ratio_se"] / r["s_bar_ratio"] for r in rows if r.get("s_bar_ratio_se")]
+    tail = f", relative Monte-Carlo error <= {100 * max(ses):.2f}%" if ses else ""
+    return f"* predicted ratio: {what}{tail}"
+
+
 def _zero_config_lines(c: dict) -> list:
     reg = {r["depth"]: r for r in c["regime"]}
     lines = [f"### {c['name']}: eta* {'PASSED' if c['passed'] else 'FAILED'}, "
@@ -125,6 +137,7 @@ def _zero_config_lines(c: dict) -> list:
         f"* {_geometry(c)}, width {c['spec']['width']}, {c['seeds']} seeds (the same seeds, hence the same "
         f"weights and inputs, for both paddings); zero-padded depths {c['depths']} (all held out), circular "
         f"references at {c['calibration_depths']} (calibration).",
+        _law_line(c),
         f"* max relative error of eta*: {_pct(c['max_rel_error'])} (mean), {_pct(c['max_rel_error_geo'])} (geo); "
         f"of the ratio: {_pct(c['max_rel_error_ratio_mean'])} (mean), {_pct(c['max_rel_error_ratio_geo'])} (geo)",
         *[f"* joint held-out test ({st}): chi2 = {t['chi2']:.2f} on {t['dof']} dof, p = {t['p_value']:.3g}"
