@@ -42,9 +42,14 @@ def _ls_slope(depths, values) -> float:
     return float((ly - ly.mean()) @ dx / (dx @ dx))
 
 
-def _dense_depths(depths) -> list[int]:
-    """About 40 log-spaced integer depths spanning ``depths`` (the predicted curve)."""
-    return np.unique(np.round(np.geomspace(min(depths), max(depths), 40)).astype(int)).tolist()
+def _dense_depths(depths, count: int = 40) -> list[int]:
+    """About ``count`` log-spaced integer depths spanning ``depths`` (the predicted curve)."""
+    return np.unique(np.round(np.geomspace(min(depths), max(depths), count)).astype(int)).tolist()
+
+
+#: points of the predicted curve of a zero-padding config: each depth of the exact boundary law
+#: costs a backward pass of the kernel law per input draw, so the curve is coarser there
+ZERO_CURVE_POINTS = 12
 
 
 def _record_prediction(out: dict, cfg: CampaignConfig, pred, stat: str, curve: dict, dense: list):
@@ -197,7 +202,7 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
     used_constants = {}
     passed_stats, rel_errs, joint_ok = {}, {}, {}
     out["held_out_test"] = {}
-    dense = _dense_depths(cfg.depths)
+    dense = _dense_depths(cfg.depths, ZERO_CURVE_POINTS if cfg.is_zero else 40)
     curve = {"depths": dense}
     for stat in STATISTICS:
         try:
