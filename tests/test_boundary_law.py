@@ -110,6 +110,8 @@ def test_relu_kernels_and_orthant_probability_against_sampling():
     C = np.array([[1.0, 0.6, -0.3], [0.6, 1.0, 0.2], [-0.3, 0.2, 1.0]])
     z = rng.multivariate_normal(np.zeros(3), C, size=1_000_000)
     pos = z > 0
+    const, coef = kernel_law.orthant3_in_arcsines()     # the linear form the cut sums use
+    assert abs(float(const) + 3 * float(coef) * np.arcsin(0.5) - q3(0.5, 0.5, 0.5)) < 1e-14
     for got, sample in ((value(0.6), np.maximum(z[:, 0], 0) * np.maximum(z[:, 1], 0)),
                         (mask(-0.3), (pos[:, 0] & pos[:, 2]).astype(float)),
                         (q3(0.6, -0.3, 0.2), pos.all(axis=1).astype(float))):

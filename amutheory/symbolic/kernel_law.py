@@ -80,6 +80,20 @@ def orthant3() -> sp.Expr:
 
 
 @functools.lru_cache(maxsize=None)
+def orthant3_in_arcsines() -> tuple[sp.Expr, sp.Expr]:
+    """:func:`orthant3` is linear in the arcsines of the correlations: ``(constant, coefficient)``
+    with ``P = constant + coefficient (asin rho_12 + asin rho_13 + asin rho_23)`` (``1/8`` and
+    ``1/(4 pi)``), read off in SymPy with ``rho_ij = sin t_ij``; raises if it were not linear."""
+    t = sp.symbols("t12 t13 t23", real=True)
+    form = sp.simplify(orthant3().subs({rho12: sp.sin(t[0]), rho13: sp.sin(t[1]), rho23: sp.sin(t[2])})
+                       .rewrite(sp.asin).subs({sp.asin(sp.sin(x)): x for x in t}))
+    coefs = [sp.simplify(sp.diff(form, x)) for x in t]
+    if any(sp.diff(c_, x) != 0 for c_ in coefs for x in t) or len(set(coefs)) != 1:
+        raise AssertionError("orthant3 is not a symmetric linear form in the arcsines")
+    return sp.simplify(form.subs({x: 0 for x in t})), coefs[0]
+
+
+@functools.lru_cache(maxsize=None)
 def _kernel_fns():
     k = relu_pair_kernels()
     value = sp.lambdify(rho, k["value"].subs(theta, sp.acos(rho)), "numpy")
@@ -269,16 +283,17 @@ def _gain_diagonals(spec: ArchSpec, T: "ShiftMap", depth: int) -> np.ndarray:
 
 def _cut_sum(gcut: np.ndarray, Xu: np.ndarray, asin: np.ndarray | None) -> np.ndarray:
     """``sum_{a,d} Gcut[a,d] X[a,beta] X[d,beta] Q3(a, beta, d)`` per ``(draw, b, b', beta)``; ``Q3 =
-    1`` (linear) or the orthant probability :func:`orthant3`, ``1/8 + (asin r(a,beta) + asin
-    r(d,beta) + asin r(a,d)) / (4 pi)``, expanded into three quadratic forms."""
+    1`` (linear) or the orthant probability :func:`orthant3`, linear in the arcsines
+    (:func:`orthant3_in_arcsines`: ``1/8 + (asin r(a,beta) + asin r(d,beta) + asin r(a,d)) / (4 pi)``),
+    expanded into three quadratic forms."""
     if asin is None:
         return _diag_quadratic(gcut, Xu)
-    q3 = _kernel_fns()[2]
+    const, coef = (float(v) for v in orthant3_in_arcsines())
     diag = np.arange(gcut.shape[1])
     a0 = asin[:, diag, diag]                             # r(a, d) within sample b
-    return (q3(0.0, 0.0, 0.0) * _diag_quadratic(gcut, Xu)
-            + 2.0 / (4 * np.pi) * _diag_quadratic(gcut, Xu, Xu * asin)
-            + 1.0 / (4 * np.pi) * _diag_quadratic(gcut * a0, Xu))
+    return (const * _diag_quadratic(gcut, Xu)
+            + 2.0 * coef * _diag_quadratic(gcut, Xu, Xu * asin)   # asin r(a,beta) and asin r(d,beta)
+            + coef * _diag_quadratic(gcut * a0, Xu))
 
 
 def _diag_quadratic(G: np.ndarray, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
