@@ -207,7 +207,7 @@ def plot_boundary_collapse(zero_results: list) -> Figure:
         for ax, fx in zip(axes, xfns):
             ax.errorbar(fx(d, k, n), meas, yerr=[meas - lo, hi - meas], fmt=mk, ms=5, color=col,
                         mfc="white" if kernels.index(k) else col, capsize=2, lw=1, label=f"measured, {label}")
-            ax.plot(fx(cd, k, n), cr, ls, color=col, lw=1.2, label=f"model, {label}")
+            ax.plot(fx(cd, k, n), cr, ls, color=col, lw=1.2, label=f"predicted, {label}")
     for ax, xl in zip(axes, (r"regime parameter $L k^2 / N^2$", r"$\sqrt{L}\, k / N$")):
         ax.set_xscale("log")
         ax.set_yscale("log")
