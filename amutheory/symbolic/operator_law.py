@@ -179,7 +179,6 @@ def _wick_terms(op: PairOperator, depth: int) -> np.ndarray:
     Z = op.identity_powers(us)                      # Z[s] = diag T^s(I)
     out = np.zeros((3, L + 1, L + 1))
     gdiag = np.einsum("uaa->ua", G)                 # (L+1, N)
-    TI = Z                                          # T^u(I) has the same diagonal as T^u applied to I
     for delta, a, beta, U, lam in op.diagonals():
         lam2u = lam[None, :] ** (2 * us[:, None])   # (L+1, M)
         diag2u = lam2u @ (U**2).T                   # diag of T^{2u} on this diagonal: (L+1, M)
@@ -201,8 +200,8 @@ def _wick_terms(op: PairOperator, depth: int) -> np.ndarray:
             cross = lam2u @ (U[i_ok] * U[p_ok]).T   # (L+1, n_ok)
             g = G[:, a[i_ok], a2[i_ok]]             # (L+1, n_ok)
             out[2] += np.einsum("ui,si->us", g * cross, Z[:, beta[i_ok]])
-    # (B): sum_a G_u[a,a] Z_s[a] (T^u(I)[a,a])^2
-    out[1] = np.einsum("ua,sa->us", gdiag * TI**2, Z)
+    # (B): sum_a G_u[a,a] Z_s[a] (T^u(I)[a,a])^2; T^u(I) is diagonal, its diagonal is Z[u]
+    out[1] = np.einsum("ua,sa->us", gdiag * Z**2, Z)
     # only u >= 1 and u + s <= L are cuts of some layer l = u + s
     mask = (us[:, None] >= 1) & (us[:, None] + us[None, :] <= L)
     return out * mask[None]
