@@ -21,7 +21,7 @@ import numpy as np
 from amutheory.calibrate import Calibration, calibrate, layer_prediction, per_layer_statistic
 from amutheory.constants import Constant
 from amutheory.spec import ArchSpec, ProbeProtocol
-from amutheory.stats import eta_slope_between
+from amutheory.stats import central_eta_slope, eta_slope_between, integer_neighbours
 from amutheory.symbolic.conv import conv_law, derived_constants
 
 DEFAULT_CALIBRATION_DEPTHS = (2, 3, 4, 6)
@@ -293,13 +293,10 @@ def zero_padding_factor(spec: ArchSpec, depths, constants: dict):
         got = exact_ratio_and_shift(spec, [int(d) for d in depths], input_var)
         return got["ratio"], got["slope_shift"]
     vals = [constants[k].value for k in ("a", "b", "e", "epsilon")]
-    ints = sorted({int(d) for d in depths} | {int(d) + 1 for d in depths} | {max(1, int(d) - 1) for d in depths})
-    table = dict(zip(ints, boundary_ratio(*vals, spec.spatial, spec.kernel, ints, spec.dim)))
-    ratio = np.array([table[int(d)] for d in depths])
-    lo, hi = [max(1, int(d) - 1) for d in depths], [int(d) + 1 for d in depths]
-    shift = eta_slope_between(np.array([table[x] for x in lo]), np.array([table[x] for x in hi]),
-                              np.array(lo, float), np.array(hi, float))
-    return ratio, shift
+    ints = [int(d) for d in depths]
+    grid = sorted(set(ints).union(*integer_neighbours(ints)))
+    table = dict(zip(grid, boundary_ratio(*vals, spec.spatial, spec.kernel, grid, spec.dim)))
+    return np.array([table[d] for d in ints]), central_eta_slope(table, ints)
 
 
 def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DEFAULT_CALIBRATION_DEPTHS,
@@ -418,14 +415,12 @@ def derived_mean(spec: ArchSpec, depths: list, input_var: float, progress=None) 
                 f"conv{spec.dim}d-linear-{spec.padding}-operator",
                 "operator law (exact at infinite width, input average exact): nothing fitted for the mean" + tail)
     if method == "kernel":
-        lo = [d - 1 if d > 1 else d for d in depths]
-        hi = [d + 1 for d in depths]
-        grid = sorted(set(depths) | set(lo) | set(hi))
+        grid = sorted(set(depths).union(*integer_neighbours(depths)))
         got = kernel_s_bar(spec, grid, input_var, progress=progress)
         at = dict(zip(grid, got["s_bar"]))
         rel = dict(zip(grid, got["se"] / got["s_bar"]))
         s_bar = np.array([at[d] for d in depths])
-        slope = np.array([-0.5 * np.log(at[h] / at[lo_]) / np.log(h / lo_) for lo_, h in zip(lo, hi)])
+        slope = central_eta_slope(at, depths)
         worst = max(rel[d] for d in depths)
         const = {"s_bar_mc_rel_se": Constant("s_bar_mc_rel_se", worst, "monte-carlo",
                                              note=f"worst relative standard error of the kernel law's input average "

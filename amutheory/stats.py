@@ -37,6 +37,8 @@ __all__ = [
     "fit_loglog_slope",
     "local_slopes",
     "eta_slope_between",
+    "integer_neighbours",
+    "central_eta_slope",
     "HeldOutTest",
     "held_out_test",
 ]
@@ -288,6 +290,20 @@ def eta_slope_between(s_lo, s_hi, depth_lo, depth_hi):
     """Secant slope of ``eta* = sqrt(C / s_bar)`` in log-log: ``-(1/2) (ln s_hi - ln s_lo) /
     (ln L_hi - ln L_lo)`` (elementwise; ``C`` cancels)."""
     return -0.5 * (np.log(s_hi) - np.log(s_lo)) / (np.log(depth_hi) - np.log(depth_lo))
+
+
+def integer_neighbours(depths) -> tuple[list[int], list[int]]:
+    """``(L - 1, L + 1)`` for every integer depth ``L`` (``(1, 2)`` at ``L = 1``: one-sided)."""
+    depths = [int(d) for d in depths]
+    return [d - 1 if d > 1 else d for d in depths], [d + 1 for d in depths]
+
+
+def central_eta_slope(values: dict, depths) -> np.ndarray:
+    """:func:`eta_slope_between` over the :func:`integer_neighbours` of each depth, from
+    ``values[L]`` (an ``s_bar`` or a ratio of them) at every depth and neighbour."""
+    lo, hi = integer_neighbours(depths)
+    return eta_slope_between(np.array([values[x] for x in lo]), np.array([values[x] for x in hi]),
+                             np.array(lo, float), np.array(hi, float))
 
 
 def local_slopes(depths, values) -> np.ndarray:

@@ -60,7 +60,7 @@ import numbers
 import numpy as np
 import sympy as sp
 
-from amutheory.stats import eta_slope_between
+from amutheory.stats import central_eta_slope, eta_slope_between, integer_neighbours
 from amutheory.symbolic.expansion import pairs_with_max
 from amutheory.symbolic.symbols import epsilon, m
 
@@ -285,12 +285,6 @@ def regime(depth: int, kernel: int, spatial: int, dim: int = 1, constants=None,
     }
 
 
-def _neighbour_depths(depths: list[int]) -> tuple[list[int], list[int], list[int]]:
-    lo = [d - 1 if d > 1 else d for d in depths]
-    hi = [d + 1 for d in depths]
-    return lo, depths, hi
-
-
 def exact_ratio_and_shift(spec, depths, input_var: float = 1.0, progress=None) -> dict:
     """The *exact* infinite-width zero/circular ratio of ``s_bar`` of ``spec``'s geometry
     (:func:`amutheory.symbolic.kernel_law.exact_boundary_ratio`: the operator law for linear chains,
@@ -300,14 +294,13 @@ def exact_ratio_and_shift(spec, depths, input_var: float = 1.0, progress=None) -
     from amutheory.symbolic.kernel_law import exact_boundary_ratio
 
     depths = [_check("depth", d) for d in depths]
-    lo, mid, hi = _neighbour_depths(depths)
-    grid = sorted(set(lo) | set(mid) | set(hi))
+    lo, hi = integer_neighbours(depths)
+    grid = sorted(set(lo) | set(depths) | set(hi))
     got = exact_boundary_ratio(spec, grid, input_var, progress=progress)
     at = dict(zip(grid, got["ratio"]))
     se = dict(zip(grid, got["ratio_se"]))
-    shift = eta_slope_between(np.array([at[x] for x in lo]), np.array([at[x] for x in hi]),
-                              np.array(lo, float), np.array(hi, float))
-    return {"ratio": np.array([at[d] for d in mid]), "ratio_se": np.array([se[d] for d in mid]),
+    shift = central_eta_slope(at, depths)
+    return {"ratio": np.array([at[d] for d in depths]), "ratio_se": np.array([se[d] for d in depths]),
             "slope_shift": np.asarray(shift, dtype=float) * np.ones(len(depths)), "method": got["method"],
             "draws": got["draws"]}
 

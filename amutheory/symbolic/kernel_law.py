@@ -39,7 +39,9 @@ import functools
 import numpy as np
 import sympy as sp
 
+from amutheory.activations import get_activation
 from amutheory.spec import ArchSpec
+from amutheory.symbolic.operator_law import integer_depths, operator_applies, operator_s_bar
 
 rho, rho12, rho13, rho23, phi_ang, rr = sp.symbols("rho rho12 rho13 rho23 varphi r", real=True)
 theta = sp.Symbol("theta", positive=True)
@@ -274,7 +276,7 @@ def _check_inputs(spec: ArchSpec, x) -> np.ndarray:
 def _gain_diagonals(spec: ArchSpec, T: "ShiftMap", depth: int) -> np.ndarray:
     """``diag Z_s``, ``s = 0..depth-1``: ``Z_0 = I``, ``Z_s = c T*(E[phi'^2] Z_{s-1})`` (no mask at
     ``s = 1``: the top level has none)."""
-    dphi2 = 1.0 if spec.activation == "linear" else 0.5  # E[phi'^2] at unit variance
+    dphi2 = get_activation(spec.activation).moment("dphi2").value   # E[phi'^2]: scale-free for linear, ReLU
     Z = [np.eye(spec.positions)]
     for s in range(1, depth):
         Z.append(spec.c * T(Z[-1] if s == 1 else dphi2 * Z[-1]))
@@ -313,13 +315,6 @@ MIN_DRAWS = 32
 MAX_DRAWS = 256
 #: seed of the theory's own input draws (independent of every measurement seed)
 THEORY_SEED = 20261121
-
-
-def _check_depth_list(depths) -> list[int]:
-    arr = np.atleast_1d(np.asarray(depths, dtype=float))
-    if arr.size == 0 or np.any(arr != np.round(arr)) or np.any(arr < 1):
-        raise ValueError(f"depths must be integers >= 1, got {list(np.atleast_1d(depths))}")
-    return [int(d) for d in arr]
 
 
 def _draw_inputs(spec: ArchSpec, rng: np.random.Generator, count: int, input_var: float) -> np.ndarray:
@@ -394,8 +389,6 @@ def boundary_law_method(spec: ArchSpec) -> str | None:
     ``"operator"`` (linear, ``c = 1``: the operator law, input average exact), ``"kernel"`` (ReLU:
     the kernel law, Monte Carlo over inputs, for ``B N^d <=`` :data:`KERNEL_MAX_BP`) or ``None``
     (no exact law: GELU, tanh, linear at ``c != 1``; ReLU grids too large to compute)."""
-    from amutheory.symbolic.operator_law import operator_applies
-
     if spec.family != "conv":
         return None
     if operator_applies(spec):
@@ -413,12 +406,12 @@ def exact_boundary_ratio(spec: ArchSpec, depths, input_var: float = 1.0, target:
     ``progress``: optional callable, one line per batch of input draws (kernel law only)."""
     method = boundary_law_method(spec)
     if method is None:
+        if spec.activation == "relu":
+            check_kernel_spec(spec)                      # raises: the grid is too large for the kernel law
         raise ValueError(f"activation: no exact boundary law for {spec.activation!r} "
                          "(derived for linear and relu conv chains)")
-    depths = _check_depth_list(depths)
+    depths = integer_depths(depths)
     if method == "operator":
-        from amutheory.symbolic.operator_law import operator_s_bar
-
         z = operator_s_bar(spec.with_(padding="zero"), depths, input_var)
         c = operator_s_bar(spec.with_(padding="circular"), depths, input_var)
         return {"ratio": z / c, "ratio_se": np.zeros(len(depths)), "zero": z, "circular": c, "draws": 0,
@@ -445,7 +438,7 @@ def kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, target: float =
     ``L`` in ``depths``: ``{"s_bar", "se", "draws"}``, the Monte-Carlo mean over input draws and its
     standard error (draws added until ``se <= target * s_bar`` at every depth)."""
     check_kernel_spec(spec)
-    depths = _check_depth_list(depths)
+    depths = integer_depths(depths)
     got = _monte_carlo((spec.with_(depth=1),), tuple(sorted(set(depths))), float(input_var), float(target),
                        int(seed), progress)
     per = got["s"][0][:, [got["depths"].index(d) for d in depths]]

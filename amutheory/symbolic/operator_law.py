@@ -47,6 +47,7 @@ import numpy as np
 import sympy as sp
 
 from amutheory.spec import ArchSpec
+from amutheory.stats import central_eta_slope, integer_neighbours
 from amutheory.symbolic.expansion import pairs_with_max
 from amutheory.symbolic.symbols import epsilon, j, m
 
@@ -244,25 +245,25 @@ def _pair_operator(spatial: int, kernel: int, padding: str) -> PairOperator:
 
 def operator_s_bar(spec: ArchSpec, depths, input_var: float = 1.0) -> np.ndarray:
     """``E[s_bar(L)]`` at infinite width for every ``L`` in ``depths`` (integers)."""
-    return np.array([operator_layer_moments(spec, int(d), input_var).mean() for d in _int_depths(depths)])
+    return np.array([operator_layer_moments(spec, int(d), input_var).mean() for d in integer_depths(depths)])
 
 
-def _int_depths(depths) -> list[int]:
-    depths = np.atleast_1d(np.asarray(depths, dtype=float))
-    if np.any(depths != np.round(depths)) or np.any(depths < 1):
-        raise ValueError("depths must be integers >= 1 (the operator law is a finite sum over layers)")
-    return [int(d) for d in depths]
+def integer_depths(depths) -> list[int]:
+    """``depths`` (one or many) as integers ``>= 1``; ``ValueError`` naming ``depths`` otherwise (the
+    operator and kernel laws are finite sums over layers)."""
+    arr = np.atleast_1d(np.asarray(depths, dtype=float))
+    if arr.size == 0 or np.any(arr != np.round(arr)) or np.any(arr < 1):
+        raise ValueError(f"depths must be integers >= 1 (the law is a finite sum over layers), "
+                         f"got {list(np.atleast_1d(depths))}")
+    return [int(d) for d in arr]
 
 
 def operator_slope(spec: ArchSpec, depths, input_var: float = 1.0) -> np.ndarray:
     """Local slope ``d ln eta*/d ln L`` of the mean by central differences on integer depths
     (one-sided at ``L = 1``): ``-(1/2) d ln s_bar / d ln L``."""
-    out = []
-    for d in _int_depths(depths):
-        lo, hi = max(1, d - 1), d + 1
-        s_lo, s_hi = operator_s_bar(spec, [lo, hi], input_var)
-        out.append(-0.5 * np.log(s_hi / s_lo) / np.log(hi / lo))
-    return np.array(out)
+    depths = integer_depths(depths)
+    grid = sorted(set(depths).union(*integer_neighbours(depths)))
+    return central_eta_slope(dict(zip(grid, operator_s_bar(spec, grid, input_var))), depths)
 
 
 def operator_boundary_ratio(spec: ArchSpec, depths, input_var: float = 1.0) -> np.ndarray:
