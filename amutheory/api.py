@@ -229,9 +229,9 @@ def _lognormal_fns():
     import sympy as sp
 
     from amutheory.symbolic.expansion import lognormal_mean_factor, lognormal_slope_shift
-    from amutheory.symbolic.symbols import L, kappa, sigma2_0
+    from amutheory.symbolic.symbols import L, kappa, p, sigma2_0
 
-    args = (L, sigma2_0, kappa)
+    args = (L, sigma2_0, kappa, p)
     return (sp.lambdify(args, lognormal_mean_factor(), "numpy"),
             sp.lambdify(args, lognormal_slope_shift(), "numpy"))
 
@@ -239,13 +239,16 @@ def _lognormal_fns():
 def mean_over_typical(constants: dict, depths):
     """``(factor, slope shift)`` at ``depths``: ``factor = mean / typical = exp(sigma^2(L)/2)`` of a
     lognormal-model calibration and what it adds to the mean's local slope relative to the
-    typical value's; ``(1, 0)`` when the constants carry no spread (``kappa``)."""
+    typical value's; ``(1, 0)`` when the constants carry no spread (``kappa``).  The spread's power
+    of L is the constant ``spread_power`` (1 when absent: chains)."""
     depths = np.asarray(depths, dtype=float)
     if "kappa" not in constants:
         return np.ones_like(depths), np.zeros_like(depths)
     factor_fn, shift_fn = _lognormal_fns()
     s0, k = constants["sigma2_0"].value, constants["kappa"].value
-    return factor_fn(depths, s0, k) * np.ones_like(depths), shift_fn(depths, s0, k) * np.ones_like(depths)
+    pw = constants["spread_power"].value if "spread_power" in constants else 1.0
+    return (factor_fn(depths, s0, k, pw) * np.ones_like(depths),
+            shift_fn(depths, s0, k, pw) * np.ones_like(depths))
 
 
 def law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, statistic: str = "mean"):
@@ -482,6 +485,7 @@ def _predict_spectral(spec, depths, statistic, protocol, C, calibration_depths, 
 
 # --------------------------------------------------------------------------- residual nets
 RESNET_CONSTANTS = ("A", "B", "e0")
+RESNET_SIGNED = ("e0",)
 
 
 def resnet_law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, statistic: str = "mean",
@@ -512,7 +516,8 @@ def _block_law_values(fn, vals, depths, constants: dict, C: float, statistic: st
 
 
 def _block_calibration(spec, constants, fn, names, calibration_depths, calibration_seeds, statistic, protocol, C,
-                       progress, calibration_measurement, note: str, family_words: str) -> Calibration:
+                       progress, calibration_measurement, note: str, family_words: str,
+                       signed: tuple = (), spread: str = "linear") -> Calibration:
     """``constants`` if a Calibration, else the lognormal-model fit of ``fn`` (a law on block
     counts) to ``calibration_measurement`` (measured here at ``calibration_depths`` when absent)."""
     from amutheory.calibrate import calibrate_law
@@ -524,7 +529,8 @@ def _block_calibration(spec, constants, fn, names, calibration_depths, calibrati
     if calibration_measurement is None:
         calibration_measurement = measure(spec, check_depths(calibration_depths), calibration_seeds, protocol, C,
                                           progress)
-    return calibrate_law(calibration_measurement.profiles, fn, names, statistic, note=note)
+    return calibrate_law(calibration_measurement.profiles, fn, names, statistic, note=note, signed=signed,
+                         spread=spread)
 
 
 def _predict_resnet(spec, depths, constants, calibration_depths, calibration_seeds, statistic, protocol, C,
@@ -535,7 +541,8 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
     notes = [forward_analysis(spec, protocol.input_var)["mechanism"]]
     calib = _block_calibration(spec, constants, weighted_predictor(spec, protocol.input_var), RESNET_CONSTANTS,
                                calibration_depths, calibration_seeds, statistic, protocol, C, progress,
-                               calibration_measurement, f"resnet law {law.name}", "residual nets")
+                               calibration_measurement, f"resnet law {law.name}", "residual nets",
+                               signed=RESNET_SIGNED, spread="bounded")
     held_in = sorted(set(depths) & set(calib.depths))
     if held_in:
         notes.append(f"depths {held_in} were used for calibration: not an independent check there")

@@ -154,14 +154,18 @@ def _check_profiles(profiles):
             raise ValueError("profiles must be positive and finite")
 
 
-def _variance_line(profiles) -> np.ndarray:
-    """``(sigma2_0, kappa)``: least-squares line of ``Var[ln s_bar]`` (over seeds) against ``L``."""
+def _variance_line(profiles, power: float = 1.0) -> np.ndarray:
+    """``(sigma2_0, kappa)``: least-squares line of ``Var[ln s_bar]`` (over seeds) against ``L^power``."""
     depths = sorted(profiles)
     if len(depths) < 2:
         raise ValueError("the variance line needs at least 2 calibration depths")
     var = [np.var(np.log(np.asarray(profiles[d]).mean(axis=1)), ddof=1) for d in depths]
-    slope, intercept = np.polyfit(np.asarray(depths, float), var, 1)
+    slope, intercept = np.polyfit(np.asarray(depths, float) ** power, var, 1)
     return np.array([intercept, slope])
+
+
+#: ``Var[ln s_bar] = sigma2_0 + kappa L^p`` of each spread model (:func:`calibrate_law`)
+SPREAD_POWERS = {"linear": 1.0, "bounded": -1.0}
 
 
 def calibrate_free_gamma(profiles: dict, epsilon_value: float, width: int, statistic: str = "mean",
@@ -255,11 +259,17 @@ def _fit(profiles, epsilon_value, width, statistic, fit_gamma, target, start=Non
 
 
 def calibrate_law(profiles: dict, s_bar_fn, names: tuple, statistic: str = "mean", n_boot: int = 100,
-                  seed: int = 0, note: str = "") -> Calibration:
+                  seed: int = 0, note: str = "", signed: tuple = (), spread: str = "linear") -> Calibration:
     """Lognormal-model calibration (as :func:`calibrate`) of any law ``s_bar_fn(depths, *params)``
-    with positive constants ``names``: the law is the mean over seeds, the typical value is
-    ``law * exp(-sigma^2(L)/2)``, ``sigma^2 = sigma2_0 + kappa L`` fitted on the same depths.
-    ``profiles = {depth: s[seed, preactivation]}`` (any number of pre-activations per net)."""
+    with constants ``names``, positive except those in ``signed`` (any sign): the law is the mean
+    over seeds, the typical value is ``law * exp(-sigma^2(L)/2)``, ``sigma^2 = sigma2_0 + kappa L``
+    fitted on the same depths.  ``profiles = {depth: s[seed, preactivation]}`` (any number of
+    pre-activations per net).  ``spread``: ``"linear"`` (``sigma^2 = sigma2_0 + kappa L``: chains,
+    whose per-layer log-fluctuations add up) or ``"bounded"`` (``sigma2_0 + kappa / L``: forward-stable
+    residual nets, K blocks of variance O(1/K) each); recorded as the constant ``spread_power``."""
+    if spread not in SPREAD_POWERS:
+        raise ValueError(f"spread must be one of {', '.join(SPREAD_POWERS)}, got {spread!r}")
+    power = SPREAD_POWERS[spread]
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
     if not isinstance(profiles, dict) or len(profiles) < len(names):
@@ -269,35 +279,46 @@ def calibrate_law(profiles: dict, s_bar_fn, names: tuple, statistic: str = "mean
         if s.ndim != 2 or s.shape[0] < 2 or np.any(s <= 0) or not np.all(np.isfinite(s)):
             raise ValueError(f"profiles[{d}] must be a positive finite array (seeds >= 2, preactivations)")
     depths = np.array(sorted(profiles), dtype=float)
+    unknown = [k for k in signed if k not in names]
+    if unknown:
+        raise ValueError(f"signed names {unknown} are not among the constants {list(names)}")
+    is_signed = np.array([k in signed for k in names])
+
+    def values(p):
+        """Fit parameters to constants: exp for the positive ones, identity for the signed."""
+        return np.where(is_signed, p, np.exp(np.clip(p, -700, 700)))
 
     def fit(prof, start=None):
-        line = _variance_line(prof)
+        line = _variance_line(prof, power)
         geo = np.array([np.exp(np.log(np.asarray(prof[int(d)]).mean(axis=1)).mean()) for d in depths])
-        shrink = -(line[0] + line[1] * depths) / 2
+        shrink = -(line[0] + line[1] * depths**power) / 2
 
         def resid(p):
             with np.errstate(over="ignore", invalid="ignore"):  # trial points far out overflow: huge residual
-                model = np.asarray(s_bar_fn(depths, *np.exp(np.clip(p, -700, 700))), float)
+                model = np.asarray(s_bar_fn(depths, *values(p)), float)
             model = np.nan_to_num(model, nan=1e300, posinf=1e300)
             return np.log(np.maximum(model, 1e-300)) + shrink - np.log(geo)
 
-        p0 = np.zeros(len(names)) + np.log(np.median(geo)) if start is None else start
+        p0 = np.where(is_signed, 0.0, np.log(np.median(geo))) if start is None else start
         return least_squares(resid, p0, x_scale="jac"), line
 
     best, line = fit(profiles)
 
     def refit(resampled):
         f, bl = fit(resampled, best.x)
-        return np.exp(f.x), bl
+        return values(f.x), bl
 
     se, se_line = _bootstrap_sd(profiles, refit, (len(names), 2), n_boot, seed)
     text = (note or "law of the mean") + (f": least squares on log geometric mean x exp(sigma^2/2), depths "
                                          f"{sorted(profiles)}; error = sd over {n_boot} seed-bootstrap refits")
-    consts = {k: Constant(k, float(np.exp(v)), "calibrated", float(e_), note=text)
-              for k, v, e_ in zip(names, best.x, se)}
-    lnote = f"Var[ln s_bar] over seeds, straight line in L, depths {sorted(profiles)}"
+    consts = {k: Constant(k, float(v), "calibrated", float(e_), note=text)
+              for k, v, e_ in zip(names, values(best.x), se)}
+    lnote = (f"Var[ln s_bar] over seeds, straight line in L{'' if power == 1 else '^' + format(power, 'g')}, "
+             f"depths {sorted(profiles)}")
     consts["sigma2_0"] = Constant("sigma2_0", float(line[0]), "calibrated", float(se_line[0]), note=lnote)
     consts["kappa"] = Constant("kappa", float(line[1]), "calibrated", float(se_line[1]), note=lnote)
+    consts["spread_power"] = Constant("spread_power", power, "convention",
+                                      note=f"spread model {spread!r}: Var[ln s_bar] = sigma2_0 + kappa L^{power:g}")
     rms = float(np.sqrt(np.mean(best.fun**2)))
     return Calibration(consts, sorted(profiles), statistic, 0, rms,
                        ["model lognormal (law = mean, typical = law * exp(-sigma^2/2))",

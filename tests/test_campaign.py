@@ -146,6 +146,21 @@ def test_resume_refuses_results_of_another_spec(full_run, tmp_path):
         run_campaign(other, tmp_path, progress=None)
 
 
+def test_resume_after_adding_a_depth_measures_only_the_new_depth(full_run, tmp_path):
+    """A config that gains a deeper depth (so its spec's ``depth`` grows) resumes: the finished
+    blocks are kept row for row and only the new depth is measured."""
+    out, _, _ = full_run
+    for name in ("results.csv", "campaign.json"):
+        shutil.copy(out / name, tmp_path / name)
+    deeper = [CampaignConfig("tiny", SPEC.with_(depth=10), DEPTHS + (10,), CAL, SEEDS)]
+    msgs = []
+    run_campaign(deeper, tmp_path, progress=msgs.append, analyse=False)
+    assert [int(m.group(1)) for m in map(COMPUTED.match, msgs) if m] == [10]
+    old, new = read_results(out / "results.csv")[0], read_results(tmp_path / "results.csv")[0]
+    assert set(new) == set(old) | {("tiny", "circular", 10)}
+    assert all(new[k] == old[k] for k in old)
+
+
 def test_configs_and_presets():
     with pytest.raises(ValueError, match="not among depths"):
         CampaignConfig("x", SPEC, (2, 3, 4, 6), (2, 3, 4, 8), 4)
@@ -442,7 +457,8 @@ def test_resnet_resume_computes_nothing(resnet_run, tmp_path):
 def test_resnet_presets():
     from amutheory.spec import BRANCHES, INITS
 
-    for preset, width, spatial, depths, seeds in (("quick", 64, 8, (2, 4, 8, 16, 32), 32),
+    # K up to 64 (the issue), calibrated on K <= 16, held out 32 and 64
+    for preset, width, spatial, depths, seeds in (("quick", 64, 8, (2, 4, 8, 16, 32, 64), 96),
                                                   ("paper", 256, 16, (2, 4, 8, 16, 32, 64), 64)):
         res = [c for c in PRESETS[preset] if c.is_resnet]
         relu = {(c.spec.branch, c.spec.init) for c in res if c.spec.activation == "relu"}
@@ -452,5 +468,6 @@ def test_resnet_presets():
         for c in res:
             sp = c.spec
             assert (sp.dim, sp.padding, sp.kernel, sp.width, sp.spatial) == (1, "circular", 3, width, spatial)
-            assert c.depths == depths and c.calibration_depths == (2, 4, 8) and c.seeds == seeds
+            assert c.depths == depths and c.calibration_depths == (2, 4, 8, 16) and c.seeds == seeds
+            assert c.held_out_depths == [32, 64]
             assert c.name == f"resnet-{sp.branch}-{sp.init}-{sp.activation}"

@@ -140,9 +140,10 @@ def test_no_stable_convention_gives_minus_three_halves():
 
 # --------------------------------------------------------------------------- the lambdified law
 # Finite-K terms (the own update's A/K, the e0 terms) can reverse the trend at small K when A/B is
-# large: for conv-mlp/k-last d s_bar/dK >= B 2K/3 - A/K^2, so K^3 >= 1.5 A/B suffices (K >= 6 at
-# A/B = 100); a grid scan over A, B in [0.1, 10], e0 in [0, 3] puts the last reversal of every
-# convention below at K <= 5.  Hence K >= 8.
+# large, or e0 negative (calibrations fit e0 with either sign: the effective first finite-K
+# correction, resnet module docstring): for conv-mlp/k-last d s_bar/dK >= B (2K/3 + e0) - A/K^2;
+# a grid scan over A, B in [0.1, 10] (9 log-spaced values each), e0 in [-3, 3] (25 values), K = 2..400
+# puts the last reversal of every convention below at K <= 7.  Hence K >= 8.
 DECREASING = [("conv-mlp", "k-last", "relu"), ("conv-mlp", "k-squared", "relu"), ("preact", "k-last", "relu"),
               ("preact", "k-squared", "relu"), ("conv", "k-last", "linear"), ("conv", "k-all", "linear")]
 consts = st.floats(min_value=0.1, max_value=10.0, allow_nan=False)
@@ -150,7 +151,7 @@ consts = st.floats(min_value=0.1, max_value=10.0, allow_nan=False)
 
 @settings(max_examples=40, deadline=None)
 @given(case=st.sampled_from(DECREASING + [("conv-mlp", "k-all", "relu")]), A=consts, B=consts,
-       e=st.floats(min_value=0.0, max_value=3.0, allow_nan=False), k=st.integers(8, 4096),
+       e=st.floats(min_value=-3.0, max_value=3.0, allow_nan=False), k=st.integers(8, 4096),
        step=st.integers(1, 4096))
 def test_eta_star_moves_with_the_sign_of_the_exponent(case, A, B, e, k, step):
     branch, init, act = case

@@ -138,6 +138,11 @@ def test_finite_width_leading_term_is_four_fifths_L():
 
 
 def test_lognormal_slope_shift_is_minus_kappa_L_over_4():
-    from amutheory.symbolic.symbols import kappa
+    """``-p kappa L^p / 4``: ``-kappa L / 4`` for chains (p = 1), ``+kappa / (4 L)`` for
+    forward-stable residual nets (p = -1, the spread settles)."""
+    from amutheory.symbolic.symbols import kappa, p
 
-    assert sp.expand(expansion.lognormal_slope_shift() + kappa * L / 4) == 0
+    shift = expansion.lognormal_slope_shift()
+    assert sp.simplify(shift + p * kappa * L**p / 4) == 0
+    assert sp.expand(shift.subs(p, 1) + kappa * L / 4) == 0
+    assert sp.expand(shift.subs(p, -1) - kappa / (4 * L)) == 0

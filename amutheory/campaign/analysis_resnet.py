@@ -119,6 +119,25 @@ def analyse_resnet_config(cfg: CampaignConfig, meas: Measurement, protocol: Prob
     return out
 
 
+def _add_law_slopes(fits: dict, rows: list) -> None:
+    """Add to every fit over a set of depths the slope of the *predicted* ln eta* on ln K over the
+    same depths (``law_exponent``: the derived law with its calibrated finite-K terms, the quantity
+    the measured slope estimates at these K) and whether it lies inside the measured CI
+    (``law_inside_ci``); ``None`` where a depth has no prediction.  The asymptotic exponent is
+    ``derived_inside_ci``'s business."""
+    pred = {r["depth"]: r["eta_pred"] for r in rows}
+    for fit in fits.values():
+        if fit is None:
+            continue
+        etas = [pred.get(d) for d in fit["depths"]]
+        if any(e is None or not e > 0 for e in etas):
+            fit.update(law_exponent=None, law_inside_ci=None)
+            continue
+        slope = float(np.polyfit(np.log(fit["depths"]), np.log(etas), 1)[0])
+        ci = fit["ci"]
+        fit.update(law_exponent=_f(slope), law_inside_ci=None if None in ci else bool(ci[0] <= slope <= ci[1]))
+
+
 def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measurement, protocol: ProbeProtocol,
                     derived: float, law: str = "coherent") -> None:
     """Calibrate, predict and compare a forward-stable resnet config (both statistics); ``law``
@@ -142,6 +161,7 @@ def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measur
         out["per_depth"][stat] = rows
         passed_stats[stat], rel_errs[stat], joint_ok[stat] = _held_out_checks(out, meas, stat, rows)
         out["fitted_exponents"][stat] = _exponent_fits(meas, stat, depth_sets, derived)
+        _add_law_slopes(out["fitted_exponents"][stat], rows)
     if not held:
         out["notes"].append("no held-out depths: nothing independent to check, passed is false")
     out["prediction_curve"] = curve

@@ -265,6 +265,10 @@ def _protocol_dict(protocol: ProbeProtocol) -> dict:
     return {"input_var": protocol.input_var, "dtype": protocol.dtype, "device": protocol.device}
 
 
+def _without_depth(spec: dict) -> dict:
+    return {k: v for k, v in spec.items() if k != "depth"}
+
+
 def _check_meta(path: Path, configs: list, protocol: ProbeProtocol, resume: bool, sweeps: tuple = ()) -> dict:
     """Refuse to resume into results measured under another protocol or spec; return the
     updated ``campaign.json`` content."""
@@ -288,7 +292,9 @@ def _check_meta(path: Path, configs: list, protocol: ProbeProtocol, resume: bool
             # results written before a spec field existed were measured with its old value
             cur = cfg.spec.to_dict()
             old_defaults = {k: v for k, v in FIELD_DEFAULTS_BEFORE.items() if k in cur}
-            if prev is not None and {**old_defaults, **prev.get("spec", {})} != cur:
+            # the spec's depth is the deepest depth: every block carries its own, so a config that
+            # gains depths resumes (and one that gains seeds re-measures the blocks it lacks)
+            if prev is not None and _without_depth({**old_defaults, **prev.get("spec", {})}) != _without_depth(cur):
                 raise ValueError(f"{path.parent} holds results of config {cfg.name!r} with another spec "
                                  f"({prev.get('spec')}); use another out_dir or resume=False")
     for cfg in configs:

@@ -32,7 +32,7 @@ import functools
 import numpy as np
 import sympy as sp
 
-from amutheory.symbolic.symbols import L, a, b, e, epsilon, j, jp, kappa, l, lambda_, m, sigma2_0
+from amutheory.symbolic.symbols import L, a, b, e, epsilon, j, jp, kappa, l, lambda_, m, p, sigma2_0
 
 
 def gram_weight(index) -> sp.Expr:
@@ -120,10 +120,12 @@ def finite_width_relative_correction() -> sp.Expr:
 
 def lognormal_mean_factor() -> sp.Expr:
     """``E[s_bar] / typical(s_bar) = exp(sigma^2(L) / 2)`` for lognormal seeds with
-    ``sigma^2(L) = sigma2_0 + kappa L`` (THEORY.md section 8)."""
-    return sp.exp((sigma2_0 + kappa * L) / 2)
+    ``sigma^2(L) = sigma2_0 + kappa L^p`` (THEORY.md section 8): ``p = 1`` for chains, ``p = -1``
+    for forward-stable residual nets (:data:`amutheory.symbolic.symbols` ``p``)."""
+    return sp.exp((sigma2_0 + kappa * L**p) / 2)
 
 
 def lognormal_slope_shift() -> sp.Expr:
-    """What the factor adds to ``d ln eta*/d ln L``: ``-(L/2) d ln(factor)/dL`` = ``-kappa L/4``."""
-    return sp.expand(-L / 2 * sp.diff(sp.log(lognormal_mean_factor()), L))
+    """What the factor adds to ``d ln eta*/d ln L``: ``-(L/2) d ln(factor)/dL`` = ``-p kappa L^p/4``
+    (``-kappa L/4`` for chains)."""
+    return sp.simplify(sp.expand(-L / 2 * sp.diff(sp.log(lognormal_mean_factor()), L)))

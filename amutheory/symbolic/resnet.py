@@ -30,6 +30,18 @@ and ``preact`` nets also count the stream itself (it enters ``phi``): ``B (e0 + 
 ``alpha(K)`` substituted; the exponent is ``-(1/2) lim K s_bar'/s_bar``.  ``A, B, e0`` are
 calibrated.  Left out: the spectral fluctuations of the stream Jacobian (bounded when the
 forward pass is) and the growth of ``q`` (bounded factors for stable conventions).
+
+**Finite K.**  Summed over blocks, the stream term is a polynomial in K whose leading power sets
+the exponent; its next power, relative order ``1/K``, has the coefficient ``2 B e0 alpha^2 C``.
+Physically ``e0`` is the stem's displacement of the stream (non-negative), but the terms the
+coherent order leaves out are of the same relative order ``1/K``: the spectral spread of
+``prod (I + alpha J_branch)`` (its variance per block is of order ``1/K``, summed over K blocks
+it is of order one and builds up over the first blocks), the branch reading its own weights
+back through the stream gradient, the stem and block displacements not being parallel.  Their
+signs are not fixed by this derivation, so calibrations fit ``e0`` with either sign
+(:data:`amutheory.api.RESNET_SIGNED`): it is then the *effective* coefficient of the first
+finite-K correction, not the stem's displacement.  The leading power, and so the exponent, does
+not depend on it.
 """
 
 from __future__ import annotations
@@ -48,7 +60,7 @@ from amutheory.symbolic.symbols import L
 
 A_res = sp.Symbol("A", positive=True)
 B_res = sp.Symbol("B", positive=True)
-e0 = sp.Symbol("e0", nonnegative=True)
+e0 = sp.Symbol("e0", real=True)  # any sign once calibrated (module docstring, Finite K)
 i_blk = sp.Symbol("i", positive=True, integer=True)
 CONSTANTS = (A_res, B_res, e0)
 

@@ -14,7 +14,9 @@
 ``n``      width (channels)
 ``C``      target one-step second moment (AM-muP fixes ``(1/L) sum_l eta^2 s_l = C``)
 ``x``      ``1 / L``, the expansion variable of the finite-depth series
-``sigma2_0``, ``kappa``  seed spread ``Var[ln s_bar] = sigma2_0 + kappa L`` (lognormal model)
+``sigma2_0``, ``kappa``  seed spread ``Var[ln s_bar] = sigma2_0 + kappa L^p`` (lognormal model)
+``p``      power of the spread: 1 for chains (independent log-fluctuations per layer add up), -1 for
+           forward-stable residual nets (K blocks of variance O(1/K) each: bounded plus O(1/K))
 =========  ==================================================================
 """
 
@@ -37,5 +39,6 @@ C = sp.Symbol("C", positive=True)
 x = sp.Symbol("x", positive=True)
 sigma2_0 = sp.Symbol("sigma2_0", real=True)
 kappa = sp.Symbol("kappa", real=True)
+p = sp.Symbol("p", real=True)
 
 CONSTANTS = (a, b, e, epsilon)
