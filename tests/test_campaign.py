@@ -393,6 +393,12 @@ def test_resnet_summary_follows_the_contract(resnet_run):
         assert fits["deepest"]["derived_inside_ci"] == (lo <= stable["derived_exponent_value"] <= hi)
         assert stable["claim_minus_three_halves_by_statistic"][stat] == (lo <= -1.5 <= hi)
         table = stable["per_depth"][stat]
+        # the law's slope: least squares of the predicted ln eta* on ln K over the same depths
+        pred = {r["depth"]: r["eta_pred"] for r in table}
+        for fit in (fits["all"], fits["deepest"]):
+            expect = np.polyfit(np.log(fit["depths"]), np.log([pred[d] for d in fit["depths"]]), 1)[0]
+            assert fit["law_exponent"] == pytest.approx(expect, abs=1e-12)
+            assert fit["law_inside_ci"] == (fit["ci"][0] <= fit["law_exponent"] <= fit["ci"][1])
         assert [r["calibration"] for r in table] == [True, True, True, False]
         for r in table:
             assert r["eta_pred"] is not None

@@ -133,7 +133,7 @@ def _add_law_slopes(fits: dict, rows: list) -> None:
         if any(e is None or not e > 0 for e in etas):
             fit.update(law_exponent=None, law_inside_ci=None)
             continue
-        slope = float(np.polyfit(np.log(fit["depths"]), np.log(etas), 1)[0])
+        slope = float(stats._ls_line(np.log(np.asarray(fit["depths"], float)), np.log(etas))[0])  # as the measured fit
         ci = fit["ci"]
         fit.update(law_exponent=_f(slope), law_inside_ci=None if None in ci else bool(ci[0] <= slope <= ci[1]))
 
