@@ -5,11 +5,14 @@
   not depend on which tests ran before it or on the machine's core count.
 * Hypothesis runs derandomized (a fixed seed per test, no example database): CI and every
   machine see the same examples, so a property test passes or fails reproducibly.
+* ``validate_script`` (fixture): loads a script of ``validate/`` as a module, by file name.
 * Tests marked ``@pytest.mark.gpu`` are skipped, with a reason, where
   ``torch.cuda.is_available()`` is false (the default ``addopts`` also deselects them; run
   ``pytest -m gpu`` on a CUDA machine).
 """
 
+import importlib.util
+import pathlib
 import random
 
 import numpy as np
@@ -47,3 +50,17 @@ def _reseed():
     torch.manual_seed(SEED)
     torch.set_num_threads(2)
     yield
+
+
+@pytest.fixture
+def validate_script():
+    """``load(name)``: the module of ``validate/<name>.py`` (scripts are not a package)."""
+
+    def load(name: str):
+        path = pathlib.Path(__file__).parent.parent / "validate" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    return load

@@ -463,7 +463,10 @@ def test_resnet_resume_computes_nothing(resnet_run, tmp_path):
 def test_resnet_presets():
     from amutheory.spec import BRANCHES, INITS
 
-    # K up to 64 (the issue), calibrated on K <= 16, held out 32 and 64
+    from amutheory.symbolic.resnet import forward_analysis
+
+    # K up to 64 (the issue) for every convention; forward-stable ones on to K = 256, calibrated on
+    # K <= 64 and held out at 128 and 256; unstable ones (no law) keep K <= 64
     for preset, width, spatial, depths, seeds in (("quick", 64, 8, (2, 4, 8, 16, 32, 64), 96),
                                                   ("paper", 256, 16, (2, 4, 8, 16, 32, 64), 64)):
         res = [c for c in PRESETS[preset] if c.is_resnet]
@@ -474,6 +477,10 @@ def test_resnet_presets():
         for c in res:
             sp = c.spec
             assert (sp.dim, sp.padding, sp.kernel, sp.width, sp.spatial) == (1, "circular", 3, width, spatial)
-            assert c.depths == depths and c.calibration_depths == (2, 4, 8, 16) and c.seeds == seeds
-            assert c.held_out_depths == [32, 64]
+            assert c.seeds == seeds
+            if forward_analysis(sp)["forward_stable"]:
+                assert c.depths == depths + (128, 256) and c.calibration_depths == depths
+                assert c.held_out_depths == [128, 256] and sp.depth == 256
+            else:
+                assert c.depths == depths and c.calibration_depths == (2, 4, 8, 16)
             assert c.name == f"resnet-{sp.branch}-{sp.init}-{sp.activation}"

@@ -277,3 +277,35 @@ def test_cli_derive_resnet_bad_init_one_line_exit_2(capsys):
     assert code == 2 and out == ""
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and "--init" in lines[0] and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- validate/resnet_width_slope.py
+def test_resnet_width_slope_script(tmp_path, capsys, validate_script):
+    """Writes one CSV block per (width, K), resumes without re-measuring, refuses another set-up,
+    exits 2 for a forward-unstable convention; its slope is -1/2 the least-squares slope of
+    ln mean(s_bar) on ln K, recomputed here from the CSV it wrote."""
+    rws = validate_script("resnet_width_slope")
+    out = tmp_path / "rws.csv"
+    args = ["--widths", "8,16", "--depths", "2,3,5", "--seeds", "4", "--spatial", "5", "--out", str(out), "--json"]
+    assert rws.main(args) == 0
+    first = json.loads(capsys.readouterr().out)
+    lines = out.read_text().splitlines()
+    assert len(lines) == 1 + 2 * 3 * 4 and first["derived_exponent"] == "-1"
+    for row in first["rows"]:
+        vals = {}
+        for line in lines[1:]:
+            f = line.split(",")
+            if int(f[4]) == row["width"]:
+                vals.setdefault(int(f[5]), []).append(float(f[7]))
+        ks = sorted(vals)
+        slope = np.polyfit(np.log(ks), np.log([np.mean(vals[k]) for k in ks]), 1)[0]
+        assert row["exponent"] == pytest.approx(-slope / 2, rel=1e-9)
+        assert row["ci"][0] <= row["exponent"] <= row["ci"][1]
+    assert rws.main(args) == 0  # resume: nothing re-measured, same numbers
+    captured = capsys.readouterr()
+    assert "skipped" in captured.err and json.loads(captured.out) == first
+    assert len(out.read_text().splitlines()) == len(lines)
+    with pytest.raises(SystemExit, match="another set-up"):
+        rws.main([*args, "--init", "k-all"])
+    assert rws.main([*args, "--init", "none"]) == 2
+    assert "not stable" in capsys.readouterr().err

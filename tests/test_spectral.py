@@ -161,19 +161,8 @@ def test_measured_mean_matches_the_parameter_free_law():
 
 
 # --------------------------------------------------------------------------- validate/finite_width_mean.py
-def _fwm():
-    import importlib.util
-    import pathlib
-
-    path = pathlib.Path(__file__).parent.parent / "validate" / "finite_width_mean.py"
-    spec = importlib.util.spec_from_file_location("finite_width_mean", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_finite_width_script_writes_resumes_and_refuses(tmp_path, capsys):
-    fwm = _fwm()
+def test_finite_width_script_writes_resumes_and_refuses(tmp_path, capsys, validate_script):
+    fwm = validate_script("finite_width_mean")
     out = tmp_path / "fw.csv"
     args = ["--depth", "2", "--widths", "4,8", "--spatial", "5", "--batch", "2", "--seeds", "3", "--out", str(out),
             "--json"]

@@ -20,9 +20,7 @@ with other arguments into the same file is refused.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -35,54 +33,41 @@ from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
 from amutheory.symbolic import kernel_law
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _blocks import add_block_options, append_rows, check_seeds, positive_ints, read_rows  # noqa: E402
+
 COLUMNS = ("depth", "width", "spatial", "kernel", "dim", "batch", "seed", "s_bar", "activation", "padding")
 #: relative Monte-Carlo error of the kernel law's mean here (the measured CIs are +-5..25%)
 LAW_TARGET = 0.01
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        out = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not out or min(out) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return out
-
-
 def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--depth", type=int, default=8, help="depth L (default 8)")
-    p.add_argument("--widths", type=_ints, default=[32, 64, 128, 256], help="default 32,64,128,256")
+    p.add_argument("--widths", type=positive_ints, default=[32, 64, 128, 256], help="default 32,64,128,256")
     p.add_argument("--spatial", type=int, default=16, help="N (default 16)")
     p.add_argument("--kernel", type=int, default=3, help="k (default 3)")
     p.add_argument("--dim", type=int, default=1, choices=(1, 2), help="default 1")
     p.add_argument("--batch", type=int, default=8, help="default 8")
     p.add_argument("--activation", default="linear", choices=("linear", "relu"), help="default linear")
     p.add_argument("--padding", default="circular", choices=("circular", "zero"), help="default circular")
-    p.add_argument("--seeds", type=int, default=256, help="seeds per width (default 256)")
-    p.add_argument("--first-seed", type=int, default=2000, help="seeds first-seed .. (default 2000)")
-    p.add_argument("--out", default="results/finite_width_mean.csv", help="CSV written as it goes")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_block_options(p, 256, 2000, "results/finite_width_mean.csv", "width")
     args = p.parse_args(argv)
-    if args.seeds < 2:
-        p.error("--seeds must be >= 2")
+    check_seeds(p, args)
     return args
+
+
+def _setup(row: dict) -> tuple:
+    setup = tuple(int(row[c]) for c in COLUMNS[2:6]) + (int(row["depth"]),)
+    # files written before the activation/padding columns are linear circular
+    return setup + (row.get("activation") or "linear", row.get("padding") or "circular")
 
 
 def _read(path: Path, key: tuple) -> dict:
     """``{width: [s_bar per seed]}`` of complete blocks in ``path`` (same set-up only)."""
-    if not path.exists():
-        return {}
     blocks: dict = {}
-    with path.open() as fh:
-        for row in csv.DictReader(fh):
-            setup = tuple(int(row[c]) for c in COLUMNS[2:6]) + (int(row["depth"]),)
-            # files written before the activation/padding columns are linear circular
-            setup += (row.get("activation") or "linear", row.get("padding") or "circular")
-            if setup != key:
-                raise SystemExit(f"error: {path} holds another set-up; use another --out")
-            blocks.setdefault(int(row["width"]), []).append(float(row["s_bar"]))
+    for row in read_rows(path, _setup, key):
+        blocks.setdefault(int(row["width"]), []).append(float(row["s_bar"]))
     return blocks
 
 
@@ -103,14 +88,8 @@ def main(argv=None) -> int:
         else:
             t0 = time.perf_counter()
             s = probe(spec, seeds).s_bar
-            with path.open("a", newline="") as fh:
-                w = csv.writer(fh)
-                if fh.tell() == 0:
-                    w.writerow(COLUMNS)
-                w.writerows([(args.depth, n, args.spatial, args.kernel, args.dim, args.batch, sd, v,
-                              args.activation, args.padding) for sd, v in zip(seeds, s)])
-                fh.flush()
-                os.fsync(fh.fileno())
+            append_rows(path, COLUMNS, [(args.depth, n, args.spatial, args.kernel, args.dim, args.batch, sd, v,
+                                         args.activation, args.padding) for sd, v in zip(seeds, s)])
             print(f"[n={n}] {len(seeds)} seeds in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         if args.activation == "relu":
             law = float(kernel_law.kernel_s_bar(spec, [args.depth], target=LAW_TARGET)["s_bar"][0])

@@ -1,0 +1,57 @@
+"""What the measuring scripts of ``validate/`` share: comma-separated integer arguments, the
+seed/output/JSON options, and appending a finished block of rows to a CSV (flushed and synced,
+so an interrupted run keeps every block it finished and a rerun resumes after it)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+from pathlib import Path
+
+
+def positive_ints(text: str) -> list[int]:
+    """``"64,128"`` -> ``[64, 128]`` (argparse type; order kept)."""
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return out
+
+
+def add_block_options(p: argparse.ArgumentParser, seeds: int, first_seed: int, out: str, per: str) -> None:
+    """``--seeds`` (per ``per``), ``--first-seed``, ``--out`` and ``--json``."""
+    p.add_argument("--seeds", type=int, default=seeds, help=f"seeds per {per} (default {seeds})")
+    p.add_argument("--first-seed", type=int, default=first_seed, help=f"seeds first-seed .. (default {first_seed})")
+    p.add_argument("--out", default=out, help="CSV written as it goes")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def check_seeds(p: argparse.ArgumentParser, args) -> None:
+    if args.seeds < 2:
+        p.error("--seeds must be >= 2")
+
+
+def append_rows(path: Path, columns, rows) -> None:
+    """Append ``rows`` to the CSV ``path`` (header first when the file is new), then fsync."""
+    with path.open("a", newline="") as fh:
+        w = csv.writer(fh)
+        if fh.tell() == 0:
+            w.writerow(columns)
+        w.writerows(rows)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_rows(path: Path, setup_of, key) -> list[dict]:
+    """The rows of the CSV ``path`` (none when it does not exist); ``SystemExit`` when a row's
+    ``setup_of(row)`` is not ``key`` (the file holds another set-up)."""
+    if not path.exists():
+        return []
+    with path.open() as fh:
+        rows = list(csv.DictReader(fh))
+    if any(setup_of(row) != key for row in rows):
+        raise SystemExit(f"error: {path} holds another set-up; use another --out")
+    return rows
