@@ -25,7 +25,7 @@ def add_block_options(p: argparse.ArgumentParser, seeds: int, first_seed: int, o
     """``--seeds`` (per ``per``), ``--first-seed``, ``--out`` and ``--json``."""
     p.add_argument("--seeds", type=int, default=seeds, help=f"seeds per {per} (default {seeds})")
     p.add_argument("--first-seed", type=int, default=first_seed, help=f"seeds first-seed .. (default {first_seed})")
-    p.add_argument("--out", default=out, help="CSV written as it goes")
+    p.add_argument("--out", default=out, help="CSV written as it goes" + (f" (default {out})" if out else ""))
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -9,8 +9,8 @@ several widths, with a seed-bootstrap 95% CI (:func:`amutheory.stats.fit_loglog_
 says whether the derived exponent lies inside it.  A slope that moves toward the derived
 exponent as ``n`` grows, at fixed K, is a finite-width effect; one that does not is not.
 
-Every (width, depth) is one block of seeds appended to ``--out`` (CSV, one line per seed) as
-soon as it is done; a rerun with the same arguments skips the blocks already there (resume), and
+Every (width, depth) is one block of seeds appended to ``--out`` (CSV, one line per seed;
+default ``results/resnet_width_slope_<branch>_<init>_<activation>.csv``) as soon as it is done; a rerun with the same arguments skips the blocks already there (resume), and
 a run with another set-up into the same file is refused.
 
     python validate/resnet_width_slope.py                                    # conv-mlp, k-squared
@@ -46,8 +46,10 @@ def parse(argv=None):
     p.add_argument("--spatial", type=int, default=8, help="N (default 8, as the quick preset)")
     p.add_argument("--widths", type=positive_ints, default=[64, 128], help="default 64,128")
     p.add_argument("--depths", type=positive_ints, default=[64, 256], help="K values, >= 2 of them (default 64,256)")
-    add_block_options(p, 96, 3000, "results/resnet_width_slope.csv", "(width, depth)")
+    add_block_options(p, 96, 3000, None, "(width, depth)")
     args = p.parse_args(argv)
+    if args.out is None:  # one file per set-up, so conventions run one after another do not collide
+        args.out = f"results/resnet_width_slope_{args.branch}_{args.init}_{args.activation}.csv"
     check_seeds(p, args)
     args.widths, args.depths = sorted(set(args.widths)), sorted(set(args.depths))
     if len(args.depths) < 2:
