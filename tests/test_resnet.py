@@ -309,3 +309,18 @@ def test_resnet_width_slope_script(tmp_path, capsys, validate_script):
         rws.main([*args, "--init", "k-all"])
     assert rws.main([*args, "--init", "none"]) == 2
     assert "not stable" in capsys.readouterr().err
+    assert rws.main([*args, "--spatial", "0"]) == 2  # bad input: one line, no traceback
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "spatial" in err[0]
+
+
+def test_is_forward_stable_agrees_with_forward_analysis():
+    from amutheory.symbolic.resnet import forward_analysis, is_forward_stable
+
+    for act in ("relu", "linear"):
+        for b in BRANCHES:
+            for i in INITS:
+                sp = ArchSpec(family="resnet", branch=b, init=i, activation=act, depth=3, width=8, spatial=4)
+                assert is_forward_stable(sp) == forward_analysis(sp)["forward_stable"]
+    with pytest.raises(ValueError, match="family"):
+        is_forward_stable(ArchSpec(depth=3))

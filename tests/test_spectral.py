@@ -173,6 +173,9 @@ def test_finite_width_script_writes_resumes_and_refuses(tmp_path, capsys, valida
     captured = capsys.readouterr()
     assert "skipped" in captured.err and json.loads(captured.out) == first
     assert len(out.read_text().splitlines()) == 1 + 6
+    assert fwm.main([*args, "--spatial", "0"]) == 2  # bad input: one line, no traceback
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "spatial" in err[0]
     with pytest.raises(SystemExit, match="another set-up"):
         fwm.main(["--depth", "3", *args[2:]])
     with pytest.raises(SystemExit, match="another set-up"):

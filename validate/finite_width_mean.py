@@ -71,8 +71,18 @@ def _read(path: Path, key: tuple) -> dict:
     return blocks
 
 
+def _spec(args, width: int) -> ArchSpec:
+    return ArchSpec(family="conv", dim=args.dim, activation=args.activation, padding=args.padding, width=width,
+                    kernel=args.kernel, spatial=args.spatial, batch=args.batch, depth=args.depth)
+
+
 def main(argv=None) -> int:
     args = parse(argv)
+    try:
+        _spec(args, min(args.widths))
+    except ValueError as exc:  # a bad size: one line, exit 2
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     key = (args.spatial, args.kernel, args.dim, args.batch, args.depth, args.activation, args.padding)
@@ -80,8 +90,7 @@ def main(argv=None) -> int:
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     rows = []
     for n in args.widths:
-        spec = ArchSpec(family="conv", dim=args.dim, activation=args.activation, padding=args.padding, width=n,
-                        kernel=args.kernel, spatial=args.spatial, batch=args.batch, depth=args.depth)
+        spec = _spec(args, n)
         if len(done.get(n, [])) == len(seeds):
             s = np.array(done[n])
             print(f"[n={n}] complete in {path}, skipped", file=sys.stderr)

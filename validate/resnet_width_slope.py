@@ -10,8 +10,9 @@ says whether the derived exponent lies inside it.  A slope that moves toward the
 exponent as ``n`` grows, at fixed K, is a finite-width effect; one that does not is not.
 
 Every (width, depth) is one block of seeds appended to ``--out`` (CSV, one line per seed;
-default ``results/resnet_width_slope_<branch>_<init>_<activation>.csv``) as soon as it is done; a rerun with the same arguments skips the blocks already there (resume), and
-a run with another set-up into the same file is refused.
+default ``results/resnet_width_slope_<branch>_<init>_<activation>.csv``) as soon as it is
+done; a rerun with the same arguments skips the blocks already there (resume), and a run with
+another set-up into the same file is refused.  Bad input prints one line and exits 2.
 
     python validate/resnet_width_slope.py                                    # conv-mlp, k-squared
     python validate/resnet_width_slope.py --init k-all --widths 64,128 --depths 64,256 --json
@@ -67,11 +68,12 @@ def _read(path: Path, key: tuple) -> dict:
 
 def main(argv=None) -> int:
     args = parse(argv)
-    spec0 = ArchSpec(family="resnet", dim=1, kernel=3, padding="circular", spatial=args.spatial,
-                     activation=args.activation, branch=args.branch, init=args.init, depth=max(args.depths))
-    try:
+    try:  # a bad size, or a forward-unstable convention (no power law to compare with)
+        spec0 = ArchSpec(family="resnet", dim=1, kernel=3, padding="circular", spatial=args.spatial,
+                         activation=args.activation, branch=args.branch, init=args.init, depth=max(args.depths),
+                         width=min(args.widths))
         derived = derive(spec0).exponent
-    except ValueError as exc:  # forward-unstable: no power law to compare with
+    except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     path = Path(args.out)

@@ -187,15 +187,15 @@ def _resnet(branch, init, activation, width, spatial, depths, seeds, calibration
 def _resnets(width, spatial, depths, seeds, calibration, stable_depths=(), stable_calibration=None):
     """Every (branch, init) pair with ReLU, and the three branches with ``k-last`` and a linear
     activation; forward-stable conventions (mean-field recursion,
-    :func:`amutheory.symbolic.resnet.forward_analysis`) also get ``stable_depths`` and are
+    :func:`amutheory.symbolic.resnet.is_forward_stable`) also get ``stable_depths`` and are
     calibrated on ``stable_calibration`` (default ``calibration``)."""
-    from amutheory.symbolic.resnet import forward_analysis
+    from amutheory.symbolic.resnet import is_forward_stable
 
     pairs = [(b, i, "relu") for i in INITS for b in BRANCHES] + [(b, "k-last", "linear") for b in BRANCHES]
     configs = []
     for b, i, act in pairs:
         cfg = _resnet(b, i, act, width, spatial, depths, seeds, calibration)
-        if stable_depths and forward_analysis(cfg.spec)["forward_stable"]:
+        if stable_depths and is_forward_stable(cfg.spec):
             cfg = _resnet(b, i, act, width, spatial, sorted(set(depths) | set(stable_depths)), seeds,
                           stable_calibration or calibration)
         configs.append(cfg)

@@ -121,6 +121,13 @@ def forward_analysis(spec: ArchSpec, input_var: float = 1.0) -> dict:
             "mechanism": _mechanism(spec, stable, growth)}
 
 
+def is_forward_stable(spec: ArchSpec, input_var: float = 1.0) -> bool:
+    """``forward_analysis(spec)["forward_stable"]`` without the law and the stream path (cheap:
+    the cached growth classification only)."""
+    _check_resnet(spec)
+    return _classify(spec.branch, spec.init, spec.activation, spec.c, float(input_var))[0]
+
+
 @functools.lru_cache(maxsize=None)
 def _classify(branch: str, init: str, activation: str, c: float, input_var: float) -> tuple[bool, str, float]:
     """``(stable, growth words, increment of ln q_K per doubling at K = 2^14)``."""
