@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -632,6 +633,10 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("amutheory: interrupted (finished results are kept; rerun to resume)", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading: not an error of ours
+        # point stdout at devnull so the interpreter's final flush does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell tool killed by the signal reports
 
 
 if __name__ == "__main__":

@@ -147,3 +147,17 @@ def test_derive_and_predict_zero_padding(capsys):
     code, out, _ = run(["predict", *common[2:], "--depths", "4,8", "--constants", "mlp-limit"], capsys)
     circ = json.loads(out)
     assert all(z > c for z, c in zip(zero["eta_star"], circ["eta_star"]))
+
+
+def test_closed_output_pipe_is_not_a_traceback():
+    """``amutheory derive ... | head -c 1``: the reader is gone before the CLI writes (the parent
+    closes its end at once, the child needs seconds to import), so the write meets EPIPE; the CLI
+    exits 141 (128 + SIGPIPE) quietly instead of printing a BrokenPipeError traceback."""
+
+    proc = subprocess.Popen([sys.executable, "-m", "amutheory", "derive", "--family", "resnet", "--branch",
+                             "conv-mlp", "--init", "k-last", "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert "Traceback" not in err and "BrokenPipe" not in err
