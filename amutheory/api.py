@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -190,12 +190,16 @@ class Prediction:
     C: float = 1.0
     calibration: Calibration | None = None
     notes: list = field(default_factory=list)
+    #: sd of ``ln s_bar`` over the calibration's seed-bootstrap refits at each depth (the
+    #: prediction's own sampling error; ``None`` where the calibration keeps no refits)
+    s_bar_log_sd: list | None = None
 
     def to_dict(self) -> dict:
         d = {"spec": self.spec.to_dict(), "depths": list(self.depths), "eta_star": list(self.eta_star),
              "s_bar": list(self.s_bar), "local_slope": list(self.local_slope),
              "constants": {k: c.to_dict() for k, c in self.constants.items()},
-             "law": self.law, "statistic": self.statistic, "C": self.C, "notes": list(self.notes)}
+             "law": self.law, "statistic": self.statistic, "C": self.C, "notes": list(self.notes),
+             "s_bar_log_sd": None if self.s_bar_log_sd is None else list(self.s_bar_log_sd)}
         if self.calibration is not None:
             d["calibration"] = self.calibration.to_dict()
         return d
@@ -515,6 +519,19 @@ def _block_law_values(fn, vals, depths, constants: dict, C: float, statistic: st
     return s_bar, np.sqrt(C / s_bar), slope
 
 
+def _block_law_log_sd(fn, names, depths, constants: dict, calib: Calibration, C: float, statistic: str):
+    """sd of ``ln s_bar`` at ``depths`` over the predictions made with each seed-bootstrap refit
+    of ``calib`` (:attr:`~amutheory.calibrate.Calibration.draws`); ``None`` with fewer than two."""
+    logs = []
+    for draw in calib.draws:
+        const = {k: replace(c, value=draw[k]) if k in draw else c for k, c in constants.items()}
+        with np.errstate(all="ignore"):
+            s = _block_law_values(fn, [draw[k] for k in names], depths, const, C, statistic)[0]
+        if np.all(np.isfinite(s)) and np.all(s > 0):
+            logs.append(np.log(s))
+    return np.std(logs, axis=0, ddof=1).tolist() if len(logs) >= 2 else None
+
+
 def _block_calibration(spec, constants, fn, names, calibration_depths, calibration_seeds, statistic, protocol, C,
                        progress, calibration_measurement, note: str, family_words: str,
                        signed: tuple = (), spread: str = "linear") -> Calibration:
@@ -549,8 +566,10 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
     const = dict(calib.constants)
     const["C"] = Constant("C", C, "convention", note="target one-step second moment")
     s_bar, eta, slope = resnet_law_values(spec, depths, const, C, statistic, protocol.input_var)
+    log_sd = _block_law_log_sd(weighted_predictor(spec, protocol.input_var), RESNET_CONSTANTS, depths, const, calib,
+                               C, statistic)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, law.name, statistic,
-                      C, calib, notes)
+                      C, calib, notes, log_sd)
 
 
 # --------------------------------------------------------------------------- transformers
@@ -587,5 +606,6 @@ def _predict_transformer(spec, depths, constants, calibration_depths, calibratio
     const = dict(calib.constants)
     const["C"] = Constant("C", C, "convention", note="target one-step second moment")
     s_bar, eta, slope = transformer_law_values(spec, depths, const, C, statistic, law)
+    log_sd = _block_law_log_sd(fn, names, depths, const, calib, C, statistic)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, derived.name, statistic,
-                      C, calib, notes)
+                      C, calib, notes, log_sd)

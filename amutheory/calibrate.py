@@ -51,6 +51,9 @@ class Calibration:
     width: int
     residual_rms: float
     notes: list = field(default_factory=list)
+    #: the constants of every seed-bootstrap refit (``{name: value}``; empty where the calibration
+    #: keeps none): a prediction made with each gives the prediction's own sampling spread
+    draws: list = field(default_factory=list)
 
     def values(self) -> dict:
         return {k: c.value for k, c in self.constants.items()}
@@ -58,7 +61,8 @@ class Calibration:
     def to_dict(self) -> dict:
         return {"depths": list(self.depths), "statistic": self.statistic, "width": self.width,
                 "residual_rms_log": self.residual_rms,
-                "constants": {k: c.to_dict() for k, c in self.constants.items()}, "notes": list(self.notes)}
+                "constants": {k: c.to_dict() for k, c in self.constants.items()}, "notes": list(self.notes),
+                "bootstrap_refits": len(self.draws)}
 
 
 def per_layer_statistic(s: np.ndarray, statistic: str) -> np.ndarray:
@@ -124,23 +128,33 @@ def calibrate(profiles: dict, epsilon_value: float, width: int, statistic: str =
                         f"{dof} residual degrees of freedom in the fit of the law"])
 
 
+def _bootstrap_refits(profiles: dict, refit, n_boot: int, seed: int) -> list:
+    """``refit(resampled)`` for ``n_boot`` resamplings of the seeds with replacement (per depth,
+    ``numpy.random.default_rng(seed)``); a refit that raises ``ValueError`` is skipped."""
+    outs = []
+    rng = np.random.default_rng(seed)
+    for _ in range(n_boot or 0):
+        resampled = {d: s[rng.integers(0, len(s), len(s))] for d, s in profiles.items()}
+        try:
+            outs.append(refit(resampled))
+        except ValueError:
+            continue
+    return outs
+
+
+def _refit_sd(outs: list, sizes: tuple) -> tuple:
+    """Standard deviation of each quantity of :func:`_bootstrap_refits`' outputs (one array per
+    quantity, ``sizes`` their lengths); NaN when fewer than two refits succeeded."""
+    return tuple(np.std(np.asarray([o[i] for o in outs]), axis=0, ddof=1) if len(outs) >= 2 else np.full(n, np.nan)
+                 for i, n in enumerate(sizes))
+
+
 def _bootstrap_sd(profiles: dict, refit, sizes: tuple, n_boot: int, seed: int) -> tuple:
     """Standard deviations over ``n_boot`` refits on seeds resampled with replacement (per depth,
     ``numpy.random.default_rng(seed)``).  ``refit(resampled)`` returns one array per quantity
     (``sizes`` their lengths); a refit that raises ``ValueError`` is skipped; NaN when fewer than
     two refits succeed or ``n_boot`` is 0."""
-    draws = [[] for _ in sizes]
-    rng = np.random.default_rng(seed)
-    for _ in range(n_boot or 0):
-        resampled = {d: s[rng.integers(0, len(s), len(s))] for d, s in profiles.items()}
-        try:
-            out = refit(resampled)
-        except ValueError:
-            continue
-        for bucket, value in zip(draws, out):
-            bucket.append(value)
-    return tuple(np.std(np.asarray(b), axis=0, ddof=1) if len(b) >= 2 else np.full(n, np.nan)
-                 for b, n in zip(draws, sizes))
+    return _refit_sd(_bootstrap_refits(profiles, refit, n_boot, seed), sizes)
 
 
 def _check_profiles(profiles):
@@ -299,8 +313,13 @@ def calibrate_law(profiles: dict, s_bar_fn, names: tuple, statistic: str = "mean
             model = np.nan_to_num(model, nan=1e300, posinf=1e300)
             return np.log(np.maximum(model, 1e-300)) + shrink - np.log(geo)
 
-        p0 = np.where(is_signed, 0.0, np.log(np.median(geo))) if start is None else start
-        return least_squares(resid, p0, x_scale="jac"), line
+        if start is not None:
+            return least_squares(resid, start, x_scale="jac"), line
+        # several starts: from a signed constant at 0 the fit can slide into a degenerate minimum (a
+        # residual law with B -> 0 and |e0| -> oo, B e0^2 finite, fitted 3x worse); keep the lowest cost
+        base = np.log(np.median(geo))
+        starts = [np.where(is_signed, sign, base) for sign in ((0.0, -1.0, 1.0) if is_signed.any() else (0.0,))]
+        return min((least_squares(resid, p0, x_scale="jac") for p0 in starts), key=lambda f: f.cost), line
 
     best, line = fit(profiles)
 
@@ -308,7 +327,8 @@ def calibrate_law(profiles: dict, s_bar_fn, names: tuple, statistic: str = "mean
         f, bl = fit(resampled, best.x)
         return values(f.x), bl
 
-    se, se_line = _bootstrap_sd(profiles, refit, (len(names), 2), n_boot, seed)
+    refits = _bootstrap_refits(profiles, refit, n_boot, seed)
+    se, se_line = _refit_sd(refits, (len(names), 2))
     text = (note or "law of the mean") + (f": least squares on log geometric mean x exp(sigma^2/2), depths "
                                          f"{sorted(profiles)}; error = sd over {n_boot} seed-bootstrap refits")
     consts = {k: Constant(k, float(v), "calibrated", float(e_), note=text)
@@ -320,6 +340,7 @@ def calibrate_law(profiles: dict, s_bar_fn, names: tuple, statistic: str = "mean
     consts["spread_power"] = Constant("spread_power", power, "convention",
                                       note=f"spread model {spread!r}: Var[ln s_bar] = sigma2_0 + kappa L^{power:g}")
     rms = float(np.sqrt(np.mean(best.fun**2)))
+    draws = [{**dict(zip(names, map(float, v))), "sigma2_0": float(bl[0]), "kappa": float(bl[1])} for v, bl in refits]
     return Calibration(consts, sorted(profiles), statistic, 0, rms,
                        ["model lognormal (law = mean, typical = law * exp(-sigma^2/2))",
-                        f"{len(depths) - len(names)} residual degrees of freedom in the fit of the law"])
+                        f"{len(depths) - len(names)} residual degrees of freedom in the fit of the law"], draws)

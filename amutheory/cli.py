@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 from amutheory.spec import ACTIVATIONS, BRANCHES, FAMILIES, INITS, PADDINGS, SHORTCUTS
 
@@ -381,7 +382,7 @@ def cmd_validate(args):
 
     progress = None if (args.json or args.quiet) else (lambda msg: print(msg, file=sys.stderr, flush=True))
     summary = run_campaign(args.preset, args.out, protocol=_protocol(args), resume=not args.fresh,
-                           progress=progress)
+                           progress=progress, only=args.only)
     lines = [f"wrote {args.out}/report.md, results.csv, summary.json"]
     for c in summary["configs"]:
         fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731 - null when a step failed
@@ -391,6 +392,17 @@ def cmd_validate(args):
                      f"{fmt(c.get('max_rel_error'))}  fitted exponent {fmt(c.get('fitted_exponent'))} "
                      f"[{fmt(lo)}, {fmt(hi)}]")
     _emit(args, summary, "\n".join(lines))
+
+
+def cmd_compare_widths(args):
+    from amutheory.campaign.width_compare import compare_widths, markdown
+
+    result = compare_widths(args.folders, statistic=args.statistic)
+    text = markdown(result)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text)
+    _emit(args, result, text.rstrip())
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -566,15 +578,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     va = sub.add_parser("validate", parents=[common], help="run a validation campaign",
                         description="Derive, predict and measure a preset of configs; write a report.")
-    va.add_argument("--preset", default="quick", choices=("quick", "transfer", "paper"),
-                    help="quick (CPU), transfer (transformers and every LR-transfer rule, CPU) or paper (GPU); "
-                         "default quick")
+    va.add_argument("--preset", default="quick", choices=("quick", "transfer", "resnet-wide", "paper"),
+                    help="quick (CPU), transfer (transformers and every LR-transfer rule, CPU), resnet-wide (the "
+                         "forward-stable residual nets of quick at width 128, CPU) or paper (GPU); default quick")
+    va.add_argument("--only", action="append", default=None, metavar="CONFIG",
+                    help="run only this config of the preset (repeatable; default all)")
     va.add_argument("--out", default="results/quick", help="output folder (default results/quick)")
     va.add_argument("--fresh", action="store_true", help="ignore finished results in --out (default: resume)")
     va.add_argument("--input-var", type=float, default=1.0, help=argparse.SUPPRESS)
     va.add_argument("--dtype", default="float64", choices=("float64", "float32"), help="default float64")
     va.add_argument("--device", default="cpu", help="cpu or cuda[:i] (default cpu)")
     va.set_defaults(func=cmd_validate)
+
+    cw = sub.add_parser("compare-widths", parents=[common],
+                        help="one campaign's configs at two or more widths: exponents and their n -> oo limit",
+                        description="Read finished campaign folders measured at different widths (e.g. "
+                                    "results/quick and results/resnet-wide) and compare, per config, the exponent "
+                                    "of eta* over the deepest three K at each width and its 1/n extrapolation "
+                                    "with the derived exponent.")
+    cw.add_argument("folders", nargs="+", help="two or more campaign folders (each with summary.json)")
+    cw.add_argument("--statistic", default="mean", choices=("mean", "geo"), help="seed statistic (default mean)")
+    cw.add_argument("--out", default=None, help="also write the markdown table to this file")
+    cw.set_defaults(func=cmd_compare_widths)
 
     de = sub.add_parser("depth", parents=[common], help="effective depth of a torch model's computation graph",
                         description="Trace a torch.nn.Module with torch.fx; shortest/longest input -> output "

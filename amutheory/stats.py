@@ -16,6 +16,8 @@ of bootstrap replicates, ``alpha = 1 - level``.
 * :func:`fit_loglog_slope` -- least-squares slope of ``ln T_j`` against ``ln L_j`` over depths
   ``L_j`` (``T_j`` the mean or geometric mean over seeds at depth ``L_j``), with a bootstrap
   interval from resampling seeds;
+* :func:`extrapolate_in_width` -- that slope at several widths, extrapolated to ``n -> oo``
+  in ``1/n``, with a bootstrap interval;
 * :func:`local_slopes` -- finite-difference ``d ln v / d ln L`` at every depth;
 * :func:`held_out_test` -- joint chi-square and Bonferroni check of predictions at several
   independent depths (the per-depth 95% intervals alone miss ~5% of the time each, so a right
@@ -25,7 +27,7 @@ of bootstrap replicates, ``alpha = 1 - level``.
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,6 +37,8 @@ __all__ = [
     "arith_mean_ci",
     "geo_mean_ci",
     "fit_loglog_slope",
+    "WidthExtrapolation",
+    "extrapolate_in_width",
     "local_slopes",
     "eta_slope_between",
     "integer_neighbours",
@@ -267,8 +271,14 @@ def fit_loglog_slope(depths, values_per_seed, level: float = 0.95, n_boot: int =
     n_boot = _check_n_boot(n_boot)
 
     slope, intercept = _ls_line(lx, np.log(_seed_stat(vals, statistic)))
+    slopes = _boot_slopes(lx, vals, statistic, n_boot, np.random.default_rng(seed), resample)
+    return SlopeFit(slope=float(slope), intercept=float(intercept),
+                    ci=_quantiles(slopes, level), level=level)
 
-    rng = np.random.default_rng(seed)
+
+def _boot_slopes(lx: np.ndarray, vals: np.ndarray, statistic: str, n_boot: int, rng: np.random.Generator,
+                 resample: str = "seeds") -> np.ndarray:
+    """The ``n_boot`` bootstrap replicates of :func:`fit_loglog_slope`'s slope."""
     n_seeds, n_depths = vals.shape
     cols = np.arange(n_depths)
     slopes = np.empty(n_boot)
@@ -282,8 +292,74 @@ def fit_loglog_slope(depths, values_per_seed, level: float = 0.95, n_boot: int =
             rows = rng.integers(0, n_seeds, size=(b, n_seeds, n_depths))
             boot = vals[rows, cols]                                # [b, S, D]
         slopes[start:start + b] = _ls_line(lx, np.log(_seed_stat(boot, statistic)))[0]
-    return SlopeFit(slope=float(slope), intercept=float(intercept),
-                    ci=_quantiles(slopes, level), level=level)
+    return slopes
+
+
+@dataclass(frozen=True)
+class WidthExtrapolation:
+    """Result of :func:`extrapolate_in_width`: the log-log slope at every width and its
+    ``n -> oo`` limit under ``slope(n) = limit + coefficient / n``."""
+
+    widths: tuple
+    slopes: tuple
+    slope_cis: tuple
+    limit: float
+    limit_ci: tuple[float, float]
+    coefficient: float
+    level: float = 0.95
+    #: the bootstrap replicates: ``[n_boot, W]`` slopes and ``[n_boot]`` limits (for pooling
+    #: several extrapolations; not in :meth:`to_dict`)
+    slope_replicates: np.ndarray | None = field(default=None, repr=False, compare=False)
+    limit_replicates: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        return {"widths": list(self.widths), "slopes": list(self.slopes), "slope_cis": [list(c) for c in self.slope_cis],
+                "limit": self.limit, "limit_ci": list(self.limit_ci), "coefficient": self.coefficient,
+                "level": self.level}
+
+
+def extrapolate_in_width(widths, depths, values_per_width, level: float = 0.95, n_boot: int = 2000,
+                         seed: int = 0, statistic: str = "mean") -> WidthExtrapolation:
+    """Log-log slope of a per-seed quantity against depth at several widths, extrapolated to
+    infinite width.
+
+    At each width ``n_w`` the slope ``p_w`` is :func:`fit_loglog_slope`'s over ``depths`` (the
+    same depths at every width).  At fixed depths a finite-width net's seed statistic is a series
+    in ``1/n`` about its infinite-width value, so ``p(n) = p_oo + a / n + O(1/n^2)``;
+    ``limit = p_oo`` and ``coefficient = a`` are the least-squares line of ``p_w`` on ``1/n_w``
+    (with two widths, ``p_oo = (n_2 p_2 - n_1 p_1) / (n_2 - n_1)``: Richardson extrapolation).
+    With two widths the ``1/n`` form is assumed, not tested.
+
+    CI: each bootstrap replicate resamples the seeds of every width on its own (the nets of
+    different widths are independent draws; within a width, a seed's row is kept whole as in
+    ``resample="seeds"``), refits every ``p_w`` and the line; ``limit_ci`` is the percentile
+    interval.  The extrapolation multiplies the noise (two widths, ``n_2 = 2 n_1``: the variance
+    of ``p_oo`` is ``4 var p_2 + var p_1``), so its interval is wider than either width's.
+
+    Parameters
+    ----------
+    widths : ``W >= 2`` distinct positive widths.
+    depths : as in :func:`fit_loglog_slope`.
+    values_per_width : ``W`` arrays ``[n_seeds_w, D]`` of finite values > 0, one per width.
+    level, n_boot, seed, statistic : as in :func:`fit_loglog_slope`.
+    """
+    n = _check_positive("widths", _as_1d_finite("widths", widths))
+    if np.unique(n).size != n.size:
+        raise ValueError(f"widths must be distinct, got {list(widths)}")
+    if len(values_per_width) != n.size:
+        raise ValueError(f"values_per_width must hold {n.size} arrays (one per width), got {len(values_per_width)}")
+    level, n_boot = _check_level(level), _check_n_boot(n_boot)
+    fits = [fit_loglog_slope(depths, v, level, n_boot, seed, statistic) for v in values_per_width]
+    lx = np.log(np.asarray(depths, float))
+    rng = np.random.default_rng(seed)
+    boot = np.stack([_boot_slopes(lx, np.asarray(v, float), statistic, n_boot, rng) for v in values_per_width],
+                    axis=-1)                                       # [n_boot, W]
+    inv = 1.0 / n
+    coefficient, limit = _ls_line(inv, np.array([f.slope for f in fits]))
+    _, limits = _ls_line(inv, boot)
+    return WidthExtrapolation(tuple(float(w) for w in n), tuple(f.slope for f in fits),
+                              tuple(f.ci for f in fits), float(limit), _quantiles(limits, level),
+                              float(coefficient), level, boot, limits)
 
 
 def eta_slope_between(s_lo, s_hi, depth_lo, depth_hi):
@@ -386,10 +462,17 @@ class HeldOutTest:
                 "bonferroni_level": self.bonferroni_level, "bonferroni_inside": list(self.bonferroni_inside)}
 
 
-def held_out_test(predictions, samples_per_depth, statistic: str = "mean", level: float = 0.95) -> HeldOutTest:
+def held_out_test(predictions, samples_per_depth, statistic: str = "mean", level: float = 0.95,
+                  prediction_log_sd=None) -> HeldOutTest:
     """:class:`HeldOutTest` of positive ``predictions[i]`` against the per-seed values
     ``samples_per_depth[i]`` (one 1-D array of at least 3 positive values per depth), for the
-    arithmetic (``mean``) or geometric (``geo``) mean over seeds."""
+    arithmetic (``mean``) or geometric (``geo``) mean over seeds.
+
+    ``prediction_log_sd[i]`` (optional): the sd of ``ln predictions[i]`` from its own sampling
+    error (e.g. over the calibration's bootstrap refits).  The prediction and the held-out nets are
+    independent draws, so the standard error of ``ln p - centre`` is
+    ``sqrt(se^2 + prediction_log_sd^2)``; the ``t`` reference keeps ``n - 1`` degrees of freedom.
+    Without it the prediction is taken as exact (the test then errs on the side of rejecting)."""
     from scipy import stats as sst
 
     pred = _check_positive("predictions", _as_1d_finite("predictions", predictions, min_len=1))
@@ -399,15 +482,22 @@ def held_out_test(predictions, samples_per_depth, statistic: str = "mean", level
         raise ValueError(f"statistic must be 'mean' or 'geo', got {statistic!r}")
     level = _check_level(level)
     k = pred.size
+    if prediction_log_sd is None:
+        psd = np.zeros(k)
+    else:
+        psd = _as_1d_finite("prediction_log_sd", prediction_log_sd, min_len=1)
+        if psd.size != k or np.any(psd < 0):
+            raise ValueError(f"prediction_log_sd must hold {k} values >= 0, got {list(prediction_log_sd)}")
     bonf = 1.0 - (1.0 - level) / k
     zs, inside = [], []
-    for p, x in zip(pred, samples_per_depth):
+    for p, x, sd_p in zip(pred, samples_per_depth, psd):
         y = np.log(_check_positive("samples_per_depth", _as_1d_finite("samples_per_depth", x, min_len=3)))
         n, ybar, var = y.size, float(y.mean()), float(y.var(ddof=1))
         if statistic == "geo":
             centre, se = ybar, np.sqrt(var / n)
         else:
             centre, se = ybar + var / 2, np.sqrt(var / n + var**2 / (2 * (n - 1)))
+        se = np.sqrt(se**2 + sd_p**2)
         t = (np.log(p) - centre) / se if se > 0 else np.copysign(np.inf, np.log(p) - centre)
         zs.append(float(sst.norm.ppf(sst.t.cdf(t, n - 1))) if np.isfinite(t) else float(t))
         inside.append(bool(abs(t) <= sst.t.ppf(1 - (1 - bonf) / 2, n - 1)))

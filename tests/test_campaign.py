@@ -405,6 +405,17 @@ def test_resnet_summary_follows_the_contract(resnet_run):
             assert r["inside_ci"] == (r["eta_meas_ci"][0] <= r["eta_pred"] <= r["eta_meas_ci"][1])
     assert stable["passed"] == all(r["inside_ci"] for s in ("mean", "geo")
                                    for r in stable["per_depth"][s] if not r["calibration"])
+    # the joint test again with the calibration's own error in each prediction: the same depths, every
+    # |z| smaller (a larger standard error), and its verdict in passed_joint_with_calibration
+    verdicts = []
+    for stat in ("mean", "geo"):
+        plain, with_cal = stable["held_out_test"][stat], stable["held_out_test_with_calibration"][stat]
+        held = [r for r in stable["per_depth"][stat] if not r["calibration"]]
+        assert all(r["s_pred_log_sd"] > 0 for r in held) and with_cal["dof"] == plain["dof"] == len(held)
+        assert all(abs(w) < abs(p) for w, p in zip(with_cal["z"], plain["z"]))
+        verdicts.append(with_cal["p_value"] >= 0.05 and all(with_cal["bonferroni_inside"]))
+    assert stable["passed_joint_with_calibration"] == all(verdicts)
+    assert res["res-none"]["passed_joint_with_calibration"] is None
     assert set(stable["figures"]) == {"eta_star"}
 
     assert summary["figures"]["resnet_eta_star"] == "resnet_eta_star.png"
@@ -484,3 +495,17 @@ def test_resnet_presets():
             else:
                 assert c.depths == depths and c.calibration_depths == (2, 4, 8, 16)
             assert c.name == f"resnet-{sp.branch}-{sp.init}-{sp.activation}"
+
+
+def test_resnet_wide_preset_is_quick_at_twice_the_width():
+    from amutheory.symbolic.resnet import is_forward_stable
+
+    # the forward-stable residual configs of quick and nothing else, at n = 128: same names, depths,
+    # calibration and seeds, so compare-widths can set the two campaigns side by side
+    quick = {c.name: c for c in PRESETS["quick"] if c.is_resnet and is_forward_stable(c.spec)}
+    wide = {c.name: c for c in PRESETS["resnet-wide"]}
+    assert set(wide) == set(quick) and len(wide) == 12
+    for name, c in wide.items():
+        q = quick[name]
+        assert c.spec == q.spec.with_(width=128) and q.spec.width == 64
+        assert (c.depths, c.calibration_depths, c.seed_list) == (q.depths, q.calibration_depths, q.seed_list)

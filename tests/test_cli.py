@@ -65,6 +65,8 @@ def test_predict_and_measure_json_contract(capsys):
     (["derive", "--init-c", "-1"], "init_c"),
     (["measure", "--depths", "2", "--device", "cuda:7"], "device"),
     (["validate", "--preset", "nope"], "preset"),
+    (["validate", "--preset", "resnet-wide", "--only", "nope", "--out", "/nonexistent/x"], "only"),
+    (["compare-widths", "/nonexistent/a", "/nonexistent/b"], "not a finished campaign folder"),
     (["frobnicate"], "invalid choice"),
     (["derive", "--padding", "reflect"], "padding"),
     (["boundary", "--depths", "4", "--kernel", "4"], "kernel"),
@@ -81,7 +83,7 @@ def test_bad_input_one_line_exit_2(args, needle, capsys):
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in err
 
 
-@pytest.mark.parametrize("cmd", ["derive", "predict", "measure", "validate", "boundary", "depth"])
+@pytest.mark.parametrize("cmd", ["derive", "predict", "measure", "validate", "boundary", "depth", "compare-widths"])
 def test_help_documents_every_flag(cmd):
     res = subprocess.run([sys.executable, "-m", "amutheory", cmd, "--help"], capture_output=True, text=True)
     assert res.returncode == 0

@@ -290,3 +290,40 @@ def test_held_out_test_bad_input():
         held_out_test([1.0, 2.0], [np.ones(4)])
     with pytest.raises(ValueError, match="statistic"):
         held_out_test([1.0], [1.0 + np.arange(4)], "median")
+
+
+def test_held_out_test_with_the_predictions_own_error():
+    """A prediction that carries its own sampling error (a calibrated law: sd 0.15 in ln s around
+    the truth, independent of the held-out seeds).  Taken as exact, the chi-square test rejects far
+    more than 5% of right predictions; with ``prediction_log_sd`` it rejects 20 +- 4.4 of 400
+    (binomial), so [0.02, 0.09] is about 3 sd either side.  The error enters as
+    ``sqrt(se^2 + sd^2)``: a zero sd changes nothing, and any sd shrinks every |z|."""
+    from amutheory.stats import held_out_test
+
+    rng = np.random.default_rng(12)
+    sigma2, sd_pred = 0.4, 0.15
+    for statistic, truth in (("mean", np.exp(sigma2 / 2)), ("geo", 1.0)):
+        naive = with_sd = 0
+        for _ in range(400):
+            samples = [np.exp(np.sqrt(sigma2) * rng.normal(size=32)) for _ in range(3)]
+            pred = truth * np.exp(sd_pred * rng.normal(size=3))
+            naive += held_out_test(pred, samples, statistic).p_value < 0.05
+            with_sd += held_out_test(pred, samples, statistic, prediction_log_sd=[sd_pred] * 3).p_value < 0.05
+        assert naive / 400 > 0.2, (statistic, naive)
+        assert 0.02 <= with_sd / 400 <= 0.09, (statistic, with_sd)
+        plain = held_out_test(pred, samples, statistic)
+        zero = held_out_test(pred, samples, statistic, prediction_log_sd=[0.0] * 3)
+        assert zero.z == plain.z and zero.chi2 == plain.chi2
+        wide = held_out_test(pred, samples, statistic, prediction_log_sd=[sd_pred] * 3)
+        assert all(abs(w) < abs(p) for w, p in zip(wide.z, plain.z))
+
+
+def test_held_out_test_prediction_sd_bad_input():
+    from amutheory.stats import held_out_test
+
+    with pytest.raises(ValueError, match="prediction_log_sd"):
+        held_out_test([1.0, 2.0], [1.0 + np.arange(4)] * 2, prediction_log_sd=[0.1])
+    with pytest.raises(ValueError, match="prediction_log_sd"):
+        held_out_test([1.0], [1.0 + np.arange(4)], prediction_log_sd=[-0.1])
+    with pytest.raises(ValueError, match="prediction_log_sd"):
+        held_out_test([1.0], [1.0 + np.arange(4)], prediction_log_sd=[np.nan])

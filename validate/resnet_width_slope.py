@@ -9,6 +9,11 @@ several widths, with a seed-bootstrap 95% CI (:func:`amutheory.stats.fit_loglog_
 says whether the derived exponent lies inside it.  A slope that moves toward the derived
 exponent as ``n`` grows, at fixed K, is a finite-width effect; one that does not is not.
 
+This script is the quick check of one convention between a few K with fresh seeds; the campaign
+counterpart is the ``resnet-wide`` preset (every forward-stable convention of ``quick`` at n = 128,
+all K) with ``amutheory compare-widths results/quick results/resnet-wide``, which also extrapolates
+the exponent to ``n -> oo``.
+
 Every (width, depth) is one block of seeds appended to ``--out`` (CSV, one line per seed;
 default ``results/resnet_width_slope_<branch>_<init>_<activation>.csv``) as soon as it is
 done; a rerun with the same arguments skips the blocks already there (resume), and a run with

@@ -19,7 +19,9 @@ with the measured eta* on the held-out ones.  The package, one job a module:
 * :mod:`~amutheory.campaign.report` (with ``report_zero``, ``report_resnet`` and ``formatting``):
   ``report.md``;
 * :mod:`~amutheory.campaign.run`: :func:`run_campaign`, :func:`measure_campaign`,
-  :func:`analyse_campaign`.
+  :func:`analyse_campaign`;
+* :mod:`~amutheory.campaign.width_compare`: :func:`compare_widths`, one campaign's configs measured
+  at several widths side by side, with the ``n -> oo`` limit of their exponents.
 
 Every public name is importable from ``amutheory.campaign`` itself.
 """
@@ -35,6 +37,7 @@ from amutheory.campaign.report import write_report
 from amutheory.campaign.results import (CSV_COLUMNS, STREAM_COLUMNS, STREAM_FILE, load_measurement, read_results,
                                         read_stream, stream_moments)
 from amutheory.campaign.run import analyse_campaign, measure_campaign, run_campaign
+from amutheory.campaign.width_compare import compare_widths
 from amutheory.campaign.width_sweep import WIDTH_COLUMNS, WIDTH_FILE, analyse_width_sweep, read_width_results
 
 __all__ = [
@@ -43,4 +46,5 @@ __all__ = [
     "read_results", "load_measurement", "stream_moments", "read_stream", "analyse_config", "analyse_resnet_config",
     "ratio_bootstrap", "make_figures", "write_report", "measure_campaign", "analyse_campaign", "run_campaign",
     "WidthSweep", "WIDTH_SWEEPS", "WIDTH_COLUMNS", "WIDTH_FILE", "analyse_width_sweep", "read_width_results",
+    "compare_widths",
 ]

@@ -124,6 +124,24 @@ def _held_out_checks(out: dict, meas: Measurement, stat: str, rows: list) -> tup
     return passed, rel_err, joint
 
 
+def _held_out_with_calibration(out: dict, meas: Measurement, stat: str, rows: list, pred) -> bool | None:
+    """The joint held-out test of :func:`_held_out_checks` with the prediction's own sampling error
+    put in (``pred.s_bar_log_sd``, from the calibration's bootstrap refits): stored as
+    ``held_out_test_with_calibration[stat]``, each held-out row gains ``s_pred_log_sd``; returns
+    whether it passes (``None`` where the prediction carries no error)."""
+    held_rows = [r for r in rows if not r["calibration"]]
+    sd = dict(zip(pred.depths, pred.s_bar_log_sd)) if pred is not None and pred.s_bar_log_sd is not None else {}
+    out.setdefault("held_out_test_with_calibration", {})[stat] = None
+    if not held_rows or not all(r["s_pred"] for r in held_rows) or not all(r["depth"] in sd for r in held_rows):
+        return None
+    for r in held_rows:
+        r["s_pred_log_sd"] = _f(sd[r["depth"]])
+    test = stats.held_out_test([r["s_pred"] for r in held_rows], [meas.s_bar(r["depth"]) for r in held_rows], stat,
+                               level=meas.level, prediction_log_sd=[sd[r["depth"]] for r in held_rows])
+    out["held_out_test_with_calibration"][stat] = test.to_dict()
+    return bool(test.p_value >= 1.0 - meas.level and all(test.bonferroni_inside))
+
+
 def _exponent_fits(meas: Measurement, stat: str, depth_sets: dict, derived: float | None) -> dict:
     """``{key: fit}`` of the slope of ln eta* on ln L over each set of depths (``None`` for
     fewer than two), with whether ``derived`` lies inside the 95% seed-bootstrap CI."""

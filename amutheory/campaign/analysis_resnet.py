@@ -16,7 +16,7 @@ import numpy as np
 from amutheory import stats
 from amutheory.api import Measurement, predict
 from amutheory.campaign.analysis import (_dense_depths, _eta_rows, _exponent_fits, _held_out_checks,
-                                         _record_prediction, _record_verdict)
+                                         _held_out_with_calibration, _record_prediction, _record_verdict)
 from amutheory.campaign.bootstrap import _quantile_ci, _seed_stat
 from amutheory.campaign.common import N_BOOT, STATISTICS, _f
 from amutheory.campaign.presets import CampaignConfig
@@ -81,7 +81,8 @@ def _mark_unstable(out: dict, cfg: CampaignConfig, meas: Measurement, reason: st
     for stat in STATISTICS:
         out["per_depth"][stat] = _eta_rows(cfg, meas, stat, {}, {}, set(cfg.calibration_depths))
         out["fitted_exponents"][stat] = None
-    out.update(passed=None, passed_mean=None, passed_geo=None, passed_joint=None, max_rel_error=None,
+    out.update(passed=None, passed_mean=None, passed_geo=None, passed_joint=None, passed_joint_with_calibration=None,
+               max_rel_error=None,
                max_rel_error_geo=None, fitted_exponent=None, fitted_exponent_ci=None, prediction_curve=None,
                claim_minus_three_halves=False, reason=reason)
     out["notes"].append(f"{reason}: no power law is fitted or predicted; eta*, its local slopes and the "
@@ -147,7 +148,7 @@ def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measur
     depth_sets = {"all": list(cfg.depths), "held_out": held, "deepest": list(cfg.depths[-3:])}
     dense = _dense_depths(cfg.depths)
     curve = {"depths": dense}
-    passed_stats, rel_errs, joint_ok = {}, {}, {}
+    passed_stats, rel_errs, joint_ok, joint_cal = {}, {}, {}, {}
     for stat in STATISTICS:
         try:
             pred = predict(spec, sorted(set(cfg.depths) | set(dense)), constants="calibrate", statistic=stat,
@@ -155,17 +156,22 @@ def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measur
             eta_pred, s_pred = _record_prediction(out, cfg, pred, stat, curve, dense)
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
             out["errors"].append(f"{stat}: calibration/prediction failed: {exc}")
-            eta_pred, s_pred = {}, {}
+            pred, eta_pred, s_pred = None, {}, {}
             curve[f"eta_{stat}"] = None
         rows = _eta_rows(cfg, meas, stat, eta_pred, s_pred, set(cal))
         out["per_depth"][stat] = rows
         passed_stats[stat], rel_errs[stat], joint_ok[stat] = _held_out_checks(out, meas, stat, rows)
+        joint_cal[stat] = _held_out_with_calibration(out, meas, stat, rows, pred)
         out["fitted_exponents"][stat] = _exponent_fits(meas, stat, depth_sets, derived)
         _add_law_slopes(out["fitted_exponents"][stat], rows)
     if not held:
         out["notes"].append("no held-out depths: nothing independent to check, passed is false")
     out["prediction_curve"] = curve
     _record_verdict(out, passed_stats, rel_errs, joint_ok)
+    # the same joint test with the calibrated constants' own sampling error added to each prediction:
+    # does the law miss by more than the measurement *and* its calibration can account for?
+    out["passed_joint_with_calibration"] = (None if None in joint_cal.values()
+                                            else bool(all(joint_cal.values())))
     claims = {}
     for stat in STATISTICS:
         deep = out["fitted_exponents"][stat]["deepest"]

@@ -202,6 +202,12 @@ def _resnets(width, spatial, depths, seeds, calibration, stable_depths=(), stabl
     return configs
 
 
+def _stable_resnets(width, spatial, depths, seeds, calibration, stable_depths, stable_calibration):
+    """The forward-stable configs of :func:`_resnets` alone (those given ``stable_depths``)."""
+    return [cfg for cfg in _resnets(width, spatial, depths, seeds, calibration, stable_depths, stable_calibration)
+            if max(cfg.depths) == max(stable_depths)]
+
+
 def _transformer(init, activation, width, seq_len, depths, seeds):
     """A pre-LN transformer (``depth`` = K blocks), 2 heads, MLP ratio 2, calibrated on K = 1..4."""
     spec = ArchSpec(family="transformer", depth=max(depths), width=width, spatial=seq_len, activation=activation,
@@ -247,6 +253,11 @@ PRESETS = {
         _resnet("conv-mlp", "sqrt-multiplier", "relu", 64, 8, [2, 4, 8, 16, 32], 32),
         *[_transformer(init, "relu", 32, 8, _T, 32) for init in ("none", "k-last", "sqrt-multiplier")],
     ],
+    # the forward-stable residual nets of quick at twice its width (n = 128, same depths, calibration
+    # and seeds; CPU, ~80 min on 2 cores): K / n <= 2, so that quick's exponent and held-out checks
+    # can be told apart from finite width (campaign.width_compare sets the two side by side)
+    "resnet-wide": _stable_resnets(128, 8, [2, 4, 8, 16, 32, 64], 96, (2, 4, 8, 16), stable_depths=(128, 256),
+                                   stable_calibration=(2, 4, 8, 16, 32, 64)),
     # meant for a GPU: pass protocol=ProbeProtocol(device="cuda")
     "paper": [
         _conv("conv1d-relu", 1, "relu", 512, 32, _P, [2, 4, 8, 16], 64),

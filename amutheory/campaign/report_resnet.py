@@ -35,7 +35,10 @@ def _resnet_verdict(c: dict) -> str:
     tests = c.get("held_out_test", {})
     ps = [f"{tests[s]['p_value']:.3g} ({s})" for s in STATISTICS if s in tests]
     joint = f"; joint p = {', '.join(ps)}" if ps else ""
-    return f"{'passed' if c['passed'] else '**failed**'} (max err. {_pct(c['max_rel_error'])} (mean){joint})"
+    cal = c.get("passed_joint_with_calibration")
+    with_cal = "" if cal is None else f"; with the calibration's error: {'consistent' if cal else '**inconsistent**'}"
+    return (f"{'passed' if c['passed'] else '**failed**'} (max err. {_pct(c['max_rel_error'])} (mean){joint})"
+            f"{with_cal}")
 
 
 def _resnet_table_lines(resnets: list) -> list:
@@ -63,6 +66,10 @@ def _resnet_config_lines(c: dict) -> list:
     lines += [f"* **error**: {e}" for e in c["errors"]] + [f"* note: {n}" for n in c["notes"]]
     for st, t in c.get("held_out_test", {}).items():
         lines.append(f"* joint held-out test ({st}): chi2 = {t['chi2']:.2f} on {t['dof']} dof, p = {t['p_value']:.3g}")
+        tc = (c.get("held_out_test_with_calibration") or {}).get(st)
+        if tc:
+            lines.append(f"* the same with the calibrated constants' sampling error in each prediction ({st}): "
+                         f"chi2 = {tc['chi2']:.2f}, p = {tc['p_value']:.3g}")
     lines += ["", "| K | E[x_K^2]/E[x_0^2] measured (range) | mean field | predicted eta* (mean) | "
               "measured eta* (mean) [95% CI] | inside | local slope of eta* (mean) [95% CI] |",
               "|---:|---|---:|---:|---|:---:|---|"]
@@ -101,7 +108,10 @@ def _resnet_report_lines(summary: dict, resnets: list) -> list:
         "deepest-three CI.  The law's slope is that of the predicted eta* over the same K: the derived "
         "exponent plus the finite-K terms (e0, fitted with either sign: the effective first correction of "
         "relative order 1/K, `amutheory.symbolic.resnet`), which is what a fit over finite K measures; "
-        "the derived exponent is the K -> infinity limit.",
+        "the derived exponent is the K -> infinity limit.  \"with the calibration's error\": the joint "
+        "held-out test (chi-square and Bonferroni) with each prediction's own sampling error (sd of ln s_bar "
+        "over the calibration's seed-bootstrap refits) added to the measurement's: a law that misses by more "
+        "than both together is inconsistent.",
         f"* {len(stable)} of {len(resnets)} configs are forward-stable; "
         f"{sum(bool(c['passed']) for c in stable)} of those pass the held-out eta* check (both statistics).", "",
     ]
