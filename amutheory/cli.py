@@ -582,7 +582,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="quick (CPU), transfer (transformers and every LR-transfer rule, CPU), resnet-wide (the "
                          "forward-stable residual nets of quick at width 128, CPU) or paper (GPU); default quick")
     va.add_argument("--only", action="append", default=None, metavar="CONFIG",
-                    help="run only this config of the preset (repeatable; default all)")
+                    help="run only this config of the preset (repeatable; default all); summary.json and "
+                         "report.md then cover only these")
     va.add_argument("--out", default="results/quick", help="output folder (default results/quick)")
     va.add_argument("--fresh", action="store_true", help="ignore finished results in --out (default: resume)")
     va.add_argument("--input-var", type=float, default=1.0, help=argparse.SUPPRESS)
