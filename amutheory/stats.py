@@ -248,6 +248,20 @@ def fit_loglog_slope(depths, values_per_seed, level: float = 0.95, n_boot: int =
     statistic : ``"mean"`` or ``"geo"``.
     resample : ``"seeds"`` or ``"independent"``.
     """
+    lx, vals = _slope_input(depths, values_per_seed, statistic)
+    if resample not in ("seeds", "independent"):
+        raise ValueError(f"resample must be 'seeds' or 'independent', got {resample!r}")
+    level = _check_level(level)
+    n_boot = _check_n_boot(n_boot)
+
+    slope, intercept = _ls_line(lx, np.log(_seed_stat(vals, statistic)))
+    slopes = _boot_slopes(lx, vals, statistic, n_boot, np.random.default_rng(seed), resample)
+    return SlopeFit(slope=float(slope), intercept=float(intercept),
+                    ci=_quantiles(slopes, level), level=level)
+
+
+def _slope_input(depths, values_per_seed, statistic: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(ln depths, values)`` of :func:`fit_loglog_slope`, checked (ValueError naming the argument)."""
     lx = np.log(_check_positive("depths", _as_1d_finite("depths", depths)))
     if np.ptp(lx) == 0:
         raise ValueError("depths must hold at least 2 distinct values")
@@ -265,15 +279,7 @@ def fit_loglog_slope(depths, values_per_seed, level: float = 0.95, n_boot: int =
     _check_positive("values_per_seed", vals)
     if statistic not in ("mean", "geo"):
         raise ValueError(f"statistic must be 'mean' or 'geo', got {statistic!r}")
-    if resample not in ("seeds", "independent"):
-        raise ValueError(f"resample must be 'seeds' or 'independent', got {resample!r}")
-    level = _check_level(level)
-    n_boot = _check_n_boot(n_boot)
-
-    slope, intercept = _ls_line(lx, np.log(_seed_stat(vals, statistic)))
-    slopes = _boot_slopes(lx, vals, statistic, n_boot, np.random.default_rng(seed), resample)
-    return SlopeFit(slope=float(slope), intercept=float(intercept),
-                    ci=_quantiles(slopes, level), level=level)
+    return lx, vals
 
 
 def _boot_slopes(lx: np.ndarray, vals: np.ndarray, statistic: str, n_boot: int, rng: np.random.Generator,
@@ -330,7 +336,7 @@ def extrapolate_in_width(widths, depths, values_per_width, level: float = 0.95, 
     (with two widths, ``p_oo = (n_2 p_2 - n_1 p_1) / (n_2 - n_1)``: Richardson extrapolation).
     With two widths the ``1/n`` form is assumed, not tested.
 
-    CI: each bootstrap replicate resamples the seeds of every width on its own (the nets of
+    CI (``slope_cis`` and ``limit_ci`` from the same replicates): each bootstrap replicate resamples the seeds of every width on its own (the nets of
     different widths are independent draws; within a width, a seed's row is kept whole as in
     ``resample="seeds"``), refits every ``p_w`` and the line; ``limit_ci`` is the percentile
     interval.  The extrapolation multiplies the noise (two widths, ``n_2 = 2 n_1``: the variance
@@ -349,17 +355,17 @@ def extrapolate_in_width(widths, depths, values_per_width, level: float = 0.95, 
     if len(values_per_width) != n.size:
         raise ValueError(f"values_per_width must hold {n.size} arrays (one per width), got {len(values_per_width)}")
     level, n_boot = _check_level(level), _check_n_boot(n_boot)
-    fits = [fit_loglog_slope(depths, v, level, n_boot, seed, statistic) for v in values_per_width]
-    lx = np.log(np.asarray(depths, float))
+    checked = [_slope_input(depths, v, statistic) for v in values_per_width]
+    lx = checked[0][0]
+    slopes = np.array([_ls_line(lx, np.log(_seed_stat(v, statistic)))[0] for _, v in checked])
     rng = np.random.default_rng(seed)
-    boot = np.stack([_boot_slopes(lx, np.asarray(v, float), statistic, n_boot, rng) for v in values_per_width],
-                    axis=-1)                                       # [n_boot, W]
+    boot = np.stack([_boot_slopes(lx, v, statistic, n_boot, rng) for _, v in checked], axis=-1)  # [n_boot, W]
     inv = 1.0 / n
-    coefficient, limit = _ls_line(inv, np.array([f.slope for f in fits]))
+    coefficient, limit = _ls_line(inv, slopes)
     _, limits = _ls_line(inv, boot)
-    return WidthExtrapolation(tuple(float(w) for w in n), tuple(f.slope for f in fits),
-                              tuple(f.ci for f in fits), float(limit), _quantiles(limits, level),
-                              float(coefficient), level, boot, limits)
+    return WidthExtrapolation(tuple(float(w) for w in n), tuple(float(p) for p in slopes),
+                              tuple(_quantiles(boot[:, w], level) for w in range(n.size)), float(limit),
+                              _quantiles(limits, level), float(coefficient), level, boot, limits)
 
 
 def eta_slope_between(s_lo, s_hi, depth_lo, depth_hi):

@@ -212,7 +212,9 @@ def markdown(comparison: dict) -> str:
                  for r in pooled["per_width"]]
         ex = pooled["extrapolated"]
         cells.append(f"n -> oo: {ex['offset']:+.3f} [{ex['ci'][0]:+.3f}, {ex['ci'][1]:+.3f}]")
-        lines += ["", f"Mean over the {pooled['configs']} configs of (measured - derived exponent), 95% CI: "
+        k_conf = pooled["configs"]
+        lines += ["", f"Mean over the {k_conf} config{'s' if k_conf != 1 else ''} of (measured - derived exponent), "
+                      "95% CI (paired seed bootstrap): "
                       + "; ".join(cells) + "."]
     for s in comparison["skipped"]:
         lines.append(f"* skipped {s['name']}: {s['reason']}")
