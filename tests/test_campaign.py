@@ -416,6 +416,21 @@ def test_resnet_summary_follows_the_contract(resnet_run):
         verdicts.append(with_cal["p_value"] >= 0.05 and all(with_cal["bonferroni_inside"]))
     assert stable["passed_joint_with_calibration"] == all(verdicts)
     assert res["res-none"]["passed_joint_with_calibration"] is None
+    # the per-block profile at the deepest K: measured from results.csv (preact: the W1 phi(x)
+    # pre-activation, every second one) and the calibrated law's (symbolic.resnet.read_profile)
+    from amutheory.campaign import load_measurement
+    from amutheory.symbolic.resnet import read_profile
+
+    bp = stable["block_profile"]
+    depth = max(RDEPTHS)
+    meas = load_measurement(out / "results.csv", RESNETS[0]).profiles[depth].mean(axis=0)[1::2]
+    const = {k: stable["constants"]["mean"][k]["value"] for k in ("A", "B", "e0")}
+    law = read_profile(RSPEC.with_(depth=depth), depth, const["A"], const["B"], const["e0"])
+    idx = [max(int(round(x * depth)) - 1, 0) for x in bp["x"]]
+    assert bp["depth"] == depth and bp["measured"][-1] == bp["law"][-1] == 1.0
+    assert bp["measured"] == pytest.approx(list(meas[idx] / meas[-1]), rel=1e-12)
+    assert bp["law"] == pytest.approx(list(law[idx] / law[-1]), rel=1e-12)
+    assert res["res-none"]["block_profile"] is None
     assert set(stable["figures"]) == {"eta_star"}
 
     assert summary["figures"]["resnet_eta_star"] == "resnet_eta_star.png"

@@ -324,3 +324,16 @@ def test_is_forward_stable_agrees_with_forward_analysis():
                 assert is_forward_stable(sp) == forward_analysis(sp)["forward_stable"]
     with pytest.raises(ValueError, match="family"):
         is_forward_stable(ArchSpec(depth=3))
+
+
+@pytest.mark.parametrize("branch, init", [("conv-mlp", "k-last"), ("conv-mlp", "sqrt-multiplier"),
+                                          ("conv", "k-squared")])
+@pytest.mark.parametrize("blocks", [1, 5, 32])
+def test_read_profile_averages_to_the_weighted_law(branch, init, blocks):
+    # one pre-activation per block for conv and conv-mlp: the mean of the per-block profile is the law
+    spec = spec_of(branch, init)
+    A, B, e = 0.7, 2.5, -0.3
+    prof = resnet.read_profile(spec, blocks, A, B, e)
+    assert prof.shape == (blocks,)
+    want = resnet.weighted_predictor(spec)([blocks], A, B, e)[0]
+    assert prof.mean() == pytest.approx(want, rel=1e-12)

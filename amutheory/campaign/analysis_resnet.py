@@ -82,7 +82,7 @@ def _mark_unstable(out: dict, cfg: CampaignConfig, meas: Measurement, reason: st
         out["per_depth"][stat] = _eta_rows(cfg, meas, stat, {}, {}, set(cfg.calibration_depths))
         out["fitted_exponents"][stat] = None
     out.update(passed=None, passed_mean=None, passed_geo=None, passed_joint=None, passed_joint_with_calibration=None,
-               max_rel_error=None,
+               block_profile=None, max_rel_error=None,
                max_rel_error_geo=None, fitted_exponent=None, fitted_exponent_ci=None, prediction_curve=None,
                claim_minus_three_halves=False, reason=reason)
     out["notes"].append(f"{reason}: no power law is fitted or predicted; eta*, its local slopes and the "
@@ -118,6 +118,37 @@ def analyse_resnet_config(cfg: CampaignConfig, meas: Measurement, protocol: Prob
                assumptions=list(law.assumptions))
     _compare_resnet(out, cfg, spec, meas, protocol, float(law.exponent))
     return out
+
+
+#: positions ``i / K`` at which the per-block profile is reported
+PROFILE_POINTS = (0.2, 0.4, 0.6, 0.8, 1.0)
+
+
+def _block_profile(cfg: CampaignConfig, meas: Measurement, constants: dict, input_var: float) -> dict | None:
+    """At the deepest K: ``s_i / s_K`` of the first branch layer's pre-activation (mean over seeds)
+    at ``i / K`` in :data:`PROFILE_POINTS`, measured and by the calibrated coherent law
+    (:func:`amutheory.symbolic.resnet.read_profile`), with the local power ``d ln s_i / d ln i``
+    between the points.  The exponent depends only on how the profile scales with K; its shape
+    in ``i / K`` is what the law's finite-K terms stand on."""
+    from amutheory.symbolic.resnet import preactivations_per_block, read_profile
+
+    if not constants or any(k not in constants for k in ("A", "B", "e0")):
+        return None
+    depth = max(cfg.depths)
+    per = preactivations_per_block(cfg.spec.branch)
+    measured = meas.profiles[depth].mean(axis=0)[per - 1::per]  # preact: (stream, W1 phi(x)) per block
+    law = read_profile(cfg.spec.with_(depth=depth), depth, constants["A"]["value"], constants["B"]["value"],
+                       constants["e0"]["value"], input_var)
+    idx = [max(int(round(x * depth)) - 1, 0) for x in PROFILE_POINTS]
+    x = np.asarray(PROFILE_POINTS)
+
+    def shape(p):
+        f = p[idx] / p[-1]
+        return [_f(v) for v in f], [_f(v) for v in np.log(f[1:] / f[:-1]) / np.log(x[1:] / x[:-1])]
+
+    (m, m_pow), (lw, l_pow) = shape(measured), shape(law)
+    return {"depth": depth, "x": list(PROFILE_POINTS), "measured": m, "law": lw,
+            "measured_local_power": m_pow, "law_local_power": l_pow}
 
 
 def _add_law_slopes(fits: dict, rows: list) -> None:
@@ -168,6 +199,8 @@ def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measur
         out["notes"].append("no held-out depths: nothing independent to check, passed is false")
     out["prediction_curve"] = curve
     _record_verdict(out, passed_stats, rel_errs, joint_ok)
+    if spec.family == "resnet":
+        out["block_profile"] = _block_profile(cfg, meas, out["constants"].get("mean"), protocol.input_var)
     # the same joint test with the calibrated constants' own sampling error added to each prediction:
     # does the law miss by more than the measurement *and* its calibration can account for?
     out["passed_joint_with_calibration"] = (None if None in joint_cal.values()

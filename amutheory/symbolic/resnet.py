@@ -86,14 +86,27 @@ def branch_coefficients(branch: str, init: str) -> dict:
     return {"v": v, "alpha": alpha, "own": sp.simplify(own), "C": sp.simplify(coherent)}
 
 
+def _stream_term(branch: str, init: str) -> sp.Expr:
+    """``(e0 + alpha^2 C (i - 1))^2``: the stream's displacement before block ``i``, squared."""
+    co = branch_coefficients(branch, init)
+    return (e0 + co["alpha"] ** 2 * co["C"] * (i_blk - 1)) ** 2
+
+
+@functools.lru_cache(maxsize=None)
+def read_moment(branch: str, init: str) -> sp.Expr:
+    """``s`` of the first branch layer's pre-activation in block ``i`` (of ``K``), at leading order:
+    ``A alpha^2 prod_{j>1} v_j + B v_1 (e0 + alpha^2 C (i - 1))^2``."""
+    co = branch_coefficients(branch, init)
+    return sp.expand(A_res * co["own"] + B_res * co["v"][0] * _stream_term(branch, init))
+
+
 @functools.lru_cache(maxsize=None)
 def block_moment(branch: str, init: str) -> sp.Expr:
-    """Sum of ``s`` over the pre-activations of block ``i`` (of ``K``), at leading order."""
-    co = branch_coefficients(branch, init)
-    stream = (e0 + co["alpha"] ** 2 * co["C"] * (i_blk - 1)) ** 2
-    per_block = A_res * co["own"] + B_res * co["v"][0] * stream
+    """Sum of ``s`` over the pre-activations of block ``i`` (of ``K``), at leading order: the first
+    layer's (:func:`read_moment`), plus the stream's own for ``preact``."""
+    per_block = read_moment(branch, init)
     if branch == "preact":
-        per_block = per_block + B_res * stream
+        per_block = per_block + B_res * _stream_term(branch, init)
     return sp.expand(per_block)
 
 
@@ -233,8 +246,26 @@ def law_predictor(branch: str, init: str):
 
 
 @functools.lru_cache(maxsize=None)
-def _block_fn(branch: str, init: str):
-    return sp.lambdify((i_blk, K, A_res, B_res, e0), block_moment(branch, init), "numpy")
+def _block_fn(branch: str, init: str, read_only: bool = False):
+    expr = read_moment(branch, init) if read_only else block_moment(branch, init)
+    return sp.lambdify((i_blk, K, A_res, B_res, e0), expr, "numpy")
+
+
+def _stream_weights(spec: ArchSpec, blocks: int, input_var: float) -> np.ndarray:
+    """``q_K q_{i-1} / q_0^2`` for ``i = 1 .. blocks`` (:func:`weighted_predictor`)."""
+    q = np.asarray(_stream_path(spec.with_(depth=blocks), blocks, input_var)) / input_var
+    return q[-1] * q[:-1]
+
+
+def read_profile(spec: ArchSpec, blocks: int, A: float, B: float, e: float, input_var: float = 1.0) -> np.ndarray:
+    """``s_i`` of the first branch layer's pre-activation in every block ``i = 1 .. blocks``: the
+    lambdified :func:`read_moment` with the stream weights of :func:`weighted_predictor`.  Its
+    shape in ``i / K`` is the coherent order's per-block profile (``(e0' + i/K)^2``-like once the
+    own-update term is small), to set against the measured one."""
+    _check_resnet(spec)
+    i = np.arange(1, int(blocks) + 1, dtype=float)
+    return _stream_weights(spec, int(blocks), input_var) * _block_fn(spec.branch, spec.init, True)(
+        i, float(blocks), A, B, e) * np.ones_like(i)
 
 
 def weighted_predictor(spec: ArchSpec, input_var: float = 1.0):
@@ -250,8 +281,7 @@ def weighted_predictor(spec: ArchSpec, input_var: float = 1.0):
 
     @functools.lru_cache(maxsize=None)
     def weights(blocks: int) -> np.ndarray:
-        q = np.asarray(_stream_path(spec.with_(depth=blocks), blocks, input_var)) / input_var
-        return q[-1] * q[:-1]
+        return _stream_weights(spec, blocks, input_var)
 
     def predict(depths, A, B, e):
         out = []
