@@ -430,6 +430,7 @@ def test_resnet_summary_follows_the_contract(resnet_run):
     assert bp["depth"] == depth and bp["measured"][-1] == bp["law"][-1] == 1.0
     assert bp["measured"] == pytest.approx(list(meas[idx] / meas[-1]), rel=1e-12)
     assert bp["law"] == pytest.approx(list(law[idx] / law[-1]), rel=1e-12)
+    assert bp["measured_by_depth"][str(depth)] == bp["measured"] and list(bp["measured_by_depth"]) == ["2", "3", "4"]
     assert res["res-none"]["block_profile"] is None
     assert set(stable["figures"]) == {"eta_star"}
 

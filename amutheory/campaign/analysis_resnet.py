@@ -128,7 +128,7 @@ def _block_profile(cfg: CampaignConfig, meas: Measurement, constants: dict, inpu
     """At the deepest K: ``s_i / s_K`` of the first branch layer's pre-activation (mean over seeds)
     at ``i / K`` in :data:`PROFILE_POINTS`, measured and by the calibrated coherent law
     (:func:`amutheory.symbolic.resnet.read_profile`), with the local power ``d ln s_i / d ln i``
-    between the points.  The exponent depends only on how the profile scales with K; its shape
+    between the points; ``measured_by_depth``: the measured shape at each of the deepest three K.  The exponent depends only on how the profile scales with K; its shape
     in ``i / K`` is what the law's finite-K terms stand on."""
     from amutheory.symbolic.resnet import preactivations_per_block, read_profile
 
@@ -147,8 +147,14 @@ def _block_profile(cfg: CampaignConfig, meas: Measurement, constants: dict, inpu
         return [_f(v) for v in f], [_f(v) for v in np.log(f[1:] / f[:-1]) / np.log(x[1:] / x[:-1])]
 
     (m, m_pow), (lw, l_pow) = shape(measured), shape(law)
+    # the same measured shape at the deepest three K: a profile that depends on i/K alone is what
+    # makes the exponent a matter of power counting
+    by_depth = {}
+    for d in cfg.depths[-3:]:
+        p = meas.profiles[d].mean(axis=0)[per - 1::per]
+        by_depth[str(d)] = [_f(p[max(int(round(x * d)) - 1, 0)] / p[-1]) for x in PROFILE_POINTS]
     return {"depth": depth, "x": list(PROFILE_POINTS), "measured": m, "law": lw,
-            "measured_local_power": m_pow, "law_local_power": l_pow}
+            "measured_local_power": m_pow, "law_local_power": l_pow, "measured_by_depth": by_depth}
 
 
 def _add_law_slopes(fits: dict, rows: list) -> None:

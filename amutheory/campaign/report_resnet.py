@@ -75,7 +75,8 @@ def _resnet_config_lines(c: dict) -> list:
         fmt = lambda v: ", ".join(f"{x:.3g}" for x in v)  # noqa: E731
         lines.append(f"* per-block profile at K = {bp['depth']}: s_i / s_K of the first branch layer at i/K = "
                      f"{fmt(bp['x'])}: measured {fmt(bp['measured'])} (local powers {fmt(bp['measured_local_power'])}); "
-                     f"calibrated law {fmt(bp['law'])} (local powers {fmt(bp['law_local_power'])})")
+                     f"calibrated law {fmt(bp['law'])} (local powers {fmt(bp['law_local_power'])}); measured "
+                     + "; ".join(f"K = {k}: {fmt(v)}" for k, v in bp.get("measured_by_depth", {}).items()))
     lines += ["", "| K | E[x_K^2]/E[x_0^2] measured (range) | mean field | predicted eta* (mean) | "
               "measured eta* (mean) [95% CI] | inside | local slope of eta* (mean) [95% CI] |",
               "|---:|---|---:|---:|---|:---:|---|"]
