@@ -566,7 +566,7 @@ for branch, init in (("conv-mlp", "k-squared"), ("conv-mlp", "k-last"), ("conv-m
 # `k-squared` the weights are flat (the stream stays at `q_0`), so it is `x^2`.  For `k-last` and
 # `sqrt-multiplier` the ReLU stream grows by `e^2` along the net (section 1), which steepens
 # it.  As K grows the shape settles to a function of `i/K`; the `(i - 1)/(K - 1)` grid moves
-# it by `O(1/(x K))` (28% at x = 0.2, K = 64; under 2% from K = 256 to 1024).
+# it by `O(1/(x K))` (28% at x = 0.2, K = 64; about 3% from K = 256 to 1024).
 #
 # What the measurement says (`amutheory validate --preset resnet-wide`, n = 128, 96 seeds; the
 # report's `block_profile`):

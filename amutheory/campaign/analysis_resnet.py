@@ -128,8 +128,10 @@ def _block_profile(cfg: CampaignConfig, meas: Measurement, constants: dict, inpu
     """At the deepest K: ``s_i / s_K`` of the first branch layer's pre-activation (mean over seeds)
     at ``i / K`` in :data:`PROFILE_POINTS`, measured and by the calibrated coherent law
     (:func:`amutheory.symbolic.resnet.read_profile`), with the local power ``d ln s_i / d ln i``
-    between the points; ``measured_by_depth``: the measured shape at each of the deepest three K.  The exponent depends only on how the profile scales with K; its shape
-    in ``i / K`` is what the law's finite-K terms stand on."""
+    between the points; ``measured_by_depth``: the measured shape at each of the deepest three K.
+    The exponent depends only on how the profile scales with K; its shape in ``i / K`` is what the
+    law's finite-K terms stand on.  A block whose law term vanishes (a negative ``e0``) gives a
+    ``None`` local power."""
     from amutheory.symbolic.resnet import preactivations_per_block, read_profile
 
     if not constants or any(k not in constants for k in ("A", "B", "e0")):
@@ -139,20 +141,23 @@ def _block_profile(cfg: CampaignConfig, meas: Measurement, constants: dict, inpu
     measured = meas.profiles[depth].mean(axis=0)[per - 1::per]  # preact: (stream, W1 phi(x)) per block
     law = read_profile(cfg.spec.with_(depth=depth), depth, constants["A"]["value"], constants["B"]["value"],
                        constants["e0"]["value"], input_var)
-    idx = [max(int(round(x * depth)) - 1, 0) for x in PROFILE_POINTS]
     x = np.asarray(PROFILE_POINTS)
 
+    def at_points(p):
+        """``s_i / s_K`` at ``i = round(x K)`` for every point ``x``."""
+        return p[[max(int(round(v * len(p))) - 1, 0) for v in PROFILE_POINTS]] / p[-1]
+
     def shape(p):
-        f = p[idx] / p[-1]
-        return [_f(v) for v in f], [_f(v) for v in np.log(f[1:] / f[:-1]) / np.log(x[1:] / x[:-1])]
+        f = at_points(p)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            power = np.log(f[1:] / f[:-1]) / np.log(x[1:] / x[:-1])
+        return [_f(v) for v in f], [_f(v) for v in power]
 
     (m, m_pow), (lw, l_pow) = shape(measured), shape(law)
     # the same measured shape at the deepest three K: a profile that depends on i/K alone is what
     # makes the exponent a matter of power counting
-    by_depth = {}
-    for d in cfg.depths[-3:]:
-        p = meas.profiles[d].mean(axis=0)[per - 1::per]
-        by_depth[str(d)] = [_f(p[max(int(round(x * d)) - 1, 0)] / p[-1]) for x in PROFILE_POINTS]
+    by_depth = {str(d): [_f(v) for v in at_points(meas.profiles[d].mean(axis=0)[per - 1::per])]
+                for d in cfg.depths[-3:]}
     return {"depth": depth, "x": list(PROFILE_POINTS), "measured": m, "law": lw,
             "measured_local_power": m_pow, "law_local_power": l_pow, "measured_by_depth": by_depth}
 

@@ -72,7 +72,7 @@ def _resnet_config_lines(c: dict) -> list:
                          f"chi2 = {tc['chi2']:.2f}, p = {tc['p_value']:.3g}")
     bp = c.get("block_profile")
     if bp:
-        fmt = lambda v: ", ".join(f"{x:.3g}" for x in v)  # noqa: E731
+        fmt = lambda v: ", ".join("n/a" if x is None else f"{x:.3g}" for x in v)  # noqa: E731
         lines.append(f"* per-block profile at K = {bp['depth']}: s_i / s_K of the first branch layer at i/K = "
                      f"{fmt(bp['x'])}: measured {fmt(bp['measured'])} (local powers {fmt(bp['measured_local_power'])}); "
                      f"calibrated law {fmt(bp['law'])} (local powers {fmt(bp['law_local_power'])}); measured "

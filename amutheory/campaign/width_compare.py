@@ -142,7 +142,8 @@ def pooled_offsets(configs: list, extrapolations: list) -> dict | None:
 def compare_widths(folders, statistic: str = "mean", n_boot: int = N_BOOT) -> dict:
     """Compare the configs that every campaign folder of ``folders`` (two or more, at distinct
     widths per config) holds; see the module docstring.  Returns ``{"runs", "statistic",
-    "configs", "counts", "skipped"}``."""
+    "configs", "counts", "pooled", "skipped"}``; ``counts["derived_inside_width_i"]`` counts the
+    configs whose CI at their ``i``-th narrowest width holds the derived exponent."""
     if isinstance(folders, (str, Path)) or len(folders) < 2:
         raise ValueError("folders must list at least two campaign folders")
     if statistic not in STATISTICS:
