@@ -556,6 +556,8 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
 
     law = derive(spec)  # raises for forward-unstable conventions: no power law to predict
     notes = [forward_analysis(spec, protocol.input_var)["mechanism"]]
+    if isinstance(constants, str) and constants == "derive":
+        return _predict_resnet_dense(spec, depths, statistic, protocol, C, notes)
     calib = _block_calibration(spec, constants, weighted_predictor(spec, protocol.input_var), RESNET_CONSTANTS,
                                calibration_depths, calibration_seeds, statistic, protocol, C, progress,
                                calibration_measurement, f"resnet law {law.name}", "residual nets",
@@ -570,6 +572,33 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
                                C, statistic)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, law.name, statistic,
                       C, calib, notes, log_sd)
+
+
+def _predict_resnet_dense(spec, depths, statistic, protocol, C, notes) -> Prediction:
+    """``constants="derive"`` for residual nets: the exact infinite-width law of the dense
+    single-sample net, with the stream Jacobian's spread (:mod:`amutheory.symbolic.resnet_dense`),
+    nothing fitted; the seed mean only."""
+    from amutheory.symbolic import resnet_dense
+
+    if statistic != "mean":
+        raise ValueError("statistic: constants='derive' predicts the seed mean of residual nets only "
+                         f"(the typical value needs the seed spread, which is not derived); got {statistic!r}")
+    fn = lambda ks: resnet_dense.s_bar(spec, ks, protocol.input_var)  # noqa: E731
+    s_bar = fn(depths)
+    lo = np.maximum(np.asarray(depths) - 1, 1)
+    lo = np.where(fn(lo) > 0, lo, depths)
+    hi = np.asarray(depths) + 1
+    slope = eta_slope_between(fn(lo), fn(hi), lo, hi)
+    fan_in = spec.input_channels * spec.kernel**spec.dim
+    const = {"C": Constant("C", C, "convention", note="target one-step second moment"),
+             "q0_moment": Constant("q0_moment", 1 + 2 / fan_in, "exact", expr="1 + 2/(c_in k^d)",
+                                   note="E[q_0^2]/input_var^2 of the stem's chi-square stream variance"),
+             "G_K": Constant("G_K", spec.outputs * spec.readout_variance, "exact", expr="outputs * readout_variance",
+                             note="stream gradient per coordinate at the head")}
+    notes = notes + ["exact infinite-width law of the dense net with the stream Jacobian's spread (free "
+                     "probability; symbolic.resnet_dense): nothing fitted; O(1/n) terms left out"]
+    return Prediction(spec, depths, s_bar.tolist(), np.sqrt(C / s_bar).tolist(), slope.tolist(), const,
+                      f"resnet-dense-{spec.branch}-{spec.init}-{spec.activation}", statistic, C, None, notes)
 
 
 # --------------------------------------------------------------------------- transformers
