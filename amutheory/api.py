@@ -589,9 +589,8 @@ def _predict_resnet_dense(spec, depths, statistic, protocol, C, notes) -> Predic
     lo = np.where(fn(lo) > 0, lo, depths)
     hi = np.asarray(depths) + 1
     slope = eta_slope_between(fn(lo), fn(hi), lo, hi)
-    fan_in = spec.input_channels * spec.kernel**spec.dim
     const = {"C": Constant("C", C, "convention", note="target one-step second moment"),
-             "q0_moment": Constant("q0_moment", 1 + 2 / fan_in, "exact", expr="1 + 2/(c_in k^d)",
+             "q0_moment": Constant("q0_moment", resnet_dense.stem_moment(spec), "exact", expr="1 + 2/(c_in k^d)",
                                    note="E[q_0^2]/input_var^2 of the stem's chi-square stream variance"),
              "G_K": Constant("G_K", spec.outputs * spec.readout_variance, "exact", expr="outputs * readout_variance",
                              note="stream gradient per coordinate at the head")}

@@ -72,10 +72,9 @@ alpha, v1, v2, c = sp.symbols("alpha v1 v2 c", positive=True)
 #: x (preact): E phi'(x)^2, E phi'(x)^4, E phi(x)^2
 D2h, D4h, Mh, D2x, D4x, Mx = sp.symbols("D2_h D4_h M_h D2_x D4_x M_x", positive=True)
 
+#: homogeneous activations with exact Gaussian moments (``E phi'^2, E phi'^4`` constant, ``E phi^2``
+#: linear in the variance): the law's expectation over the stem's draw is exact for them
 ACTIVATIONS = ("linear", "relu")
-#: exact Gaussian moments of homogeneous activations (``E phi'^2, E phi'^4`` constant; ``E phi^2 =
-#: moment * variance``)
-_MOMENTS = {"linear": (1, 1, 1), "relu": (sp.Rational(1, 2), sp.Rational(1, 2), sp.Rational(1, 2))}
 
 
 def fourth_moment_ratio(r_factors) -> sp.Expr:
@@ -88,8 +87,9 @@ def fourth_moment_ratio(r_factors) -> sp.Expr:
 @functools.lru_cache(maxsize=None)
 def block_recursion(branch: str) -> dict:
     """The per-block SymPy expressions of one ``branch``: ``eps2``, ``rho4``, ``lam``, ``src``,
-    ``src_var``, ``q_next``, ``m1_next``, ``m2_next``, ``s_first`` and ``s_stream`` (``preact``),
-    in units where ``G_i = 1`` (``s_stream`` in ``G_{i-1}``: multiply by ``1 + eps2``)."""
+    ``src_var``, ``m1_next``, ``m2_next`` and ``s_first`` (the first branch layer's ``s`` in units
+    of ``G_i``).  The stream's own ``s`` (``preact``) is ``G_{i-1} m2``; the stream's ``q`` path is
+    the mean-field recursion of :mod:`amutheory.symbolic.resnet` (it carries the ReLU branch mean)."""
     if branch not in ("conv", "conv-mlp", "preact"):
         raise ValueError(f"branch must be conv, conv-mlp or preact; got {branch!r}")
     s1, s2 = c * v1, c * v2
@@ -100,7 +100,6 @@ def block_recursion(branch: str) -> dict:
         src = alpha**2 * q * D2h  # alpha D (Delta W) x = alpha^2 |x|^2 D^2 g
         src_var = (alpha**2 * q) ** 2 * (D4h - D2h**2)  # the mask's spread, a new direction per block
         own, base, mean_read, var_read = alpha**2 * D2h, q, s1 * m1, s1**2 * m2
-        q_next = None  # carries the branch mean (ReLU): the mean-field path of symbolic.resnet
         s_read = s1 * m2
     else:
         x_mask = D2x if branch == "preact" else 1
@@ -118,13 +117,11 @@ def block_recursion(branch: str) -> dict:
             s_read = s1 * D2x * m2
         else:
             mean_read, var_read, s_read = s1 * m1, s1**2 * m2, s1 * m2
-        q_next = q + alpha**2 * s2 * Mh
     lam = 2 * eps2 + (rho4 - 1) * eps2**2
-    return {"eps2": eps2, "rho4": rho4, "lam": lam, "src": src, "src_var": src_var, "q_next": q_next,
+    return {"eps2": eps2, "rho4": rho4, "lam": lam, "src": src, "src_var": src_var,
             "m1_next": (1 + eps2) * m1 + src,
             "m2_next": (1 + eps2) ** 2 * m2 + lam * m1**2 + 2 * src * (1 + eps2) * m1 + src**2 + src_var,
-            "s_first": s_read + own * ((base + mean_read) ** 2 + var_read),
-            "s_stream": m2 if branch == "preact" else None}
+            "s_first": s_read + own * ((base + mean_read) ** 2 + var_read)}
 
 
 def _check(spec: ArchSpec):
@@ -153,7 +150,11 @@ def _check(spec: ArchSpec):
 def _numeric_block(branch: str, activation: str, spread: bool = True):
     """The block expressions with the activation's moments put in, lambdified in
     ``(q, m1, m2, alpha, v1, v2, c)`` (``spread=False``: ``lambda = 0``, the coherent order)."""
-    d2, d4, mom = _MOMENTS[activation]
+    from amutheory.activations import _q, get_activation
+
+    act = get_activation(activation)
+    d2, d4 = act.exact_moment("dphi2"), act.exact_moment("dphi4")
+    mom = sp.simplify(act.exact_moment("phi2") / _q)  # E phi^2 = mom * variance (homogeneous)
     rec = block_recursion(branch)
     var_h = c * v1 * (mom * q if branch == "preact" else q)  # E phi(x)^2 = mom q feeds W_1 (preact)
     subs = {D2h: d2, D4h: d4, D2x: d2, D4x: d4, Mh: mom * var_h, Mx: mom * q}
@@ -161,6 +162,12 @@ def _numeric_block(branch: str, activation: str, spread: bool = True):
     m2_next = rec["m2_next"] if spread else rec["m2_next"] - rec["lam"] * m1**2
     exprs = {"eps2": rec["eps2"], "m1_next": rec["m1_next"], "m2_next": m2_next, "s_first": rec["s_first"]}
     return {k: sp.lambdify(args, sp.expand(e.subs(subs)), "math") for k, e in exprs.items()}
+
+
+def stem_moment(spec: ArchSpec) -> float:
+    """``E[q_0^2] / input_var^2 = 1 + 2/f``, ``f = c_in k^d``: the stem's per-coordinate variance is
+    ``input_var chi^2_f / f`` at infinite width (the law's only average over the draw)."""
+    return 1 + 2 / (spec.input_channels * spec.kernel**spec.dim)
 
 
 def layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True) -> np.ndarray:
@@ -192,7 +199,7 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True) -
             out.append(G[i - 1] * mm2)
         out.append(G[i] * fns["s_first"](*args))
         mm1, mm2 = fns["m1_next"](*args), fns["m2_next"](*args)
-    scale = n**2 * spec.outputs * spec.readout_variance * float(input_var) ** 2 * (1 + 2 / fan_in)
+    scale = n**2 * spec.outputs * spec.readout_variance * float(input_var) ** 2 * stem_moment(spec)
     return scale * np.asarray(out)
 
 
