@@ -583,12 +583,6 @@ def _predict_resnet_dense(spec, depths, statistic, protocol, C, notes) -> Predic
     if statistic != "mean":
         raise ValueError("statistic: constants='derive' predicts the seed mean of residual nets only "
                          f"(the typical value needs the seed spread, which is not derived); got {statistic!r}")
-    fn = lambda ks: resnet_dense.s_bar(spec, ks, protocol.input_var)  # noqa: E731
-    s_bar = fn(depths)
-    lo = np.maximum(np.asarray(depths) - 1, 1)
-    lo = np.where(fn(lo) > 0, lo, depths)
-    hi = np.asarray(depths) + 1
-    slope = eta_slope_between(fn(lo), fn(hi), lo, hi)
     const = {"C": Constant("C", C, "convention", note="target one-step second moment"),
              "q0_moment": Constant("q0_moment", resnet_dense.stem_moment(spec), "exact", expr="1 + 2/(c_in k^d)",
                                    note="E[q_0^2]/input_var^2 of the stem's chi-square stream variance"),
@@ -596,7 +590,9 @@ def _predict_resnet_dense(spec, depths, statistic, protocol, C, notes) -> Predic
                              note="stream gradient per coordinate at the head")}
     notes = notes + ["exact infinite-width law of the dense net with the stream Jacobian's spread (free "
                      "probability; symbolic.resnet_dense): nothing fitted; O(1/n) terms left out"]
-    return Prediction(spec, depths, s_bar.tolist(), np.sqrt(C / s_bar).tolist(), slope.tolist(), const,
+    s_bar, eta, slope = _block_law_values(lambda ks: resnet_dense.s_bar(spec, ks, protocol.input_var), [], depths,
+                                          const, C, statistic)
+    return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const,
                       f"resnet-dense-{spec.branch}-{spec.init}-{spec.activation}", statistic, C, None, notes)
 
 

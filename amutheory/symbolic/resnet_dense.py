@@ -164,10 +164,15 @@ def _numeric_block(branch: str, activation: str, spread: bool = True):
     return {k: sp.lambdify(args, sp.expand(e.subs(subs)), "math") for k, e in exprs.items()}
 
 
+def _stem_fan_in(spec: ArchSpec) -> int:
+    """``f = c_in k^d``, the stem's fan-in."""
+    return spec.input_channels * spec.kernel**spec.dim
+
+
 def stem_moment(spec: ArchSpec) -> float:
     """``E[q_0^2] / input_var^2 = 1 + 2/f``, ``f = c_in k^d``: the stem's per-coordinate variance is
     ``input_var chi^2_f / f`` at infinite width (the law's only average over the draw)."""
-    return 1 + 2 / (spec.input_channels * spec.kernel**spec.dim)
+    return 1 + 2 / _stem_fan_in(spec)
 
 
 def layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True) -> np.ndarray:
@@ -183,14 +188,13 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True) -
     fns = _numeric_block(spec.branch, spec.activation, bool(spread))
     vs = [float(v.subs(K, blocks)) for v in layer_variance_factors(spec.init, spec.branch)]
     a = float(branch_multiplier(spec.init).subs(K, blocks))
-    w1, w2 = vs[0], vs[-1]
+    w1, w2 = vs[0], vs[-1]  # conv has one layer: its expressions hold no v2
     qs = _stream_path(spec, blocks, 1.0)  # homogeneous of degree 1 in q_0: at q_0 = 1, scaled below
     eps2 = [fns["eps2"](qs[i], 0.0, 0.0, a, w1, w2, cc) for i in range(blocks)]
     G = np.ones(blocks + 1)  # G_i / G_K, backward: G_{i-1} = (1 + eps_i^2) G_i
     for i in range(blocks, 0, -1):
         G[i - 1] = G[i] * (1 + eps2[i - 1])
-    fan_in = spec.input_channels * spec.kernel**spec.dim
-    mm1 = fan_in / n  # the stem: Delta x_0 = |x_in|^2 g_0, |x_in|^2 / n = f q_0 / n
+    mm1 = _stem_fan_in(spec) / n  # the stem: Delta x_0 = |x_in|^2 g_0, |x_in|^2 / n = f q_0 / n
     mm2 = mm1**2
     out = []
     for i in range(1, blocks + 1):
