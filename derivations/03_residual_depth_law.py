@@ -591,9 +591,11 @@ for branch, init in (("conv-mlp", "k-squared"), ("conv-mlp", "k-last"), ("conv-m
 # (`amutheory.symbolic.resnet_dense.block_recursion`):
 #
 #     m1' = (1 + eps^2) m1 + src,
-#     m2' = (1 + eps^2)^2 m2 + lambda m1^2 + 2 src (1 + eps^2) m1 + src^2 + src_var,
+#     m2' = (1 + eps^2)^2 m2 + lambda m1^2 + 2 (src (1 + eps^2) + src_cov) m1 + src^2 + src_var,
 #
-# with `lambda = tau(S^2) - tau(S)^2`, `S = (I + J)^T (I + J)`.  The coherent order is `lambda = 0`,
+# with `lambda = tau(S^2) - tau(S)^2`, `S = (I + J)^T (I + J)`.  `src_cov` is the covariance of the
+# block's source operator with its own `J J^T` (the first layer's update reaches the stream through
+# `W_2 D^2 W_2^T`, which `J J^T` holds too); it is `O(1/K^2)` per block.  The coherent order is `lambda = 0`,
 # which keeps `m2 = m1^2`.  But `lambda = 2 eps^2 + O(eps^4)` is of order `1/K` per block and
 # multiplies `m1^2 ~ K^2`, over K blocks: an order-one change of `s`.  In the continuum `t = i/K`
 # (`mu1 = m1/K`, `mu2 = m2/K^2`, `gamma = lim K eps^2`, `kappa(t) = lim src`) SymPy solves it.
@@ -635,14 +637,16 @@ print(f"  coherent order         : {np.round(prof_coh, 4)}")
 # So `mu2 = mu1^2 (1 + 2 gamma t / 3)`: the spread multiplies the stream term by
 # `1 + 2 gamma t / 3` (`gamma = 2` here: 2.33 at the last block), a function of `t = i/K` alone.
 # It steepens the profile and leaves the exponent alone.  The discrete recursion of the library
-# adds the first branch layer reading its own weights back through `g_{i-1} = g_i + J_i^T g_i`
-# and the `O(eps^4)` part of `lambda` (`rho4`, the free-product rule).  Those are `O(1/K)`, but they
-# are 75% of `s` at K = 2 and 27% at K = 8.
+# adds the first branch layer reading its own weights back through `g_{i-1} = g_i + J_i^T g_i`,
+# the `O(eps^4)` part of `lambda` (`rho4`, the free-product rule) and the sources' spread and
+# covariance.  Those are `O(1/K)`, but they are 82% of `s` at K = 2 and 39% at K = 8
+# (1 - s_bar of the leading terms alone / s_bar, conv-mlp/k-last/ReLU).
 #
 # Measured on real dense nets (`amutheory measure` against `amutheory predict --constants derive`,
 # `kernel = spatial = batch = 1`; `tests/test_resnet_dense.py`), nothing is fitted.  Conditioned
 # on each seed's stem variance and head gradient, measured/law is
-# * 0.98-1.03 (± 0.01-0.04) for conv-mlp/k-last/ReLU at K = 2..128;
+# * 0.99-1.04 (± 0.01-0.04) for conv-mlp/k-last/ReLU at K = 2..128;
+# * 1.004-1.011 (± 0.004-0.008) at K = 4, n = 512 for conv-mlp, conv and preact (400 seeds);
 # * 1.00-1.03 at K = 32 for k-all, k-squared, linear k-last and linear preact;
 # * 1.07 ± 0.03 for sqrt-multiplier.
 # The coherent order misses the deepest quarter of the blocks by 1.6-2.1x.
@@ -650,9 +654,12 @@ print(f"  coherent order         : {np.round(prof_coh, 4)}")
 # Two things are not covered:
 # * `preact` with ReLU: its stream masks `phi'(x)` persist from block to block, so `M` is not free
 #   of them.  It comes out +20% at K = 32 and is refused.
-# * Spatial nets: the campaign's `kernel = 3, spatial = 8` profile is steeper still.  The batch
-#   does not matter (measured), but the positions do.  The stream's position-position correlation
-#   grows along depth (ReLU means), and the position sums of the sources grow with it.
+# * Spatial nets: the campaign's `kernel = 3, spatial = 8` profile is steeper still.  The stream's
+#   position-position correlation grows along depth (ReLU means), and the position sums of the
+#   sources grow with it.
+# * Batches: with `c_in k = 3` input features the samples' streams are correlated at order one, so
+#   each sample's update moves the others through the shared weights (measured: `B^2 s` is 2.3x the
+#   single-sample law for linear conv-mlp at B = 8).  The profile's shape does not change.
 
 # %% [markdown]
 # ## 6. Checks against the library
