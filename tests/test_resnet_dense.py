@@ -63,11 +63,11 @@ def test_fourth_moment_rule_against_random_matrices():
 
 
 def test_source_covariance_against_random_matrices():
-    """conv-mlp: the first layer's source operator ``W2 D^2 W2^T`` and ``J J^T = W2 D W1 W1^T D W2^T``
-    (ReLU mask ``D``, Gaussian var 1/n) have ``tau(Src J J^T) - tau(Src) tau(J J^T) = D4 = 1/2``
-    (``src_cov`` at ``alpha = s1 = s2 = q = 1``; here ``D4`` is the drawn mask's fraction of ones,
-    ``tau(D^4)``); the free law without it would give 0.  At n = 600 the O(1/n) bias and one draw's
-    fluctuation of the Gaussian traces are ~1%, so 5% is > 4 of them."""
+    """The block's source operator and its ``J J^T`` covary by ``src_cov`` (at ``alpha = s1 = s2 =
+    q = 1``; ReLU mask ``D``, Gaussian var 1/n; ``D2 = D4`` = the drawn mask's fraction of ones):
+    conv-mlp ``W2 D^2 W2^T`` against ``W2 D W1 W1^T D W2^T`` (``D4``, ~1/2), conv ``D^2`` against
+    ``D W W^T D`` (``D4 - D2^2``, ~1/4).  Independent operators would give 0.  At n = 600 the O(1/n)
+    bias and one draw's fluctuation of the Gaussian traces are ~1%, so 5% is > 4 of them."""
     rng = np.random.default_rng(2)
     n = 600
     w1, w2 = rng.normal(size=(n, n)) / np.sqrt(n), rng.normal(size=(n, n)) / np.sqrt(n)
@@ -75,10 +75,14 @@ def test_source_covariance_against_random_matrices():
     src = w2 @ mask @ w2.T
     jj = (w2 @ mask @ w1) @ (w2 @ mask @ w1).T
     cov = np.trace(src @ jj) / n - np.trace(src) / n * np.trace(jj) / n
-    rec = rd.block_recursion("conv-mlp")
-    d4 = np.trace(mask) / n
-    expected = rec["src_cov"].subs({rd.alpha: 1, rd.q: 1, rd.c: 1, rd.v1: 1, rd.v2: 1, rd.D4h: d4})
+    unit = {rd.alpha: 1, rd.q: 1, rd.c: 1, rd.v1: 1, rd.v2: 1}
+    frac = np.trace(mask) / n
+    expected = rd.block_recursion("conv-mlp")["src_cov"].subs(unit).subs(rd.D4h, frac)
     assert cov == pytest.approx(float(expected), rel=0.05)
+    jj_conv = mask @ w1 @ w1.T @ mask
+    cov_conv = np.trace(mask @ jj_conv) / n - np.trace(mask) / n * np.trace(jj_conv) / n
+    expected = rd.block_recursion("conv")["src_cov"].subs(unit).subs({rd.D4h: frac, rd.D2h: frac})
+    assert cov_conv == pytest.approx(float(expected), rel=0.05)
 
 
 @settings(max_examples=30, deadline=None)

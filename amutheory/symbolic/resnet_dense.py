@@ -29,9 +29,9 @@ products ``rho4 = 1 + sum_f (r_f - 1)`` (:func:`fourth_moment_ratio`).  The cros
 Jacobian: the first layer's update reaches the stream through ``W_2 D^2 W_2^T`` (``D^2`` for ``conv``),
 which is also in ``J J^T``.  So ``tau(Src J J^T) = eps^2 src + src_cov``, ``src_cov`` the covariance
 (``alpha^4 base s1 s2^2 D4`` with Marchenko-Pastur's ``tau((W D^2 W^T)^2) = s^2 (D2^2 + D4)``;
-``alpha^4 q s1 (D4 - D2^2)`` for ``conv``).  It is ``O(1/K^2)`` per block and moves ``s`` by up to 4%
-at K = 4 (ReLU conv-mlp; measured/law 1.031 +- 0.008 without it, 1.009 +- 0.008 with it, 400 seeds).  The coherent order is
-``lambda = 0``, which keeps ``m2 = m1^2``: the spread ``lambda m1^2`` is of order ``1/K`` per
+``alpha^4 q s1 (D4 - D2^2)`` for ``conv``).  It is ``O(1/K^2)`` per block and moves ``s`` by up to
+4% at K = 4 (ReLU conv-mlp; measured/law 1.031 +- 0.008 without it, 1.009 +- 0.008 with it, 400
+seeds).  The coherent order is ``lambda = 0``, which keeps ``m2 = m1^2``: the spread ``lambda m1^2`` is of order ``1/K`` per
 block, but it multiplies ``m1^2 ~ K^2`` and accumulates over ``K`` blocks, so it changes ``s`` at
 order one and steepens the per-block profile (a function of ``i/K``; the exponent is unchanged).
 
@@ -93,8 +93,8 @@ def fourth_moment_ratio(r_factors) -> sp.Expr:
 @functools.lru_cache(maxsize=None)
 def block_recursion(branch: str) -> dict:
     """The per-block SymPy expressions of one ``branch``: ``eps2``, ``rho4``, ``lam``, ``src``,
-    ``src_var``, ``src_cov``, ``m1_next``, ``m2_next`` and ``s_first`` (the first branch layer's ``s`` in units
-    of ``G_i``).  The stream's own ``s`` (``preact``) is ``G_{i-1} m2``; the stream's ``q`` path is
+    ``src_var``, ``src_cov``, ``m1_next``, ``m2_next`` and ``s_first`` (the first branch layer's
+    ``s`` in units of ``G_i``).  The stream's own ``s`` (``preact``) is ``G_{i-1} m2``; the stream's ``q`` path is
     the mean-field recursion of :mod:`amutheory.symbolic.resnet` (it carries the ReLU branch mean)."""
     if branch not in ("conv", "conv-mlp", "preact"):
         raise ValueError(f"branch must be conv, conv-mlp or preact; got {branch!r}")
@@ -105,7 +105,8 @@ def block_recursion(branch: str) -> dict:
         rho4 = fourth_moment_ratio([r_gauss, r_h])
         src = alpha**2 * q * D2h  # alpha D (Delta W) x = alpha^2 |x|^2 D^2 g
         src_var = (alpha**2 * q) ** 2 * (D4h - D2h**2)  # the mask's spread, a new direction per block
-        # Src = alpha^2 q D^2 and J J^T = alpha^2 D W W^T D share the mask: tau(Src J J^T) = alpha^4 q s1 D4
+        # Src = alpha^2 q D^2 and J J^T = alpha^2 D W W^T D share the mask: tau(Src J J^T) = alpha^4 q s1 D4,
+        # eps^2 src = alpha^4 q s1 D2^2
         src_cov = alpha**4 * q * s1 * (D4h - D2h**2)
         own, base, mean_read, var_read = alpha**2 * D2h, q, s1 * m1, s1**2 * m2
         s_read = s1 * m2
