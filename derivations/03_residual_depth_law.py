@@ -648,7 +648,7 @@ print(f"  coherent order         : {np.round(prof_coh, 4)}")
 # * 0.99-1.04 (± 0.01-0.04) for conv-mlp/k-last/ReLU at K = 2..128;
 # * 1.004-1.011 (± 0.004-0.008) at K = 4, n = 512 for conv-mlp, conv and preact (400 seeds);
 # * 1.00-1.03 at K = 32 for k-all, k-squared, linear k-last and linear preact;
-# * 1.07 ± 0.03 for sqrt-multiplier.
+# * 1.04 ± 0.03 for sqrt-multiplier (64 seeds).
 # The coherent order misses the deepest quarter of the blocks by 1.6-2.1x.
 #
 # Two things are not covered:
