@@ -595,7 +595,8 @@ for branch, init in (("conv-mlp", "k-squared"), ("conv-mlp", "k-last"), ("conv-m
 #
 # with `lambda = tau(S^2) - tau(S)^2`, `S = (I + J)^T (I + J)`.  `src_cov` is the covariance of the
 # block's source operator with its own `J J^T` (the first layer's update reaches the stream through
-# `W_2 D^2 W_2^T`, which `J J^T` holds too); it is `O(1/K^2)` per block.  The coherent order is `lambda = 0`,
+# `W_2 D^2 W_2^T`, which `J J^T` holds too); it is `O(1/K^2)` per block.  The coherent order is
+# `lambda = 0`,
 # which keeps `m2 = m1^2`.  But `lambda = 2 eps^2 + O(eps^4)` is of order `1/K` per block and
 # multiplies `m1^2 ~ K^2`, over K blocks: an order-one change of `s`.  In the continuum `t = i/K`
 # (`mu1 = m1/K`, `mu2 = m2/K^2`, `gamma = lim K eps^2`, `kappa(t) = lim src`) SymPy solves it.

@@ -50,13 +50,18 @@ def test_fourth_moment_rule_values():
     assert rd.block_recursion("preact")["rho4"].subs({rd.D2h: 1, rd.D4h: 1, rd.D2x: 1, rd.D4x: 1}) == 3
 
 
+def _gaussian_pair_and_relu_mask(seed, n):
+    """Two n x n Gaussian matrices of variance 1/n and a diagonal ReLU mask (``phi'`` of a Gaussian)."""
+    rng = np.random.default_rng(seed)
+    w1, w2 = rng.normal(size=(n, n)) / np.sqrt(n), rng.normal(size=(n, n)) / np.sqrt(n)
+    return w1, w2, np.diag((rng.normal(size=n) > 0).astype(float))
+
+
 def test_fourth_moment_rule_against_random_matrices():
     """``J = W2 D W1`` (Gaussian, ReLU mask): ``tau((J J^T)^2)/tau(J J^T)^2 -> 4``.  At n = 600 the
     finite-n correction is O(1/n) and one draw's trace fluctuates at ~1/n: 3% is > 10 of either."""
-    rng = np.random.default_rng(0)
     n = 600
-    w1, w2 = rng.normal(size=(n, n)) / np.sqrt(n), rng.normal(size=(n, n)) / np.sqrt(n)
-    mask = np.diag((rng.normal(size=n) > 0).astype(float))
+    w1, w2, mask = _gaussian_pair_and_relu_mask(0, n)
     jj = (w2 @ mask @ w1) @ (w2 @ mask @ w1).T
     ratio = np.trace(jj @ jj) / n / (np.trace(jj) / n) ** 2
     assert ratio == pytest.approx(4.0, rel=0.03)
@@ -68,10 +73,8 @@ def test_source_covariance_against_random_matrices():
     conv-mlp ``W2 D^2 W2^T`` against ``W2 D W1 W1^T D W2^T`` (``D4``, ~1/2), conv ``D^2`` against
     ``D W W^T D`` (``D4 - D2^2``, ~1/4).  Independent operators would give 0.  At n = 600 the O(1/n)
     bias and one draw's fluctuation of the Gaussian traces are ~1%, so 5% is > 4 of them."""
-    rng = np.random.default_rng(2)
     n = 600
-    w1, w2 = rng.normal(size=(n, n)) / np.sqrt(n), rng.normal(size=(n, n)) / np.sqrt(n)
-    mask = np.diag((rng.normal(size=n) > 0).astype(float))
+    w1, w2, mask = _gaussian_pair_and_relu_mask(2, n)
     src = w2 @ mask @ w2.T
     jj = (w2 @ mask @ w1) @ (w2 @ mask @ w1).T
     cov = np.trace(src @ jj) / n - np.trace(src) / n * np.trace(jj) / n

@@ -31,9 +31,10 @@ which is also in ``J J^T``.  So ``tau(Src J J^T) = eps^2 src + src_cov``, ``src_
 (``alpha^4 base s1 s2^2 D4`` with Marchenko-Pastur's ``tau((W D^2 W^T)^2) = s^2 (D2^2 + D4)``;
 ``alpha^4 q s1 (D4 - D2^2)`` for ``conv``).  It is ``O(1/K^2)`` per block and moves ``s`` by up to
 4% at K = 4 (ReLU conv-mlp; measured/law 1.031 +- 0.008 without it, 1.009 +- 0.008 with it, 400
-seeds).  The coherent order is ``lambda = 0``, which keeps ``m2 = m1^2``: the spread ``lambda m1^2`` is of order ``1/K`` per
-block, but it multiplies ``m1^2 ~ K^2`` and accumulates over ``K`` blocks, so it changes ``s`` at
-order one and steepens the per-block profile (a function of ``i/K``; the exponent is unchanged).
+seeds). The coherent order is ``lambda = 0``, which keeps ``m2 = m1^2``: the spread ``lambda m1^2``
+is of order ``1/K`` per block, but it multiplies ``m1^2 ~ K^2`` and accumulates over ``K`` blocks,
+so it changes ``s`` at order one and steepens the per-block profile (a function of ``i/K``; the
+exponent is unchanged).
 
 **The first branch layer's pre-activation** ``h = W_1 x`` (``W_1 phi(x)`` for ``preact``) of block
 ``i`` reads the stream through ``g_{i-1} = g_i + J_i^T g_i``, whose second part holds its own
@@ -94,8 +95,8 @@ def fourth_moment_ratio(r_factors) -> sp.Expr:
 def block_recursion(branch: str) -> dict:
     """The per-block SymPy expressions of one ``branch``: ``eps2``, ``rho4``, ``lam``, ``src``,
     ``src_var``, ``src_cov``, ``m1_next``, ``m2_next`` and ``s_first`` (the first branch layer's
-    ``s`` in units of ``G_i``).  The stream's own ``s`` (``preact``) is ``G_{i-1} m2``; the stream's ``q`` path is
-    the mean-field recursion of :mod:`amutheory.symbolic.resnet` (it carries the ReLU branch mean)."""
+    ``s`` in units of ``G_i``).  The stream's own ``s`` (``preact``) is ``G_{i-1} m2``; the
+    stream's ``q`` path is the mean-field recursion of :mod:`amutheory.symbolic.resnet` (it carries the ReLU branch mean)."""
     if branch not in ("conv", "conv-mlp", "preact"):
         raise ValueError(f"branch must be conv, conv-mlp or preact; got {branch!r}")
     s1, s2 = c * v1, c * v2
@@ -142,8 +143,8 @@ def _check(spec: ArchSpec):
         raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
     if spec.family != "resnet":
         raise ValueError(f"spec.family must be 'resnet', got {spec.family!r}")
-    why = {"kernel": "spatial nets: the stream's position correlations grow along depth",
-           "spatial": "spatial nets: the stream's position correlations grow along depth",
+    spatial = "spatial nets: the stream's position correlations grow along depth"
+    why = {"kernel": spatial, "spatial": spatial,
            "batch": "the samples' streams are correlated at order one through the few input features"}
     for name in ("kernel", "spatial", "batch"):
         if getattr(spec, name) != 1:
