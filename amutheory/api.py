@@ -57,6 +57,12 @@ def _check_C(C):
 
 
 TRANSFORMER_LAWS = ("coherent", "effective-depth")
+#: residual-net laws of :func:`predict`: the coherent order (``A, B, e0`` calibrated) or the dense
+#: shape (the exact dense law's stream and own parts, each times a calibrated ``rho``,
+#: :func:`amutheory.symbolic.resnet_dense.shape_predictor`)
+RESNET_LAWS = ("coherent", "dense-shape")
+#: every law name :func:`predict` knows, in the order the CLI lists them
+LAWS = ("coherent", "effective-depth", "dense-shape")
 
 
 def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = "coherent"):
@@ -66,8 +72,10 @@ def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = 
     ``"effective-depth"`` (the chain law in ``2K + 2``, the second paper's claim)."""
     if spec is not None:
         _check_spec(spec)
-    if law not in TRANSFORMER_LAWS:
-        raise ValueError(f"law must be one of {', '.join(TRANSFORMER_LAWS)}; got {law!r}")
+    if law not in LAWS:
+        raise ValueError(f"law must be one of {', '.join(LAWS)}; got {law!r}")
+    if law == "dense-shape" and (spec is None or spec.family != "resnet"):
+        raise ValueError("law: 'dense-shape' is a residual-net law (family resnet)")
     if spec is not None and spec.family == "transformer":
         from amutheory.symbolic.transformer import effective_depth_law, transformer_law
 
@@ -79,6 +87,9 @@ def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = 
 
         if finite_width:
             raise ValueError("finite_width is available for the conv family only")
+        if law == "dense-shape":
+            raise ValueError("law: 'dense-shape' is a calibrated predictor, not a closed form (predict with "
+                             "law='dense-shape'); derive gives the coherent law, whose exponent it shares")
         return resnet_law(spec)
     return conv_law(spec, finite_width=finite_width)
 
@@ -306,6 +317,13 @@ def zero_padding_factor(spec: ArchSpec, depths, constants: dict):
     return np.array([table[d] for d in ints]), central_eta_slope(table, ints)
 
 
+def _check_law(spec: ArchSpec, law) -> None:
+    """``law`` must be one the family has: ``ValueError`` naming it otherwise."""
+    allowed = {"transformer": TRANSFORMER_LAWS, "resnet": RESNET_LAWS}.get(spec.family, ("coherent",))
+    if law not in allowed:
+        raise ValueError(f"law: family {spec.family!r} has the laws {', '.join(allowed)}; got {law!r}")
+
+
 def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DEFAULT_CALIBRATION_DEPTHS,
             calibration_seeds=32, statistic: str = "mean", protocol: ProbeProtocol = ProbeProtocol(),
             C: float = 1.0, progress=None, calibration_measurement: Measurement | None = None,
@@ -317,19 +335,19 @@ def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DE
     infinite-width law of the mean, nothing fitted; :func:`derived_mean`), ``"mlp-limit"`` (derived constants only, ``s`` in units of ``a``), or
     a :class:`~amutheory.calibrate.Calibration`.  ``statistic`` picks what is predicted: the
     arithmetic mean over seeds (``mean``, the expectation) or the typical value (``geo``).
-    ``law`` picks the transformer law (:data:`TRANSFORMER_LAWS`; other families have one).
+    ``law`` picks the transformer law (:data:`TRANSFORMER_LAWS`) or the residual-net law
+    (:data:`RESNET_LAWS`); conv chains have one (``"coherent"``).
     ``progress``: called as ``progress(i, total, depth)`` after each measured depth and, for the
     kernel law's input average, as ``progress(line)`` with one line of text."""
     _check_spec(spec)
-    if law not in TRANSFORMER_LAWS:
-        raise ValueError(f"law must be one of {', '.join(TRANSFORMER_LAWS)}; got {law!r}")
+    _check_law(spec, law)
     depths = check_depths(depths)
     C = _check_C(C)
     if statistic not in ("mean", "geo"):
         raise ValueError(f"statistic must be 'mean' or 'geo', got {statistic!r}")
     if spec.family == "resnet":
         return _predict_resnet(spec, depths, constants, calibration_depths, calibration_seeds, statistic,
-                               protocol, C, progress, calibration_measurement)
+                               protocol, C, progress, calibration_measurement, law)
     if spec.family == "transformer":
         return _predict_transformer(spec, depths, constants, calibration_depths, calibration_seeds, statistic,
                                     protocol, C, progress, calibration_measurement, law)
@@ -492,14 +510,31 @@ RESNET_CONSTANTS = ("A", "B", "e0")
 RESNET_SIGNED = ("e0",)
 
 
-def resnet_law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, statistic: str = "mean",
-                      input_var: float = 1.0):
-    """``(s_bar, eta*, local slope)`` of a residual ``spec`` at ``depths`` (K values); ``input_var``
-    sets the mean-field stream profile (it matters for activations that are not homogeneous)."""
+DENSE_SHAPE_CONSTANTS = ("rho_stream", "rho_own")
+
+
+def resnet_predictor(spec: ArchSpec, law: str = "coherent", input_var: float = 1.0):
+    """``(s_bar_fn(depths, *constants), constant names, signed names)`` of a residual law:
+    ``coherent`` (:func:`amutheory.symbolic.resnet.weighted_predictor`, ``A, B, e0``) or
+    ``dense-shape`` (:func:`amutheory.symbolic.resnet_dense.shape_predictor`, ``rho_stream, rho_own``)."""
+    if law == "dense-shape":
+        from amutheory.symbolic.resnet_dense import shape_predictor
+
+        return shape_predictor(spec, input_var), DENSE_SHAPE_CONSTANTS, ()
+    if law != "coherent":
+        raise ValueError(f"law: residual nets have the laws {', '.join(RESNET_LAWS)}; got {law!r}")
     from amutheory.symbolic.resnet import weighted_predictor
 
-    fn = weighted_predictor(spec, input_var)
-    return _block_law_values(fn, [constants[k].value for k in RESNET_CONSTANTS], depths, constants, C, statistic)
+    return weighted_predictor(spec, input_var), RESNET_CONSTANTS, RESNET_SIGNED
+
+
+def resnet_law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, statistic: str = "mean",
+                      input_var: float = 1.0, law: str = "coherent"):
+    """``(s_bar, eta*, local slope)`` of a residual ``spec`` at ``depths`` (K values) by ``law``
+    (:data:`RESNET_LAWS`); ``input_var`` sets the mean-field stream profile (it matters for
+    activations that are not homogeneous)."""
+    fn, names, _ = resnet_predictor(spec, law, input_var)
+    return _block_law_values(fn, [constants[k].value for k in names], depths, constants, C, statistic)
 
 
 def _block_law_values(fn, vals, depths, constants: dict, C: float, statistic: str):
@@ -551,27 +586,54 @@ def _block_calibration(spec, constants, fn, names, calibration_depths, calibrati
 
 
 def _predict_resnet(spec, depths, constants, calibration_depths, calibration_seeds, statistic, protocol, C,
-                    progress, calibration_measurement) -> Prediction:
-    from amutheory.symbolic.resnet import forward_analysis, weighted_predictor
+                    progress, calibration_measurement, law_name: str = "coherent") -> Prediction:
+    from amutheory.symbolic.resnet import forward_analysis
 
     law = derive(spec)  # raises for forward-unstable conventions: no power law to predict
     notes = [forward_analysis(spec, protocol.input_var)["mechanism"]]
     if isinstance(constants, str) and constants == "derive":
+        if law_name != "coherent":
+            raise ValueError(f"law: constants='derive' is the exact dense law itself; law={law_name!r} is "
+                             "calibrated (use constants='calibrate')")
         return _predict_resnet_dense(spec, depths, statistic, protocol, C, notes)
-    calib = _block_calibration(spec, constants, weighted_predictor(spec, protocol.input_var), RESNET_CONSTANTS,
-                               calibration_depths, calibration_seeds, statistic, protocol, C, progress,
-                               calibration_measurement, f"resnet law {law.name}", "residual nets",
-                               signed=RESNET_SIGNED, spread="bounded")
+    fn, names, signed = resnet_predictor(spec, law_name, protocol.input_var)
+    name = law.name if law_name == "coherent" else f"resnet-dense-shape-{spec.branch}-{spec.init}-{spec.activation}"
+    if law_name == "dense-shape":
+        notes.append("dense-shape law: the stream and own parts of the exact infinite-width law of the dense "
+                     "single-sample twin (kernel = spatial = batch = 1; symbolic.resnet_dense), each times a "
+                     "calibrated rho: their K-dependence is derived for the dense net, the position and batch "
+                     "sums are the two constants (taken the same at every block: not derived); O(1/n) left out")
+    calib = _block_calibration(spec, constants, fn, names, calibration_depths, calibration_seeds, statistic,
+                               protocol, C, progress, calibration_measurement, f"resnet law {name}",
+                               "residual nets", signed=signed, spread="bounded")
+    missing = [k for k in names if k not in calib.constants]
+    if missing:
+        raise ValueError(f"constants: a Calibration for law {law_name!r} must hold {', '.join(names)}; "
+                         f"missing {', '.join(missing)}")
     held_in = sorted(set(depths) & set(calib.depths))
     if held_in:
         notes.append(f"depths {held_in} were used for calibration: not an independent check there")
     const = dict(calib.constants)
     const["C"] = Constant("C", C, "convention", note="target one-step second moment")
-    s_bar, eta, slope = resnet_law_values(spec, depths, const, C, statistic, protocol.input_var)
-    log_sd = _block_law_log_sd(weighted_predictor(spec, protocol.input_var), RESNET_CONSTANTS, depths, const, calib,
-                               C, statistic)
-    return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, law.name, statistic,
+    if law_name == "dense-shape":
+        notes += _dropped_parts(fn, const, depths)
+    s_bar, eta, slope = _block_law_values(fn, [const[k].value for k in names], depths, const, C, statistic)
+    log_sd = _block_law_log_sd(fn, names, depths, const, calib, C, statistic)
+    return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, name, statistic,
                       C, calib, notes, log_sd)
+
+
+def _dropped_parts(fn, const: dict, depths) -> list:
+    """A note for each part of the dense-shape law that the calibration all but dropped (under 1% of
+    the prediction at every depth asked): the fit then rests on one part's K-dependence alone."""
+    rho_s, rho_o = const["rho_stream"].value, const["rho_own"].value
+    stream, own = np.asarray(fn(depths, rho_s, 0.0), float), np.asarray(fn(depths, 0.0, rho_o), float)
+    notes = []
+    for name, part in (("stream", stream), ("own", own)):
+        if np.all(part < 0.01 * (stream + own)):
+            notes.append(f"dense-shape law: the calibration dropped the {name} part (under 1% of s_bar at every "
+                         "depth asked): a degenerate fit, resting on the other part's K-dependence alone")
+    return notes
 
 
 def _predict_resnet_dense(spec, depths, statistic, protocol, C, notes) -> Prediction:

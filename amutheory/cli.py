@@ -75,9 +75,11 @@ def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
                    help="attention logits q.k/sqrt(d_h) (sqrt, default) or q.k/d_h (mup) (family transformer)")
     g.add_argument("--seq-len", type=int, default=None,
                    help="sequence length T (family transformer; alias of --spatial)")
-    g.add_argument("--law", default="coherent", choices=("coherent", "effective-depth"),
+    g.add_argument("--law", default="coherent", choices=("coherent", "effective-depth", "dense-shape"),
                    help="transformer law: coherent leading order (default) or the chain law in the effective "
-                        "depth 2K+2 (the second paper's claim)")
+                        "depth 2K+2 (the second paper's claim); residual nets (predict): coherent (A, B, e0 "
+                        "calibrated, default) or dense-shape (the exact dense law's stream and own parts, each times a "
+                        "calibrated rho)")
     g = p.add_argument_group("probe protocol (same defaults for predict and measure)")
     g.add_argument("--input-channels", type=int, default=3, help="input channels (default 3)")
     g.add_argument("--batch", type=int, default=8, help="batch size B of the SGD step (default 8)")
@@ -219,6 +221,9 @@ def _derive_resnet(args, spec):
 
     if args.finite_width:
         raise CliError("derive: --finite-width is available for --family conv only")
+    if args.law != "coherent":
+        raise CliError(f"derive: --law {args.law} is not a symbolic residual law (dense-shape is calibrated: use "
+                       "predict --law dense-shape; it shares the coherent law's exponent)")
     fa = forward_analysis(spec, args.input_var)
     co = branch_coefficients(spec.branch, spec.init)
     extra = {"forward_stable": fa["forward_stable"], "mechanism": fa["mechanism"], "growth": fa["growth"],

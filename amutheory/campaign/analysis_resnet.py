@@ -117,6 +117,36 @@ def analyse_resnet_config(cfg: CampaignConfig, meas: Measurement, protocol: Prob
     out.update(law=law.name, derived_exponent=str(law.exponent), derived_exponent_value=float(law.exponent),
                assumptions=list(law.assumptions))
     _compare_resnet(out, cfg, spec, meas, protocol, float(law.exponent))
+    out["dense_shape"] = _dense_shape_comparison(cfg, spec, meas, protocol, float(law.exponent))
+    return out
+
+
+#: the keys of a ``dense_shape`` result taken over from its calibrate-predict-compare run
+DENSE_SHAPE_KEYS = ("law", "per_depth", "calibration", "constants", "fitted_exponents", "held_out_test",
+                    "held_out_test_with_calibration", "passed", "passed_mean", "passed_geo", "passed_joint",
+                    "passed_joint_with_calibration", "max_rel_error", "max_rel_error_geo", "outside_ci_depths_mean",
+                    "outside_ci_depths_geo", "prediction_curve", "predicted_effective_exponent_mean",
+                    "predicted_effective_exponent_geo", "errors", "notes")
+
+
+def _dense_shape_comparison(cfg: CampaignConfig, spec: ArchSpec, meas: Measurement, protocol: ProbeProtocol,
+                            derived: float) -> dict:
+    """The calibrate-predict-compare of :func:`_compare_resnet` with the dense-shape law
+    (:func:`amutheory.symbolic.resnet_dense.shape_predictor`: the exact dense law's stream and own
+    parts, each times a calibrated ``rho``) on the same calibration depths and seeds: ``covered`` (bool), the
+    verdict keys of :data:`DENSE_SHAPE_KEYS`, or ``reason`` where the dense law does not cover the
+    config (``preact`` with ReLU)."""
+    from amutheory.symbolic.resnet import forward_analysis
+    from amutheory.symbolic.resnet_dense import shape_predictor
+
+    try:
+        shape_predictor(spec, protocol.input_var)
+    except ValueError as exc:
+        return {"covered": False, "reason": str(exc)}
+    sub = _resnet_base(cfg, spec, forward_analysis(spec, protocol.input_var))
+    _compare_resnet(sub, cfg, spec, meas, protocol, derived, law="dense-shape")
+    out = {"covered": True, **{k: sub.get(k) for k in DENSE_SHAPE_KEYS}}
+    out["law"] = f"resnet-dense-shape-{spec.branch}-{spec.init}-{spec.activation}"
     return out
 
 
@@ -184,7 +214,8 @@ def _add_law_slopes(fits: dict, rows: list) -> None:
 def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measurement, protocol: ProbeProtocol,
                     derived: float, law: str = "coherent") -> None:
     """Calibrate, predict and compare a forward-stable resnet config (both statistics); ``law``
-    picks the transformer law (:data:`amutheory.api.TRANSFORMER_LAWS`) for transformer configs."""
+    picks the transformer law (:data:`amutheory.api.TRANSFORMER_LAWS`) for transformer configs and
+    the residual law (:data:`amutheory.api.RESNET_LAWS`) for resnet configs."""
     held, cal = cfg.held_out_depths, list(cfg.calibration_depths)
     cal_meas = Measurement(spec, cal, meas.seeds, {d: meas.profiles[d] for d in cal}, meas.C, meas.level)
     depth_sets = {"all": list(cfg.depths), "held_out": held, "deepest": list(cfg.depths[-3:])}
@@ -210,7 +241,7 @@ def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measur
         out["notes"].append("no held-out depths: nothing independent to check, passed is false")
     out["prediction_curve"] = curve
     _record_verdict(out, passed_stats, rel_errs, joint_ok)
-    if spec.family == "resnet":
+    if spec.family == "resnet" and law == "coherent":
         out["block_profile"] = _block_profile(cfg, meas, out["constants"].get("mean"), protocol.input_var)
     # the same joint test with the calibrated constants' own sampling error added to each prediction:
     # does the law miss by more than the measurement *and* its calibration can account for?

@@ -60,6 +60,49 @@ def _resnet_table_lines(resnets: list) -> list:
     return lines
 
 
+def _held_out_cell(res: dict, stat: str) -> str:
+    """``-4.4% / -4.4%`` over the held-out K, ``!`` where outside the measured 95% CI."""
+    rows = [r for r in (res.get("per_depth") or {}).get(stat, []) if not r["calibration"]]
+    return " / ".join("n/a" if r["rel_error"] is None else f"{_pct(r['rel_error'])}{'' if r['inside_ci'] else '!'}"
+                      for r in rows) or "n/a"
+
+
+def _dense_shape_lines(resnets: list) -> list:
+    """Both residual laws side by side at the held-out K: the coherent order (``A, B, e0``) and the
+    dense shape (the exact dense law's two parts, ``rho_stream, rho_own``)."""
+    rows = [c for c in resnets if c["forward_stable"] and c.get("dense_shape")]
+    if not rows:
+        return []
+    lines = ["### The two calibrated laws at the held-out K", "",
+             "`coherent`: the coherent order, `A, B, e0` calibrated; `dense-shape`: the stream and own parts of "
+             "the exact dense law (`amutheory.symbolic.resnet_dense.shape_predictor`), each times a calibrated "
+             "constant (`predict --law dense-shape`); same calibration K, seeds and spread model.  Errors of "
+             "predicted eta* at the held-out K (`!`: outside the measured 95% CI); \"calibration rms\": the rms "
+             "log residual of the fit at the calibration K.", "",
+             "| convention | branch | activation | coherent: mean (geo) | coherent: passes / with calibration "
+             "error | coherent: calibration rms | dense-shape: mean (geo) | dense-shape: passes / with "
+             "calibration error | dense-shape: calibration rms |", "|---|---|---|---|---|---:|---|---|---:|"]
+    yes = {True: "yes", False: "**no**", None: "n/a"}
+    for c in rows:
+        d = c["dense_shape"]
+        rms = lambda r: _g(((r.get("calibration") or {}).get("mean") or {}).get("residual_rms_log"), 3)  # noqa: E731
+        if d.get("covered"):
+            dcells = (f"{_held_out_cell(d, 'mean')} ({_held_out_cell(d, 'geo')}) | {yes[d['passed']]} / "
+                      f"{yes[d['passed_joint_with_calibration']]} | {rms(d)}")
+        else:
+            dcells = "not covered | | "
+        lines.append(f"| {c['init']} | {c['branch']} | {c['spec']['activation']} | {_held_out_cell(c, 'mean')} "
+                     f"({_held_out_cell(c, 'geo')}) | {yes[c['passed']]} / {yes[c['passed_joint_with_calibration']]}"
+                     f" | {rms(c)} | {dcells} |")
+    covered = [c for c in rows if c["dense_shape"].get("covered")]
+    lines += ["", f"* covered by the dense law: {len(covered)} of {len(rows)} stable configs (not `preact` with "
+              f"ReLU); held-out passes (both statistics): coherent {sum(bool(c['passed']) for c in covered)}, "
+              f"dense-shape {sum(bool(c['dense_shape']['passed']) for c in covered)}; consistent with the "
+              f"calibration's error: coherent {sum(bool(c['passed_joint_with_calibration']) for c in covered)}, "
+              f"dense-shape {sum(bool(c['dense_shape']['passed_joint_with_calibration']) for c in covered)}.", ""]
+    return lines
+
+
 def _resnet_config_lines(c: dict) -> list:
     head = "FORWARD UNSTABLE" if not c["forward_stable"] else ("PASSED" if c["passed"] else "FAILED")
     lines = [f"### {c['name']}: {head}", "", f"* mechanism: {c['mechanism']}", f"* stream growth: {c['growth']}"]
@@ -129,6 +172,7 @@ def _resnet_report_lines(summary: dict, resnets: list) -> list:
                   "ReLU; lines: the calibrated derived law where the forward pass is stable; open markers: "
                   "forward-unstable configs (no law).", ""]
     lines += _resnet_table_lines(resnets) + [""]
+    lines += _dense_shape_lines(resnets)
     lines += [f"* {c['init']} / {c['branch']} ({c['spec']['activation']}): {c['mechanism']}" for c in resnets]
     lines.append("")
     for c in resnets:

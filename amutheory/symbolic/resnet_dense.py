@@ -95,7 +95,8 @@ def fourth_moment_ratio(r_factors) -> sp.Expr:
 def block_recursion(branch: str) -> dict:
     """The per-block SymPy expressions of one ``branch``: ``eps2``, ``rho4``, ``lam``, ``src``,
     ``src_var``, ``src_cov``, ``m1_next``, ``m2_next`` and ``s_first`` (the first branch layer's
-    ``s`` in units of ``G_i``).  The stream's own ``s`` (``preact``) is ``G_{i-1} m2``; the
+    ``s`` in units of ``G_i``), split as ``s_first = s_read + s_own``: the stream's update read
+    through ``W_1`` and the layer's own update (with its read-back of the stream).  The stream's own ``s`` (``preact``) is ``G_{i-1} m2``; the
     stream's ``q`` path is the mean-field recursion of :mod:`amutheory.symbolic.resnet` (it carries the ReLU branch mean)."""
     if branch not in ("conv", "conv-mlp", "preact"):
         raise ValueError(f"branch must be conv, conv-mlp or preact; got {branch!r}")
@@ -135,7 +136,8 @@ def block_recursion(branch: str) -> dict:
             "m1_next": (1 + eps2) * m1 + src,
             "m2_next": ((1 + eps2) ** 2 * m2 + lam * m1**2 + 2 * (src * (1 + eps2) + src_cov) * m1
                         + src**2 + src_var),
-            "s_first": s_read + own * ((base + mean_read) ** 2 + var_read)}
+            "s_first": s_read + own * ((base + mean_read) ** 2 + var_read),
+            "s_read": s_read, "s_own": own * ((base + mean_read) ** 2 + var_read)}
 
 
 def _check(spec: ArchSpec):
@@ -176,7 +178,8 @@ def _numeric_block(branch: str, activation: str, spread: bool = True):
     subs = {D2h: d2, D4h: d4, D2x: d2, D4x: d4, Mh: mom * var_h, Mx: mom * q}
     args = (q, m1, m2, alpha, v1, v2, c)
     m2_next = rec["m2_next"] if spread else rec["m2_next"] - rec["lam"] * m1**2
-    exprs = {"eps2": rec["eps2"], "m1_next": rec["m1_next"], "m2_next": m2_next, "s_first": rec["s_first"]}
+    exprs = {k: rec[k] for k in ("eps2", "m1_next", "s_first", "s_read", "s_own")}
+    exprs["m2_next"] = m2_next
     return {k: sp.lambdify(args, sp.expand(e.subs(subs)), "math") for k, e in exprs.items()}
 
 
@@ -191,10 +194,18 @@ def stem_moment(spec: ArchSpec) -> float:
     return 1 + 2 / _stem_fan_in(spec)
 
 
-def layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True) -> np.ndarray:
+#: the parts of :func:`layer_moments`: everything, the stream's update as read (the ``preact``
+#: stream itself and ``s_read``), the first layers' own updates (``s_own``)
+PARTS = ("all", "stream", "own")
+
+
+def layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True, part: str = "all") -> np.ndarray:
     """Expected ``s`` (the probe's, per unit ``eta^2``) of every pre-activation of ``spec``, in the
     probe's order (per block: the stream, then the first layer, for ``preact``), nothing fitted.
-    ``spread=False`` is the coherent order (``lambda = 0``), for comparison."""
+    ``spread=False`` is the coherent order (``lambda = 0``), for comparison.  ``part``
+    (:data:`PARTS`): ``"stream"`` or ``"own"`` keeps one of the two terms (they add up to ``"all"``)."""
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
     from amutheory.symbolic.resnet import _stream_path  # the mean-field q path (with the ReLU mean)
 
     _check(spec)
@@ -216,8 +227,8 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True) -
     for i in range(1, blocks + 1):
         args = (qs[i - 1], mm1, mm2, a, w1, w2, cc)
         if spec.branch == "preact":
-            out.append(G[i - 1] * mm2)
-        out.append(G[i] * fns["s_first"](*args))
+            out.append(G[i - 1] * mm2 * (part != "own"))
+        out.append(G[i] * fns[{"all": "s_first", "stream": "s_read", "own": "s_own"}[part]](*args))
         mm1, mm2 = fns["m1_next"](*args), fns["m2_next"](*args)
     scale = n**2 * spec.outputs * spec.readout_variance * float(input_var) ** 2 * stem_moment(spec)
     return scale * np.asarray(out)
@@ -227,3 +238,63 @@ def s_bar(spec: ArchSpec, depths, input_var: float = 1.0, spread: bool = True) -
     """``s_bar(K)``, the mean of :func:`layer_moments` over pre-activations, at each ``K`` in ``depths``."""
     _check(spec)
     return np.array([layer_moments(spec.with_(depth=int(d)), input_var, spread).mean() for d in depths])
+
+
+# --------------------------------------------------------------------------- the dense shape of spatial nets
+def dense_twin(spec: ArchSpec) -> ArchSpec:
+    """The dense single-sample net with ``spec``'s channels, branch, init and activation:
+    ``kernel = spatial = batch = 1`` (the net :func:`s_bar` is exact for)."""
+    if not isinstance(spec, ArchSpec):
+        raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
+    return spec.with_(kernel=1, spatial=1, batch=1)
+
+
+@functools.lru_cache(maxsize=4096)
+def _twin_parts(twin: ArchSpec, blocks: int, input_var: float) -> tuple[float, float]:
+    """The block averages of the twin's stream and own parts at ``blocks`` blocks."""
+    spec = twin.with_(depth=blocks)
+    return (float(layer_moments(spec, input_var, part="stream").mean()),
+            float(layer_moments(spec, input_var, part="own").mean()))
+
+
+def shape_predictor(spec: ArchSpec, input_var: float = 1.0):
+    """``s_bar(K; rho_stream, rho_own) = rho_stream * stream_twin(K) + rho_own * own_twin(K)``: the
+    *dense-shape law* of a spatial or batched residual net.  ``stream_twin`` and ``own_twin`` are the
+    block averages of the two parts of the exact dense law of :func:`dense_twin` (``part="stream"``:
+    the stream's update as read, with the spread; ``part="own"``: the first layer's own update and
+    its read-back of the stream; :func:`layer_moments`), nothing fitted in them; the two ``rho`` are
+    calibrated.  At ``kernel = spatial = batch = 1`` and ``rho = 1`` it is the dense law itself.
+
+    What it assumes.  In a spatial or batched net both parts are sums over positions and samples of
+    the dense net's operators: the GAP head's gradient is the same at every position of a sample,
+    a circular conv with independent taps maps the stream's position-sample kernel ``K(a, b)`` to its
+    average along the offset ``a - b`` (no correlation reaches a new offset), and the samples couple
+    through the shared weights.  The sums multiply the two parts by different factors (measured on
+    linear conv-mlp nets: the per-block spatial/dense ratio falls from the own-dominated first
+    blocks to the stream-dominated last ones, so one common factor does not hold).  This law takes
+    each factor to be the same at every block and every K.  That is not derived: the kernel's
+    averaging and, with ReLU, the branch means that add a growing correlation along the stream make
+    the factors functions of ``i / K``, which changes the ``O(1/K)`` terms, not the exponent.  So it
+    is a calibrated model with the dense law's K-dependence (spread, read-back, source covariance)
+    and two constants in place of the coherent order's three; the held-out depths of the campaign
+    test it (``derivations/03_residual_depth_law.py``, section 5d).  Its exponent is the dense law's,
+    which is the coherent order's (section 5c).
+
+    Covers what :func:`s_bar` covers (``ValueError`` naming the field otherwise): not ``preact``
+    with ReLU, whose dense law is refused (its measured spatial/dense ratio also grows with K:
+    32 -> 66 x 1e-3 over K = 2..64 at n = 64)."""
+    twin = dense_twin(spec)
+    _check(twin)
+    if not float(input_var) > 0:
+        raise ValueError(f"input_var must be > 0, got {input_var!r}")
+    base = twin.with_(depth=1)
+    iv = float(input_var)
+
+    def predict(depths, rho_stream, rho_own):
+        ks = np.ravel(np.asarray(depths, float))
+        if np.any(ks != np.round(ks)) or np.any(ks < 1):
+            raise ValueError(f"depths must be positive integers (block counts), got {depths!r}")
+        parts = np.array([_twin_parts(base, int(k), iv) for k in ks])
+        return (rho_stream * parts[:, 0] + rho_own * parts[:, 1]).reshape(np.shape(depths))
+
+    return predict
