@@ -228,8 +228,10 @@ def plot_resnet_eta_star(resnet_results: list) -> Figure:
     branch, log-log.
 
     Markers: the arithmetic mean over seeds with its 95% CI as error bars; filled for
-    forward-stable configs, with the calibrated derived law as a line (``prediction_curve``);
-    open for forward-unstable ones (no law), labelled "unstable".
+    forward-stable configs, with the calibrated derived law as a line (``prediction_curve``) and,
+    where the dense law covers the config, the calibrated dense-shape law dashed
+    (``dense_shape["prediction_curve"]``); open for forward-unstable ones (no law), labelled
+    "unstable".
 
     ``resnet_results``: resnet entries of ``summary.json["configs"]``; each needs ``init``,
     ``branch``, ``forward_stable``, ``per_depth["mean"]`` rows (``depth``, ``eta_meas``,
@@ -258,6 +260,10 @@ def plot_resnet_eta_star(resnet_results: list) -> Figure:
             if stable and curve.get("eta_mean") is not None:
                 ax.plot(curve["depths"], _positive([np.nan if v is None else v for v in curve["eta_mean"]]),
                         "-", color=col, lw=1.2)
+            shape = ((res.get("dense_shape") or {}).get("prediction_curve") or {})
+            if stable and shape.get("eta_mean") is not None:
+                ax.plot(shape["depths"], _positive([np.nan if v is None else v for v in shape["eta_mean"]]),
+                        "--", color=col, lw=1.0)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("blocks K")
@@ -267,6 +273,6 @@ def plot_resnet_eta_star(resnet_results: list) -> Figure:
         if depths_all:
             _integer_ticks(ax, depths_all)
     axes[0].set_ylabel(r"$\eta^\star$ (mean over seeds, 95% CI)")
-    fig.suptitle("residual nets, measured eta*(K): filled = forward stable with the calibrated law (line),\n"
-                 "open = forward unstable (no law)", fontsize=9)
+    fig.suptitle("residual nets, measured eta*(K): filled = forward stable with the calibrated coherent law (line)\n"
+                 "and dense-shape law (dashed), open = forward unstable (no law)", fontsize=9)
     return fig

@@ -151,3 +151,38 @@ def test_cli_derive_refuses_dense_shape(capsys):
     assert main(["derive", "--family", "resnet", "--law", "dense-shape"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "predict --law dense-shape" in err[0]
+
+
+def test_campaign_analysis_reports_both_laws():
+    """A covered config (conv-mlp / k-all, tiny) and a refused one (preact / ReLU) through the
+    campaign's residual analysis: ``dense_shape`` holds the second law's verdict keys, built the
+    same way as the coherent law's (held-out rows inside their CI <=> passed), or the reason; the
+    report's table and the figure's dashed line take them."""
+    from amutheory.campaign.analysis_resnet import DENSE_SHAPE_KEYS, analyse_resnet_config
+    from amutheory.campaign.presets import CampaignConfig
+    from amutheory.campaign.report_resnet import _dense_shape_lines
+    from amutheory.plots import plot_resnet_eta_star
+
+    results = []
+    for branch in ("conv-mlp", "preact"):
+        spec = spatial(branch, "k-all", width=16, spatial=5, batch=2, depth=6)
+        cfg = CampaignConfig(f"res-{branch}", spec, (1, 2, 3, 4, 6), (1, 2, 3, 4), 4)
+        meas = measure(spec, list(cfg.depths), cfg.seed_list)
+        results.append(analyse_resnet_config(cfg, meas))
+    covered, refused = results[0]["dense_shape"], results[1]["dense_shape"]
+    assert refused == {"covered": False, "reason": refused["reason"]} and "branch" in refused["reason"]
+    assert covered["covered"] and set(DENSE_SHAPE_KEYS) <= set(covered)
+    assert covered["law"] == "resnet-dense-shape-conv-mlp-k-all-relu"
+    assert set(covered["constants"]["mean"]) >= {"rho_stream", "rho_own", "sigma2_0", "kappa"}
+    for stat in ("mean", "geo"):
+        rows = covered["per_depth"][stat]
+        assert [r["calibration"] for r in rows] == [True, True, True, True, False]
+        assert all(r["inside_ci"] == (r["eta_meas_ci"][0] <= r["eta_pred"] <= r["eta_meas_ci"][1]) for r in rows)
+    assert covered["passed"] == all(r["inside_ci"] for s in ("mean", "geo") for r in covered["per_depth"][s]
+                                    if not r["calibration"])
+    lines = _dense_shape_lines(results)
+    assert lines[0] == "### The two calibrated laws at the held-out K" and len([x for x in lines if x.startswith(
+        "| k-all |")]) == 2
+    assert "not covered" in next(x for x in lines if "| preact |" in x)
+    fig = plot_resnet_eta_star(results)
+    assert sum(line.get_linestyle() == "--" for line in fig.axes[0].get_lines()) == 1

@@ -169,8 +169,8 @@ def _resnet_report_lines(summary: dict, resnets: list) -> list:
     if fig:
         lines += [f"![resnet eta*]({fig})", "",
                   "Measured eta* (arithmetic mean over seeds, 95% CI) against K, one panel per init convention, "
-                  "ReLU; lines: the calibrated derived law where the forward pass is stable; open markers: "
-                  "forward-unstable configs (no law).", ""]
+                  "ReLU; lines: the calibrated derived law where the forward pass is stable (dashed: the dense-shape "
+                  "law); open markers: forward-unstable configs (no law).", ""]
     lines += _resnet_table_lines(resnets) + [""]
     lines += _dense_shape_lines(resnets)
     lines += [f"* {c['init']} / {c['branch']} ({c['spec']['activation']}): {c['mechanism']}" for c in resnets]
