@@ -528,6 +528,14 @@ def resnet_predictor(spec: ArchSpec, law: str = "coherent", input_var: float = 1
     return weighted_predictor(spec, input_var), RESNET_CONSTANTS, RESNET_SIGNED
 
 
+def resnet_law_name(spec: ArchSpec, law: str = "coherent") -> str:
+    """The name a residual prediction carries: the coherent law's (``derive(spec).name``) or
+    ``resnet-dense-shape-<branch>-<init>-<activation>``."""
+    if law == "dense-shape":
+        return f"resnet-dense-shape-{spec.branch}-{spec.init}-{spec.activation}"
+    return derive(spec).name
+
+
 def resnet_law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, statistic: str = "mean",
                       input_var: float = 1.0, law: str = "coherent"):
     """``(s_bar, eta*, local slope)`` of a residual ``spec`` at ``depths`` (K values) by ``law``
@@ -597,7 +605,7 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
                              "calibrated (use constants='calibrate')")
         return _predict_resnet_dense(spec, depths, statistic, protocol, C, notes)
     fn, names, signed = resnet_predictor(spec, law_name, protocol.input_var)
-    name = law.name if law_name == "coherent" else f"resnet-dense-shape-{spec.branch}-{spec.init}-{spec.activation}"
+    name = resnet_law_name(spec, law_name)
     if law_name == "dense-shape":
         notes.append("dense-shape law: the stream and own parts of the exact infinite-width law of the dense "
                      "single-sample twin (kernel = spatial = batch = 1; symbolic.resnet_dense), each times a "
@@ -617,7 +625,7 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
     const["C"] = Constant("C", C, "convention", note="target one-step second moment")
     if law_name == "dense-shape":
         notes += _dropped_parts(fn, const, depths)
-    s_bar, eta, slope = _block_law_values(fn, [const[k].value for k in names], depths, const, C, statistic)
+    s_bar, eta, slope = resnet_law_values(spec, depths, const, C, statistic, protocol.input_var, law_name)
     log_sd = _block_law_log_sd(fn, names, depths, const, calib, C, statistic)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, name, statistic,
                       C, calib, notes, log_sd)

@@ -713,10 +713,20 @@ print(f"every entry of S(K) at offset d holds only entries of K at offset d: {of
 print(f"the offset sums sum_a K(a, a - d) are unchanged by S: {offset_sums_kept}")
 gen = torch.Generator().manual_seed(5)
 w_conv = torch.randn(16, 16, taps, generator=gen, dtype=torch.float64)
-ones = torch.ones(1, 16, 12, dtype=torch.float64) * torch.randn(1, 16, 1, generator=gen, dtype=torch.float64)
-back = torch.nn.functional.conv_transpose1d(torch.nn.functional.pad(ones, (1, 1), mode="circular"), w_conv)[..., 2:-2]
+
+
+def circular_conv(x):
+    """The nets' circular k-tap conv (``amutheory.measure.resnet``): circular padding, then a valid conv."""
+    return torch.nn.functional.conv1d(torch.nn.functional.pad(x, (1, 1), mode="circular"), w_conv)
+
+
+x_any = torch.randn(1, 16, 12, generator=gen, dtype=torch.float64)
+g_const = torch.randn(1, 16, 1, generator=gen, dtype=torch.float64).expand(1, 16, 12)  # one vector per position
+back = torch.func.vjp(circular_conv, x_any)[1](g_const)[0]  # W^T g, the exact transpose (autograd)
 zero_mode_gap = float((back - back.mean(-1, keepdim=True)).abs().max())
-print(f"circular W^T of a constant-over-positions signal: max deviation from constant = {zero_mode_gap:.1e}")
+dense_gap = float((back[0, :, 0] - w_conv.sum(-1).T @ g_const[0, :, 0]).abs().max())
+print(f"circular W^T of a constant-over-positions gradient: max deviation from constant = {zero_mode_gap:.1e}; "
+      f"from (sum_t W_t)^T g = {dense_gap:.1e}")
 twin_spec = spec_of("conv-mlp", "k-last", depth=32, width=64, kernel=1, spatial=1, batch=1)
 part_stream = rd.layer_moments(twin_spec, part="stream")
 part_own = rd.layer_moments(twin_spec, part="own")
@@ -799,7 +809,7 @@ assert np.all(prof_coh[:-1] > 1.1 * prof_cont[:-1])
 # the dense law and the own part fades along the stream (90% of the first block's s, 8% of the
 # last block's at K = 32); the dense-shape law's local slope at K ~ 6000 is within 0.02 of the
 # derived exponent (the 1/K terms are ~1e-3 there)
-assert offsets_kept and offset_sums_kept and zero_mode_gap < 1e-12
+assert offsets_kept and offset_sums_kept and zero_mode_gap < 1e-12 and dense_gap < 1e-12
 np.testing.assert_allclose(part_stream + part_own, rd.layer_moments(twin_spec), rtol=1e-12)
 assert part_own[0] / (part_stream[0] + part_own[0]) > 0.5 > part_own[-1] / (part_stream[-1] + part_own[-1])
 assert abs(shape_slope - float(resnet.resnet_law(spec_of("conv-mlp", "k-last")).exponent)) < 0.02

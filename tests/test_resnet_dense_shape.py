@@ -186,3 +186,22 @@ def test_campaign_analysis_reports_both_laws():
     assert "not covered" in next(x for x in lines if "| preact |" in x)
     fig = plot_resnet_eta_star(results)
     assert sum(line.get_linestyle() == "--" for line in fig.axes[0].get_lines()) == 1
+
+
+def test_a_dropped_part_is_flagged():
+    """The degenerate fit seen on small geometries (``rho_stream`` -> 0): the prediction's notes say
+    which part was dropped, and a fit with both parts in use says nothing."""
+    from amutheory.api import Constant, _dropped_parts
+
+    spec = spatial("conv-mlp", "k-last", "linear", depth=8)
+    fn = rd.shape_predictor(spec)
+
+    def notes(rho_s, rho_o):
+        const = {"rho_stream": Constant("rho_stream", rho_s, "calibrated"),
+                 "rho_own": Constant("rho_own", rho_o, "calibrated")}
+        return _dropped_parts(fn, const, np.array([4.0, 16.0]))
+
+    assert notes(1.0, 1.0) == []
+    (stream_note,) = notes(1e-12, 1.0)
+    (own_note,) = notes(1.0, 1e-12)
+    assert "dropped the stream part" in stream_note and "dropped the own part" in own_note

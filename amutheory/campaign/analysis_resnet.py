@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from amutheory import stats
-from amutheory.api import Measurement, predict
+from amutheory.api import Measurement, predict, resnet_law_name
 from amutheory.campaign.analysis import (_dense_depths, _eta_rows, _exponent_fits, _held_out_checks,
                                          _held_out_with_calibration, _record_prediction, _record_verdict)
 from amutheory.campaign.bootstrap import _quantile_ci, _seed_stat
@@ -146,7 +146,7 @@ def _dense_shape_comparison(cfg: CampaignConfig, spec: ArchSpec, meas: Measureme
     sub = _resnet_base(cfg, spec, forward_analysis(spec, protocol.input_var))
     _compare_resnet(sub, cfg, spec, meas, protocol, derived, law="dense-shape")
     out = {"covered": True, **{k: sub.get(k) for k in DENSE_SHAPE_KEYS}}
-    out["law"] = f"resnet-dense-shape-{spec.branch}-{spec.init}-{spec.activation}"
+    out["law"] = resnet_law_name(spec, "dense-shape")
     return out
 
 

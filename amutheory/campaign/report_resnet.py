@@ -67,6 +67,11 @@ def _held_out_cell(res: dict, stat: str) -> str:
                       for r in rows) or "n/a"
 
 
+def _rms_cell(res: dict) -> str:
+    """The rms log residual of a result's calibration of the mean."""
+    return _g(((res.get("calibration") or {}).get("mean") or {}).get("residual_rms_log"), 3)
+
+
 def _dense_shape_lines(resnets: list) -> list:
     """Both residual laws side by side at the held-out K: the coherent order (``A, B, e0``) and the
     dense shape (the exact dense law's two parts, ``rho_stream, rho_own``)."""
@@ -85,15 +90,14 @@ def _dense_shape_lines(resnets: list) -> list:
     yes = {True: "yes", False: "**no**", None: "n/a"}
     for c in rows:
         d = c["dense_shape"]
-        rms = lambda r: _g(((r.get("calibration") or {}).get("mean") or {}).get("residual_rms_log"), 3)  # noqa: E731
         if d.get("covered"):
             dcells = (f"{_held_out_cell(d, 'mean')} ({_held_out_cell(d, 'geo')}) | {yes[d['passed']]} / "
-                      f"{yes[d['passed_joint_with_calibration']]} | {rms(d)}")
+                      f"{yes[d['passed_joint_with_calibration']]} | {_rms_cell(d)}")
         else:
             dcells = "not covered | | "
         lines.append(f"| {c['init']} | {c['branch']} | {c['spec']['activation']} | {_held_out_cell(c, 'mean')} "
                      f"({_held_out_cell(c, 'geo')}) | {yes[c['passed']]} / {yes[c['passed_joint_with_calibration']]}"
-                     f" | {rms(c)} | {dcells} |")
+                     f" | {_rms_cell(c)} | {dcells} |")
     covered = [c for c in rows if c["dense_shape"].get("covered")]
     lines += ["", f"* covered by the dense law: {len(covered)} of {len(rows)} stable configs (not `preact` with "
               f"ReLU); held-out passes (both statistics): coherent {sum(bool(c['passed']) for c in covered)}, "

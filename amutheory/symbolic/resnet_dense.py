@@ -96,8 +96,8 @@ def block_recursion(branch: str) -> dict:
     """The per-block SymPy expressions of one ``branch``: ``eps2``, ``rho4``, ``lam``, ``src``,
     ``src_var``, ``src_cov``, ``m1_next``, ``m2_next`` and ``s_first`` (the first branch layer's
     ``s`` in units of ``G_i``), split as ``s_first = s_read + s_own``: the stream's update read
-    through ``W_1`` and the layer's own update (with its read-back of the stream).  The stream's own ``s`` (``preact``) is ``G_{i-1} m2``; the
-    stream's ``q`` path is the mean-field recursion of :mod:`amutheory.symbolic.resnet` (it carries the ReLU branch mean)."""
+    through ``W_1`` and the layer's own update (with its read-back of the stream).  The stream's
+    own ``s`` (``preact``) is ``G_{i-1} m2``; the stream's ``q`` path is the mean-field recursion of :mod:`amutheory.symbolic.resnet` (it carries the ReLU branch mean)."""
     if branch not in ("conv", "conv-mlp", "preact"):
         raise ValueError(f"branch must be conv, conv-mlp or preact; got {branch!r}")
     s1, s2 = c * v1, c * v2
@@ -132,12 +132,12 @@ def block_recursion(branch: str) -> dict:
         else:
             mean_read, var_read, s_read = s1 * m1, s1**2 * m2, s1 * m2
     lam = 2 * eps2 + (rho4 - 1) * eps2**2
+    s_own = own * ((base + mean_read) ** 2 + var_read)
     return {"eps2": eps2, "rho4": rho4, "lam": lam, "src": src, "src_var": src_var, "src_cov": src_cov,
             "m1_next": (1 + eps2) * m1 + src,
             "m2_next": ((1 + eps2) ** 2 * m2 + lam * m1**2 + 2 * (src * (1 + eps2) + src_cov) * m1
                         + src**2 + src_var),
-            "s_first": s_read + own * ((base + mean_read) ** 2 + var_read),
-            "s_read": s_read, "s_own": own * ((base + mean_read) ** 2 + var_read)}
+            "s_first": s_read + s_own, "s_read": s_read, "s_own": s_own}
 
 
 def _check(spec: ArchSpec):
