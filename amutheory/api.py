@@ -658,8 +658,10 @@ def _predict_resnet_dense(spec, depths, statistic, protocol, C, notes) -> Predic
                                    note="E[q_0^2]/input_var^2 of the stem's chi-square stream variance"),
              "G_K": Constant("G_K", spec.outputs * spec.readout_variance, "exact", expr="outputs * readout_variance",
                              note="stream gradient per coordinate at the head")}
-    notes = notes + ["exact infinite-width law of the dense net with the stream Jacobian's spread (free "
-                     "probability; symbolic.resnet_dense): nothing fitted; O(1/n) terms left out"]
+    how = ("one stream coordinate with its persistent masks (symbolic.resnet_preact)"
+           if spec.branch == "preact" and spec.activation != "linear" else
+           "the stream Jacobian's spread (free probability; symbolic.resnet_dense)")
+    notes = notes + [f"exact infinite-width law of the dense net, {how}: nothing fitted; O(1/n) terms left out"]
     s_bar, eta, slope = _block_law_values(lambda ks: resnet_dense.s_bar(spec, ks, protocol.input_var), [], depths,
                                           const, C, statistic)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const,

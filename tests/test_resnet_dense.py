@@ -152,7 +152,7 @@ def test_expectation_over_the_stem_is_the_chi_square_moment():
 
 
 @pytest.mark.parametrize("kw, word", [({"kernel": 3, "spatial": 8}, "kernel"), ({"batch": 8}, "batch"),
-                                      ({"activation": "gelu"}, "activation"), ({"branch": "preact"}, "branch"),
+                                      ({"activation": "gelu"}, "activation"),
                                       ({"init": "none"}, "init"), ({"shortcut": "projection"}, "shortcut")])
 def test_out_of_scope_is_refused(kw, word):
     args = {"branch": "conv-mlp", "init": "k-last", **kw}

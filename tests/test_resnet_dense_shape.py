@@ -26,9 +26,8 @@ from amutheory.symbolic.resnet import is_forward_stable
 pytestmark = pytest.mark.filterwarnings(r"ignore:`torch\.jit\.script` is deprecated:DeprecationWarning")
 
 #: every (branch, init, activation) the dense law, and so the dense shape, covers
-COVERED = [(b, i, a) for b in ("conv", "conv-mlp") for i in ("k-last", "k-all", "k-squared", "sqrt-multiplier")
-           for a in ("linear", "relu")] + [("preact", i, "linear") for i in ("k-last", "k-all", "k-squared",
-                                                                                  "sqrt-multiplier")]
+COVERED = [(b, i, a) for b in ("conv", "conv-mlp", "preact")
+           for i in ("k-last", "k-all", "k-squared", "sqrt-multiplier") for a in ("linear", "relu")]
 
 
 def spatial(branch, init, activation="relu", **kw):
@@ -58,9 +57,9 @@ def test_shape_law_is_the_twin_dense_law_parts_times_rho(case, depth, width, ker
     assert fn([depth], rho_s, rho_o)[0] == pytest.approx(rho_s * stream.mean() + rho_o * own.mean(), rel=1e-12)
 
 
-@pytest.mark.parametrize("branch, init", [("conv-mlp", "k-last"), ("conv", "k-squared"), ("preact", "k-all")])
-def test_dense_nets_get_the_dense_law_itself(branch, init):
-    act = "linear" if branch == "preact" else "relu"
+@pytest.mark.parametrize("branch, init, act", [("conv-mlp", "k-last", "relu"), ("conv", "k-squared", "relu"),
+                                               ("preact", "k-all", "linear"), ("preact", "k-last", "relu")])
+def test_dense_nets_get_the_dense_law_itself(branch, init, act):
     spec = spatial(branch, init, act, kernel=1, spatial=1, batch=1)
     ks = [1, 2, 7, 30]
     np.testing.assert_allclose(rd.shape_predictor(spec)(ks, 1.0, 1.0), rd.s_bar(spec, ks), rtol=1e-13)
@@ -83,8 +82,7 @@ def test_shape_law_slope_tends_to_the_derived_exponent(case, width):
     assert slope == pytest.approx(float(derive(spec.with_(depth=8)).exponent), abs=0.02)
 
 
-@pytest.mark.parametrize("kw, word", [({"branch": "preact", "activation": "relu"}, "branch"),
-                                      ({"activation": "gelu"}, "activation"), ({"init": "none"}, "init"),
+@pytest.mark.parametrize("kw, word", [({"activation": "gelu"}, "activation"), ({"init": "none"}, "init"),
                                       ({"shortcut": "projection"}, "shortcut")])
 def test_out_of_scope_is_refused(kw, word):
     args = {"branch": "conv-mlp", "init": "k-last", **kw}
@@ -142,9 +140,11 @@ def test_cli_predict_dense_shape(capsys):
     assert main(base + ["--json"]) == 0
     out = capsys.readouterr().out
     assert '"law": "resnet-dense-shape-conv-mlp-k-last-relu"' in out and '"rho_own"' in out
-    assert main(base[:4] + ["preact"] + base[5:]) == 2
+    assert main(base[:4] + ["preact"] + base[5:] + ["--json"]) == 0  # preact/ReLU: the coordinate law's parts
+    assert '"law": "resnet-dense-shape-preact-k-last-relu"' in capsys.readouterr().out
+    assert main(base + ["--activation", "gelu"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "branch" in err[0]
+    assert len(err) == 1 and "activation" in err[0]
 
 
 def test_cli_derive_refuses_dense_shape(capsys):
@@ -154,7 +154,7 @@ def test_cli_derive_refuses_dense_shape(capsys):
 
 
 def test_campaign_analysis_reports_both_laws():
-    """A covered config (conv-mlp / k-all, tiny) and a refused one (preact / ReLU) through the
+    """A covered config (conv-mlp / k-all, tiny) and a refused one (a projection shortcut) through the
     campaign's residual analysis: ``dense_shape`` holds the second law's verdict keys, built the
     same way as the coherent law's (held-out rows inside their CI <=> passed), or the reason; the
     report's table and the figure's dashed line take them."""
@@ -164,13 +164,13 @@ def test_campaign_analysis_reports_both_laws():
     from amutheory.plots import plot_resnet_eta_star
 
     results = []
-    for branch in ("conv-mlp", "preact"):
-        spec = spatial(branch, "k-all", width=16, spatial=5, batch=2, depth=6)
-        cfg = CampaignConfig(f"res-{branch}", spec, (1, 2, 3, 4, 6), (1, 2, 3, 4), 4)
+    for shortcut in ("identity", "projection"):
+        spec = spatial("conv-mlp", "k-all", width=16, spatial=5, batch=2, depth=6, shortcut=shortcut)
+        cfg = CampaignConfig(f"res-{shortcut}", spec, (1, 2, 3, 4, 6), (1, 2, 3, 4), 4)
         meas = measure(spec, list(cfg.depths), cfg.seed_list)
         results.append(analyse_resnet_config(cfg, meas))
     covered, refused = results[0]["dense_shape"], results[1]["dense_shape"]
-    assert refused == {"covered": False, "reason": refused["reason"]} and "branch" in refused["reason"]
+    assert refused == {"covered": False, "reason": refused["reason"]} and "shortcut" in refused["reason"]
     assert covered["covered"] and set(DENSE_SHAPE_KEYS) <= set(covered)
     assert covered["law"] == "resnet-dense-shape-conv-mlp-k-all-relu"
     assert set(covered["constants"]["mean"]) >= {"rho_stream", "rho_own", "sigma2_0", "kappa"}
@@ -183,7 +183,7 @@ def test_campaign_analysis_reports_both_laws():
     lines = _dense_shape_lines(results)
     assert lines[0] == "### The two calibrated laws at the held-out K" and len([x for x in lines if x.startswith(
         "| k-all |")]) == 2
-    assert "not covered" in next(x for x in lines if "| preact |" in x)
+    assert sum("not covered" in x for x in lines) == 1
     fig = plot_resnet_eta_star(results)
     assert sum(line.get_linestyle() == "--" for line in fig.axes[0].get_lines()) == 1
 

@@ -135,7 +135,7 @@ def _dense_shape_comparison(cfg: CampaignConfig, spec: ArchSpec, meas: Measureme
     (:func:`amutheory.symbolic.resnet_dense.shape_predictor`: the exact dense law's stream and own
     parts, each times a calibrated ``rho``) on the same calibration depths and seeds: ``covered`` (bool), the
     verdict keys of :data:`DENSE_SHAPE_KEYS`, or ``reason`` where the dense law does not cover the
-    config (``preact`` with ReLU)."""
+    config (an activation without exact moments, a projection shortcut)."""
     from amutheory.symbolic.resnet import forward_analysis
     from amutheory.symbolic.resnet_dense import shape_predictor
 

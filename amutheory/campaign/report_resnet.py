@@ -99,8 +99,8 @@ def _dense_shape_lines(resnets: list) -> list:
                      f"({_held_out_cell(c, 'geo')}) | {yes[c['passed']]} / {yes[c['passed_joint_with_calibration']]}"
                      f" | {_rms_cell(c)} | {dcells} |")
     covered = [c for c in rows if c["dense_shape"].get("covered")]
-    lines += ["", f"* covered by the dense law: {len(covered)} of {len(rows)} stable configs (not `preact` with "
-              f"ReLU); held-out passes (both statistics): coherent {sum(bool(c['passed']) for c in covered)}, "
+    lines += ["", f"* covered by the dense law: {len(covered)} of {len(rows)} stable configs; held-out passes "
+              f"(both statistics): coherent {sum(bool(c['passed']) for c in covered)}, "
               f"dense-shape {sum(bool(c['dense_shape']['passed']) for c in covered)}; consistent with the "
               f"calibration's error: coherent {sum(bool(c['passed_joint_with_calibration']) for c in covered)}, "
               f"dense-shape {sum(bool(c['dense_shape']['passed_joint_with_calibration']) for c in covered)}.", ""]

@@ -52,10 +52,12 @@ also weights ``m1, m2`` there), and for ``preact`` the stream itself is a pre-ac
 ``f = c_in k``; so ``E[s]`` is the law at ``q_0 = input_var`` times ``E[q_0^2] / input_var^2 =
 1 + 2/f``.  ``G_K = outputs * readout_variance``.
 
-**Scope.**  Branches ``conv``, ``conv-mlp`` with linear or ReLU, ``preact`` with linear; every
-forward-stable init.  ``preact`` with ReLU is refused: its stream masks ``phi'(x_j)`` persist from
-block to block (``x`` moves by ``O(K^{-1/2})`` per block), so ``M`` is not free of the next mask,
-and the measured ``s`` exceeds this law by ~20% at K = 32.  Spatial nets (``kernel, spatial > 1``)
+**Scope.**  Branches ``conv``, ``conv-mlp``, ``preact`` with linear or ReLU; every forward-stable
+init.  ``preact`` with ReLU is not free: its stream masks ``phi'(x_j)`` persist from block to block
+(``x`` moves by ``O(K^{-1/2})`` per block), so ``M`` is not free of the next mask, and the measured
+``s`` exceeds this free law by ~20% at K = 32.  :func:`layer_moments` hands that case to the
+coordinate law of :mod:`amutheory.symbolic.resnet_preact`, which carries the masks' persistence
+exactly (and equals this law when the masks are made independent).  Spatial nets (``kernel, spatial > 1``)
 are refused too: there the stream's position-position correlation grows along depth and the
 position sums of the sources grow with it (measured: their profile is steeper than the dense
 one), which this law does not carry.  Left out everywhere: the ``O(1/n)`` finite-width terms
@@ -155,9 +157,6 @@ def _check(spec: ArchSpec):
     if spec.activation not in ACTIVATIONS:
         raise ValueError(f"activation: the exact residual law needs a homogeneous activation "
                          f"({', '.join(ACTIVATIONS)}); got {spec.activation!r}")
-    if spec.branch == "preact" and spec.activation != "linear":
-        raise ValueError("branch: preact with a nonlinear activation is not derived (its stream masks persist "
-                         "from block to block, so M is not free of them; measured ~20% above this law at K = 32)")
     if spec.shortcut != "identity":
         raise ValueError(f"shortcut: the exact residual law has identity shortcuts only; got {spec.shortcut!r}")
     if spec.init == "none":
@@ -201,9 +200,28 @@ PARTS = ("all", "stream", "own")
 
 def layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True, part: str = "all") -> np.ndarray:
     """Expected ``s`` (the probe's, per unit ``eta^2``) of every pre-activation of ``spec``, in the
-    probe's order (per block: the stream, then the first layer, for ``preact``), nothing fitted.
+    probe's order (per block: the stream, then the first layer, for ``preact``), nothing fitted: the
+    free law (:func:`free_layer_moments`), and for ``preact`` with ReLU, where its stream masks are
+    not free, the coordinate law (:func:`amutheory.symbolic.resnet_preact.layer_moments`).
     ``spread=False`` is the coherent order (``lambda = 0``), for comparison.  ``part``
     (:data:`PARTS`): ``"stream"`` or ``"own"`` keeps one of the two terms (they add up to ``"all"``)."""
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
+    _check(spec)
+    if spec.branch == "preact" and spec.activation != "linear":
+        if not spread:
+            raise ValueError("spread: the coherent order is not defined for preact with ReLU (its law is the "
+                             "coordinate law of amutheory.symbolic.resnet_preact, which has no free spread term)")
+        from amutheory.symbolic.resnet_preact import layer_moments as coordinate_moments
+
+        return coordinate_moments(spec, input_var, part)
+    return free_layer_moments(spec, input_var, spread, part)
+
+
+def free_layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True, part: str = "all") -> np.ndarray:
+    """The free law's :func:`layer_moments` (every block's operators free of what came before), for
+    every net :func:`_check` admits; for ``preact`` with ReLU it is not the law (its stream masks
+    persist: ~20% low at K = 32) and is kept for comparison."""
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
     from amutheory.symbolic.resnet import _stream_path  # the mean-field q path (with the ReLU mean)
@@ -280,9 +298,11 @@ def shape_predictor(spec: ArchSpec, input_var: float = 1.0):
     test it (``derivations/03_residual_depth_law.py``, section 5d).  Its exponent is the dense law's,
     which is the coherent order's (section 5c).
 
-    Covers what :func:`s_bar` covers (``ValueError`` naming the field otherwise): not ``preact``
-    with ReLU, whose dense law is refused (its measured spatial/dense ratio also grows with K:
-    32 -> 66 x 1e-3 over K = 2..64 at n = 64)."""
+    Covers what :func:`s_bar` covers (``ValueError`` naming the field otherwise); for ``preact``
+    with ReLU the twin's parts are the coordinate law's (:mod:`amutheory.symbolic.resnet_preact`),
+    split by source: ``own`` is what the layer's own backward signal ``e_j`` brings, which for the
+    linear ``preact`` nets, where both laws exist, differs from the free law's split (their sum
+    does not)."""
     twin = dense_twin(spec)
     _check(twin)
     if not float(input_var) > 0:

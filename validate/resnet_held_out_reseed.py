@@ -1,0 +1,167 @@
+"""Do a residual campaign's held-out predictions hold on seeds the campaign never drew?
+
+The campaign measures every depth on the same seeds ``0 .. S-1``, and a seed draws the same
+standard normals for the stem and the first blocks at every K and every init (only their scale
+differs), and the same inputs and loss directions for every init at one K.  So the configs of a
+preset are not independent evidence: one unlucky draw of the seed set at a held-out K moves all
+of them the same way.  This script re-measures the held-out depths of a finished campaign
+(``--campaign DIR``, its ``summary.json``) on a disjoint block of seeds (``--first-seed``, default
+1000) and checks the campaign's own predictions (the coherent law and, where it covers the
+config, the dense-shape law; calibrated on the campaign's seeds, not refitted) against the
+fresh seeds' 95% CI, for the mean and the geometric mean, and against the pooled seeds (old and
+new: twice the seeds, an interval ~0.7 times as wide).
+
+Every (config, depth) is one block of seeds appended to ``--out`` (CSV; default
+``DIR/held_out_reseed.csv``) as soon as it is done; a rerun resumes after the blocks already
+there, and a file of another campaign is refused.  Bad input prints one line and exits 2.
+
+    python validate/resnet_held_out_reseed.py --campaign results/resnet-wide --only resnet-preact-k-all-relu
+    python validate/resnet_held_out_reseed.py --campaign results/quick --seeds 48 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from amutheory import stats
+from amutheory.measure.probe import probe
+from amutheory.spec import ArchSpec, ProbeProtocol
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _blocks import add_block_options, append_rows, check_seeds, read_rows  # noqa: E402
+
+COLUMNS = ("campaign", "config", "depth", "seed", "s_bar")
+#: the two calibrated laws of a residual config in summary.json: where its held-out rows live
+LAWS = {"coherent": lambda c: c.get("per_depth"),
+        "dense-shape": lambda c: (c.get("dense_shape") or {}).get("per_depth")}
+CI = {"mean": stats.arith_mean_ci, "geo": stats.geo_mean_ci}
+
+
+def parse(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--campaign", required=True, help="a finished campaign's output folder (summary.json)")
+    p.add_argument("--only", action="append", default=None, help="config name (repeatable; default: every "
+                   "forward-stable residual config of the campaign)")
+    add_block_options(p, 96, 1000, None, "(config, depth)")
+    args = p.parse_args(argv)
+    check_seeds(p, args)
+    if args.first_seed < 0:
+        p.error("--first-seed must be >= 0")
+    return args
+
+
+def _campaign_results(folder: Path) -> dict:
+    """``{(config, depth): {seed: s_bar}}`` of the campaign's own ``results.csv`` (the mean of
+    ``s_l`` over layers per seed)."""
+    per: dict = {}
+    with (folder / "results.csv").open() as fh:
+        for r in csv.DictReader(fh):
+            per.setdefault((r["config"], int(r["depth"]), int(r["seed"])), []).append(float(r["s"]))
+    out: dict = {}
+    for (name, depth, seed), values in per.items():
+        out.setdefault((name, depth), {})[seed] = float(np.mean(values))
+    return out
+
+
+def _verdicts(cfg: dict, fresh: dict, pooled: dict, level: float) -> list:
+    """Per law, statistic and held-out depth: the campaign's prediction of ``s_bar`` against the
+    CI of the campaign's seeds (as the campaign reported it), of the fresh seeds and of both."""
+    rows = []
+    for law, rows_of in LAWS.items():
+        per_depth = rows_of(cfg)
+        if not per_depth:
+            continue
+        for stat, ci_fn in CI.items():
+            for r in per_depth[stat]:
+                d = r["depth"]
+                if r["calibration"] or d not in fresh or r.get("s_pred") is None:
+                    continue
+                row = {"config": cfg["name"], "law": law, "statistic": stat, "depth": d, "s_pred": r["s_pred"],
+                       "campaign_inside": bool(r["inside_ci"]), "campaign_error": r["rel_error"]}
+                for name, values in (("fresh", fresh[d]), ("pooled", pooled[d])):
+                    m, lo, hi = ci_fn(np.asarray(values), level=level)
+                    # eta* = sqrt(C / s): the relative error of eta and the CI test through s
+                    row[f"{name}_error"] = math.sqrt(m / r["s_pred"]) - 1
+                    row[f"{name}_inside"] = bool(lo <= r["s_pred"] <= hi)
+                rows.append(row)
+    return rows
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    folder = Path(args.campaign)
+    try:
+        summary = json.loads((folder / "summary.json").read_text())
+        configs = [c for c in summary["configs"] if c.get("family") == "resnet" and c.get("forward_stable")]
+        protocol = ProbeProtocol(**summary.get("protocol", {}))
+        old = _campaign_results(folder)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"error: --campaign {folder}: not a finished campaign folder ({exc})", file=sys.stderr)
+        return 2
+    names = [c["name"] for c in configs]
+    unknown = sorted(set(args.only or []) - set(names))
+    if unknown:
+        print(f"error: --only {unknown[0]!r} is not a forward-stable residual config of {folder} "
+              f"(there: {', '.join(names) or 'none'})", file=sys.stderr)
+        return 2
+    configs = [c for c in configs if not args.only or c["name"] in args.only]
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    used = set(range(max(c["seeds"] for c in configs))) if configs else set()
+    if used & set(seeds):
+        print(f"error: --first-seed {args.first_seed}: the seeds overlap the campaign's 0..{max(used)}",
+              file=sys.stderr)
+        return 2
+    path = Path(args.out or folder / "held_out_reseed.csv")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tag = str(folder.resolve())
+    done: dict = {}
+    for row in read_rows(path, lambda r: r["campaign"], tag):
+        done.setdefault((row["config"], int(row["depth"])), {})[int(row["seed"])] = float(row["s_bar"])
+    verdicts = []
+    for cfg in configs:
+        fresh, pooled = {}, {}
+        for d in cfg["held_out_depths"]:
+            have = done.get((cfg["name"], d), {})
+            if all(s in have for s in seeds):
+                print(f"[{cfg['name']} K={d}] complete in {path}, skipped", file=sys.stderr)
+                values = [have[s] for s in seeds]
+            else:
+                t0 = time.perf_counter()
+                spec = ArchSpec(**cfg["spec"]).with_(depth=d)
+                values = list(probe(spec, seeds, protocol).s_bar)
+                append_rows(path, COLUMNS, [(tag, cfg["name"], d, s, v) for s, v in zip(seeds, values)])
+                print(f"[{cfg['name']} K={d}] {len(seeds)} seeds in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            fresh[d] = values
+            pooled[d] = values + list(old.get((cfg["name"], d), {}).values())
+        verdicts += _verdicts(cfg, fresh, pooled, 0.95)
+    out = {"campaign": str(folder), "seeds": seeds[0:1] + seeds[-1:], "rows": verdicts,
+           "counts": {law: {key: sum(r[key] for r in verdicts if r["law"] == law)
+                            for key in ("campaign_inside", "fresh_inside", "pooled_inside")}
+                      | {"of": sum(r["law"] == law for r in verdicts)} for law in LAWS}}
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(f"held-out predictions of {folder} on seeds {seeds[0]}..{seeds[-1]} (error of predicted eta*; "
+          f"'!' outside the 95% CI)")
+    print(f"{'config':44s} {'law':12s} {'stat':5s} {'K':>4s} {'campaign seeds':>15s} {'fresh seeds':>12s} "
+          f"{'pooled':>9s}")
+    for r in verdicts:
+        cells = [f"{r[k + '_error']:+.1%}{'' if r[k + '_inside'] else '!'}" for k in ("campaign", "fresh", "pooled")]
+        print(f"{r['config']:44s} {r['law']:12s} {r['statistic']:5s} {r['depth']:>4d} {cells[0]:>15s} "
+              f"{cells[1]:>12s} {cells[2]:>9s}")
+    for law, c in out["counts"].items():
+        print(f"{law}: inside the CI at {c['campaign_inside']} (campaign seeds), {c['fresh_inside']} (fresh), "
+              f"{c['pooled_inside']} (pooled) of {c['of']} held-out (config, statistic, depth)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
