@@ -164,6 +164,13 @@ def test_held_out_reseed_script(tmp_path, capsys, validate_script):
         m, lo, hi = ci(fresh, level=0.95)
         assert r["depth"] == 6 and r["fresh_inside"] == (lo <= r["s_pred"] <= hi)
         assert r["fresh_error"] == pytest.approx(np.sqrt(m / r["s_pred"]) - 1, rel=1e-12)
+    (cfg,) = first["configs"].values()  # the law picked from the calibration alone, and the per-config verdicts
+    rms = cfg["calibration_rms"]
+    assert cfg["selected_law"] == min(rms, key=rms.get)
+    for law in ("coherent", "dense-shape"):
+        rows = [r for r in first["rows"] if r["law"] == law]
+        assert cfg["laws"][law]["fresh"] == all(r["fresh_inside"] for r in rows)
+    assert first["configs_passed"]["selected"]["fresh"] == int(cfg["laws"][cfg["selected_law"]]["fresh"])
     assert reseed.main(args) == 0  # resume
     captured = capsys.readouterr()
     assert "skipped" in captured.err and json.loads(captured.out) == first

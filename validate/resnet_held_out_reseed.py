@@ -95,6 +95,27 @@ def _verdicts(cfg: dict, fresh: dict, pooled: dict, level: float) -> list:
     return rows
 
 
+def _calibration_rms(cfg: dict, law: str):
+    """The rms log residual of ``law``'s calibration of the mean (``None`` where it has none)."""
+    res = cfg if law == "coherent" else (cfg.get("dense_shape") or {})
+    return ((res.get("calibration") or {}).get("mean") or {}).get("residual_rms_log")
+
+
+def _per_config(configs: list, verdicts: list) -> dict:
+    """Per config: whether each law has every held-out row (both statistics, every held-out K)
+    inside the CI of the campaign's, the fresh and the pooled seeds, and the law a user would have
+    picked from the calibration alone (the lower rms log residual of the mean's fit)."""
+    out = {}
+    for cfg in configs:
+        rows = [r for r in verdicts if r["config"] == cfg["name"]]
+        laws = {law: {k: all(r[f"{k}_inside"] for r in rows if r["law"] == law) for k in ("campaign", "fresh", "pooled")}
+                for law in LAWS if any(r["law"] == law for r in rows)}
+        rms = {law: _calibration_rms(cfg, law) for law in laws}
+        picked = min((law for law in laws if rms[law] is not None), key=lambda law: rms[law], default=None)
+        out[cfg["name"]] = {"laws": laws, "calibration_rms": rms, "selected_law": picked}
+    return out
+
+
 def main(argv=None) -> int:
     args = parse(argv)
     folder = Path(args.campaign)
@@ -142,10 +163,20 @@ def main(argv=None) -> int:
             fresh[d] = values
             pooled[d] = values + list(old.get((cfg["name"], d), {}).values())
         verdicts += _verdicts(cfg, fresh, pooled, 0.95)
+    per_config = _per_config(configs, verdicts)
+    kinds = ("campaign", "fresh", "pooled")
     out = {"campaign": str(folder), "seeds": seeds[0:1] + seeds[-1:], "rows": verdicts,
            "counts": {law: {key: sum(r[key] for r in verdicts if r["law"] == law)
                             for key in ("campaign_inside", "fresh_inside", "pooled_inside")}
-                      | {"of": sum(r["law"] == law for r in verdicts)} for law in LAWS}}
+                      | {"of": sum(r["law"] == law for r in verdicts)} for law in LAWS},
+           "configs": per_config,
+           "configs_passed": {law: {k: sum(bool(c["laws"].get(law, {}).get(k)) for c in per_config.values())
+                                    for k in kinds} | {"of": sum(law in c["laws"] for c in per_config.values())}
+                              for law in (*LAWS, "selected")}}
+    for k in kinds:  # the law picked from the calibration alone
+        out["configs_passed"]["selected"][k] = sum(bool(c["selected_law"] and c["laws"][c["selected_law"]][k])
+                                                   for c in per_config.values())
+    out["configs_passed"]["selected"]["of"] = sum(c["selected_law"] is not None for c in per_config.values())
     if args.json:
         print(json.dumps(out))
         return 0
@@ -160,6 +191,10 @@ def main(argv=None) -> int:
     for law, c in out["counts"].items():
         print(f"{law}: inside the CI at {c['campaign_inside']} (campaign seeds), {c['fresh_inside']} (fresh), "
               f"{c['pooled_inside']} (pooled) of {c['of']} held-out (config, statistic, depth)")
+    for law, c in out["configs_passed"].items():
+        what = "the law with the lower calibration rms, per config" if law == "selected" else law
+        print(f"configs with every held-out row inside, {what}: {c['campaign']} (campaign seeds), {c['fresh']} "
+              f"(fresh), {c['pooled']} (pooled) of {c['of']}")
     return 0
 
 
