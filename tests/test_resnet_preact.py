@@ -18,7 +18,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
-from test_resnet_dense import _conditional_ratios, dense
+from test_resnet_dense import _assert_law_holds, _conditional_ratios, _mean_and_se, dense
 
 from amutheory.measure.models import build_model
 from amutheory.symbolic import resnet_dense as rd
@@ -109,14 +109,11 @@ def test_law_matches_dense_preact_relu_nets_and_the_free_law_does_not():
     spec = dense("preact", "k-last", depth=32, width=256)
     seeds = list(range(64))
     ratios = _conditional_ratios(spec, seeds)
-    per_seed = ratios.mean(1)
-    mean, se = per_seed.mean(), per_seed.std(ddof=1) / np.sqrt(len(seeds))
-    assert abs(mean - 1) < 4 * se + 0.04, (mean, se)
-    first = ratios[:, 1::2].mean(1)
-    first_free = (ratios * (rd.layer_moments(spec) / rd.free_layer_moments(spec)))[:, 1::2].mean(1)
-    sd_of_mean = first_free.std(ddof=1) / np.sqrt(len(seeds))
-    assert first_free.mean() - 1 > 4 * sd_of_mean, first_free.mean()
-    assert abs(first.mean() - 1) < 4 * first.std(ddof=1) / np.sqrt(len(seeds)) + 0.04, first.mean()
+    _assert_law_holds(ratios.mean(1))
+    _assert_law_holds(ratios[:, 1::2].mean(1))
+    first_free, first_free_se = _mean_and_se(
+        (ratios * (rd.layer_moments(spec) / rd.free_layer_moments(spec)))[:, 1::2].mean(1))
+    assert first_free - 1 > 4 * first_free_se, first_free
 
 
 def test_errors():

@@ -65,6 +65,8 @@ coef, E_src, F_src, P_pair, G_src, mask_src = sp.symbols("coef E F P G_src mask"
 C_j, G_j, q_x = sp.symbols("C_j G_j q", nonnegative=True)
 alpha, s1, s2 = sp.symbols("alpha s1 s2", positive=True)
 rho = sp.Symbol("rho", real=True)
+#: one source's read (the ``read`` expression's value), an input of ``fresh``
+read_src = sp.Symbol("read_src", nonnegative=True)
 
 #: how the stream masks of two blocks are taken: the exact Gaussian orthant probability, or free
 #: (the free law's assumption, for comparison)
@@ -109,7 +111,7 @@ def block_expressions(activation: str) -> dict:
         "c": c,
         "read": read,
         "own_direct": alpha**2 * s2 * d2 * G_j * c**2,
-        "fresh": alpha**2 * s2 * (c**2 * alpha**2 * d4 * s2 * G_src + d2 * s1 * sp.Symbol("read_src")),
+        "fresh": alpha**2 * s2 * (c**2 * alpha**2 * d4 * s2 * G_src + d2 * s1 * read_src),
         "kappa": alpha**2 * mh + alpha**2 * s2 * d2 * c,
         "eps2": alpha**2 * s2 * d2 * s1 * d2,
         "e_var": alpha**2 * s1 * s2 * d2,
@@ -121,12 +123,11 @@ def block_expressions(activation: str) -> dict:
 @functools.lru_cache(maxsize=None)
 def _numeric(activation: str) -> dict:
     ex = block_expressions(activation)
-    read_sym = sp.Symbol("read_src")
     fns = {
         "c": sp.lambdify((q_x, C_j, s1), ex["c"], "numpy"),
         "read": sp.lambdify((P_pair, coef, E_src, F_src), ex["read"], "numpy"),
         "own_direct": sp.lambdify((alpha, s2, G_j, q_x, C_j, s1), ex["own_direct"], "numpy"),
-        "fresh": sp.lambdify((alpha, s2, s1, q_x, C_j, G_src, read_sym), ex["fresh"], "numpy"),
+        "fresh": sp.lambdify((alpha, s2, s1, q_x, C_j, G_src, read_src), ex["fresh"], "numpy"),
         "kappa": sp.lambdify((alpha, s2, s1, q_x, C_j), ex["kappa"], "numpy"),
         "unread": sp.lambdify((mask_src, coef, E_src, F_src), ex["unread"], "numpy"),
         "pair": sp.lambdify(rho, mask_pair(activation), "numpy"),
@@ -136,21 +137,25 @@ def _numeric(activation: str) -> dict:
             "e_var": sp.lambdify(weights, ex["e_var"], "math"), "d2": float(ex["d2"]), "d4": float(ex["d4"])}
 
 
+def _pair_row(fns: dict, qs: np.ndarray, j: int, masks: str) -> np.ndarray:
+    """Row ``j - 1`` of :func:`stream_mask_pairs` (one block's pairs with every block: O(K) memory)."""
+    if masks == "persistent":
+        row = np.broadcast_to(fns["pair"](np.sqrt(np.minimum(qs, qs[j - 1]) / np.maximum(qs, qs[j - 1]))),
+                              qs.shape).astype(float)
+    else:
+        row = np.full(qs.shape, fns["d2"] ** 2)
+    row[j - 1] = fns["d4"]
+    return row
+
+
 def stream_mask_pairs(activation: str, qs, masks: str = "persistent") -> np.ndarray:
     """``P[j-1, p-1] = E[phi'(x_{j-1})^2 phi'(x_{p-1})^2]`` for blocks ``j, p = 1..K``, from the
     stream's ``q`` before each block (``qs[0..K-1]``): :func:`mask_pair` at ``sqrt(q_lo / q_hi)``,
     ``E phi'^4`` on the diagonal; ``masks="independent"`` puts ``(E phi'^2)^2`` off the diagonal."""
     if masks not in MASKS:
         raise ValueError(f"masks must be one of {', '.join(MASKS)}, got {masks!r}")
-    fns = _numeric(activation)
-    qs = np.asarray(qs, float)
-    if masks == "persistent":
-        lo, hi = np.minimum.outer(qs, qs), np.maximum.outer(qs, qs)
-        pairs = np.broadcast_to(fns["pair"](np.sqrt(lo / hi)), lo.shape).astype(float)
-    else:
-        pairs = np.full((len(qs), len(qs)), fns["d2"] ** 2)
-    np.fill_diagonal(pairs, fns["d4"])
-    return pairs
+    fns, qs = _numeric(activation), np.asarray(qs, float)
+    return np.array([_pair_row(fns, qs, j, masks) for j in range(1, len(qs) + 1)])
 
 
 def layer_moments(spec: ArchSpec, input_var: float = 1.0, part: str = "all",
@@ -176,7 +181,9 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, part: str = "all",
     a = float(branch_multiplier(spec.init).subs(K, blocks))
     w1, w2 = spec.c * vs[0], spec.c * vs[-1]
     qs = np.asarray(_stream_path(spec, blocks, 1.0), float)  # degree 1 in q_0: at q_0 = 1, scaled below
-    pairs = stream_mask_pairs(spec.activation, qs[:blocks], masks)
+    if masks not in MASKS:
+        raise ValueError(f"masks must be one of {', '.join(MASKS)}, got {masks!r}")
+    q_before = qs[:blocks]
 
     G = (1 + fns["eps2"](a, w1, w2)) ** np.arange(blocks, -1, -1.0)  # G_i / G_K, i = 0..K
     # sources: index 0 is g_K, index p = 1..K is e_p
@@ -190,7 +197,7 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, part: str = "all",
     for j in range(1, blocks + 1):
         cj = C[j]
         coefs = np.concatenate([[cj], np.where(p_idx < j, C[np.minimum(p_idx, j)], cj)])
-        pair_row = np.concatenate([[fns["d2"]], pairs[j - 1]])
+        pair_row = np.concatenate([[fns["d2"]], _pair_row(fns, q_before, j, masks)])
         read = fns["read"](pair_row, coefs, e_var, F)
         g_share = np.concatenate([[1.0], np.where(p_idx > j, mask_of[1:] * e_var[1:], 0.0)])
         own = fns["own_direct"](a, w2, G[j], qs[j - 1], cj, w1) + w1 * read[j]
