@@ -22,7 +22,6 @@ there, and a file of another campaign is refused.  Bad input prints one line and
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
@@ -32,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from amutheory import stats
+from amutheory.campaign.results import read_results
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec, ProbeProtocol
 
@@ -59,15 +59,15 @@ def parse(argv=None):
 
 
 def _campaign_results(folder: Path) -> dict:
-    """``{(config, depth): {seed: s_bar}}`` of the campaign's own ``results.csv`` (the mean of
-    ``s_l`` over layers per seed)."""
-    per: dict = {}
-    with (folder / "results.csv").open() as fh:
-        for r in csv.DictReader(fh):
-            per.setdefault((r["config"], int(r["depth"]), int(r["seed"])), []).append(float(r["s"]))
+    """``{(config, depth): {seed: s_bar}}`` of the campaign's own ``results.csv``
+    (:func:`amutheory.campaign.results.read_results`; the mean of ``s_l`` over layers per seed)."""
+    blocks, _ = read_results(folder / "results.csv")
     out: dict = {}
-    for (name, depth, seed), values in per.items():
-        out.setdefault((name, depth), {})[seed] = float(np.mean(values))
+    for (name, _padding, depth), block in blocks.items():
+        per_seed: dict = {}
+        for (seed, _layer), (_row, s) in block.items():
+            per_seed.setdefault(seed, []).append(s)
+        out[(name, depth)] = {seed: float(np.mean(v)) for seed, v in per_seed.items()}
     return out
 
 
@@ -108,7 +108,8 @@ def _per_config(configs: list, verdicts: list) -> dict:
     out = {}
     for cfg in configs:
         rows = [r for r in verdicts if r["config"] == cfg["name"]]
-        laws = {law: {k: all(r[f"{k}_inside"] for r in rows if r["law"] == law) for k in ("campaign", "fresh", "pooled")}
+        laws = {law: {k: all(r[f"{k}_inside"] for r in rows if r["law"] == law)
+                      for k in ("campaign", "fresh", "pooled")}
                 for law in LAWS if any(r["law"] == law for r in rows)}
         rms = {law: _calibration_rms(cfg, law) for law in laws}
         picked = min((law for law in laws if rms[law] is not None), key=lambda law: rms[law], default=None)
@@ -169,14 +170,11 @@ def main(argv=None) -> int:
            "counts": {law: {key: sum(r[key] for r in verdicts if r["law"] == law)
                             for key in ("campaign_inside", "fresh_inside", "pooled_inside")}
                       | {"of": sum(r["law"] == law for r in verdicts)} for law in LAWS},
-           "configs": per_config,
-           "configs_passed": {law: {k: sum(bool(c["laws"].get(law, {}).get(k)) for c in per_config.values())
-                                    for k in kinds} | {"of": sum(law in c["laws"] for c in per_config.values())}
-                              for law in (*LAWS, "selected")}}
-    for k in kinds:  # the law picked from the calibration alone
-        out["configs_passed"]["selected"][k] = sum(bool(c["selected_law"] and c["laws"][c["selected_law"]][k])
-                                                   for c in per_config.values())
-    out["configs_passed"]["selected"]["of"] = sum(c["selected_law"] is not None for c in per_config.values())
+           "configs": per_config, "configs_passed": {}}
+    for law in (*LAWS, "selected"):  # "selected": the law picked from the calibration alone, per config
+        verdicts_of = [c["laws"].get(c["selected_law"] if law == "selected" else law) for c in per_config.values()]
+        out["configs_passed"][law] = {k: sum(bool(v and v[k]) for v in verdicts_of) for k in kinds}
+        out["configs_passed"][law]["of"] = sum(v is not None for v in verdicts_of)
     if args.json:
         print(json.dumps(out))
         return 0

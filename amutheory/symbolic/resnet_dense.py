@@ -96,7 +96,8 @@ def fourth_moment_ratio(r_factors) -> sp.Expr:
 @functools.lru_cache(maxsize=None)
 def block_recursion(branch: str) -> dict:
     """The per-block SymPy expressions of one ``branch``: ``eps2``, ``rho4``, ``lam``, ``src``,
-    ``src_var``, ``src_cov``, ``m1_next``, ``m2_next`` and ``s_first`` (the first branch layer's
+    ``src_var``, ``src_cov``, ``m1_next``, ``m2_next``, the first layer's coherent pieces ``own``
+    (``|delta|^2 / (n G_i)``), ``base`` and ``mean_read``, and ``s_first`` (the first branch layer's
     ``s`` in units of ``G_i``), split as ``s_first = s_read + s_own``: the stream's update read
     through ``W_1`` and the layer's own update (with its read-back of the stream).  The stream's
     own ``s`` (``preact``) is ``G_{i-1} m2``; the stream's ``q`` path is the mean-field recursion of :mod:`amutheory.symbolic.resnet` (it carries the ReLU branch mean)."""
@@ -139,7 +140,8 @@ def block_recursion(branch: str) -> dict:
             "m1_next": (1 + eps2) * m1 + src,
             "m2_next": ((1 + eps2) ** 2 * m2 + lam * m1**2 + 2 * (src * (1 + eps2) + src_cov) * m1
                         + src**2 + src_var),
-            "s_first": s_read + s_own, "s_read": s_read, "s_own": s_own}
+            "s_first": s_read + s_own, "s_read": s_read, "s_own": s_own,
+            "own": own, "base": base, "mean_read": mean_read}
 
 
 def _check(spec: ArchSpec):
@@ -180,6 +182,13 @@ def _numeric_block(branch: str, activation: str, spread: bool = True):
     exprs = {k: rec[k] for k in ("eps2", "m1_next", "s_first", "s_read", "s_own")}
     exprs["m2_next"] = m2_next
     return {k: sp.lambdify(args, sp.expand(e.subs(subs)), "math") for k, e in exprs.items()}
+
+
+def branch_constants(spec: ArchSpec) -> tuple[float, float, float]:
+    """``(alpha, v_1, v_2)`` of ``spec``'s init at its depth: the branch multiplier and the first and
+    last branch layers' variance factors (``v_2 = v_1`` for ``conv``, whose expressions hold no ``v_2``)."""
+    vs = [float(v.subs(K, spec.depth)) for v in layer_variance_factors(spec.init, spec.branch)]
+    return float(branch_multiplier(spec.init).subs(K, spec.depth)), vs[0], vs[-1]
 
 
 def _stem_fan_in(spec: ArchSpec) -> int:
@@ -231,9 +240,7 @@ def free_layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = Tr
         raise ValueError(f"input_var must be > 0, got {input_var!r}")
     blocks, n, cc = spec.depth, spec.width, spec.c
     fns = _numeric_block(spec.branch, spec.activation, bool(spread))
-    vs = [float(v.subs(K, blocks)) for v in layer_variance_factors(spec.init, spec.branch)]
-    a = float(branch_multiplier(spec.init).subs(K, blocks))
-    w1, w2 = vs[0], vs[-1]  # conv has one layer: its expressions hold no v2
+    a, w1, w2 = branch_constants(spec)
     qs = _stream_path(spec, blocks, 1.0)  # homogeneous of degree 1 in q_0: at q_0 = 1, scaled below
     eps2 = [fns["eps2"](qs[i], 0.0, 0.0, a, w1, w2, cc) for i in range(blocks)]
     G = np.ones(blocks + 1)  # G_i / G_K, backward: G_{i-1} = (1 + eps_i^2) G_i

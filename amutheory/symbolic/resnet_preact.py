@@ -56,7 +56,6 @@ import numpy as np
 import sympy as sp
 
 from amutheory.spec import ArchSpec
-from amutheory.symbolic.resnet_init import K, branch_multiplier, layer_variance_factors
 
 #: per-source symbols: coefficient, source variance, fresh variance so far, mask pair with the read,
 #: the source's share of ``|g_j|^2 / n``, and the source's mask factor in the unread stream
@@ -90,31 +89,36 @@ def mask_pair(activation: str) -> sp.Expr:
 @functools.lru_cache(maxsize=None)
 def block_expressions(activation: str) -> dict:
     """One block's SymPy expressions, activation moments put in (``D2 = E phi'^2``, ``D4 = E phi'^4``,
-    ``E phi^2 = mom q``, the same at the stream and at ``h``):
+    ``E phi^2 = mom q``, the same at the stream and at ``h``).  What the coordinate law shares with
+    the free law is taken from :func:`amutheory.symbolic.resnet_dense.block_recursion` (``preact``),
+    with its trace ``m1`` read as the coherent sum ``C_j``; what is new is the per-source read:
 
-    * ``c``: the first layer's coherent factor ``base + s1 D2 C_j``;
+    * ``c``: the first layer's coherent factor ``base + mean_read = base + s1 D2 C_j``;
     * ``read``: the second moment of one source's part of ``D_j Delta x_{j-1}``;
-    * ``own_direct``: ``E[(delta_j c_j)^2]``;
+    * ``own_direct``: ``E[(delta_j c_j)^2] = own G_j c^2``;
     * ``fresh``: one source's new fresh variance ``alpha^2 Var(Z_j)`` (``read`` and ``G_src`` per source);
-    * ``kappa``: the block's coherent coefficient; ``eps2``: its backward gain;
-    * ``e_var``: ``E_j`` per unit ``G_j``; ``unread``: one source's part of ``E[(Delta x)^2]``."""
+    * ``C_next``: ``C_{j+1}``, the free law's ``m1_next`` (the block's coherent coefficient
+      ``kappa_j = src + eps^2 C_j`` added); ``eps2``: the backward gain;
+    * ``e_var``: ``E_j`` per unit ``G_j`` (``s1 own``); ``unread``: one source's part of ``E[(Delta x)^2]``."""
     from amutheory.activations import _q, get_activation
+    from amutheory.symbolic import resnet_dense as rd
 
     act = get_activation(activation)
     d2, d4 = act.exact_moment("dphi2"), act.exact_moment("dphi4")
     mom = sp.simplify(act.exact_moment("phi2") / _q)
     base = mom * q_x  # |phi(x)|^2 / n, the input of W_1
-    c = base + s1 * d2 * C_j
-    read = P_pair * coef**2 * E_src + d2 * F_src
-    mh = mom * s1 * base  # E phi(h)^2, h = W_1 phi(x) of variance s1 base
+    subs = {rd.D2h: d2, rd.D4h: d4, rd.D2x: d2, rd.D4x: d4, rd.Mx: base, rd.Mh: mom * s1 * base, rd.c: 1,
+            rd.v1: s1, rd.v2: s2, rd.alpha: alpha, rd.q: q_x, rd.m1: C_j}
+    free = {k: sp.expand(e.subs(subs)) for k, e in rd.block_recursion("preact").items()}
+    c = free["base"] + free["mean_read"]
     return {
         "c": c,
-        "read": read,
-        "own_direct": alpha**2 * s2 * d2 * G_j * c**2,
+        "read": P_pair * coef**2 * E_src + d2 * F_src,
+        "own_direct": free["own"] * G_j * c**2,
         "fresh": alpha**2 * s2 * (c**2 * alpha**2 * d4 * s2 * G_src + d2 * s1 * read_src),
-        "kappa": alpha**2 * mh + alpha**2 * s2 * d2 * c,
-        "eps2": alpha**2 * s2 * d2 * s1 * d2,
-        "e_var": alpha**2 * s1 * s2 * d2,
+        "C_next": free["m1_next"],
+        "eps2": free["eps2"],
+        "e_var": s1 * free["own"],
         "unread": mask_src * coef**2 * E_src + F_src,
         "d2": d2, "d4": d4,
     }
@@ -123,18 +127,23 @@ def block_expressions(activation: str) -> dict:
 @functools.lru_cache(maxsize=None)
 def _numeric(activation: str) -> dict:
     ex = block_expressions(activation)
+    weights = (alpha, s1, s2)
     fns = {
-        "c": sp.lambdify((q_x, C_j, s1), ex["c"], "numpy"),
         "read": sp.lambdify((P_pair, coef, E_src, F_src), ex["read"], "numpy"),
         "own_direct": sp.lambdify((alpha, s2, G_j, q_x, C_j, s1), ex["own_direct"], "numpy"),
         "fresh": sp.lambdify((alpha, s2, s1, q_x, C_j, G_src, read_src), ex["fresh"], "numpy"),
-        "kappa": sp.lambdify((alpha, s2, s1, q_x, C_j), ex["kappa"], "numpy"),
+        "C_next": sp.lambdify((alpha, s2, s1, q_x, C_j), ex["C_next"], "math"),
         "unread": sp.lambdify((mask_src, coef, E_src, F_src), ex["unread"], "numpy"),
         "pair": sp.lambdify(rho, mask_pair(activation), "numpy"),
+        "eps2": sp.lambdify(weights, ex["eps2"], "math"),
+        "e_var": sp.lambdify(weights, ex["e_var"], "math"),
     }
-    weights = (alpha, s1, s2)
-    return {**fns, "eps2": sp.lambdify(weights, ex["eps2"], "math"),
-            "e_var": sp.lambdify(weights, ex["e_var"], "math"), "d2": float(ex["d2"]), "d4": float(ex["d4"])}
+    return {**fns, "d2": float(ex["d2"]), "d4": float(ex["d4"])}
+
+
+def _check_masks(masks: str) -> None:
+    if masks not in MASKS:
+        raise ValueError(f"masks must be one of {', '.join(MASKS)}, got {masks!r}")
 
 
 def _pair_row(fns: dict, qs: np.ndarray, j: int, masks: str) -> np.ndarray:
@@ -152,8 +161,7 @@ def stream_mask_pairs(activation: str, qs, masks: str = "persistent") -> np.ndar
     """``P[j-1, p-1] = E[phi'(x_{j-1})^2 phi'(x_{p-1})^2]`` for blocks ``j, p = 1..K``, from the
     stream's ``q`` before each block (``qs[0..K-1]``): :func:`mask_pair` at ``sqrt(q_lo / q_hi)``,
     ``E phi'^4`` on the diagonal; ``masks="independent"`` puts ``(E phi'^2)^2`` off the diagonal."""
-    if masks not in MASKS:
-        raise ValueError(f"masks must be one of {', '.join(MASKS)}, got {masks!r}")
+    _check_masks(masks)
     fns, qs = _numeric(activation), np.asarray(qs, float)
     return np.array([_pair_row(fns, qs, j, masks) for j in range(1, len(qs) + 1)])
 
@@ -166,7 +174,7 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, part: str = "all",
     ``part``: ``"stream"`` or ``"own"`` keeps one of the two source groups (they add up to
     ``"all"``; the stream entries are all ``stream``).  ``masks="independent"``: the free law."""
     from amutheory.symbolic.resnet import _stream_path
-    from amutheory.symbolic.resnet_dense import PARTS, _check, _stem_fan_in, stem_moment
+    from amutheory.symbolic.resnet_dense import PARTS, _check, _stem_fan_in, branch_constants, stem_moment
 
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
@@ -175,14 +183,12 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, part: str = "all",
         raise ValueError(f"branch: the coordinate law is for preact nets, got {spec.branch!r}")
     if not float(input_var) > 0:
         raise ValueError(f"input_var must be > 0, got {input_var!r}")
+    _check_masks(masks)
     fns = _numeric(spec.activation)
     blocks, n = spec.depth, spec.width
-    vs = [float(v.subs(K, blocks)) for v in layer_variance_factors(spec.init, spec.branch)]
-    a = float(branch_multiplier(spec.init).subs(K, blocks))
-    w1, w2 = spec.c * vs[0], spec.c * vs[-1]
+    a, v1, v2 = branch_constants(spec)
+    w1, w2 = spec.c * v1, spec.c * v2
     qs = np.asarray(_stream_path(spec, blocks, 1.0), float)  # degree 1 in q_0: at q_0 = 1, scaled below
-    if masks not in MASKS:
-        raise ValueError(f"masks must be one of {', '.join(MASKS)}, got {masks!r}")
     q_before = qs[:blocks]
 
     G = (1 + fns["eps2"](a, w1, w2)) ** np.arange(blocks, -1, -1.0)  # G_i / G_K, i = 0..K
@@ -205,6 +211,6 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, part: str = "all",
         out.append(float(np.sum(fns["unread"](mask_of, coefs, e_var, F))) if part != "own" else 0.0)
         out.append({"all": own + stream, "stream": stream, "own": own}[part])
         F = F + fns["fresh"](a, w2, w1, qs[j - 1], cj, g_share, read)
-        C[j + 1] = cj + fns["kappa"](a, w2, w1, qs[j - 1], cj)
+        C[j + 1] = fns["C_next"](a, w2, w1, qs[j - 1], cj)
     scale = n**2 * spec.outputs * spec.readout_variance * float(input_var) ** 2 * stem_moment(spec)
     return scale * np.asarray(out)
