@@ -624,7 +624,7 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
     const = dict(calib.constants)
     const["C"] = Constant("C", C, "convention", note="target one-step second moment")
     if law_name == "dense-shape":
-        notes += _dropped_parts(fn, const, depths)
+        notes += _dropped_parts(fn, const, calib.depths)
     s_bar, eta, slope = resnet_law_values(spec, depths, const, C, statistic, protocol.input_var, law_name)
     log_sd = _block_law_log_sd(fn, names, depths, const, calib, C, statistic)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, name, statistic,
@@ -633,14 +633,16 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
 
 def _dropped_parts(fn, const: dict, depths) -> list:
     """A note for each part of the dense-shape law that the calibration all but dropped (under 1% of
-    the prediction at every depth asked): the fit then rests on one part's K-dependence alone."""
+    the fit at every calibration depth ``depths``): the fit then rests on one part's K-dependence
+    alone.  (A part that is large at the calibration K and small only at the depths asked, as the own
+    part of a deep net, is not dropped.)"""
     rho_s, rho_o = const["rho_stream"].value, const["rho_own"].value
     stream, own = np.asarray(fn(depths, rho_s, 0.0), float), np.asarray(fn(depths, 0.0, rho_o), float)
     notes = []
     for name, part in (("stream", stream), ("own", own)):
         if np.all(part < 0.01 * (stream + own)):
             notes.append(f"dense-shape law: the calibration dropped the {name} part (under 1% of s_bar at every "
-                         "depth asked): a degenerate fit, resting on the other part's K-dependence alone")
+                         "calibration depth): a degenerate fit, resting on the other part's K-dependence alone")
     return notes
 
 
