@@ -61,8 +61,14 @@ TRANSFORMER_LAWS = ("coherent", "effective-depth")
 #: shape (the exact dense law's stream and own parts, each times a calibrated ``rho``,
 #: :func:`amutheory.symbolic.resnet_dense.shape_predictor`)
 RESNET_LAWS = ("coherent", "dense-shape")
+#: what :func:`predict` takes as a residual net's ``law``: either law, or ``"selected"`` (both
+#: calibrated on the same nets, the one that fits the calibration K better kept: :func:`pick_resnet_law`)
+RESNET_LAW_CHOICES = RESNET_LAWS + ("selected",)
 #: every law name :func:`predict` knows, in the order the CLI lists them
-LAWS = ("coherent", "effective-depth", "dense-shape")
+LAWS = ("coherent", "effective-depth", "dense-shape", "selected")
+#: the criterion :func:`pick_resnet_law` applies (the words every selection record carries)
+SELECTION_CRITERION = ("the lower residual standard error of the calibration's fit of ln s_bar "
+                       "(sqrt(RSS / dof); made before any held-out depth is seen)")
 
 
 def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = "coherent"):
@@ -74,8 +80,8 @@ def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = 
         _check_spec(spec)
     if law not in LAWS:
         raise ValueError(f"law must be one of {', '.join(LAWS)}; got {law!r}")
-    if law == "dense-shape" and (spec is None or spec.family != "resnet"):
-        raise ValueError("law: 'dense-shape' is a residual-net law (family resnet)")
+    if law in ("dense-shape", "selected") and (spec is None or spec.family != "resnet"):
+        raise ValueError(f"law: {law!r} is a residual-net law (family resnet)")
     if spec is not None and spec.family == "transformer":
         from amutheory.symbolic.transformer import effective_depth_law, transformer_law
 
@@ -87,9 +93,9 @@ def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = 
 
         if finite_width:
             raise ValueError("finite_width is available for the conv family only")
-        if law == "dense-shape":
-            raise ValueError("law: 'dense-shape' is a calibrated predictor, not a closed form (predict with "
-                             "law='dense-shape'); derive gives the coherent law, whose exponent it shares")
+        if law in ("dense-shape", "selected"):
+            raise ValueError(f"law: {law!r} is a calibrated predictor, not a closed form (predict with "
+                             f"law={law!r}); derive gives the coherent law, whose exponent it shares")
         return resnet_law(spec)
     return conv_law(spec, finite_width=finite_width)
 
@@ -204,6 +210,8 @@ class Prediction:
     #: sd of ``ln s_bar`` over the calibration's seed-bootstrap refits at each depth (the
     #: prediction's own sampling error; ``None`` where the calibration keeps no refits)
     s_bar_log_sd: list | None = None
+    #: ``law="selected"``: which residual law was kept and why (:func:`pick_resnet_law`); else ``None``
+    selection: dict | None = None
 
     def to_dict(self) -> dict:
         d = {"spec": self.spec.to_dict(), "depths": list(self.depths), "eta_star": list(self.eta_star),
@@ -213,6 +221,8 @@ class Prediction:
              "s_bar_log_sd": None if self.s_bar_log_sd is None else list(self.s_bar_log_sd)}
         if self.calibration is not None:
             d["calibration"] = self.calibration.to_dict()
+        if self.selection is not None:
+            d["law_selection"] = self.selection
         return d
 
 
@@ -319,7 +329,7 @@ def zero_padding_factor(spec: ArchSpec, depths, constants: dict):
 
 def _check_law(spec: ArchSpec, law) -> None:
     """``law`` must be one the family has: ``ValueError`` naming it otherwise."""
-    allowed = {"transformer": TRANSFORMER_LAWS, "resnet": RESNET_LAWS}.get(spec.family, ("coherent",))
+    allowed = {"transformer": TRANSFORMER_LAWS, "resnet": RESNET_LAW_CHOICES}.get(spec.family, ("coherent",))
     if law not in allowed:
         raise ValueError(f"law: family {spec.family!r} has the laws {', '.join(allowed)}; got {law!r}")
 
@@ -336,7 +346,9 @@ def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DE
     a :class:`~amutheory.calibrate.Calibration`.  ``statistic`` picks what is predicted: the
     arithmetic mean over seeds (``mean``, the expectation) or the typical value (``geo``).
     ``law`` picks the transformer law (:data:`TRANSFORMER_LAWS`) or the residual-net law
-    (:data:`RESNET_LAWS`); conv chains have one (``"coherent"``).
+    (:data:`RESNET_LAW_CHOICES`; ``"selected"`` calibrates both residual laws on the same nets and
+    keeps the one :func:`pick_resnet_law` picks, recorded in ``Prediction.selection``); conv chains
+    have one (``"coherent"``).
     ``progress``: called as ``progress(i, total, depth)`` after each measured depth and, for the
     kernel law's input average, as ``progress(line)`` with one line of text."""
     _check_spec(spec)
@@ -598,6 +610,9 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
     from amutheory.symbolic.resnet import forward_analysis
 
     law = derive(spec)  # raises for forward-unstable conventions: no power law to predict
+    if law_name == "selected":
+        return _predict_resnet_selected(spec, depths, constants, calibration_depths, calibration_seeds, statistic,
+                                        protocol, C, progress, calibration_measurement)
     notes = [forward_analysis(spec, protocol.input_var)["mechanism"]]
     if isinstance(constants, str) and constants == "derive":
         if law_name != "coherent":
@@ -629,6 +644,70 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
     log_sd = _block_law_log_sd(fn, names, depths, const, calib, C, statistic)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, name, statistic,
                       C, calib, notes, log_sd)
+
+
+def pick_resnet_law(calibrations: dict) -> tuple:
+    """The residual law to trust for one net, picked from its calibration alone (before any
+    held-out depth is seen): of ``{law: Calibration.to_dict() or None}`` (laws of
+    :data:`RESNET_LAWS`), the one whose fit of ``ln s_bar`` at the calibration K has the lower
+    residual standard error ``sqrt(RSS / dof)`` (:data:`SELECTION_CRITERION`).  Not the rms over the
+    calibration depths: the coherent law fits three constants and the dense-shape law two, and an rms
+    favours the law with more.  Calibration dicts written before ``residual_se_log`` existed get it
+    from their rms, depths and the law's number of constants.  Returns ``(law or None, {law: se})``;
+    ties go to the first law of :data:`RESNET_LAWS`; ``None`` where a law's fit has no residual
+    degrees of freedom (as many calibration K as constants)."""
+    from amutheory.calibrate import residual_se
+
+    n_constants = {"coherent": len(RESNET_CONSTANTS), "dense-shape": len(DENSE_SHAPE_CONSTANTS)}
+    ses = {}
+    for law in RESNET_LAWS:
+        cal = calibrations.get(law)
+        if not cal:
+            continue
+        se = cal.get("residual_se_log")
+        if se is None and cal.get("residual_rms_log") is not None:
+            depths = len(cal.get("depths") or [])
+            se = residual_se(cal["residual_rms_log"], depths, depths - n_constants[law])
+        if se is None:  # a fit with no residual degrees of freedom says nothing of how well its law fits
+            return None, ses
+        ses[law] = float(se)
+    picked = min(ses, key=lambda law: (ses[law], RESNET_LAWS.index(law))) if ses else None
+    return picked, ses
+
+
+def _predict_resnet_selected(spec, depths, constants, calibration_depths, calibration_seeds, statistic, protocol,
+                             C, progress, calibration_measurement) -> Prediction:
+    """``law="selected"``: both residual laws calibrated on the same measured nets; the prediction of
+    the one :func:`pick_resnet_law` picks, with ``selection`` saying which, why, and what the other
+    would have predicted.  The dense-shape law's refusal (a config it does not cover) leaves the
+    coherent law, with a note."""
+    if not (isinstance(constants, str) and constants == "calibrate"):
+        raise ValueError("constants: law='selected' calibrates both residual laws on the same nets and keeps one; "
+                         f"it takes constants='calibrate' only, got {constants!r}")
+    cal_depths = check_depths(calibration_measurement.depths if calibration_measurement else calibration_depths)
+    if len(set(cal_depths)) <= len(RESNET_CONSTANTS):
+        raise ValueError(f"calibration_depths: law='selected' compares the laws' fits, which needs more calibration "
+                         f"depths than the coherent law's {len(RESNET_CONSTANTS)} constants; got {sorted(cal_depths)}")
+    if calibration_measurement is None:
+        calibration_measurement = measure(spec, cal_depths, calibration_seeds, protocol, C, progress)
+    preds, not_covered = {}, {}
+    for law in RESNET_LAWS:
+        try:
+            preds[law] = _predict_resnet(spec, depths, "calibrate", calibration_depths, calibration_seeds, statistic,
+                                         protocol, C, None, calibration_measurement, law)
+        except ValueError as exc:
+            if law == RESNET_LAWS[0]:
+                raise
+            not_covered[law] = str(exc)
+    picked, ses = pick_resnet_law({law: p.calibration.to_dict() for law, p in preds.items()})
+    pred = preds[picked]
+    pred.selection = {"law": picked, "criterion": SELECTION_CRITERION, "residual_se_log": ses,
+                      "not_covered": not_covered,
+                      "eta_star_by_law": {law: list(p.eta_star) for law, p in preds.items()}}
+    words = ", ".join(f"{law} {se:.3g}" for law, se in ses.items())
+    pred.notes.append(f"law selected: {picked}, by {SELECTION_CRITERION}: {words}"
+                      + "".join(f"; {law} not available ({why})" for law, why in not_covered.items()))
+    return pred
 
 
 def _dropped_parts(fn, const: dict, depths) -> list:

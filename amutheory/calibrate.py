@@ -54,15 +54,28 @@ class Calibration:
     #: the constants of every seed-bootstrap refit (``{name: value}``; empty where the calibration
     #: keeps none): a prediction made with each gives the prediction's own sampling spread
     draws: list = field(default_factory=list)
+    #: residual degrees of freedom of the law's fit (calibration depths minus fitted law constants;
+    #: ``None`` where not recorded)
+    dof: int | None = None
 
     def values(self) -> dict:
         return {k: c.value for k, c in self.constants.items()}
 
     def to_dict(self) -> dict:
         return {"depths": list(self.depths), "statistic": self.statistic, "width": self.width,
-                "residual_rms_log": self.residual_rms,
+                "residual_rms_log": self.residual_rms, "residual_dof": self.dof,
+                "residual_se_log": residual_se(self.residual_rms, len(self.depths), self.dof),
                 "constants": {k: c.to_dict() for k, c in self.constants.items()}, "notes": list(self.notes),
                 "bootstrap_refits": len(self.draws)}
+
+
+def residual_se(rms: float | None, points: int, dof: int | None) -> float | None:
+    """The residual standard error ``sqrt(RSS / dof)`` of a least-squares fit from its rms residual
+    ``sqrt(RSS / points)``: the estimate of the noise about the law that does not favour the law
+    with more constants (an rms over ``points`` does); ``None`` without a positive ``dof``."""
+    if rms is None or not dof or dof <= 0:
+        return None
+    return float(rms * np.sqrt(points / dof))
 
 
 def per_layer_statistic(s: np.ndarray, statistic: str) -> np.ndarray:
@@ -343,4 +356,5 @@ def calibrate_law(profiles: dict, s_bar_fn, names: tuple, statistic: str = "mean
     draws = [{**dict(zip(names, map(float, v))), "sigma2_0": float(bl[0]), "kappa": float(bl[1])} for v, bl in refits]
     return Calibration(consts, sorted(profiles), statistic, 0, rms,
                        ["model lognormal (law = mean, typical = law * exp(-sigma^2/2))",
-                        f"{len(depths) - len(names)} residual degrees of freedom in the fit of the law"], draws)
+                        f"{len(depths) - len(names)} residual degrees of freedom in the fit of the law"], draws,
+                       dof=len(depths) - len(names))

@@ -47,6 +47,8 @@ def _padding(text: str) -> str:
 
 
 def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
+    from amutheory.api import LAWS
+
     g = p.add_argument_group("architecture")
     g.add_argument("--family", default="conv", choices=FAMILIES, help="architecture family (default conv)")
     g.add_argument("--dim", type=int, default=1, help="spatial dimension d: 1 or 2 (default 1)")
@@ -75,11 +77,12 @@ def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
                    help="attention logits q.k/sqrt(d_h) (sqrt, default) or q.k/d_h (mup) (family transformer)")
     g.add_argument("--seq-len", type=int, default=None,
                    help="sequence length T (family transformer; alias of --spatial)")
-    g.add_argument("--law", default="coherent", choices=("coherent", "effective-depth", "dense-shape"),
+    g.add_argument("--law", default="coherent", choices=LAWS,
                    help="transformer law: coherent leading order (default) or the chain law in the effective "
                         "depth 2K+2 (the second paper's claim); residual nets (predict): coherent (A, B, e0 "
                         "calibrated, default) or dense-shape (the exact dense law's stream and own parts, each times a "
-                        "calibrated rho)")
+                        "calibrated rho) or selected (both calibrated on the same nets; the one whose fit of the "
+                        "calibration K has the lower residual standard error is kept)")
     g = p.add_argument_group("probe protocol (same defaults for predict and measure)")
     g.add_argument("--input-channels", type=int, default=3, help="input channels (default 3)")
     g.add_argument("--batch", type=int, default=8, help="batch size B of the SGD step (default 8)")

@@ -156,9 +156,10 @@ def test_cli_derive_refuses_dense_shape(capsys):
 def test_campaign_analysis_reports_both_laws():
     """A covered config (conv-mlp / k-all, tiny) and a refused one (a projection shortcut) through the
     campaign's residual analysis: ``dense_shape`` holds the second law's verdict keys, built the
-    same way as the coherent law's (held-out rows inside their CI <=> passed), or the reason; the
-    report's table and the figure's dashed line take them."""
-    from amutheory.campaign.analysis_resnet import DENSE_SHAPE_KEYS, analyse_resnet_config
+    same way as the coherent law's (held-out rows inside their CI <=> passed), or the reason;
+    ``selected_law`` the law picked from the calibration and its verdicts; the report's table and
+    the figure's dashed line take them."""
+    from amutheory.campaign.analysis_resnet import DENSE_SHAPE_KEYS, SELECTED_KEYS, analyse_resnet_config
     from amutheory.campaign.presets import CampaignConfig
     from amutheory.campaign.report_resnet import _dense_shape_lines
     from amutheory.plots import plot_resnet_eta_star
@@ -180,10 +181,21 @@ def test_campaign_analysis_reports_both_laws():
         assert all(r["inside_ci"] == (r["eta_meas_ci"][0] <= r["eta_pred"] <= r["eta_meas_ci"][1]) for r in rows)
     assert covered["passed"] == all(r["inside_ci"] for s in ("mean", "geo") for r in covered["per_depth"][s]
                                     if not r["calibration"])
+    # the law picked from the calibration alone: the lower residual standard error, its verdicts copied;
+    # the refused config keeps the coherent law
+    sel, kept = results[0]["selected_law"], results[1]["selected_law"]
+    ses = {"coherent": results[0]["calibration"]["mean"]["residual_se_log"],
+           "dense-shape": covered["calibration"]["mean"]["residual_se_log"]}
+    assert sel["residual_se_log"] == ses and sel["law"] == min(ses, key=ses.get)
+    source = results[0] if sel["law"] == "coherent" else covered
+    assert all(sel[k] == source[k] for k in SELECTED_KEYS) and sel["name"] == source["law"]
+    assert kept["law"] == "coherent" and set(kept["residual_se_log"]) == {"coherent"}
+    assert kept["passed"] == results[1]["passed"]
     lines = _dense_shape_lines(results)
     assert lines[0] == "### The two calibrated laws at the held-out K" and len([x for x in lines if x.startswith(
         "| k-all |")]) == 2
     assert sum("not covered" in x for x in lines) == 1
+    assert any(x.startswith("* the law picked from the calibration, over all 2 stable configs") for x in lines)
     fig = plot_resnet_eta_star(results)
     assert sum(line.get_linestyle() == "--" for line in fig.axes[0].get_lines()) == 1
 

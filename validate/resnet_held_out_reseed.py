@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from amutheory import stats
+from amutheory.campaign.analysis_resnet import selected_law
 from amutheory.campaign.results import read_results
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec, ProbeProtocol
@@ -104,7 +105,9 @@ def _calibration_rms(cfg: dict, law: str):
 def _per_config(configs: list, verdicts: list) -> dict:
     """Per config: whether each law has every held-out row (both statistics, every held-out K)
     inside the CI of the campaign's, the fresh and the pooled seeds, and the law a user would have
-    picked from the calibration alone (the lower rms log residual of the mean's fit)."""
+    picked from the calibration alone (:func:`amutheory.campaign.analysis_resnet.selected_law`: the
+    lower residual standard error of the mean's fit; recomputed here for summaries written before
+    the campaign recorded it)."""
     out = {}
     for cfg in configs:
         rows = [r for r in verdicts if r["config"] == cfg["name"]]
@@ -112,8 +115,9 @@ def _per_config(configs: list, verdicts: list) -> dict:
                       for k in ("campaign", "fresh", "pooled")}
                 for law in LAWS if any(r["law"] == law for r in rows)}
         rms = {law: _calibration_rms(cfg, law) for law in laws}
-        picked = min((law for law in laws if rms[law] is not None), key=lambda law: rms[law], default=None)
-        out[cfg["name"]] = {"laws": laws, "calibration_rms": rms, "selected_law": picked}
+        sel = selected_law(cfg) or {}
+        out[cfg["name"]] = {"laws": laws, "calibration_rms": rms, "residual_se_log": sel.get("residual_se_log"),
+                            "selected_law": sel.get("law")}
     return out
 
 
@@ -190,7 +194,7 @@ def main(argv=None) -> int:
         print(f"{law}: inside the CI at {c['campaign_inside']} (campaign seeds), {c['fresh_inside']} (fresh), "
               f"{c['pooled_inside']} (pooled) of {c['of']} held-out (config, statistic, depth)")
     for law, c in out["configs_passed"].items():
-        what = "the law with the lower calibration rms, per config" if law == "selected" else law
+        what = "the law picked per config from its calibration (residual se)" if law == "selected" else law
         print(f"configs with every held-out row inside, {what}: {c['campaign']} (campaign seeds), {c['fresh']} "
               f"(fresh), {c['pooled']} (pooled) of {c['of']}")
     return 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from amutheory import stats
-from amutheory.api import Measurement, predict, resnet_law_name
+from amutheory.api import SELECTION_CRITERION, Measurement, pick_resnet_law, predict, resnet_law_name
 from amutheory.campaign.analysis import (_dense_depths, _eta_rows, _exponent_fits, _held_out_checks,
                                          _held_out_with_calibration, _record_prediction, _record_verdict)
 from amutheory.campaign.bootstrap import _quantile_ci, _seed_stat
@@ -72,7 +72,7 @@ def _resnet_base(cfg: CampaignConfig, spec: ArchSpec, fwd: dict) -> dict:
         "status": "stable" if fwd["forward_stable"] else "unstable",
         "law": None, "derived_exponent": None, "derived_exponent_value": None, "assumptions": [],
         "per_depth": {}, "calibration": {}, "constants": {}, "fitted_exponents": {}, "held_out_test": {},
-        "local_slopes": {}, "errors": [], "notes": [],
+        "local_slopes": {}, "errors": [], "notes": [], "selected_law": None,
     }
 
 
@@ -118,7 +118,34 @@ def analyse_resnet_config(cfg: CampaignConfig, meas: Measurement, protocol: Prob
                assumptions=list(law.assumptions))
     _compare_resnet(out, cfg, spec, meas, protocol, float(law.exponent))
     out["dense_shape"] = _dense_shape_comparison(cfg, spec, meas, protocol, float(law.exponent))
+    out["selected_law"] = selected_law(out)
     return out
+
+
+#: the verdict keys a ``selected_law`` record takes over from the result of the law it picks
+SELECTED_KEYS = ("passed", "passed_mean", "passed_geo", "passed_joint", "passed_joint_with_calibration",
+                 "max_rel_error", "max_rel_error_geo")
+
+
+def selected_law(res: dict) -> dict | None:
+    """The residual law a user would trust for this config from its calibration alone
+    (:func:`amutheory.api.pick_resnet_law` over the coherent and, where it covers the config, the
+    dense-shape calibration of the mean: the same fit for both statistics) and that law's held-out
+    verdicts: ``law`` (``coherent`` / ``dense-shape``), ``name``, ``criterion``,
+    ``residual_se_log`` per law and the keys of :data:`SELECTED_KEYS`; ``None`` for a config
+    without a law.  The pick uses nothing of the held-out depths, so its verdicts are as
+    independent a check as either law's."""
+    if not res.get("law"):
+        return None
+    dense = res.get("dense_shape") or {}
+    cals = {"coherent": (res.get("calibration") or {}).get("mean"),
+            "dense-shape": (dense.get("calibration") or {}).get("mean") if dense.get("covered") else None}
+    picked, ses = pick_resnet_law(cals)
+    if picked is None:
+        return None
+    src = res if picked == "coherent" else dense
+    return {"law": picked, "name": src.get("law"), "criterion": SELECTION_CRITERION, "residual_se_log": ses,
+            **{k: src.get(k) for k in SELECTED_KEYS}}
 
 
 #: the keys of a ``dense_shape`` result taken over from its calibrate-predict-compare run

@@ -72,9 +72,19 @@ def _rms_cell(res: dict) -> str:
     return _g(((res.get("calibration") or {}).get("mean") or {}).get("residual_rms_log"), 3)
 
 
+def _selected_cell(c: dict) -> str:
+    """The law picked from the calibration alone, with each law's residual standard error."""
+    sel = c.get("selected_law")
+    if not sel:
+        return "n/a"
+    ses = ", ".join(f"{law} {se:.3g}" for law, se in sel["residual_se_log"].items())
+    return f"{sel['law']} ({ses})"
+
+
 def _dense_shape_lines(resnets: list) -> list:
     """Both residual laws side by side at the held-out K: the coherent order (``A, B, e0``) and the
-    dense shape (the exact dense law's two parts, ``rho_stream, rho_own``)."""
+    dense shape (the exact dense law's two parts, ``rho_stream, rho_own``), and the one picked per
+    config from its calibration alone (``selected_law``)."""
     rows = [c for c in resnets if c["forward_stable"] and c.get("dense_shape")]
     if not rows:
         return []
@@ -83,10 +93,13 @@ def _dense_shape_lines(resnets: list) -> list:
              "the exact dense law (`amutheory.symbolic.resnet_dense.shape_predictor`), each times a calibrated "
              "constant (`predict --law dense-shape`); same calibration K, seeds and spread model.  Errors of "
              "predicted eta* at the held-out K (`!`: outside the measured 95% CI); \"calibration rms\": the rms "
-             "log residual of the fit at the calibration K.", "",
+             "log residual of the fit at the calibration K.  \"picked\": the law with the lower residual "
+             "standard error of that fit (sqrt(RSS / dof): 3 constants against 2), chosen before the held-out "
+             "K are seen (`predict --law selected`).", "",
              "| convention | branch | activation | coherent: mean (geo) | coherent: passes / with calibration "
              "error | coherent: calibration rms | dense-shape: mean (geo) | dense-shape: passes / with "
-             "calibration error | dense-shape: calibration rms |", "|---|---|---|---|---|---:|---|---|---:|"]
+             "calibration error | dense-shape: calibration rms | picked (residual se) |",
+             "|---|---|---|---|---|---:|---|---|---:|---|"]
     yes = {True: "yes", False: "**no**", None: "n/a"}
     for c in rows:
         d = c["dense_shape"]
@@ -97,13 +110,18 @@ def _dense_shape_lines(resnets: list) -> list:
             dcells = "not covered | | "
         lines.append(f"| {c['init']} | {c['branch']} | {c['spec']['activation']} | {_held_out_cell(c, 'mean')} "
                      f"({_held_out_cell(c, 'geo')}) | {yes[c['passed']]} / {yes[c['passed_joint_with_calibration']]}"
-                     f" | {_rms_cell(c)} | {dcells} |")
+                     f" | {_rms_cell(c)} | {dcells} | {_selected_cell(c)} |")
     covered = [c for c in rows if c["dense_shape"].get("covered")]
+    picked = [c["selected_law"] for c in rows if c.get("selected_law")]
     lines += ["", f"* covered by the dense law: {len(covered)} of {len(rows)} stable configs; held-out passes "
               f"(both statistics): coherent {sum(bool(c['passed']) for c in covered)}, "
               f"dense-shape {sum(bool(c['dense_shape']['passed']) for c in covered)}; consistent with the "
               f"calibration's error: coherent {sum(bool(c['passed_joint_with_calibration']) for c in covered)}, "
-              f"dense-shape {sum(bool(c['dense_shape']['passed_joint_with_calibration']) for c in covered)}.", ""]
+              f"dense-shape {sum(bool(c['dense_shape']['passed_joint_with_calibration']) for c in covered)}.",
+              f"* the law picked from the calibration, over all {len(rows)} stable configs ({len(picked)} picked: "
+              f"{sum(p['law'] == 'dense-shape' for p in picked)} dense-shape): held-out passes "
+              f"{sum(bool(p['passed']) for p in picked)}, consistent with the calibration's error "
+              f"{sum(bool(p['passed_joint_with_calibration']) for p in picked)}.", ""]
     return lines
 
 

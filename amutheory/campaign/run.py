@@ -152,7 +152,10 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
         "passed": all(r["passed"] for r in results if r["passed"] is not None),
         "passed_circular": all(r["passed"] for r in conv if r["padding"] != "zero"),
         "passed_zero": all(r["passed"] and r["passed_ratio"] for r in conv if r["padding"] == "zero"),
-        **({"passed_resnet": all(r["passed"] for r in resnets if r["passed"] is not None)} if resnets else {}),
+        **({"passed_resnet": all(r["passed"] for r in resnets if r["passed"] is not None),
+            # the law picked per config from its calibration alone (analysis_resnet.selected_law)
+            "passed_resnet_selected": all(r["selected_law"]["passed"] for r in resnets if r.get("selected_law"))}
+           if resnets else {}),
         "transfer": {"tables": transfer_tables, "summary": rule_summary(transfer_tables),
                      "best": best_rules(rule_summary(transfer_tables))},
         **({"width_transfer": {"sweeps": width_results, "summary": width_rule_summary(
