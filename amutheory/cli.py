@@ -389,8 +389,10 @@ def cmd_validate(args):
     from amutheory.campaign import run_campaign
 
     progress = None if (args.json or args.quiet) else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    if args.chunk < 1:
+        raise CliError(f"validate: --chunk must be a positive integer, got {args.chunk}")
     summary = run_campaign(args.preset, args.out, protocol=_protocol(args), resume=not args.fresh,
-                           progress=progress, only=args.only)
+                           progress=progress, only=args.only, chunk=args.chunk)
     lines = [f"wrote {args.out}/report.md, results.csv, summary.json"]
     for c in summary["configs"]:
         fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731 - null when a step failed
@@ -587,13 +589,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     va = sub.add_parser("validate", parents=[common], help="run a validation campaign",
                         description="Derive, predict and measure a preset of configs; write a report.")
-    va.add_argument("--preset", default="quick", choices=("quick", "transfer", "resnet-wide", "paper"),
+    va.add_argument("--preset", default="quick", choices=("quick", "transfer", "resnet-wide", "resnet-wider", "paper"),
                     help="quick (CPU), transfer (transformers and every LR-transfer rule, CPU), resnet-wide (the "
-                         "forward-stable residual nets of quick at width 128, CPU) or paper (GPU); default quick")
+                         "forward-stable residual nets of quick at width 128, CPU), resnet-wider (the same at width "
+                         "256; on a CPU one config at a time with --only) or paper (GPU); default quick")
     va.add_argument("--only", action="append", default=None, metavar="CONFIG",
                     help="run only this config of the preset (repeatable; default all); summary.json and "
                          "report.md then cover only these")
     va.add_argument("--out", default="results/quick", help="output folder (default results/quick)")
+    va.add_argument("--chunk", type=int, default=16,
+                    help="seeds vectorised at once by the probe (default 16); peak memory grows with it (and with "
+                         "K and the width), the results do not depend on it")
     va.add_argument("--fresh", action="store_true", help="ignore finished results in --out (default: resume)")
     va.add_argument("--input-var", type=float, default=1.0, help=argparse.SUPPRESS)
     va.add_argument("--dtype", default="float64", choices=("float64", "float32"), help="default float64")

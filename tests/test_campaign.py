@@ -513,15 +513,16 @@ def test_resnet_presets():
             assert c.name == f"resnet-{sp.branch}-{sp.init}-{sp.activation}"
 
 
-def test_resnet_wide_preset_is_quick_at_twice_the_width():
+@pytest.mark.parametrize("preset, width", [("resnet-wide", 128), ("resnet-wider", 256)])
+def test_resnet_wide_presets_are_quick_at_a_larger_width(preset, width):
     from amutheory.symbolic.resnet import is_forward_stable
 
-    # the forward-stable residual configs of quick and nothing else, at n = 128: same names, depths,
-    # calibration and seeds, so compare-widths can set the two campaigns side by side
+    # the forward-stable residual configs of quick and nothing else, at n = 128 or 256: same names,
+    # depths, calibration and seeds, so compare-widths can set the campaigns side by side
     quick = {c.name: c for c in PRESETS["quick"] if c.is_resnet and is_forward_stable(c.spec)}
-    wide = {c.name: c for c in PRESETS["resnet-wide"]}
+    wide = {c.name: c for c in PRESETS[preset]}
     assert set(wide) == set(quick) and len(wide) == 12
     for name, c in wide.items():
         q = quick[name]
-        assert c.spec == q.spec.with_(width=128) and q.spec.width == 64
+        assert c.spec == q.spec.with_(width=width) and q.spec.width == 64
         assert (c.depths, c.calibration_depths, c.seed_list) == (q.depths, q.calibration_depths, q.seed_list)

@@ -66,6 +66,7 @@ def test_predict_and_measure_json_contract(capsys):
     (["measure", "--depths", "2", "--device", "cuda:7"], "device"),
     (["validate", "--preset", "nope"], "preset"),
     (["validate", "--preset", "resnet-wide", "--only", "nope", "--out", "/nonexistent/x"], "only"),
+    (["validate", "--preset", "quick", "--chunk", "0", "--out", "/nonexistent/x"], "chunk"),
     (["compare-widths", "/nonexistent/a", "/nonexistent/b"], "not a finished campaign folder"),
     (["frobnicate"], "invalid choice"),
     (["derive", "--padding", "reflect"], "padding"),

@@ -261,6 +261,11 @@ PRESETS = {
     # the two side by side)
     "resnet-wide": _stable_resnets(128, 8, [2, 4, 8, 16, 32, 64], 96, (2, 4, 8, 16), stable_depths=(128, 256),
                                    stable_calibration=(2, 4, 8, 16, 32, 64)),
+    # the same at n = 256 (K / n <= 1): a third width for compare-widths' 1/n line.  ~4x the CPU time
+    # of resnet-wide per config (~17 min for one conv-mlp config on 2 cores), so on a CPU run it
+    # with --only; on a GPU, all of it
+    "resnet-wider": _stable_resnets(256, 8, [2, 4, 8, 16, 32, 64], 96, (2, 4, 8, 16), stable_depths=(128, 256),
+                                    stable_calibration=(2, 4, 8, 16, 32, 64)),
     # meant for a GPU: pass protocol=ProbeProtocol(device="cuda")
     "paper": [
         _conv("conv1d-relu", 1, "relu", 512, 32, _P, [2, 4, 8, 16], 64),
