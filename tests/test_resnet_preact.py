@@ -136,8 +136,9 @@ def test_held_out_reseed_script(tmp_path, capsys, validate_script):
     """A tiny finished residual campaign (preact / k-last / ReLU, calibrated on K = 1..4, held out at
     6): the script measures the held-out depth on fresh seeds, writes one CSV block, resumes without
     re-measuring, and its verdicts are the campaign's predictions against the fresh and pooled
-    seeds' bootstrap CIs, recomputed here from the CSV; overlapping seeds and unknown configs exit 2
-    with one line."""
+    seeds' bootstrap CIs, recomputed here from the CSV, and its deepest-K exponent refitted with the
+    held-out K on the fresh seeds; overlapping seeds, unknown configs and bad arguments exit 2 with
+    one line."""
     from amutheory import stats
     from amutheory.campaign.presets import CampaignConfig
     from amutheory.campaign.run import run_campaign
@@ -162,12 +163,23 @@ def test_held_out_reseed_script(tmp_path, capsys, validate_script):
         assert r["depth"] == 6 and r["fresh_inside"] == (lo <= r["s_pred"] <= hi)
         assert r["fresh_error"] == pytest.approx(np.sqrt(m / r["s_pred"]) - 1, rel=1e-12)
     (cfg,) = first["configs"].values()  # the law picked from the calibration alone, and the per-config verdicts
-    rms = cfg["calibration_rms"]
-    assert cfg["selected_law"] == min(rms, key=rms.get)
+    ses = cfg["residual_se_log"]  # sqrt(RSS / dof) of each law's fit: 3 constants against 2
+    assert cfg["selected_law"] == min(ses, key=ses.get) and set(ses) == set(cfg["calibration_rms"])
     for law in ("coherent", "dense-shape"):
         rows = [r for r in first["rows"] if r["law"] == law]
         assert cfg["laws"][law]["fresh"] == all(r["fresh_inside"] for r in rows)
     assert first["configs_passed"]["selected"]["fresh"] == int(cfg["laws"][cfg["selected_law"]]["fresh"])
+    # the deepest-K exponent redone with the held-out K on the fresh seeds: the least-squares slope of
+    # ln eta* = -ln(mean s_bar)/2 over K = 3, 4 (campaign seeds, from results.csv) and 6 (fresh)
+    fit = cfg["exponent"]
+    assert fit["depths"] == [3, 4, 6] and fit["fresh_depths"] == [6]
+    campaign_s = {d: reseed._campaign_results(tmp_path / "camp")[("tiny-preact", d)] for d in (3, 4)}
+    means = [np.mean(list(campaign_s[3].values())), np.mean(list(campaign_s[4].values())), fresh.mean()]
+    assert fit["exponent"] == pytest.approx(np.polyfit(np.log([3, 4, 6]), -0.5 * np.log(means), 1)[0], rel=1e-9)
+    assert fit["ci"][0] < fit["exponent"] < fit["ci"][1]
+    assert fit["derived_inside"] == (fit["ci"][0] <= fit["derived"] <= fit["ci"][1])
+    assert first["exponents_inside"] == {"campaign": int(fit["campaign_derived_inside"]),
+                                         "fresh": int(fit["derived_inside"]), "of": 1}
     assert reseed.main(args) == 0  # resume
     captured = capsys.readouterr()
     assert "skipped" in captured.err and json.loads(captured.out) == first
@@ -176,5 +188,10 @@ def test_held_out_reseed_script(tmp_path, capsys, validate_script):
         assert reseed.main([*args, *bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and word in err[0]
+    for bad in (["--chunk", "0"], ["--seeds", "1"], ["--bogus"]):  # argument errors: one line too
+        with pytest.raises(SystemExit) as exit_:
+            reseed.main([*args, *bad])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert exit_.value.code == 2 and len(err) == 1 and "error" in err[0], err
     assert reseed.main(["--campaign", str(tmp_path / "missing")]) == 2
     assert "not a finished campaign" in capsys.readouterr().err

@@ -1,6 +1,7 @@
-"""What the measuring scripts of ``validate/`` share: comma-separated integer arguments, the
-seed/output/JSON options, and appending a finished block of rows to a CSV (flushed and synced,
-so an interrupted run keeps every block it finished and a rerun resumes after it)."""
+"""What the measuring scripts of ``validate/`` share: a parser with one-line errors, comma-separated
+integer arguments, the seed/output/JSON options, and appending a finished block of rows to a CSV
+(flushed and synced, so an interrupted run keeps every block it finished and a rerun resumes
+after it)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,14 @@ import argparse
 import csv
 import os
 from pathlib import Path
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``prog: error: ...``) and exit status 2, as the
+    ``amutheory`` command's are, instead of the usage block and the message."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def positive_ints(text: str) -> list[int]:

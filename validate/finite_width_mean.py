@@ -19,7 +19,6 @@ with other arguments into the same file is refused.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -34,7 +33,7 @@ from amutheory.spec import ArchSpec
 from amutheory.symbolic import kernel_law
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _blocks import add_block_options, append_rows, check_seeds, positive_ints, read_rows  # noqa: E402
+from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, positive_ints, read_rows  # noqa: E402
 
 COLUMNS = ("depth", "width", "spatial", "kernel", "dim", "batch", "seed", "s_bar", "activation", "padding")
 #: relative Monte-Carlo error of the kernel law's mean here (the measured CIs are +-5..25%)
@@ -42,7 +41,7 @@ LAW_TARGET = 0.01
 
 
 def parse(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = OneLineParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--depth", type=int, default=8, help="depth L (default 8)")
     p.add_argument("--widths", type=positive_ints, default=[32, 64, 128, 256], help="default 32,64,128,256")
     p.add_argument("--spatial", type=int, default=16, help="N (default 16)")

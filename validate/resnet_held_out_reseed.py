@@ -9,7 +9,9 @@ of them the same way.  This script re-measures the held-out depths of a finished
 1000) and checks the campaign's own predictions (the coherent law and, where it covers the
 config, the dense-shape law; calibrated on the campaign's seeds, not refitted) against the
 fresh seeds' 95% CI, for the mean and the geometric mean, and against the pooled seeds (old and
-new: twice the seeds, an interval ~0.7 times as wide).
+new: twice the seeds, an interval ~0.7 times as wide).  It also refits the campaign's deepest-K
+exponent with the held-out K taken from the fresh seeds (the other K from the campaign's), so
+that one draw of the seed set at a held-out K no longer tilts the slope of every config alike.
 
 Every (config, depth) is one block of seeds appended to ``--out`` (CSV; default
 ``DIR/held_out_reseed.csv``) as soon as it is done; a rerun resumes after the blocks already
@@ -17,11 +19,11 @@ there, and a file of another campaign is refused.  Bad input prints one line and
 
     python validate/resnet_held_out_reseed.py --campaign results/resnet-wide --only resnet-preact-k-all-relu
     python validate/resnet_held_out_reseed.py --campaign results/quick --seeds 48 --json
+    python validate/resnet_held_out_reseed.py --campaign results/resnet-wider --chunk 6   # n = 256: ~14 GB
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -37,7 +39,7 @@ from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec, ProbeProtocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _blocks import add_block_options, append_rows, check_seeds, read_rows  # noqa: E402
+from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, read_rows  # noqa: E402
 
 COLUMNS = ("campaign", "config", "depth", "seed", "s_bar")
 #: the two calibrated laws of a residual config in summary.json: where its held-out rows live
@@ -47,13 +49,17 @@ CI = {"mean": stats.arith_mean_ci, "geo": stats.geo_mean_ci}
 
 
 def parse(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = OneLineParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--campaign", required=True, help="a finished campaign's output folder (summary.json)")
     p.add_argument("--only", action="append", default=None, help="config name (repeatable; default: every "
                    "forward-stable residual config of the campaign)")
     add_block_options(p, 96, 1000, None, "(config, depth)")
+    p.add_argument("--chunk", type=int, default=16, help="seeds vectorised at once by the probe (default 16; "
+                   "lower it to save memory, the values do not depend on it)")
     args = p.parse_args(argv)
     check_seeds(p, args)
+    if args.chunk < 1:
+        p.error("--chunk must be >= 1")
     if args.first_seed < 0:
         p.error("--first-seed must be >= 0")
     return args
@@ -121,6 +127,29 @@ def _per_config(configs: list, verdicts: list) -> dict:
     return out
 
 
+def _fresh_exponent(cfg: dict, fresh: dict, old: dict, level: float) -> dict | None:
+    """The campaign's deepest-K exponent fit of the mean (``fitted_exponents.mean.deepest``) redone
+    with every held-out K on the fresh seeds and the other K on the campaign's: the slope of
+    ``ln eta*`` on ``ln K`` (``-1/2`` that of the mean ``s_bar``, :func:`amutheory.stats.fit_loglog_slope`)
+    with its CI from resampling each K's seeds on their own (the two seed sets are disjoint, so the
+    K are independent; ``resample="independent"``).  Whether the derived exponent lies inside,
+    next to the campaign's own fit; ``None`` where the campaign has no such fit or the seed
+    counts differ."""
+    deep = ((cfg.get("fitted_exponents") or {}).get("mean") or {}).get("deepest")
+    if not deep or cfg.get("derived_exponent_value") is None:
+        return None
+    columns = [fresh[d] if d in fresh else list(old.get((cfg["name"], d), {}).values()) for d in deep["depths"]]
+    if len({len(c) for c in columns}) != 1 or len(columns[0]) < 2:
+        return None
+    fit = stats.fit_loglog_slope(deep["depths"], np.array(columns).T, level=level, resample="independent")
+    lo, hi = -fit.ci[1] / 2, -fit.ci[0] / 2
+    derived = cfg["derived_exponent_value"]
+    return {"depths": deep["depths"], "fresh_depths": [d for d in deep["depths"] if d in fresh],
+            "exponent": -fit.slope / 2, "ci": [lo, hi], "derived": derived, "derived_inside": bool(lo <= derived <= hi),
+            "campaign_exponent": deep["exponent"], "campaign_ci": deep["ci"],
+            "campaign_derived_inside": bool(deep["derived_inside_ci"])}
+
+
 def main(argv=None) -> int:
     args = parse(argv)
     folder = Path(args.campaign)
@@ -151,7 +180,7 @@ def main(argv=None) -> int:
     done: dict = {}
     for row in read_rows(path, lambda r: r["campaign"], tag):
         done.setdefault((row["config"], int(row["depth"])), {})[int(row["seed"])] = float(row["s_bar"])
-    verdicts = []
+    verdicts, exponents = [], {}
     for cfg in configs:
         fresh, pooled = {}, {}
         for d in cfg["held_out_depths"]:
@@ -162,13 +191,16 @@ def main(argv=None) -> int:
             else:
                 t0 = time.perf_counter()
                 spec = ArchSpec(**cfg["spec"]).with_(depth=d)
-                values = list(probe(spec, seeds, protocol).s_bar)
+                values = list(probe(spec, seeds, protocol, chunk=args.chunk).s_bar)
                 append_rows(path, COLUMNS, [(tag, cfg["name"], d, s, v) for s, v in zip(seeds, values)])
                 print(f"[{cfg['name']} K={d}] {len(seeds)} seeds in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
             fresh[d] = values
             pooled[d] = values + list(old.get((cfg["name"], d), {}).values())
         verdicts += _verdicts(cfg, fresh, pooled, 0.95)
+        exponents[cfg["name"]] = _fresh_exponent(cfg, fresh, old, 0.95)
     per_config = _per_config(configs, verdicts)
+    for name, fit in exponents.items():
+        per_config[name]["exponent"] = fit
     kinds = ("campaign", "fresh", "pooled")
     out = {"campaign": str(folder), "seeds": seeds[0:1] + seeds[-1:], "rows": verdicts,
            "counts": {law: {key: sum(r[key] for r in verdicts if r["law"] == law)
@@ -179,6 +211,9 @@ def main(argv=None) -> int:
         verdicts_of = [c["laws"].get(c["selected_law"] if law == "selected" else law) for c in per_config.values()]
         out["configs_passed"][law] = {k: sum(bool(v and v[k]) for v in verdicts_of) for k in kinds}
         out["configs_passed"][law]["of"] = sum(v is not None for v in verdicts_of)
+    fits = [c["exponent"] for c in per_config.values() if c["exponent"]]
+    out["exponents_inside"] = {"campaign": sum(bool(f["campaign_derived_inside"]) for f in fits),
+                               "fresh": sum(bool(f["derived_inside"]) for f in fits), "of": len(fits)}
     if args.json:
         print(json.dumps(out))
         return 0
@@ -193,6 +228,16 @@ def main(argv=None) -> int:
     for law, c in out["counts"].items():
         print(f"{law}: inside the CI at {c['campaign_inside']} (campaign seeds), {c['fresh_inside']} (fresh), "
               f"{c['pooled_inside']} (pooled) of {c['of']} held-out (config, statistic, depth)")
+    for name, c in per_config.items():
+        f = c["exponent"]
+        if f:
+            print(f"{name}: exponent over K = {', '.join(map(str, f['depths']))} (held-out K on fresh seeds) "
+                  f"{f['exponent']:+.3f} [{f['ci'][0]:+.3f}, {f['ci'][1]:+.3f}], derived {f['derived']:+.3f} "
+                  f"{'inside' if f['derived_inside'] else 'OUTSIDE'} (campaign seeds: {f['campaign_exponent']:+.3f}, "
+                  f"{'inside' if f['campaign_derived_inside'] else 'outside'})")
+    e = out["exponents_inside"]
+    print(f"derived exponent inside the deepest-K CI: {e['campaign']} (campaign seeds), {e['fresh']} (held-out K on "
+          f"fresh seeds) of {e['of']}")
     for law, c in out["configs_passed"].items():
         what = "the law picked per config from its calibration (residual se)" if law == "selected" else law
         print(f"configs with every held-out row inside, {what}: {c['campaign']} (campaign seeds), {c['fresh']} "

@@ -25,7 +25,6 @@ another set-up into the same file is refused.  Bad input prints one line and exi
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -39,13 +38,13 @@ from amutheory.measure.probe import probe
 from amutheory.spec import BRANCHES, INITS, ArchSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _blocks import add_block_options, append_rows, check_seeds, positive_ints, read_rows  # noqa: E402
+from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, positive_ints, read_rows  # noqa: E402
 
 COLUMNS = ("branch", "init", "activation", "spatial", "width", "depth", "seed", "s_bar")
 
 
 def parse(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = OneLineParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--branch", default="conv-mlp", choices=BRANCHES, help="default conv-mlp")
     p.add_argument("--init", default="k-squared", choices=INITS, help="default k-squared")
     p.add_argument("--activation", default="relu", choices=("relu", "linear"), help="default relu")
