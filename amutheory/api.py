@@ -728,12 +728,11 @@ def _dropped_parts(fn, const: dict, depths) -> list:
 def _predict_resnet_dense(spec, depths, statistic, protocol, C, notes) -> Prediction:
     """``constants="derive"`` for residual nets: the exact infinite-width law of the dense
     single-sample net, with the stream Jacobian's spread (:mod:`amutheory.symbolic.resnet_dense`),
-    nothing fitted; the seed mean only."""
-    from amutheory.symbolic import resnet_dense
+    nothing fitted.  The typical value (``statistic="geo"``) is the mean times ``exp(gap)``, the
+    dense net's exact seed spread at infinite width (:func:`amutheory.symbolic.spread.dense_spread`:
+    the loss directions' chi-square and the stem's), the same at every K."""
+    from amutheory.symbolic import resnet_dense, spread
 
-    if statistic != "mean":
-        raise ValueError("statistic: constants='derive' predicts the seed mean of residual nets only "
-                         f"(the typical value needs the seed spread, which is not derived); got {statistic!r}")
     const = {"C": Constant("C", C, "convention", note="target one-step second moment"),
              "q0_moment": Constant("q0_moment", resnet_dense.stem_moment(spec), "exact", expr="1 + 2/(c_in k^d)",
                                    note="E[q_0^2]/input_var^2 of the stem's chi-square stream variance"),
@@ -744,7 +743,19 @@ def _predict_resnet_dense(spec, depths, statistic, protocol, C, notes) -> Predic
            "the stream Jacobian's spread (free probability; symbolic.resnet_dense)")
     notes = notes + [f"exact infinite-width law of the dense net, {how}: nothing fitted; O(1/n) terms left out"]
     s_bar, eta, slope = _block_law_values(lambda ks: resnet_dense.s_bar(spec, ks, protocol.input_var), [], depths,
-                                          const, C, statistic)
+                                          const, C, "mean")
+    if statistic == "geo":
+        var, gap = spread.dense_spread(spec.outputs, resnet_dense.stem_fan_in(spec))
+        const["spread_var"] = Constant("spread_var", var, "exact", expr="psi'(m/2) + 4 psi'(f/2)",
+                                       note="Var[ln s_bar] over seeds: loss directions chi^2_m, stem chi^2_f "
+                                            "(f = c_in)")
+        const["typical_gap"] = Constant("typical_gap", gap, "exact",
+                                        expr="psi(m/2) - ln(m/2) + 2 (psi(f/2) - ln(f/2)) - ln(1 + 2/f)",
+                                        note="E[ln s_bar] - ln E[s_bar]: the typical value is the mean times exp(gap)")
+        notes.append("typical value: the mean times exp(typical_gap), the dense net's exact seed spread at infinite "
+                     "width (symbolic.spread.dense_spread); K-independent, so the slope is the mean's")
+        s_bar = s_bar * np.exp(gap)
+        eta = np.sqrt(C / s_bar)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const,
                       f"resnet-dense-{spec.branch}-{spec.init}-{spec.activation}", statistic, C, None, notes)
 

@@ -368,9 +368,6 @@ def cmd_measure(args):
     seeds = list(range(args.seed_start, args.seed_start + args.seeds))
     m = measure(spec, args.depths, seeds, _protocol(args), C=args.C, progress=_progress(args), chunk=args.chunk)
     d = m.to_dict()
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(d, fh, default=float)
     lines = [f"{len(seeds)} seeds, width {spec.width}, {spec.dim}D {spec.activation}",
              f"{'L':>5} {'eta*(mean)':>11} {'95% CI':>23} {'eta*(geo)':>11} {'95% CI':>23}"]
     for i, L in enumerate(m.depths):
@@ -382,7 +379,33 @@ def cmd_measure(args):
         for s in ("mean", "geo"):
             lo, hi = d[f"fitted_exponent_{s}_ci"]
             lines.append(f"fitted exponent ({s}): {d[f'fitted_exponent_{s}']:.3f}  95% CI [{lo:.3f}, {hi:.3f}]")
+    if args.spread:
+        lines += _measure_spread(args, spec, seeds, d)
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(d, fh, default=float)
     _emit(args, d, "\n".join(lines))
+
+
+def _measure_spread(args, spec, seeds, d) -> list[str]:
+    """``measure --spread``: the seed spread of ``ln s_bar`` split at the loss directions, per depth
+    (``d["spread"]``); text lines for the table."""
+    from amutheory.measure.loss_form import measure_loss_form, spread_decomposition
+
+    d["spread"] = []
+    lines = ["seed spread of ln s_bar, split at the loss directions r (95% CIs with --json):",
+             f"{'L':>5} {'Var total':>9} {'Var_r':>7} {'Var_net':>8} {'gap_r':>7} {'gap_net':>8} {'nu_eff':>7}"]
+    for L in d["depths"]:
+        if not args.quiet and not args.json:
+            print(f"[spread] depth {L}: {len(seeds)} seeds x {spec.batch * spec.outputs} loss directions",
+                  file=sys.stderr, flush=True)
+        res = measure_loss_form(spec.with_(depth=L), seeds, _protocol(args), chunk=args.chunk)
+        row = {"depth": L, **spread_decomposition(res.per_seed())}
+        d["spread"].append(row)
+        lines.append(f"{L:>5} {row['var_total']['value']:>9.3f} {row['var_r']['value']:>7.3f} "
+                     f"{row['var_net']['value']:>8.3f} {row['gap_r']['value']:>+7.3f} "
+                     f"{row['gap_net']['value']:>+8.3f} {row['nu_eff']['value']:>7.2f}")
+    return lines
 
 
 def cmd_validate(args):
@@ -551,8 +574,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="calibrate a,b,e,gamma on a probe at --calibration-depths (default); 'derive': the "
                          "exact infinite-width spectral law, nothing fitted (linear circular conv chains, c = 1; "
                          "--statistic geo still fits the seed-spread line; residual nets: the exact dense law, "
-                         "--kernel 1 --spatial 1 --batch 1); or the MLP-limit derivation only "
-                         "(s in units of a)")
+                         "--kernel 1 --spatial 1 --batch 1, and with --statistic geo its exact seed spread); "
+                         "or the MLP-limit derivation only (s in units of a)")
     pr.add_argument("--calibration-depths", type=_int_list, default=[2, 3, 4, 6],
                     help="depths the constants are fitted on, at least 4 (default 2,3,4,6)")
     pr.add_argument("--calibration-seeds", type=int, default=32, help="default 32")
@@ -567,6 +590,9 @@ def build_parser() -> argparse.ArgumentParser:
     me.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
     me.add_argument("--chunk", type=int, default=16, help="seeds vectorised at once (default 16)")
     me.add_argument("--out", default=None, help="also write the JSON result to this file")
+    me.add_argument("--spread", action="store_true",
+                    help="also split the seed spread of ln s_bar at the loss directions (JSON key 'spread'; "
+                         "costs batch x outputs probe evaluations per seed)")
     me.set_defaults(func=cmd_measure)
 
     bo = sub.add_parser("boundary", parents=[common], help="zero-padding boundary correction and its regime",

@@ -150,6 +150,24 @@ def bootstrap_ci(samples, statistic=np.mean, level: float = 0.95, n_boot: int = 
     return _quantiles(_boot_stats(arr, statistic, n_boot, rng), level)
 
 
+def joint_bootstrap_ci(columns: dict, statistics, level: float = 0.95, n_boot: int = 1000,
+                       seed: int = 0) -> dict[str, tuple[float, float]]:
+    """Percentile-bootstrap intervals of several statistics of per-seed ``columns`` (equal-length
+    arrays) resampled *jointly*: each replicate draws one set of seed indices and
+    ``statistics(**resampled_columns)`` returns a dict of scalars; the result maps each key to
+    its interval (the resampling generator seeded with ``seed``)."""
+    level = _check_level(level)
+    n_boot = _check_n_boot(n_boot)
+    cols = {k: np.asarray(v) for k, v in columns.items()}
+    sizes = {v.shape for v in cols.values()}
+    if len(sizes) != 1 or len(next(iter(sizes))) != 1 or next(iter(sizes))[0] < 2:
+        raise ValueError("columns must be 1-d arrays of one common length >= 2")
+    size = next(iter(sizes))[0]
+    draws = np.random.default_rng(seed).integers(0, size, size=(n_boot, size))
+    boot = [statistics(**{k: v[i] for k, v in cols.items()}) for i in draws]
+    return {key: _quantiles(np.array([b[key] for b in boot], dtype=float), level) for key in boot[0]}
+
+
 def arith_mean_ci(x, level: float = 0.95, n_boot: int = 2000,
                   seed: int = 0) -> tuple[float, float, float]:
     """``(mean, lo, hi)``: ``mean = (1/n) sum_i x_i`` and its percentile-bootstrap interval

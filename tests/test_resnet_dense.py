@@ -176,8 +176,11 @@ def test_predict_derive_and_cli(capsys):
     pred = predict(spec, [4, 8, 16], constants="derive")
     np.testing.assert_allclose(pred.s_bar, [rd.layer_moments(spec.with_(depth=k)).mean() for k in (4, 8, 16)])
     assert pred.calibration is None and pred.constants["q0_moment"].source == "exact"
-    with pytest.raises(ValueError, match="statistic"):
-        predict(spec, [4, 8], constants="derive", statistic="geo")
+    typical = predict(spec, [4, 8, 16], constants="derive", statistic="geo")  # the exact spread, K-free
+    gap = typical.constants["typical_gap"]
+    assert gap.source == "exact" and typical.calibration is None
+    np.testing.assert_allclose(typical.s_bar, np.array(pred.s_bar) * np.exp(gap.value), rtol=1e-12)
+    np.testing.assert_allclose(typical.local_slope, pred.local_slope, rtol=1e-12)
     base = ["predict", "--family", "resnet", "--branch", "conv-mlp", "--init", "k-last", "--depths", "2,8",
             "--constants", "derive", "--quiet"]
     assert main(base + ["--kernel", "1", "--spatial", "1", "--batch", "1", "--json"]) == 0

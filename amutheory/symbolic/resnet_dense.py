@@ -191,7 +191,7 @@ def branch_constants(spec: ArchSpec) -> tuple[float, float, float]:
     return float(branch_multiplier(spec.init).subs(K, spec.depth)), vs[0], vs[-1]
 
 
-def _stem_fan_in(spec: ArchSpec) -> int:
+def stem_fan_in(spec: ArchSpec) -> int:
     """``f = c_in k^d``, the stem's fan-in."""
     return spec.input_channels * spec.kernel**spec.dim
 
@@ -199,7 +199,7 @@ def _stem_fan_in(spec: ArchSpec) -> int:
 def stem_moment(spec: ArchSpec) -> float:
     """``E[q_0^2] / input_var^2 = 1 + 2/f``, ``f = c_in k^d``: the stem's per-coordinate variance is
     ``input_var chi^2_f / f`` at infinite width (the law's only average over the draw)."""
-    return 1 + 2 / _stem_fan_in(spec)
+    return 1 + 2 / stem_fan_in(spec)
 
 
 #: the parts of :func:`layer_moments`: everything, the stream's update as read (the ``preact``
@@ -246,7 +246,7 @@ def free_layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = Tr
     G = np.ones(blocks + 1)  # G_i / G_K, backward: G_{i-1} = (1 + eps_i^2) G_i
     for i in range(blocks, 0, -1):
         G[i - 1] = G[i] * (1 + eps2[i - 1])
-    mm1 = _stem_fan_in(spec) / n  # the stem: Delta x_0 = |x_in|^2 g_0, |x_in|^2 / n = f q_0 / n
+    mm1 = stem_fan_in(spec) / n  # the stem: Delta x_0 = |x_in|^2 g_0, |x_in|^2 / n = f q_0 / n
     mm2 = mm1**2
     out = []
     for i in range(1, blocks + 1):

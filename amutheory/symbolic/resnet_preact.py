@@ -174,7 +174,7 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, part: str = "all",
     ``part``: ``"stream"`` or ``"own"`` keeps one of the two source groups (they add up to
     ``"all"``; the stream entries are all ``stream``).  ``masks="independent"``: the free law."""
     from amutheory.symbolic.resnet import _stream_path
-    from amutheory.symbolic.resnet_dense import PARTS, _check, _stem_fan_in, branch_constants, stem_moment
+    from amutheory.symbolic.resnet_dense import PARTS, _check, stem_fan_in, branch_constants, stem_moment
 
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
@@ -197,7 +197,7 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, part: str = "all",
     mask_of = np.concatenate([[1.0], np.full(blocks, fns["d2"])])  # g_K is unmasked, e_p carries D_p
     p_idx = np.arange(1, blocks + 1)
     C = np.zeros(blocks + 2)
-    C[1] = _stem_fan_in(spec) / n  # the stem: Delta x_0 = (|x_in|^2 / n) g_0
+    C[1] = stem_fan_in(spec) / n  # the stem: Delta x_0 = (|x_in|^2 / n) g_0
     F = np.zeros(blocks + 1)
     out = []
     for j in range(1, blocks + 1):
