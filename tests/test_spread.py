@@ -259,9 +259,10 @@ def test_spread_decomposition_script(tmp_path, capsys, validate_script):
     with pytest.raises(SystemExit) as exc:  # another set-up into the same file
         script.main(args[:-1] + ["--activation", "linear"])
     assert "another set-up" in str(exc.value)
-    with pytest.raises(SystemExit) as exc:
-        script.main(["--seeds", "2"])
-    assert exc.value.code == 2 and capsys.readouterr().err.count("\n") == 1
+    for bad in (["--seeds", "2"], ["--first-seed", "-1"], ["--chunk", "0"]):
+        with pytest.raises(SystemExit) as exc:
+            script.main(bad)
+        assert exc.value.code == 2 and capsys.readouterr().err.count("\n") == 1
     assert script.main(["--kernel", "9", "--spatial", "4", "--out", str(tmp_path / "x.csv")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
 

@@ -38,9 +38,15 @@ def add_block_options(p: argparse.ArgumentParser, seeds: int, first_seed: int, o
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def check_seeds(p: argparse.ArgumentParser, args) -> None:
-    if args.seeds < 2:
-        p.error("--seeds must be >= 2")
+def check_seeds(p: argparse.ArgumentParser, args, minimum: int = 2) -> None:
+    """One-line errors for ``--seeds`` below ``minimum``, a negative ``--first-seed`` and, where the
+    script has it, ``--chunk`` below 1."""
+    if args.seeds < minimum:
+        p.error(f"--seeds must be >= {minimum}")
+    if args.first_seed < 0:
+        p.error("--first-seed must be >= 0")
+    if getattr(args, "chunk", 1) < 1:
+        p.error("--chunk must be >= 1")
 
 
 def append_rows(path: Path, columns, rows) -> None:

@@ -58,10 +58,6 @@ def parse(argv=None):
                    "lower it to save memory, the values do not depend on it)")
     args = p.parse_args(argv)
     check_seeds(p, args)
-    if args.chunk < 1:
-        p.error("--chunk must be >= 1")
-    if args.first_seed < 0:
-        p.error("--first-seed must be >= 0")
     return args
 
 

@@ -58,11 +58,7 @@ def parse(argv=None):
     p.add_argument("--chunk", type=int, default=20, help="loss directions vectorised at once (memory only; default 20)")
     add_block_options(p, 48, 0, "results/spread_decomposition.csv", "(width, depth)")
     args = p.parse_args(argv)
-    check_seeds(p, args)
-    if args.seeds < 3:
-        p.error("--seeds must be >= 3")
-    if args.chunk < 1:
-        p.error("--chunk must be >= 1")
+    check_seeds(p, args, minimum=3)
     return args
 
 
