@@ -317,3 +317,15 @@ def test_dense_spread_against_real_nets(branch, init, activation):
     typical = predict(spec, [4], constants="derive", statistic="geo").s_bar[0]
     _, glo, ghi = stats.geo_mean_ci(s)
     assert glo <= typical <= ghi, (typical, glo, ghi)
+
+
+def test_benchmark_script_runs(capsys, validate_script):
+    """The benchmark's two ways of building the form agree exactly (it times them; nothing timed is
+    asserted here)."""
+    bench = validate_script("benchmark_loss_form")
+    assert bench.main(["--depth", "2", "--width", "8", "--repeats", "1", "--draws", "5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["max_rel_diff_vmap_vs_loop"] < 1e-12 and out["var_r_derived"] > 0
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--draws", "2"])
+    assert exc.value.code == 2
