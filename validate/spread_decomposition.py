@@ -11,8 +11,8 @@ variance (:func:`amutheory.measure.loss_form.spread_decomposition`):
 ``var_r`` and ``gap_r`` are *derived* from each seed's spectrum of ``M``
 (:mod:`amutheory.symbolic.spread`); the left sides are measured from the probe's own ``r``.
 At infinite width ``M = C (x) I_m``, so the loss directions spread ``ln s_bar`` by between
-``psi'(B m / 2)`` (samples uncoupled) and ``psi'(m / 2)`` (all coupled) whatever the width:
-the script prints both.  A part that does not fall with the width is not a finite-width effect.
+``psi'(B m / 2)`` (samples uncoupled) and ``psi'(m / 2)`` (all coupled) whatever the width (a
+range checked on random couplings, not proved): the script prints both.  A part that does not fall with the width is not a finite-width effect.
 
 Every (width, depth) is one block of seeds appended to ``--out`` as soon as it is done; a rerun
 with the same arguments skips finished blocks (resume), and a file of another set-up is refused.
