@@ -746,11 +746,11 @@ def _predict_resnet_dense(spec, depths, statistic, protocol, C, notes) -> Predic
                                           const, C, "mean")
     if statistic == "geo":
         var, gap = spread.dense_spread(spec.outputs, resnet_dense.stem_fan_in(spec))
-        const["spread_var"] = Constant("spread_var", var, "exact", expr="psi'(m/2) + 4 psi'(f/2)",
+        exprs = spread.dense_spread_expressions()
+        const["spread_var"] = Constant("spread_var", var, "exact", expr=str(exprs["var_log"]),
                                        note="Var[ln s_bar] over seeds: loss directions chi^2_m, stem chi^2_f "
                                             "(f = c_in)")
-        const["typical_gap"] = Constant("typical_gap", gap, "exact",
-                                        expr="psi(m/2) - ln(m/2) + 2 (psi(f/2) - ln(f/2)) - ln(1 + 2/f)",
+        const["typical_gap"] = Constant("typical_gap", gap, "exact", expr=str(exprs["gap_log"]),
                                         note="E[ln s_bar] - ln E[s_bar]: the typical value is the mean times exp(gap)")
         notes.append("typical value: the mean times exp(typical_gap), the dense net's exact seed spread at infinite "
                      "width (symbolic.spread.dense_spread); K-independent, so the slope is the mean's")

@@ -210,8 +210,8 @@ def test_decomposition_recovers_known_parts():
     bootstrap's; a miss has probability ~5% per part, so the check is on the four parts whose
     truth is known, with the seed fixed)."""
     rng = np.random.default_rng(11)
-    n = 4000
-    trace = np.exp(rng.normal(0.0, 0.3, n))
+    n, sd = 4000, 0.3
+    trace = np.exp(rng.normal(0.0, sd, n))
     s_bar = trace * rng.chisquare(10, n) / 10
     per = {"s_bar": s_bar, "trace": trace, "gap_r": np.full(n, spread.chi_square_gap(10)),
            "var_r": np.full(n, spread.chi_square_var(10)), "nu_eff": np.full(n, 10.0),
@@ -219,8 +219,9 @@ def test_decomposition_recovers_known_parts():
     d = spread_decomposition(per, n_boot=400)
     assert set(DECOMPOSITION_KEYS) <= set(d)
     assert d["var_r"]["value"] == pytest.approx(spread.chi_square_var(10))
-    truth = {"var_net": 0.09, "gap_net": -0.045, "var_total": 0.09 + spread.chi_square_var(10),
-             "gap_total": -0.045 + spread.chi_square_gap(10)}
+    var_net, gap_net = sd**2, -(sd**2) / 2  # lognormal: E ln T - ln E T = -Var[ln T] / 2
+    truth = {"var_net": var_net, "gap_net": gap_net, "var_total": var_net + spread.chi_square_var(10),
+             "gap_total": gap_net + spread.chi_square_gap(10)}
     for key, value in truth.items():
         lo, hi = d[key]["ci"]
         assert lo <= value <= hi, (key, value, d[key])

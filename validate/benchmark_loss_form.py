@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from amutheory.measure.loss_form import loss_form
+from amutheory.measure.loss_form import loss_form, psd_spectrum
 from amutheory.measure.probe import draw_seed, first_order_change
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.spread import log_moments_of_spectrum
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
 
     def vectorised():
         form = loss_form(model, x, spec.outputs, chunk=args.chunk)
-        return form, log_moments_of_spectrum(np.clip(np.linalg.eigvalsh(form), 0.0, None))[1]
+        return form, log_moments_of_spectrum(psd_spectrum(form))[1]
 
     def looped():
         cols = []

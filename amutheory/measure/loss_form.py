@@ -53,6 +53,12 @@ def loss_form(model, x, outputs: int, chunk: int = 16) -> np.ndarray:
     return (rows @ rows.T / depth).cpu().numpy()
 
 
+def psd_spectrum(matrix) -> np.ndarray:
+    """Ascending eigenvalues of a symmetric positive semi-definite ``matrix``, rounding negatives
+    clipped to 0."""
+    return np.clip(np.linalg.eigvalsh(np.asarray(matrix, dtype=float)), 0.0, None)
+
+
 def sample_coupling(form, batch: int, outputs: int) -> tuple[np.ndarray, float]:
     """``(C, anisotropy)``: the ``B x B`` coupling ``C[b, b'] = (1/m) sum_o M[(b, o), (b', o)]`` of
     the nearest form ``C (x) I_m`` (the infinite-width head's), and ``||M - C (x) I_m||_F / ||M||_F``,
@@ -92,7 +98,7 @@ class LossFormResult:
         sample coupling) and the head's ``anisotropy``."""
         m = self.spec.outputs
         moments = np.array([log_moments_of_spectrum(lam) for lam in self.eigenvalues])
-        iso = np.array([log_moments_of_spectrum(np.repeat(np.clip(np.linalg.eigvalsh(c), 0.0, None), m))[1]
+        iso = np.array([log_moments_of_spectrum(np.repeat(psd_spectrum(c), m))[1]
                         for c in self.coupling])
         return {"s_bar": self.s_bar, "trace": self.trace, "gap_r": moments[:, 0], "var_r": moments[:, 1],
                 "nu_eff": np.array([participation_ratio(lam) for lam in self.eigenvalues]),
@@ -159,7 +165,7 @@ def measure_loss_form(spec: ArchSpec, seeds, protocol: ProbeProtocol = ProbeProt
         form = loss_form(model, x, spec.outputs, chunk)
         v = r.reshape(-1).cpu().numpy()
         s_bar.append(float(v @ form @ v))
-        eig.append(np.clip(np.linalg.eigvalsh(form), 0.0, None))
+        eig.append(psd_spectrum(form))
         c, a = sample_coupling(form, spec.batch, spec.outputs)
         coupling.append(c)
         aniso.append(a)
