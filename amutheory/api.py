@@ -485,8 +485,6 @@ def _predict_spectral(spec, depths, statistic, protocol, C, calibration_depths, 
     (``statistic="geo"``) also needs the seed spread ``sigma^2(L)``, which is not derived: its line
     ``sigma2_0 + kappa L`` is fitted on ``calibration_measurement`` (measured at
     ``calibration_depths`` when not given) and labelled calibrated."""
-    from amutheory.calibrate import _bootstrap_sd, _variance_line
-
     s_bar, slope, const, name, note = derived_mean(spec, depths, protocol.input_var, progress)
     const = dict(const)
     const["input_var"] = Constant("input_var", protocol.input_var, "convention", note="probe input variance")
@@ -494,22 +492,9 @@ def _predict_spectral(spec, depths, statistic, protocol, C, calibration_depths, 
     notes = [note]
     calib = None
     if statistic == "geo":
-        if calibration_measurement is None:
-            calibration_measurement = measure(spec, check_depths(calibration_depths), calibration_seeds, protocol, C,
-                                              progress)
-        profiles = calibration_measurement.profiles
-        line = _variance_line(profiles)
-        (se,) = _bootstrap_sd(profiles, lambda resampled: (_variance_line(resampled),), (2,), 100, 0)
-        cal_depths = sorted(profiles)
-        lnote = (f"Var[ln s_bar] over seeds, straight line in L, depths {cal_depths}; error = sd over 100 "
-                 "seed-bootstrap refits")
-        const["sigma2_0"] = Constant("sigma2_0", float(line[0]), "calibrated", float(se[0]), note=lnote)
-        const["kappa"] = Constant("kappa", float(line[1]), "calibrated", float(se[1]), note=lnote)
-        calib = Calibration({k: const[k] for k in ("sigma2_0", "kappa")}, cal_depths, "geo", spec.width, 0.0,
-                            [f"{name}: law of the mean (derived) times exp(-sigma^2(L)/2) with sigma^2 calibrated"])
-        held_in = sorted(set(depths) & set(cal_depths))
-        if held_in:
-            notes.append(f"depths {held_in} were used for the seed-spread line: not an independent check there")
+        calib, more = _spread_line(const, name, spec, depths, calibration_measurement, calibration_depths,
+                                   calibration_seeds, protocol, C, progress)
+        notes += more
         factor, shift = mean_over_typical(const, depths)
         s_bar, slope = s_bar / factor, slope - shift
     eta = np.sqrt(C / s_bar)
@@ -725,26 +710,91 @@ def _dropped_parts(fn, const: dict, depths) -> list:
     return notes
 
 
-def _predict_resnet_dense(spec, depths, statistic, protocol, C, notes) -> Prediction:
-    """``constants="derive"`` for residual nets: the exact infinite-width law of the dense
-    single-sample net, with the stream Jacobian's spread (:mod:`amutheory.symbolic.resnet_dense`),
-    nothing fitted.  The typical value (``statistic="geo"``) is the mean times ``exp(gap)``, the
-    dense net's exact seed spread at infinite width (:func:`amutheory.symbolic.spread.dense_spread`:
-    the loss directions' chi-square and the stem's), the same at every K."""
-    from amutheory.symbolic import resnet_dense, spread
+def exact_resnet_law(spec: ArchSpec) -> tuple:
+    """``(s_bar_fn(depths, input_var), name, how)`` of the exact infinite-width law of the mean that
+    covers the residual ``spec``, nothing fitted: the dense law (``kernel = spatial = batch = 1``;
+    :mod:`amutheory.symbolic.resnet_dense`, and for ``preact`` with ReLU the coordinate law of
+    :mod:`amutheory.symbolic.resnet_preact`) or, for linear nets with circular padding, the
+    mode-by-mode law (:mod:`amutheory.symbolic.resnet_spectral`).  ``ValueError`` naming the field
+    where neither covers it."""
+    from amutheory.symbolic import resnet_dense, resnet_spectral
 
+    _check_spec(spec)
+    tag = f"{spec.branch}-{spec.init}-{spec.activation}"
+    if spec.kernel == spec.spatial == spec.batch == 1:
+        resnet_dense.layer_moments(spec.with_(depth=1))  # raises for what the dense law does not cover
+        how = ("one stream coordinate with its persistent masks (symbolic.resnet_preact)"
+               if spec.branch == "preact" and spec.activation != "linear" else
+               "the stream Jacobian's spread (free probability; symbolic.resnet_dense)")
+        return (lambda ks, iv: resnet_dense.s_bar(spec, ks, iv)), f"resnet-dense-{tag}", f"of the dense net, {how}"
+    if spec.activation != "linear":
+        field = next(f for f in ("kernel", "spatial", "batch") if getattr(spec, f) != 1)
+        raise ValueError(f"{field}: the exact residual laws cover dense nets (kernel = spatial = batch = 1) and "
+                         f"linear nets with circular padding; got {field}={getattr(spec, field)} with "
+                         f"{spec.activation!r} (a spatial or batched {spec.activation} net's stream correlations "
+                         "grow along depth: not derived)")
+    resnet_spectral.layer_moments(spec.with_(depth=1))  # raises for padding, shortcut, init
+    return ((lambda ks, iv: resnet_spectral.s_bar(spec, ks, iv)), f"resnet-modes-{tag}",
+            "of the linear circular net, mode by mode (symbolic.resnet_spectral)")
+
+
+def _spread_line(const: dict, name: str, spec: ArchSpec, depths, calibration_measurement, calibration_depths,
+                 calibration_seeds, protocol, C, progress) -> tuple:
+    """The seed-spread line ``Var[ln s_bar] = sigma2_0 + kappa L`` that turns a derived law of the
+    mean of a chain into the typical value, fitted on ``calibration_measurement`` (measured at
+    ``calibration_depths`` when not given) and added to ``const``, labelled calibrated.  Returns
+    ``(Calibration, notes)``."""
+    from amutheory.calibrate import _bootstrap_sd, _variance_line
+
+    if calibration_measurement is None:
+        calibration_measurement = measure(spec, check_depths(calibration_depths), calibration_seeds, protocol, C,
+                                          progress)
+    profiles = calibration_measurement.profiles
+    line = _variance_line(profiles)
+    (se,) = _bootstrap_sd(profiles, lambda resampled: (_variance_line(resampled),), (2,), 100, 0)
+    cal_depths = sorted(profiles)
+    lnote = (f"Var[ln s_bar] over seeds, straight line in L, depths {cal_depths}; error = sd over 100 "
+             "seed-bootstrap refits")
+    const["sigma2_0"] = Constant("sigma2_0", float(line[0]), "calibrated", float(se[0]), note=lnote)
+    const["kappa"] = Constant("kappa", float(line[1]), "calibrated", float(se[1]), note=lnote)
+    calib = Calibration({k: const[k] for k in ("sigma2_0", "kappa")}, cal_depths, "geo", spec.width, 0.0,
+                        [f"{name}: law of the mean (derived) times exp(-sigma^2(L)/2) with sigma^2 calibrated"])
+    held_in = sorted(set(depths) & set(cal_depths))
+    notes = ([f"depths {held_in} were used for the seed-spread line: not an independent check there"]
+             if held_in else [])
+    return calib, notes
+
+
+#: joint draws of inputs and loss directions behind the typical value of a linear spatial residual net
+SEED_DRAWS = 20000
+
+
+def _predict_resnet_dense(spec, depths, statistic, protocol, C, notes) -> Prediction:
+    """``constants="derive"`` for residual nets: the exact infinite-width law of the mean
+    (:func:`exact_resnet_law`: the dense net, with the stream Jacobian's spread, or a linear
+    circular net mode by mode), nothing fitted.  The typical value (``statistic="geo"``) is the
+    mean times ``exp(gap)``, ``gap = E ln s_bar - ln E s_bar`` at infinite width, nothing fitted
+    either: for a dense net in closed form (:func:`amutheory.symbolic.spread.dense_spread`: the
+    loss directions' chi-square and the stem's, the same at every K), for a linear spatial net by
+    Monte Carlo over :data:`SEED_DRAWS` joint draws of the inputs and the loss directions, common
+    to every K (:func:`amutheory.symbolic.resnet_spectral.seed_law`)."""
+    from amutheory.symbolic import resnet_dense, resnet_spectral, spread
+
+    fn, name, how = exact_resnet_law(spec)
+    dense = spec.kernel == spec.spatial == spec.batch == 1
+    iv = protocol.input_var
     const = {"C": Constant("C", C, "convention", note="target one-step second moment"),
-             "q0_moment": Constant("q0_moment", resnet_dense.stem_moment(spec), "exact", expr="1 + 2/(c_in k^d)",
-                                   note="E[q_0^2]/input_var^2 of the stem's chi-square stream variance"),
              "G_K": Constant("G_K", spec.outputs * spec.readout_variance, "exact", expr="outputs * readout_variance",
                              note="stream gradient per coordinate at the head")}
-    how = ("one stream coordinate with its persistent masks (symbolic.resnet_preact)"
-           if spec.branch == "preact" and spec.activation != "linear" else
-           "the stream Jacobian's spread (free probability; symbolic.resnet_dense)")
-    notes = notes + [f"exact infinite-width law of the dense net, {how}: nothing fitted; O(1/n) terms left out"]
-    s_bar, eta, slope = _block_law_values(lambda ks: resnet_dense.s_bar(spec, ks, protocol.input_var), [], depths,
-                                          const, C, "mean")
-    if statistic == "geo":
+    if dense:
+        const["q0_moment"] = Constant("q0_moment", resnet_dense.stem_moment(spec), "exact", expr="1 + 2/(c_in k^d)",
+                                      note="E[q_0^2]/input_var^2 of the stem's chi-square stream variance")
+    else:
+        const["input_var"] = Constant("input_var", iv, "convention", note="probe input variance")
+    notes = notes + [f"exact infinite-width law {how}: nothing fitted; O(1/n) terms left out"]
+    if statistic == "mean":
+        s_bar, eta, slope = _block_law_values(lambda ks: fn(ks, iv), [], depths, const, C, "mean")
+    elif dense:
         var, gap = spread.dense_spread(spec.outputs, resnet_dense.stem_fan_in(spec))
         exprs = spread.dense_spread_expressions()
         const["spread_var"] = Constant("spread_var", var, "exact", expr=str(exprs["var_log"]),
@@ -754,10 +804,27 @@ def _predict_resnet_dense(spec, depths, statistic, protocol, C, notes) -> Predic
                                         note="E[ln s_bar] - ln E[s_bar]: the typical value is the mean times exp(gap)")
         notes.append("typical value: the mean times exp(typical_gap), the dense net's exact seed spread at infinite "
                      "width (symbolic.spread.dense_spread); K-independent, so the slope is the mean's")
-        s_bar = s_bar * np.exp(gap)
-        eta = np.sqrt(C / s_bar)
-    return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const,
-                      f"resnet-dense-{spec.branch}-{spec.init}-{spec.activation}", statistic, C, None, notes)
+        s_bar, eta, slope = _block_law_values(lambda ks: fn(ks, iv) * np.exp(gap), [], depths, const, C, "mean")
+    else:
+        table = resnet_spectral.seed_table(spec, SEED_DRAWS, 0, iv)
+
+        def typical(ks):
+            laws = [resnet_spectral.seed_law(spec.with_(depth=int(k)), table, iv) for k in np.ravel(ks)]
+            return np.reshape([law["mean"] * np.exp(law["gap"]) for law in laws], np.shape(ks))
+
+        deepest = resnet_spectral.seed_law(spec.with_(depth=max(depths)), table, iv)
+        mc = (f"at K = {max(depths)}; Monte Carlo over {SEED_DRAWS} joint draws of the inputs and the loss "
+              "directions (symbolic.resnet_spectral.seed_law); error = its standard error")
+        const["typical_gap"] = Constant("typical_gap", deepest["gap"], "monte-carlo", deepest["gap_se"],
+                                        note=f"E[ln s_bar] - ln E[s_bar] {mc}")
+        const["spread_var"] = Constant("spread_var", deepest["var"], "monte-carlo", deepest["var_se"],
+                                       note=f"Var[ln s_bar] over seeds {mc}")
+        notes.append("typical value: the mean times exp(gap(K)), the seed law of the linear spatial net at infinite "
+                     "width (inputs and loss directions; the same draws at every K), nothing fitted; finite width "
+                     "adds spread (measured: Var[ln s_bar] ~0.15 above it at n = 64, ~0.08 at n = 128)")
+        s_bar, eta, slope = _block_law_values(typical, [], depths, const, C, "mean")
+    return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, name, statistic, C, None,
+                      notes)
 
 
 # --------------------------------------------------------------------------- transformers

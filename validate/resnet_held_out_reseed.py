@@ -6,10 +6,10 @@ differs), and the same inputs and loss directions for every init at one K.  So t
 preset are not independent evidence: one unlucky draw of the seed set at a held-out K moves all
 of them the same way.  This script re-measures the held-out depths of a finished campaign
 (``--campaign DIR``, its ``summary.json``) on a disjoint block of seeds (``--first-seed``, default
-1000) and checks the campaign's own predictions (the coherent law and, where it covers the
-config, the dense-shape law; calibrated on the campaign's seeds, not refitted) against the
-fresh seeds' 95% CI, for the mean and the geometric mean, and against the pooled seeds (old and
-new: twice the seeds, an interval ~0.7 times as wide).  It also refits the campaign's deepest-K
+1000) and checks the campaign's own predictions (the coherent law and, where they cover the
+config, the dense-shape law and the exact law; calibrated on the campaign's seeds, not
+refitted) against the fresh seeds' 95% CI, for the mean and the geometric mean, and against the
+pooled seeds (old and new: twice the seeds, an interval ~0.7 times as wide).  It also refits the campaign's deepest-K
 exponent with the held-out K taken from the fresh seeds (the other K from the campaign's), so
 that one draw of the seed set at a held-out K no longer tilts the slope of every config alike.
 
@@ -42,9 +42,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, read_rows  # noqa: E402
 
 COLUMNS = ("campaign", "config", "depth", "seed", "s_bar")
-#: the two calibrated laws of a residual config in summary.json: where its held-out rows live
+#: the laws of a residual config in summary.json (the two calibrated ones and, where it covers the config,
+#: the exact law of the mean): where their held-out rows live
 LAWS = {"coherent": lambda c: c.get("per_depth"),
-        "dense-shape": lambda c: (c.get("dense_shape") or {}).get("per_depth")}
+        "dense-shape": lambda c: (c.get("dense_shape") or {}).get("per_depth"),
+        "exact": lambda c: (c.get("exact_law") or {}).get("per_depth")}
 CI = {"mean": stats.arith_mean_ci, "geo": stats.geo_mean_ci}
 
 
@@ -99,8 +101,9 @@ def _verdicts(cfg: dict, fresh: dict, pooled: dict, level: float) -> list:
 
 
 def _calibration_rms(cfg: dict, law: str):
-    """The rms log residual of ``law``'s calibration of the mean (``None`` where it has none)."""
-    res = cfg if law == "coherent" else (cfg.get("dense_shape") or {})
+    """The rms log residual of ``law``'s calibration of the mean (``None`` where it has none: the exact
+    law fits nothing for the mean)."""
+    res = cfg if law == "coherent" else (cfg.get({"dense-shape": "dense_shape", "exact": "exact_law"}[law]) or {})
     return ((res.get("calibration") or {}).get("mean") or {}).get("residual_rms_log")
 
 

@@ -118,6 +118,7 @@ def analyse_resnet_config(cfg: CampaignConfig, meas: Measurement, protocol: Prob
                assumptions=list(law.assumptions))
     _compare_resnet(out, cfg, spec, meas, protocol, float(law.exponent))
     out["dense_shape"] = _dense_shape_comparison(cfg, spec, meas, protocol, float(law.exponent))
+    out["exact_law"] = _exact_law_comparison(cfg, spec, meas, protocol, float(law.exponent))
     out["selected_law"] = selected_law(out)
     return out
 
@@ -134,7 +135,8 @@ def selected_law(res: dict) -> dict | None:
     verdicts: ``law`` (``coherent`` / ``dense-shape``), ``name``, ``criterion``,
     ``residual_se_log`` per law and the keys of :data:`SELECTED_KEYS`; ``None`` for a config
     without a law.  The pick uses nothing of the held-out depths, so its verdicts are as
-    independent a check as either law's."""
+    independent a check as either law's.  The exact law (``exact_law``, nothing fitted for the mean)
+    is not among the candidates: it is a separate check, reported beside this one."""
     if not res.get("law"):
         return None
     dense = res.get("dense_shape") or {}
@@ -174,6 +176,32 @@ def _dense_shape_comparison(cfg: CampaignConfig, spec: ArchSpec, meas: Measureme
     _compare_resnet(sub, cfg, spec, meas, protocol, derived, law="dense-shape")
     out = {"covered": True, **{k: sub.get(k) for k in DENSE_SHAPE_KEYS}}
     out["law"] = resnet_law_name(spec, "dense-shape")
+    return out
+
+
+def _exact_law_comparison(cfg: CampaignConfig, spec: ArchSpec, meas: Measurement, protocol: ProbeProtocol,
+                          derived: float) -> dict:
+    """The predict-compare of :func:`_compare_resnet` with the exact infinite-width law
+    (:func:`amutheory.api.exact_resnet_law`; the typical value from the infinite-width seed law,
+    ``predict(constants="derive", statistic="geo")``): nothing is fitted, so every K is held out and
+    ``passed`` covers every K.  ``covered`` (bool), the verdict keys of :data:`DENSE_SHAPE_KEYS`,
+    ``inside_ci_every_depth_mean`` and ``depths_inside_mean`` (``[inside, of]``, the mean over every
+    K; the same for ``geo``); or ``reason`` where no exact law covers the config."""
+    from amutheory.api import exact_resnet_law
+    from amutheory.symbolic.resnet import forward_analysis
+
+    try:
+        _, name, _ = exact_resnet_law(spec)
+    except ValueError as exc:
+        return {"covered": False, "reason": str(exc)}
+    sub = _resnet_base(cfg, spec, forward_analysis(spec, protocol.input_var))
+    _compare_resnet(sub, cfg, spec, meas, protocol, derived, law="exact")
+    out = {"covered": True, **{k: sub.get(k) for k in DENSE_SHAPE_KEYS}}
+    out["law"] = name
+    for stat in STATISTICS:
+        rows = (sub.get("per_depth") or {}).get(stat) or []
+        out[f"inside_ci_every_depth_{stat}"] = bool(rows) and all(r["inside_ci"] for r in rows)
+        out[f"depths_inside_{stat}"] = [sum(bool(r["inside_ci"]) for r in rows), len(rows)]
     return out
 
 
@@ -242,7 +270,8 @@ def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measur
                     derived: float, law: str = "coherent") -> None:
     """Calibrate, predict and compare a forward-stable resnet config (both statistics); ``law``
     picks the transformer law (:data:`amutheory.api.TRANSFORMER_LAWS`) for transformer configs and
-    the residual law (:data:`amutheory.api.RESNET_LAWS`) for resnet configs."""
+    the residual law (:data:`amutheory.api.RESNET_LAWS`, or ``"exact"``: ``predict(constants="derive")``,
+    the exact law, nothing fitted, so that every depth is held out) for resnet configs."""
     held, cal = cfg.held_out_depths, list(cfg.calibration_depths)
     cal_meas = Measurement(spec, cal, meas.seeds, {d: meas.profiles[d] for d in cal}, meas.C, meas.level)
     depth_sets = {"all": list(cfg.depths), "held_out": held, "deepest": list(cfg.depths[-3:])}
@@ -251,14 +280,16 @@ def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measur
     passed_stats, rel_errs, joint_ok, joint_cal = {}, {}, {}, {}
     for stat in STATISTICS:
         try:
-            pred = predict(spec, sorted(set(cfg.depths) | set(dense)), constants="calibrate", statistic=stat,
-                           protocol=protocol, C=meas.C, calibration_measurement=cal_meas, law=law)
+            pred = predict(spec, sorted(set(cfg.depths) | set(dense)),
+                           constants="derive" if law == "exact" else "calibrate", statistic=stat,
+                           protocol=protocol, C=meas.C, calibration_measurement=cal_meas,
+                           law="coherent" if law == "exact" else law)
             eta_pred, s_pred = _record_prediction(out, cfg, pred, stat, curve, dense)
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
             out["errors"].append(f"{stat}: calibration/prediction failed: {exc}")
             pred, eta_pred, s_pred = None, {}, {}
             curve[f"eta_{stat}"] = None
-        rows = _eta_rows(cfg, meas, stat, eta_pred, s_pred, set(cal))
+        rows = _eta_rows(cfg, meas, stat, eta_pred, s_pred, set() if law == "exact" else set(cal))
         out["per_depth"][stat] = rows
         passed_stats[stat], rel_errs[stat], joint_ok[stat] = _held_out_checks(out, meas, stat, rows)
         joint_cal[stat] = _held_out_with_calibration(out, meas, stat, rows, pred)

@@ -16,7 +16,8 @@ RESNET_FIGURE = "resnet_eta_star.png"
 
 
 def _figure_names(name: str) -> dict:
-    return {"eta_star": f"eta_star_{name}.png", "layer_profiles": f"layer_profiles_{name}.png"}
+    return {"eta_star": f"eta_star_{name}.png", "layer_profiles": f"layer_profiles_{name}.png",
+            "eta_star_exact": f"eta_star_{name}-exact.png"}
 
 
 def _profile_depths(cfg: CampaignConfig) -> list[int]:
@@ -37,6 +38,11 @@ def make_figures(out_dir: Path, cfg: CampaignConfig, meas: Measurement, result: 
     fig = plots.plot_eta_star(result)
     fig.savefig(out_dir / names["eta_star"], dpi=110)
     written["eta_star"] = names["eta_star"]
+    exact = result.get("exact_law") or {}
+    if cfg.is_resnet and exact.get("covered"):  # the exact law of the mean (nothing fitted), its own figure
+        fig = plots.plot_eta_star({**exact, "name": f"{cfg.name}, exact law (mean: nothing fitted)"})
+        fig.savefig(out_dir / names["eta_star_exact"], dpi=110)
+        written["eta_star_exact"] = names["eta_star_exact"]
     consts = result["constants"].get("mean")
     if consts and not cfg.is_zero and not cfg.is_resnet:  # the per-layer law is the circular chain's
         constants = {k: Constant(k, v["value"], v["source"], v.get("error", 0.0)) for k, v in consts.items()}

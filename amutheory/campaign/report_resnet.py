@@ -125,6 +125,43 @@ def _dense_shape_lines(resnets: list) -> list:
     return lines
 
 
+def _exact_law_lines(resnets: list) -> list:
+    """The exact law (nothing fitted) where it covers a config: inside the measured CI at how many K
+    (every K is held out), for the mean and the typical value, the errors at the campaign's held-out
+    K and its slope against the measured deepest-K fit."""
+    rows = [c for c in resnets if c["forward_stable"] and (c.get("exact_law") or {}).get("covered")]
+    if not rows:
+        return []
+    lines = ["### The exact law (nothing fitted)", "",
+             "`amutheory.api.exact_resnet_law`: the dense law, or for linear nets with circular padding the "
+             "mode-by-mode law (`amutheory.symbolic.resnet_spectral`), at infinite width; `predict --constants "
+             "derive`.  The typical value is the mean times `exp(gap)` of the infinite-width seed law (inputs "
+             "and loss directions; Monte Carlo for spatial nets).  Nothing is fitted, so every K is held out.  "
+             "Errors of predicted eta* at the calibrated laws' held-out K (`!`: outside the measured 95% CI).", "",
+             "| convention | branch | activation | inside the CI, every K: mean / geo | at the held-out K: mean "
+             "(geo) | passes (every K) | deepest-K slope [95% CI] | law's slope |",
+             "|---|---|---|---:|---|---|---|---:|"]
+    yes = {True: "yes", False: "**no**", None: "n/a"}
+    for c in rows:
+        e = c["exact_law"]
+        deep = ((e.get("fitted_exponents") or {}).get("mean") or {}).get("deepest") or {}
+        ci = deep.get("ci") or [None, None]
+        slope = "n/a" if deep.get("exponent") is None else f"{deep['exponent']:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}]"
+        law_slope = "n/a" if deep.get("law_exponent") is None else f"{deep['law_exponent']:+.3f}"
+        im, ig = e.get("depths_inside_mean") or [0, 0], e.get("depths_inside_geo") or [0, 0]
+        held = {"per_depth": {st: [{**r, "calibration": r["depth"] not in c["held_out_depths"]}
+                                   for r in (e.get("per_depth") or {}).get(st, [])] for st in ("mean", "geo")}}
+        lines.append(f"| {c['init']} | {c['branch']} | {c['spec']['activation']} | {im[0]} / {ig[0]} of {im[1]} | "
+                     f"{_held_out_cell(held, 'mean')} ({_held_out_cell(held, 'geo')}) | {yes[e['passed']]} | {slope} | "
+                     f"{law_slope} |")
+    total = {st: [sum((c["exact_law"].get(f"depths_inside_{st}") or [0, 0])[i] for c in rows) for i in (0, 1)]
+             for st in ("mean", "geo")}
+    lines += ["", f"* covered: {len(rows)} stable configs; inside the CI at {total['mean'][0]} (mean) and "
+              f"{total['geo'][0]} (geo) of {total['mean'][1]} (config, K); every K inside for both statistics: "
+              f"{sum(bool(c['exact_law']['passed']) for c in rows)} of {len(rows)}.", ""]
+    return lines
+
+
 def _resnet_config_lines(c: dict) -> list:
     head = "FORWARD UNSTABLE" if not c["forward_stable"] else ("PASSED" if c["passed"] else "FAILED")
     lines = [f"### {c['name']}: {head}", "", f"* mechanism: {c['mechanism']}", f"* stream growth: {c['growth']}"]
@@ -195,6 +232,7 @@ def _resnet_report_lines(summary: dict, resnets: list) -> list:
                   "law); open markers: forward-unstable configs (no law).", ""]
     lines += _resnet_table_lines(resnets) + [""]
     lines += _dense_shape_lines(resnets)
+    lines += _exact_law_lines(resnets)
     lines += [f"* {c['init']} / {c['branch']} ({c['spec']['activation']}): {c['mechanism']}" for c in resnets]
     lines.append("")
     for c in resnets:
