@@ -342,7 +342,8 @@ def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DE
 
     ``constants``: ``"calibrate"`` (measure nets at ``calibration_depths`` and fit ``a, b, e,
     gamma``; the default), ``"derive"`` (linear and ReLU conv chains, either padding: the exact
-    infinite-width law of the mean, nothing fitted; :func:`derived_mean`), ``"mlp-limit"`` (derived constants only, ``s`` in units of ``a``), or
+    infinite-width law of the mean, nothing fitted; :func:`derived_mean`; residual nets: the exact
+    law that covers them, :func:`exact_resnet_law`), ``"mlp-limit"`` (derived constants only, ``s`` in units of ``a``), or
     a :class:`~amutheory.calibrate.Calibration`.  ``statistic`` picks what is predicted: the
     arithmetic mean over seeds (``mean``, the expectation) or the typical value (``geo``).
     ``law`` picks the transformer law (:data:`TRANSFORMER_LAWS`) or the residual-net law
@@ -485,6 +486,8 @@ def _predict_spectral(spec, depths, statistic, protocol, C, calibration_depths, 
     (``statistic="geo"``) also needs the seed spread ``sigma^2(L)``, which is not derived: its line
     ``sigma2_0 + kappa L`` is fitted on ``calibration_measurement`` (measured at
     ``calibration_depths`` when not given) and labelled calibrated."""
+    from amutheory.calibrate import _bootstrap_sd, _variance_line
+
     s_bar, slope, const, name, note = derived_mean(spec, depths, protocol.input_var, progress)
     const = dict(const)
     const["input_var"] = Constant("input_var", protocol.input_var, "convention", note="probe input variance")
@@ -492,9 +495,22 @@ def _predict_spectral(spec, depths, statistic, protocol, C, calibration_depths, 
     notes = [note]
     calib = None
     if statistic == "geo":
-        calib, more = _spread_line(const, name, spec, depths, calibration_measurement, calibration_depths,
-                                   calibration_seeds, protocol, C, progress)
-        notes += more
+        if calibration_measurement is None:
+            calibration_measurement = measure(spec, check_depths(calibration_depths), calibration_seeds, protocol, C,
+                                              progress)
+        profiles = calibration_measurement.profiles
+        line = _variance_line(profiles)
+        (se,) = _bootstrap_sd(profiles, lambda resampled: (_variance_line(resampled),), (2,), 100, 0)
+        cal_depths = sorted(profiles)
+        lnote = (f"Var[ln s_bar] over seeds, straight line in L, depths {cal_depths}; error = sd over 100 "
+                 "seed-bootstrap refits")
+        const["sigma2_0"] = Constant("sigma2_0", float(line[0]), "calibrated", float(se[0]), note=lnote)
+        const["kappa"] = Constant("kappa", float(line[1]), "calibrated", float(se[1]), note=lnote)
+        calib = Calibration({k: const[k] for k in ("sigma2_0", "kappa")}, cal_depths, "geo", spec.width, 0.0,
+                            [f"{name}: law of the mean (derived) times exp(-sigma^2(L)/2) with sigma^2 calibrated"])
+        held_in = sorted(set(depths) & set(cal_depths))
+        if held_in:
+            notes.append(f"depths {held_in} were used for the seed-spread line: not an independent check there")
         factor, shift = mean_over_typical(const, depths)
         s_bar, slope = s_bar / factor, slope - shift
     eta = np.sqrt(C / s_bar)
@@ -736,33 +752,6 @@ def exact_resnet_law(spec: ArchSpec) -> tuple:
     resnet_spectral.layer_moments(spec.with_(depth=1))  # raises for padding, shortcut, init
     return ((lambda ks, iv: resnet_spectral.s_bar(spec, ks, iv)), f"resnet-modes-{tag}",
             "of the linear circular net, mode by mode (symbolic.resnet_spectral)")
-
-
-def _spread_line(const: dict, name: str, spec: ArchSpec, depths, calibration_measurement, calibration_depths,
-                 calibration_seeds, protocol, C, progress) -> tuple:
-    """The seed-spread line ``Var[ln s_bar] = sigma2_0 + kappa L`` that turns a derived law of the
-    mean of a chain into the typical value, fitted on ``calibration_measurement`` (measured at
-    ``calibration_depths`` when not given) and added to ``const``, labelled calibrated.  Returns
-    ``(Calibration, notes)``."""
-    from amutheory.calibrate import _bootstrap_sd, _variance_line
-
-    if calibration_measurement is None:
-        calibration_measurement = measure(spec, check_depths(calibration_depths), calibration_seeds, protocol, C,
-                                          progress)
-    profiles = calibration_measurement.profiles
-    line = _variance_line(profiles)
-    (se,) = _bootstrap_sd(profiles, lambda resampled: (_variance_line(resampled),), (2,), 100, 0)
-    cal_depths = sorted(profiles)
-    lnote = (f"Var[ln s_bar] over seeds, straight line in L, depths {cal_depths}; error = sd over 100 "
-             "seed-bootstrap refits")
-    const["sigma2_0"] = Constant("sigma2_0", float(line[0]), "calibrated", float(se[0]), note=lnote)
-    const["kappa"] = Constant("kappa", float(line[1]), "calibrated", float(se[1]), note=lnote)
-    calib = Calibration({k: const[k] for k in ("sigma2_0", "kappa")}, cal_depths, "geo", spec.width, 0.0,
-                        [f"{name}: law of the mean (derived) times exp(-sigma^2(L)/2) with sigma^2 calibrated"])
-    held_in = sorted(set(depths) & set(cal_depths))
-    notes = ([f"depths {held_in} were used for the seed-spread line: not an independent check there"]
-             if held_in else [])
-    return calib, notes
 
 
 #: joint draws of inputs and loss directions behind the typical value of a linear spatial residual net

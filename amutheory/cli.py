@@ -574,7 +574,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="calibrate a,b,e,gamma on a probe at --calibration-depths (default); 'derive': the "
                          "exact infinite-width spectral law, nothing fitted (linear circular conv chains, c = 1; "
                          "--statistic geo still fits the seed-spread line; residual nets: the exact dense law, "
-                         "--kernel 1 --spatial 1 --batch 1, and with --statistic geo its exact seed spread); "
+                         "--kernel 1 --spatial 1 --batch 1, or for --activation linear with circular padding the "
+                         "mode-by-mode law at any kernel, size and batch, and with --statistic geo their seed law, "
+                         "nothing fitted); "
                          "or the MLP-limit derivation only (s in units of a)")
     pr.add_argument("--calibration-depths", type=_int_list, default=[2, 3, 4, 6],
                     help="depths the constants are fitted on, at least 4 (default 2,3,4,6)")

@@ -144,11 +144,21 @@ def block_recursion(branch: str) -> dict:
             "own": own, "base": base, "mean_read": mean_read}
 
 
-def _check(spec: ArchSpec):
+def check_residual_spec(spec: ArchSpec, law: str = "the exact residual law") -> None:
+    """What every exact residual law needs: an ``ArchSpec`` (``TypeError``) of the ``resnet`` family
+    with identity shortcuts and a forward-stable init (``ValueError`` naming the field)."""
     if not isinstance(spec, ArchSpec):
         raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
     if spec.family != "resnet":
         raise ValueError(f"spec.family must be 'resnet', got {spec.family!r}")
+    if spec.shortcut != "identity":
+        raise ValueError(f"shortcut: {law} has identity shortcuts only; got {spec.shortcut!r}")
+    if spec.init == "none":
+        raise ValueError("init: 'none' is not forward-stable (every block adds O(1) variance); no law")
+
+
+def _check(spec: ArchSpec):
+    check_residual_spec(spec)
     spatial = "spatial nets: the stream's position correlations grow along depth"
     why = {"kernel": spatial, "spatial": spatial,
            "batch": "the samples' streams are correlated at order one through the few input features"}
@@ -159,10 +169,6 @@ def _check(spec: ArchSpec):
     if spec.activation not in ACTIVATIONS:
         raise ValueError(f"activation: the exact residual law needs a homogeneous activation "
                          f"({', '.join(ACTIVATIONS)}); got {spec.activation!r}")
-    if spec.shortcut != "identity":
-        raise ValueError(f"shortcut: the exact residual law has identity shortcuts only; got {spec.shortcut!r}")
-    if spec.init == "none":
-        raise ValueError("init: 'none' is not forward-stable (every block adds O(1) variance); no law")
 
 
 @functools.lru_cache(maxsize=None)

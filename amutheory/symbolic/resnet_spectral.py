@@ -66,11 +66,17 @@ need the P-point law, not built).  Zero padding is refused: its convs are not di
 modes.  Left out, as in the dense law: the ``O(1/n)`` finite-width terms (only the stem's own
 source ``M_0``, an exact ``1/n`` relative to the blocks', is kept).
 
+**The seed law** (:func:`seed_table`, :func:`seed_law`): given the inputs, ``s_bar`` at infinite width
+is a quadratic form in the loss directions, so the whole law of ``ln s_bar`` over seeds (its gap
+to ``ln E s_bar``, its variance) is a Monte Carlo over joint draws of inputs and loss directions;
+at ``kernel = spatial = batch = 1`` it is the dense closed form of :mod:`amutheory.symbolic.spread`.
+
 **Measured** (README, "Residual networks"): on the campaign's three linear configs (kernel 3,
-N = 8, B = 8, K = 2..256) the law lies inside the 95% CI of the seed mean at 24 of 24 depths at
-n = 128 and 22 of 24 at n = 64, nothing fitted; real nets at n = 256 give measured/law 1.01-1.02
-(1024 seeds).  What is left is the ``O(1/n)`` excess of the measured ``s`` (~+9% at n = 64, ~+5%
-at 128, ~+1.5% at 256).
+N = 8, B = 8, K = 2..256), nothing fitted, the law of the mean and the typical value lie inside the
+95% CI at 48 of 48 (config, K, statistic) at n = 128 and 45 of 48 at n = 64; real nets at n = 256
+give measured/law 1.01-1.02 (1024 seeds).  What is left is the ``O(1/n)`` excess of the measured
+``s`` (~+9% at n = 64, ~+5% at 128, ~+1.5% at 256) and of its spread (``Var ln s_bar`` ~+0.15 at
+n = 64, ~+0.08 at 128, ~+0.04 at 256).
 """
 
 from __future__ import annotations
@@ -83,7 +89,7 @@ import sympy as sp
 
 from amutheory.spec import ArchSpec
 from amutheory.symbolic import planar as P
-from amutheory.symbolic.resnet_dense import branch_constants
+from amutheory.symbolic.resnet_dense import branch_constants, check_residual_spec
 
 m1, m2 = sp.symbols("m1 m2", real=True)
 alpha, s1, s2 = sp.symbols("alpha s1 s2", positive=True)
@@ -175,20 +181,13 @@ def modes(spec: ArchSpec) -> dict[str, np.ndarray]:
 
 
 def _check(spec: ArchSpec):
-    if not isinstance(spec, ArchSpec):
-        raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
-    if spec.family != "resnet":
-        raise ValueError(f"spec.family must be 'resnet', got {spec.family!r}")
+    check_residual_spec(spec, "the mode-by-mode residual law")
     if spec.activation != "linear":
         raise ValueError(f"activation: the mode-by-mode residual law is for linear nets (a ReLU mask mixes "
                          f"the modes); got {spec.activation!r}")
     if spec.padding != "circular":
         raise ValueError(f"padding: the mode-by-mode residual law needs circular padding (a zero-padded conv "
                          f"is not diagonal in the modes); got {spec.padding!r}")
-    if spec.shortcut != "identity":
-        raise ValueError(f"shortcut: the mode-by-mode residual law has identity shortcuts only; got {spec.shortcut!r}")
-    if spec.init == "none":
-        raise ValueError("init: 'none' is not forward-stable (every block adds O(1) variance); no law")
 
 
 def mode_layer_moments(spec: ArchSpec, input_var: float = 1.0) -> np.ndarray:
