@@ -9,6 +9,8 @@ nothing fitted; the API, CLI and campaign routes.  The derivation is
 ``derivations/10_linear_spatial_residual.py``.
 """
 
+import json
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -322,3 +324,21 @@ def test_seed_law_of_a_spatial_net():
         rs.seed_table(spec, 1)
     with pytest.raises(ValueError, match="table"):
         rs.seed_law(spec, -table)
+
+
+def test_benchmark_script(validate_script, capsys):
+    """The benchmark's law, probe and two seed-law tables run and agree with each other within their
+    errors (the probe within 4 of its standard errors plus 40%, the O(1/n) excess at n = 16: ~+8% at
+    n = 64, growing like 1/n; the two tables' gaps within 4 standard errors); nothing timed is
+    asserted.  Bad input is one line, exit 2."""
+    bench = validate_script("benchmark_resnet_modes")
+    assert bench.main(["--depths", "2,4", "--width", "16", "--seeds", "8", "--draws", "2000", "--repeats", "1",
+                       "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert all(abs(r - 1) < 4 * e + 0.4 for r, e in zip(out["measured_over_law"], out["measured_over_law_se"]))
+    assert max(out["gap_z"]) < 4 and out["law_s"] > 0
+    for bad in (["--seeds", "1"], ["--branch", "dense"], ["--depths", "0"]):
+        with pytest.raises(SystemExit) as exc:
+            bench.main(bad)
+        assert exc.value.code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 3
