@@ -1,14 +1,27 @@
 """What the measuring scripts of ``validate/`` share: a parser with one-line errors, comma-separated
-integer arguments, the seed/output/JSON options, and appending a finished block of rows to a CSV
+integer arguments, the seed/output/JSON options, appending a finished block of rows to a CSV
 (flushed and synced, so an interrupted run keeps every block it finished and a rerun resumes
-after it)."""
+after it), and the benchmarks' median timing."""
 
 from __future__ import annotations
 
 import argparse
 import csv
 import os
+import statistics
+import time
 from pathlib import Path
+
+
+def timed(fn, repeats: int):
+    """``(fn(), median seconds)`` of ``repeats`` timed calls after one warm-up call."""
+    out = fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return out, statistics.median(times)
 
 
 class OneLineParser(argparse.ArgumentParser):

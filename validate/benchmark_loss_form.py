@@ -21,9 +21,7 @@ Each is run once to warm up, then ``--repeats`` times; the median time is report
 from __future__ import annotations
 
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +33,7 @@ from amutheory.spec import ArchSpec
 from amutheory.symbolic.spread import log_moments_of_spectrum
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _blocks import OneLineParser  # noqa: E402
+from _blocks import OneLineParser, timed  # noqa: E402
 
 
 def parse(argv=None):
@@ -58,16 +56,6 @@ def parse(argv=None):
     if args.draws < 3:
         p.error("--draws must be >= 3")
     return args
-
-
-def _timed(fn, repeats: int):
-    out = fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return out, statistics.median(times)
 
 
 def main(argv=None) -> int:
@@ -107,9 +95,9 @@ def main(argv=None) -> int:
             logs.append(float(torch.log(torch.stack([d.pow(2).mean() for d in dh]).mean())))
         return float(np.var(logs, ddof=1))
 
-    (form, var_r), t_form = _timed(vectorised, args.repeats)
-    form_loop, t_loop = _timed(looped, args.repeats)
-    var_mc, t_mc = _timed(monte_carlo, args.repeats)
+    (form, var_r), t_form = timed(vectorised, args.repeats)
+    form_loop, t_loop = timed(looped, args.repeats)
+    var_mc, t_mc = timed(monte_carlo, args.repeats)
     out = {"spec": f"resnet {args.branch}/{args.init}/relu K={args.depth} n={args.width} k=3 N=8 B=8 m=10",
            "threads": torch.get_num_threads(), "directions": size,
            "seconds": {"form_vmap": t_form, "form_loop": t_loop, "monte_carlo": t_mc},

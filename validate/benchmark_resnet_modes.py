@@ -21,7 +21,6 @@ Each timing is the median of ``--repeats`` runs after a warm-up (the probe: one 
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ from amutheory.spec import ArchSpec
 from amutheory.symbolic import resnet_spectral as rs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _blocks import OneLineParser, positive_ints  # noqa: E402
+from _blocks import OneLineParser, positive_ints, timed  # noqa: E402
 
 
 def parse(argv=None):
@@ -60,23 +59,13 @@ def parse(argv=None):
     return args
 
 
-def _median_time(fn, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
-
-
 def main(argv=None) -> int:
     args = parse(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     spec = ArchSpec(family="resnet", dim=1, depth=max(args.depths), width=args.width, kernel=3, spatial=8, batch=8,
                     activation="linear", branch=args.branch, init=args.init)
-    t_law, law = _median_time(lambda: rs.s_bar(spec, args.depths), args.repeats)
+    law, t_law = timed(lambda: rs.s_bar(spec, args.depths), args.repeats)
     t0 = time.perf_counter()
     measured = [probe(spec.with_(depth=k), range(args.seeds)).s_bar for k in args.depths]
     t_probe = time.perf_counter() - t0
@@ -91,8 +80,8 @@ def main(argv=None) -> int:
         return [rs.seed_law(spec.with_(depth=k), rs.seed_table(spec, args.draws, i))
                 for i, k in enumerate(args.depths)]
 
-    t_shared, laws_shared = _median_time(shared, args.repeats)
-    t_fresh, laws_fresh = _median_time(fresh, args.repeats)
+    laws_shared, t_shared = timed(shared, args.repeats)
+    laws_fresh, t_fresh = timed(fresh, args.repeats)
     z = [abs(a["gap"] - b["gap"]) / np.hypot(a["gap_se"], b["gap_se"]) for a, b in zip(laws_shared, laws_fresh)]
     out = {"spec": spec.to_dict(), "depths": args.depths, "law_s": t_law, "probe_s": t_probe, "seeds": args.seeds,
            "measured_over_law": ratio, "measured_over_law_se": ratio_se, "seed_law_shared_s": t_shared,
