@@ -619,7 +619,7 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
         if law_name != "coherent":
             raise ValueError(f"law: constants='derive' is the exact dense law itself; law={law_name!r} is "
                              "calibrated (use constants='calibrate')")
-        return _predict_resnet_dense(spec, depths, statistic, protocol, C, notes)
+        return _predict_resnet_exact(spec, depths, statistic, protocol, C, notes)
     fn, names, signed = resnet_predictor(spec, law_name, protocol.input_var)
     name = resnet_law_name(spec, law_name)
     if law_name == "dense-shape":
@@ -758,7 +758,7 @@ def exact_resnet_law(spec: ArchSpec) -> tuple:
 SEED_DRAWS = 20000
 
 
-def _predict_resnet_dense(spec, depths, statistic, protocol, C, notes) -> Prediction:
+def _predict_resnet_exact(spec, depths, statistic, protocol, C, notes) -> Prediction:
     """``constants="derive"`` for residual nets: the exact infinite-width law of the mean
     (:func:`exact_resnet_law`: the dense net, with the stream Jacobian's spread, or a linear
     circular net mode by mode), nothing fitted.  The typical value (``statistic="geo"``) is the

@@ -230,9 +230,8 @@ def plot_resnet_eta_star(resnet_results: list) -> Figure:
     Markers: the arithmetic mean over seeds with its 95% CI as error bars; filled for
     forward-stable configs, with the calibrated derived law as a line (``prediction_curve``) and,
     where the dense law covers the config, the calibrated dense-shape law dashed
-    (``dense_shape["prediction_curve"]``) and, where an exact law covers it, the exact law dotted
-    (``exact_law["prediction_curve"]``: nothing fitted); open for forward-unstable ones (no law),
-    labelled "unstable".
+    (``dense_shape["prediction_curve"]``); open for forward-unstable ones (no law), labelled
+    "unstable".
 
     ``resnet_results``: resnet entries of ``summary.json["configs"]``; each needs ``init``,
     ``branch``, ``forward_stable``, ``per_depth["mean"]`` rows (``depth``, ``eta_meas``,
@@ -261,11 +260,10 @@ def plot_resnet_eta_star(resnet_results: list) -> Figure:
             if stable and curve.get("eta_mean") is not None:
                 ax.plot(curve["depths"], _positive([np.nan if v is None else v for v in curve["eta_mean"]]),
                         "-", color=col, lw=1.2)
-            for key, style in (("dense_shape", "--"), ("exact_law", ":")):
-                other = ((res.get(key) or {}).get("prediction_curve") or {})
-                if stable and other.get("eta_mean") is not None:
-                    ax.plot(other["depths"], _positive([np.nan if v is None else v for v in other["eta_mean"]]),
-                            style, color=col, lw=1.0)
+            shape = ((res.get("dense_shape") or {}).get("prediction_curve") or {})
+            if stable and shape.get("eta_mean") is not None:
+                ax.plot(shape["depths"], _positive([np.nan if v is None else v for v in shape["eta_mean"]]),
+                        "--", color=col, lw=1.0)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("blocks K")

@@ -82,7 +82,6 @@ n = 64, ~+0.08 at 128, ~+0.04 at 256).
 from __future__ import annotations
 
 import functools
-import itertools
 
 import numpy as np
 import sympy as sp
@@ -90,6 +89,7 @@ import sympy as sp
 from amutheory.spec import ArchSpec
 from amutheory.symbolic import planar as P
 from amutheory.symbolic.resnet_dense import branch_constants, check_residual_spec
+from amutheory.symbolic.spectral import dirichlet, input_gram_moments
 
 m1, m2 = sp.symbols("m1 m2", real=True)
 alpha, s1, s2 = sp.symbols("alpha s1 s2", positive=True)
@@ -98,12 +98,6 @@ alpha, s1, s2 = sp.symbols("alpha s1 s2", positive=True)
 rho, Dq, beta = sp.symbols("rho D_q beta", real=True)
 
 BRANCHES = ("conv", "conv-mlp", "preact")
-
-
-def dirichlet(k: int, omega):
-    """``D(w) = sum_{t=-(k-1)/2}^{(k-1)/2} e^{i w t}`` of an odd ``k``-tap kernel (real)."""
-    t = np.arange(k) - k // 2
-    return np.cos(np.outer(np.atleast_1d(omega), t)).sum(axis=1)
 
 
 def _layers(branch: str, mode) -> tuple:
@@ -170,14 +164,13 @@ def _numeric_block(branch: str):
 
 
 def modes(spec: ArchSpec) -> dict[str, np.ndarray]:
-    """The ``P = N^d`` Fourier modes of ``spec``: ``D`` (the taps' Dirichlet kernel), ``rho = D /
-    k^d`` and ``weight = B + (c_in + 1) [q = 0]`` (``sum_{b,b'} E|xi|^2`` over ``c_in v^2 P^2 B``)."""
-    n_side, k = spec.spatial, spec.kernel
-    d1 = dirichlet(k, 2 * np.pi * np.arange(n_side) / n_side)
-    grid = np.array([np.prod(c) for c in itertools.product(d1, repeat=spec.dim)])
-    weight = np.full(grid.shape, float(spec.batch))
-    weight[0] += spec.input_channels + 1
-    return {"D": grid, "rho": grid / k**spec.dim, "weight": weight}
+    """The ``P = N^d`` Fourier modes of ``spec`` (mode 0 first): ``D`` (the taps' Dirichlet kernel,
+    :func:`amutheory.symbolic.spectral.dirichlet`), ``rho = D / k^d`` and ``weight = B + (c_in + 1)
+    [q = 0]``, the inputs' ``sum_{b,b'} E|xi|^2`` (:func:`amutheory.symbolic.spectral.input_gram_moments`)
+    over ``c_in v^2 P^2 B``."""
+    d = dirichlet(spec)
+    weight = input_gram_moments(spec) / (spec.input_channels * spec.spatial ** (2 * spec.dim) * spec.batch)
+    return {"D": d, "rho": d / spec.kernel**spec.dim, "weight": weight}
 
 
 def _check(spec: ArchSpec):
@@ -190,10 +183,9 @@ def _check(spec: ArchSpec):
                          f"is not diagonal in the modes); got {spec.padding!r}")
 
 
-def mode_layer_moments(spec: ArchSpec, input_var: float = 1.0) -> np.ndarray:
-    """``s_l(q)`` of every pre-activation (rows, in the probe's order) at every mode (columns),
-    each already weighted by its share of the mode sum, so that the rows' sums are
-    :func:`layer_moments`."""
+def _unweighted_layer_moments(spec: ArchSpec, input_var: float = 1.0) -> np.ndarray:
+    """``s_l(q)`` per unit input-Gram weight: every pre-activation (rows, in the probe's order) at
+    every mode (columns), before the mode's ``weight`` (:func:`modes`) multiplies it."""
     _check(spec)
     if not float(input_var) > 0:
         raise ValueError(f"input_var must be > 0, got {input_var!r}")
@@ -218,7 +210,13 @@ def mode_layer_moments(spec: ArchSpec, input_var: float = 1.0) -> np.ndarray:
         t = t * fns["gain"](*args)
     P, B = spec.spatial**spec.dim, spec.batch
     scale = spec.outputs * spec.readout_variance * cin * float(input_var) ** 2 / (B**2 * P**2)
-    return scale * np.asarray(out) * md["weight"]
+    return scale * np.asarray(out)
+
+
+def mode_layer_moments(spec: ArchSpec, input_var: float = 1.0) -> np.ndarray:
+    """``s_l(q)`` of every pre-activation (rows, in the probe's order) at every mode (columns),
+    each weighted by its share of the mode sum, so that the rows' sums are :func:`layer_moments`."""
+    return _unweighted_layer_moments(spec, input_var) * modes(spec)["weight"]
 
 
 def layer_moments(spec: ArchSpec, input_var: float = 1.0) -> np.ndarray:
@@ -240,7 +238,7 @@ def mode_coefficients(spec: ArchSpec, input_var: float = 1.0) -> np.ndarray:
     """``c_q``: ``E[s_bar | inputs] = sum_q c_q w_q(x)``, ``w_q(x) = sum_{b,b'} |xi(b, b', q)|^2 /
     (c_in v^2 P^2 B)`` the mode's input-Gram weight of one draw (its expectation is
     ``modes(spec)["weight"]``)."""
-    return mode_layer_moments(spec, input_var).mean(axis=0) / modes(spec)["weight"]
+    return _unweighted_layer_moments(spec, input_var).mean(axis=0)
 
 
 def seed_table(spec: ArchSpec, draws: int = 20000, seed: int = 0, input_var: float = 1.0) -> np.ndarray:

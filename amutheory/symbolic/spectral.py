@@ -139,19 +139,27 @@ def dirichlet(spec: ArchSpec) -> np.ndarray:
     return d.ravel()
 
 
+def input_gram_moments(spec: ArchSpec, input_var: float = 1.0) -> np.ndarray:
+    """``sum_{b, b'} E|Gamma(b, b', q)|^2`` per mode (order of :func:`dirichlet`), ``Gamma(b, b', q) =
+    x_hat(b, 0)^T x_hat(b', q)`` the raw inputs' cross-mode Gram: for Gaussian inputs of variance
+    ``s^2``, ``s^4 P^2 C_0 (B (C_0 + 2) + B (B - 1))`` at ``q = 0`` (a chi-square fourth moment on the
+    diagonal) and ``s^4 P^2 C_0 B^2`` elsewhere (independent modes)."""
+    B, C0, P = spec.batch, spec.input_channels, spec.spatial**spec.dim
+    gram = np.full(P, input_var**2 * P**2 * C0 * B**2, dtype=float)
+    gram[0] = input_var**2 * P**2 * C0 * (B * (C0 + 2) + B * (B - 1))
+    return gram
+
+
 def mode_weights(spec: ArchSpec, input_var: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """``(r_q, weight_q)`` for every mode with a non-zero weight.
 
-    ``weight_q = K D_q^2 sum_{b, b'} E|Gamma(b, b', q)|^2`` with ``K = outputs n^2 v_r /
-    (B^3 P^4 C_0^2)`` (``P = N^d`` positions, ``v_r`` the head variance) and, for Gaussian inputs of
-    variance ``s^2``, ``sum E|Gamma|^2 = s^4 P^2 C_0 (B (C_0 + 2) + B (B - 1))`` at ``q = 0`` (a
-    chi-square fourth moment on the diagonal) and ``s^4 P^2 C_0 B^2`` elsewhere (independent modes)."""
+    ``weight_q = K D_q^2 sum_{b, b'} E|Gamma(b, b', q)|^2`` (:func:`input_gram_moments`) with ``K =
+    outputs n^2 v_r / (B^3 P^4 C_0^2)`` (``P = N^d`` positions, ``v_r`` the head variance)."""
     check_spectral_spec(spec)
     d = dirichlet(spec)
     rho = d / spec.kernel**spec.dim
     B, C0, P, n = spec.batch, spec.input_channels, spec.spatial**spec.dim, spec.width
-    gram = np.full(d.size, input_var**2 * P**2 * C0 * B**2, dtype=float)
-    gram[0] = input_var**2 * P**2 * C0 * (B * (C0 + 2) + B * (B - 1))
+    gram = input_gram_moments(spec, input_var)
     K = spec.outputs * n**2 * spec.readout_variance / (B**3 * P**4 * C0**2)
     weight = K * d**2 * gram
     keep = weight > 0
