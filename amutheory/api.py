@@ -619,7 +619,7 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
         if law_name != "coherent":
             raise ValueError(f"law: constants='derive' is the exact dense law itself; law={law_name!r} is "
                              "calibrated (use constants='calibrate')")
-        return _predict_resnet_exact(spec, depths, statistic, protocol, C, notes)
+        return _predict_resnet_exact(spec, depths, statistic, protocol, C, notes, progress)
     fn, names, signed = resnet_predictor(spec, law_name, protocol.input_var)
     name = resnet_law_name(spec, law_name)
     if law_name == "dense-shape":
@@ -726,13 +726,19 @@ def _dropped_parts(fn, const: dict, depths) -> list:
     return notes
 
 
+#: input draws of the boundary ratio of a linear residual net (:func:`resnet_boundary`)
+ZERO_PADDING_DRAWS_DEFAULT = 32
+
+
 def exact_resnet_law(spec: ArchSpec) -> tuple:
     """``(s_bar_fn(depths, input_var), name, how)`` of the exact infinite-width law of the mean that
     covers the residual ``spec``, nothing fitted: the dense law (``kernel = spatial = batch = 1``;
     :mod:`amutheory.symbolic.resnet_dense`, and for ``preact`` with ReLU the coordinate law of
     :mod:`amutheory.symbolic.resnet_preact`) or, for linear nets with circular padding, the
-    mode-by-mode law (:mod:`amutheory.symbolic.resnet_spectral`).  ``ValueError`` naming the field
-    where neither covers it."""
+    mode-by-mode law (:mod:`amutheory.symbolic.resnet_spectral`), and with zero padding the law over
+    the points (:mod:`amutheory.symbolic.resnet_operator`: the circular mean times the paddings'
+    ratio, Monte Carlo over :data:`ZERO_PADDING_DRAWS` input draws).  ``ValueError`` naming the field
+    where none covers it."""
     from amutheory.symbolic import resnet_dense, resnet_spectral
 
     _check_spec(spec)
@@ -746,19 +752,60 @@ def exact_resnet_law(spec: ArchSpec) -> tuple:
     if spec.activation != "linear":
         field = next(f for f in ("kernel", "spatial", "batch") if getattr(spec, f) != 1)
         raise ValueError(f"{field}: the exact residual laws cover dense nets (kernel = spatial = batch = 1) and "
-                         f"linear nets with circular padding; got {field}={getattr(spec, field)} with "
+                         f"linear nets (either padding); got {field}={getattr(spec, field)} with "
                          f"{spec.activation!r} (a spatial or batched {spec.activation} net's stream correlations "
                          "grow along depth: not derived)")
+    if spec.padding == "zero":
+        from amutheory.symbolic import resnet_operator
+
+        resnet_operator.draw_layer_moments(spec.with_(depth=1), np.zeros((spec.batch, spec.input_channels)
+                                                                         + (spec.spatial,) * spec.dim))  # checks
+        return ((lambda ks, iv: resnet_operator.zero_padding_law(spec, ks, ZERO_PADDING_DRAWS, 0, iv)["mean"]),
+                f"resnet-points-{tag}", f"of the linear zero-padded net over its points (symbolic.resnet_operator; "
+                f"the input average a Monte Carlo over {ZERO_PADDING_DRAWS} draws, against the circular net's exact law)")
     resnet_spectral.layer_moments(spec.with_(depth=1))  # raises for padding, shortcut, init
     return ((lambda ks, iv: resnet_spectral.s_bar(spec, ks, iv)), f"resnet-modes-{tag}",
             "of the linear circular net, mode by mode (symbolic.resnet_spectral)")
+
+
+def resnet_boundary(spec: ArchSpec, depths, draws: int = ZERO_PADDING_DRAWS_DEFAULT, seed: int = 0,
+                    input_var: float = 1.0, tolerance: float = 0.05, progress=None) -> list[dict]:
+    """The zero-padding boundary of a linear residual net at each K in ``depths``, by the exact law
+    over the points (:func:`amutheory.symbolic.resnet_operator.boundary_ratio`; Monte Carlo over
+    ``draws`` input draws, the same for both paddings): per depth ``s_bar_ratio`` (zero / circular)
+    with ``s_bar_ratio_se``, ``eta_ratio`` (its inverse square root), ``slope_shift`` (the boundary's
+    shift of the local slope of eta*, from the neighbours ``K - 1, K + 1``) and ``constant_level``
+    (``|slope_shift| <= tolerance``, the chains' criterion).  ``ValueError`` naming the field outside
+    the law's scope."""
+    from amutheory.symbolic import resnet_operator
+
+    _check_spec(spec)
+    if not tolerance > 0:
+        raise ValueError(f"tolerance must be > 0, got {tolerance!r}")
+    ks = check_depths(depths)
+    need = sorted({k for d in ks for k in (max(d - 1, 1), d, d + 1)})
+    law = resnet_operator.boundary_ratio(spec, need, draws, seed, input_var, progress)
+    at = {k: j for j, k in enumerate(need)}
+    rows = []
+    for d in ks:
+        lo, hi = max(d - 1, 1), d + 1
+        shift = -0.5 * np.log(law["ratio"][at[hi]] / law["ratio"][at[lo]]) / np.log(hi / lo)
+        r, se = float(law["ratio"][at[d]]), float(law["se"][at[d]])
+        rows.append({"depth": d, "s_bar_ratio": r, "s_bar_ratio_se": se, "eta_ratio": r**-0.5,
+                     "slope_shift": float(shift), "constant_level": bool(abs(shift) <= tolerance)})
+    return rows
+
+
+#: joint draws of inputs and loss directions behind the law of a linear zero-padded residual net (its
+#: ratio to the circular net's exact law; :func:`amutheory.symbolic.resnet_operator.zero_padding_law`)
+ZERO_PADDING_DRAWS = 32
 
 
 #: joint draws of inputs and loss directions behind the typical value of a linear spatial residual net
 SEED_DRAWS = 20000
 
 
-def _predict_resnet_exact(spec, depths, statistic, protocol, C, notes) -> Prediction:
+def _predict_resnet_exact(spec, depths, statistic, protocol, C, notes, progress=None) -> Prediction:
     """``constants="derive"`` for residual nets: the exact infinite-width law of the mean
     (:func:`exact_resnet_law`: the dense net, with the stream Jacobian's spread, or a linear
     circular net mode by mode), nothing fitted.  The typical value (``statistic="geo"``) is the
@@ -772,6 +819,8 @@ def _predict_resnet_exact(spec, depths, statistic, protocol, C, notes) -> Predic
     fn, name, how = exact_resnet_law(spec)
     dense = spec.kernel == spec.spatial == spec.batch == 1
     iv = protocol.input_var
+    if spec.padding == "zero" and not dense:
+        return _predict_resnet_zero(spec, depths, statistic, protocol, C, notes, name, how, progress)
     const = {"C": Constant("C", C, "convention", note="target one-step second moment"),
              "G_K": Constant("G_K", spec.outputs * spec.readout_variance, "exact", expr="outputs * readout_variance",
                              note="stream gradient per coordinate at the head")}
@@ -812,6 +861,45 @@ def _predict_resnet_exact(spec, depths, statistic, protocol, C, notes) -> Predic
                      "width (inputs and loss directions; the same draws at every K), nothing fitted; finite width "
                      "adds spread (measured: Var[ln s_bar] ~0.15 above it at n = 64, ~0.08 at n = 128)")
         s_bar, eta, slope = _block_law_values(typical, [], depths, const, C, "mean")
+    return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, name, statistic, C, None,
+                      notes)
+
+
+def _predict_resnet_zero(spec, depths, statistic, protocol, C, notes, name, how, progress=None) -> Prediction:
+    """``constants="derive"`` for a linear zero-padded residual net: the circular net's exact law times
+    the two paddings' ratio over :data:`ZERO_PADDING_DRAWS` joint draws of inputs and loss directions
+    (:func:`amutheory.symbolic.resnet_operator.zero_padding_law`, computed once at every K the local
+    slope needs); the typical value adds the law's gap, Monte Carlo likewise."""
+    from amutheory.symbolic import resnet_operator
+
+    ks = np.asarray(depths, dtype=float)
+    need = sorted({int(k) for k in np.concatenate([ks, np.maximum(ks - 1, 1), ks + 1])})
+    tick = None if progress is None else (lambda done, total: progress(f"[law over the points] input draw "
+                                                                       f"{done}/{total} (zero, then circular)"))
+    law = resnet_operator.zero_padding_law(spec, need, ZERO_PADDING_DRAWS, 0, protocol.input_var, progress=tick)
+    at = {k: j for j, k in enumerate(need)}
+    stat = "mean" if statistic == "mean" else "typical"
+    values = law["mean"] * (1.0 if stat == "mean" else np.exp(law["gap"]))
+
+    def fn(kk):
+        return np.reshape([values[at[int(k)]] for k in np.ravel(kk)], np.shape(kk))
+
+    deep = at[int(max(depths))]
+    mc = (f"at K = {int(max(depths))}; Monte Carlo over {law['draws']} joint draws of the inputs and the loss "
+          "directions, both paddings on the same draws (symbolic.resnet_operator.zero_padding_law); error = its "
+          "standard error")
+    const = {"C": Constant("C", C, "convention", note="target one-step second moment"),
+             "input_var": Constant("input_var", protocol.input_var, "convention", note="probe input variance"),
+             "boundary_ratio": Constant("boundary_ratio", float(law["ratio"][deep]), "monte-carlo",
+                                        float(law["ratio_se"][deep]),
+                                        note=f"E[s_bar] zero / circular {mc}; the circular mean is exact (mode law)")}
+    notes = notes + [f"exact infinite-width law {how}: nothing fitted; O(1/n) terms left out"]
+    if stat == "typical":
+        const["typical_gap"] = Constant("typical_gap", float(law["gap"][deep]), "monte-carlo",
+                                        float(law["gap_se"][deep]), note=f"E[ln s_bar] - ln E[s_bar] {mc}")
+        notes.append("typical value: the mean times exp(gap(K)), gap = the circular seed law's plus the paddings' "
+                     "difference over the same draws; nothing fitted")
+    s_bar, eta, slope = _block_law_values(lambda kk: fn(kk), [], depths, const, C, "mean")
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, name, statistic, C, None,
                       notes)
 

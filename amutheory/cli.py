@@ -292,6 +292,50 @@ def _boundary_dict(spec, depths, input_var: float, tolerance: float | None = Non
     }
 
 
+def _resnet_boundary(args, depths):
+    """``boundary --family resnet``: the exact law over the points of a linear residual net."""
+    from amutheory.api import resnet_boundary
+    from amutheory.spec import ArchSpec
+
+    spec = ArchSpec(family="resnet", dim=args.dim, depth=depths[0], width=args.width, kernel=args.kernel,
+                    spatial=args.spatial, padding="zero", activation=args.activation, branch=args.branch,
+                    init=args.init, input_channels=args.input_channels, batch=args.batch)
+    if args.draws < 2:
+        raise CliError(f"boundary: --draws must be >= 2, got {args.draws}")
+    progress = None if args.quiet else (lambda done, total: print(f"[boundary] input draw {done}/{total}",
+                                                                  file=sys.stderr))
+    rows = resnet_boundary(spec, depths, args.draws, 0, args.input_var, args.tolerance, progress)
+    d = {"family": "resnet", "branch": spec.branch, "init": spec.init, "method": "points",
+         "law": f"exact infinite-width law of the linear residual net over its points (symbolic.resnet_operator; "
+                f"Monte Carlo over {args.draws} input draws, the same for both paddings, error in s_bar_ratio_se)",
+         "dim": spec.dim, "kernel": spec.kernel, "spatial": spec.spatial, "batch": spec.batch,
+         "slope_tolerance": args.tolerance, "per_depth": rows, "depths": depths}
+    _per_depth_keys(d, rows, ("eta_ratio", "s_bar_ratio", "s_bar_ratio_se", "slope_shift", "constant_level"))
+    lines = [f"zero padding, residual {spec.branch}/{spec.init} ({spec.activation}), {spec.dim}D, k = {spec.kernel}, "
+             f"N = {spec.spatial}, B = {spec.batch}",
+             f"{'K':>5} {'eta* zero/circ':>15} {'s_bar zero/circ':>16} {'+-':>8} {'slope shift':>12}  claim"]
+    lines += [f"{r['depth']:>5} {r['eta_ratio']:>15.4f} {r['s_bar_ratio']:>16.4f} {r['s_bar_ratio_se']:>8.4f} "
+              f"{r['slope_shift']:>+12.4f}  {_verdict(r)}" for r in rows]
+    _emit(args, d, "\n".join(lines + _claim_lines(d, "K")))
+
+
+def _per_depth_keys(d: dict, rows: list, keys) -> None:
+    """The per-depth rows' ``keys`` as lists in ``d``, and ``claim_holds`` (constant-level at every depth)."""
+    for key in keys:
+        d[key] = [r[key] for r in rows]
+    d["claim_holds"] = all(d["constant_level"])
+
+
+def _verdict(row: dict) -> str:
+    return "constant-level" if row["constant_level"] else "FAILS"
+
+
+def _claim_lines(d: dict, depth: str) -> list[str]:
+    return [f"'boundary effects are constant-level' {'holds' if d['claim_holds'] else 'does NOT hold'} at every "
+            f"depth given (criterion: |shift of d ln eta*/d ln {depth}| <= {d['slope_tolerance']})",
+            f"law: {d['law']}"]
+
+
 def cmd_boundary(args):
     from amutheory.spec import ArchSpec
 
@@ -302,27 +346,21 @@ def cmd_boundary(args):
     depths = check_depths(args.depths)
     if not (args.tolerance > 0):
         raise CliError(f"boundary: --tolerance must be > 0, got {args.tolerance}")
+    if args.family == "resnet":
+        return _resnet_boundary(args, depths)
     spec = ArchSpec(dim=args.dim, depth=depths[0], width=args.width, kernel=args.kernel, spatial=args.spatial,
                     padding="zero", activation=args.activation, input_channels=args.input_channels,
                     batch=args.batch)
     d = _boundary_dict(spec, depths, args.input_var, args.tolerance)
     rows = d["per_depth"]
     d["depths"] = depths
-    d["eta_ratio"] = [r["eta_ratio"] for r in rows]
-    d["s_bar_ratio"] = [r["s_bar_ratio"] for r in rows]
-    d["regime_parameter"] = [r["regime_parameter"] for r in rows]
-    d["slope_shift"] = [r["slope_shift"] for r in rows]
-    d["constant_level"] = [r["constant_level"] for r in rows]
-    d["claim_holds"] = all(d["constant_level"])
+    _per_depth_keys(d, rows, ("eta_ratio", "s_bar_ratio", "regime_parameter", "slope_shift", "constant_level"))
     lines = [f"zero padding, {spec.dim}D, k = {spec.kernel}, N = {spec.spatial} ({spec.activation}): "
              f"lambda_max = {d['top_eigenvalue']:.6g} (asymptotic {d['top_eigenvalue_asymptotic']:.6g})",
              f"{'L':>5} {'L k^2/N^2':>10} {'eta* zero/circ':>15} {'s_bar zero/circ':>16} {'slope shift':>12}  claim"]
     lines += [f"{r['depth']:>5} {r['regime_parameter']:>10.4g} {r['eta_ratio']:>15.4f} {r['s_bar_ratio']:>16.4f} "
-              f"{r['slope_shift']:>+12.3f}  {'constant-level' if r['constant_level'] else 'FAILS'}" for r in rows]
-    lines.append(f"'boundary effects are constant-level' {'holds' if d['claim_holds'] else 'does NOT hold'} at "
-                 f"every depth given (criterion: |shift of d ln eta*/d ln L| <= {d['slope_tolerance']})")
-    lines.append(f"law: {d['law']}")
-    _emit(args, d, "\n".join(lines))
+              f"{r['slope_shift']:>+12.3f}  {_verdict(r)}" for r in rows]
+    _emit(args, d, "\n".join(lines + _claim_lines(d, "L")))
 
 
 def _spectral_dict(spec, input_var: float) -> dict | None:
@@ -576,7 +614,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "--statistic geo still fits the seed-spread line; residual nets: the exact dense law, "
                          "--kernel 1 --spatial 1 --batch 1, or for --activation linear with circular padding the "
                          "mode-by-mode law at any kernel, size and batch, and with --statistic geo their seed law, "
-                         "nothing fitted); "
+                         "nothing fitted; with --padding zero the law over the points, B N^d <= 128, its input "
+                         "average a Monte Carlo whose error is reported); "
                          "or the MLP-limit derivation only (s in units of a)")
     pr.add_argument("--calibration-depths", type=_int_list, default=[2, 3, 4, 6],
                     help="depths the constants are fitted on, at least 4 (default 2,3,4,6)")
@@ -613,6 +652,13 @@ def build_parser() -> argparse.ArgumentParser:
     bo.add_argument("--input-var", type=float, default=1.0, help="default 1")
     bo.add_argument("--tolerance", type=float, default=0.05,
                     help="max |shift of the local slope of eta*| counted as constant-level (default 0.05)")
+    bo.add_argument("--family", default="conv", choices=("conv", "resnet"),
+                    help="conv chains (default) or residual nets (depths = K blocks; --activation linear: the "
+                         "exact law over the points, B N^d <= 128)")
+    bo.add_argument("--branch", default="conv-mlp", choices=BRANCHES, help="residual branch (default conv-mlp)")
+    bo.add_argument("--init", default="k-last", choices=INITS, help="residual init convention (default k-last)")
+    bo.add_argument("--draws", type=int, default=32,
+                    help="residual nets: input draws of the Monte-Carlo input average (default 32)")
     bo.set_defaults(func=cmd_boundary)
 
     va = sub.add_parser("validate", parents=[common], help="run a validation campaign",

@@ -32,6 +32,22 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def spec_or_error(p: argparse.ArgumentParser, build):
+    """``build()`` (an ``ArchSpec`` or a check of one); a ``ValueError`` becomes the parser's one-line error."""
+    try:
+        return build()
+    except ValueError as exc:
+        p.error(str(exc))
+
+
+def use_threads(threads: int | None) -> None:
+    """``torch.set_num_threads(threads)`` when given (the benchmarks' ``--threads``)."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
 def positive_ints(text: str) -> list[int]:
     """``"64,128"`` -> ``[64, 128]`` (argparse type; order kept)."""
     try:

@@ -26,14 +26,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
 from amutheory.symbolic import resnet_spectral as rs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _blocks import OneLineParser, positive_ints, timed  # noqa: E402
+from _blocks import OneLineParser, positive_ints, spec_or_error, timed, use_threads  # noqa: E402
 
 
 def parse(argv=None):
@@ -52,17 +51,14 @@ def parse(argv=None):
         p.error("--seeds and --draws must be >= 2, --repeats and --width >= 1")
     if any(k < 1 for k in args.depths):
         p.error("--depths must be positive block counts")
-    try:
-        rs.layer_moments(ArchSpec(family="resnet", branch=args.branch, init=args.init, activation="linear"))
-    except ValueError as exc:
-        p.error(str(exc))
+    spec_or_error(p, lambda: rs.layer_moments(ArchSpec(family="resnet", branch=args.branch, init=args.init,
+                                                       activation="linear")))
     return args
 
 
 def main(argv=None) -> int:
     args = parse(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    use_threads(args.threads)
     spec = ArchSpec(family="resnet", dim=1, depth=max(args.depths), width=args.width, kernel=3, spatial=8, batch=8,
                     activation="linear", branch=args.branch, init=args.init)
     law, t_law = timed(lambda: rs.s_bar(spec, args.depths), args.repeats)

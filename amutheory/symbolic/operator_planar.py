@@ -1,0 +1,244 @@
+"""Planar pairings with position operators: expectations over the channels, valued in kernels.
+
+:mod:`amutheory.symbolic.planar` counts normalised traces of words in Gaussian matrices when every
+operator is diagonal in the Fourier modes (circular padding), so that each mode is a scalar
+problem.  A zero-padded conv is not diagonal in any basis the layers share, so the positions have
+to be carried as matrices: a conv layer acts on a field over ``P`` points (sample, position) with
+``n`` channels as ``W = sum_t S_t (x) W_t``, ``S_t`` the padded shift by tap ``t`` and ``W_t`` the
+tap's ``n x n`` Gaussian matrix (entries of variance ``s / (n k^d)``, ``s`` the layer's gain).
+
+**The rule.**  Averaging over the channels maps a word to a ``P x P`` kernel (the channel-normalised
+partial trace, ``E_n``).  At infinite width this is the sum over *non-crossing* pairings of its
+letters (``W`` with ``W^T``; ``W`` with ``W`` is of lower order), exactly as for scalars, except that
+a pair no longer contributes a number: it maps what it encloses, ``E_n[W X W^T] = s T(X)`` and
+``E_n[W^T X W] = s T*(X)``, with ``T(X) = k^-d sum_t S_t X S_t^T`` the map of the chain laws
+(:mod:`amutheory.symbolic.operator_law`; a 1x1 layer's ``T`` is the identity).  This is
+operator-valued free probability over the kernels: a conv layer is a circular element with
+covariance map ``s T``.
+
+**Free blocks.**  A word may also hold an operator ``M`` built from *other* layers (free of these over
+the kernels), through its mean ``m = E_n[M]`` and its second moment ``Phi(X) = E_n[M^T X M]``.  A pair
+that encloses one of ``M^T, M`` but not the other separates them, and then only their means enter
+(their joint cumulant would cross the pair); with no letter between them they give ``Phi`` of what
+lies between.  Atoms (named kernels, ``(x) I_n``) are deterministic.
+
+Operators are :mod:`amutheory.symbolic.planar`'s ``{word: coefficient}`` dictionaries, with the
+letter's second field saying what the letter is: ``"conv"`` (a k-tap layer), ``"1x1"``, ``"atom"``
+(a named kernel) or ``"M"``.  :func:`expectation` returns the sum over pairings as SymPy
+coefficients (products of the gains and the operator's own coefficients) of expression trees, which
+:func:`evaluate` computes on numpy kernels.  At ``P = 1`` every map is the identity and the rule is
+:mod:`amutheory.symbolic.planar`'s (tested).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import sympy as sp
+
+from amutheory.symbolic import planar as P
+
+LAYER_KINDS = ("conv", "1x1")
+
+
+def layer(name: str, kind: str, star: bool = False) -> dict:
+    """A Gaussian layer ``name`` (``kind`` ``"conv"``: k taps, ``"1x1"``: one) as an operator."""
+    if kind not in LAYER_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(LAYER_KINDS)}, got {kind!r}")
+    return P.letter(name, kind, star)
+
+
+def atom(name: str) -> dict:
+    """A named deterministic kernel (symmetric: its transpose is itself)."""
+    return P.letter(name, "atom", False)
+
+
+def free(star: bool = False) -> dict:
+    """The free operator ``M`` (``star``: ``M^T``)."""
+    return P.letter("M", "M", star)
+
+
+def adjoint(op: dict) -> dict:
+    """The transpose, atoms being symmetric."""
+    return {tuple((n, k, s and k != "atom") for n, k, s in w): c for w, c in P.adjoint(op).items()}
+
+
+def _is_layer(item) -> bool:
+    return item[1] in LAYER_KINDS
+
+
+def _close(word: tuple):
+    """The expression of a word with no layer letters left: a product of factors, ``M^T ... M`` with
+    only kernels between them becoming ``Phi`` of that product."""
+    free_at = [i for i, it in enumerate(word) if it[1] == "M"]
+    if len(free_at) == 2:
+        i, j = free_at
+        if not word[i][2] or word[j][2]:
+            raise ValueError("a word's free pair must read M^T ... M")
+        inner = ("prod", tuple(_factor(it) for it in word[i + 1:j]))
+        return ("prod", tuple(_factor(it) for it in word[:i]) + (("phi", inner),)
+                + tuple(_factor(it) for it in word[j + 1:]))
+    return ("prod", tuple(_factor(it) for it in word))
+
+
+def _factor(item):
+    name, kind, star = item[:3]
+    if kind == "atom":
+        return ("atom", name)
+    if kind in ("M", "mean"):
+        return ("mean", bool(star))
+    if kind == "pair":
+        return item[3]
+    raise ValueError(f"unexpected item {item!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def _expect_word(word: tuple) -> tuple:
+    """``((coefficient, expression), ...)``: the non-crossing pairings of ``word``'s layer letters."""
+    letters = [i for i, it in enumerate(word) if _is_layer(it)]
+    if not letters:
+        return ((sp.Integer(1), _close(word)),)
+    i = letters[0]
+    name, kind, star = word[i]
+    out = []
+    for j in letters[1:]:
+        if word[j][0] != name or word[j][2] == star:
+            continue
+        before, inner, after = word[:i], word[i + 1:j], word[j + 1:]
+        inside = [it for it in inner if it[1] == "M"]
+        outside = [it for it in before + after if it[1] == "M"]
+        if inside and outside:  # the pair separates M^T from M: only their means enter
+            mean = lambda w: tuple((n, "mean", s) if k == "M" else (n, k, s, *rest) for n, k, s, *rest in w)
+            before, inner, after = mean(before), mean(inner), mean(after)
+        gain = sp.Symbol(f"s_{name}", positive=True)
+        for c_in, e_in in _expect_word(inner):
+            pair = (name, "pair", star, ("pair", kind, bool(star), e_in))
+            for c_out, e_out in _expect_word(before + (pair,) + after):
+                out.append((gain * c_in * c_out, e_out))
+    return tuple(out)
+
+
+def expectation(op: dict) -> dict:
+    """``E_n[op]`` at infinite width: ``{expression: coefficient}``, the coefficients in the operator's
+    own symbols and the gains ``s_<name>`` of its layers (identical expressions merged)."""
+    out: dict = {}
+    for word, coef in op.items():
+        for c, e in _expect_word(tuple(word)):
+            out[e] = sp.expand(out.get(e, 0) + coef * c)
+    return {e: c for e, c in out.items() if c != 0}
+
+
+def gain(name: str) -> sp.Symbol:
+    """The gain symbol a pair of layer ``name`` contributes."""
+    return sp.Symbol(f"s_{name}", positive=True)
+
+
+def format_expression(expr) -> str:
+    """An expression tree of :func:`expectation` in the notation of the docs: ``T(.)``, ``T*(.)``
+    (a k-tap pair), ``Phi(.)``, ``m``, ``m^T``, the atoms' names, ``I`` for the empty product (a
+    1x1 pair is the identity map and shows its inside alone)."""
+    tag = expr[0]
+    if tag == "prod":
+        return " ".join(format_expression(f) for f in expr[1]) or "I"
+    if tag == "atom":
+        return expr[1]
+    if tag == "mean":
+        return "m^T" if expr[1] else "m"
+    if tag == "phi":
+        return f"Phi({format_expression(expr[1])})"
+    if tag == "pair":
+        inner = format_expression(expr[3])
+        if expr[1] == "1x1":
+            return inner if " " not in inner else f"({inner})"
+        return f"{'T*' if expr[2] else 'T'}({inner})"
+    raise ValueError(f"unknown expression {tag!r}")
+
+
+# --------------------------------------------------------------------------- numeric evaluation
+class Kernels:
+    """What :func:`evaluate` needs: ``size`` (``P``), ``probe`` (the name of an atom that stands for
+    the stack of point projectors ``E_c``, ``c = 1..P``: a product ``A E_c B`` is then the outer
+    product ``A[:, c] B[c, :]``, never a stack of matrix products), ``atoms`` (name -> ``(P, P)`` array, or a stack ``(S, P, P)``),
+    ``T`` (the k-tap pair map on ``(..., P, P)``; ``T* = T`` for the symmetric taps of a 'same'
+    conv, either padding), ``mean`` (``m``) and ``phi_table`` (``(P, P, P)``: ``Phi(E_c)`` for every
+    point ``c``; ``Phi`` is only ever applied to diagonal kernels, because what lies between ``M^T``
+    and ``M`` is the probe's diagonal or a pair map of it)."""
+
+    def __init__(self, size: int, atoms: dict, T, mean=None, phi_table=None, probe: str | None = None):
+        self.size, self.atoms, self.T, self.mean, self.phi_table = size, atoms, T, mean, phi_table
+        self.probe = probe
+
+
+def _diagonal(X: np.ndarray) -> np.ndarray:
+    d = np.diagonal(X, axis1=-2, axis2=-1)
+    off = X - d[..., :, None] * np.eye(X.shape[-1])
+    if np.abs(off).max(initial=0.0) > 1e-9 * max(np.abs(d).max(initial=0.0), 1e-300):
+        raise ValueError("Phi is applied to a kernel that is not diagonal (outside the law's derivation)")
+    return d
+
+
+def evaluate(expr, k: Kernels, cache: dict | None = None):
+    """The kernel of one expression tree of :func:`expectation` (``cache`` shares sub-expressions)."""
+    cache = {} if cache is None else cache
+    if expr in cache:
+        return cache[expr]
+    tag = expr[0]
+    if tag == "prod" and k.probe is not None and ("atom", k.probe) in expr[1]:
+        j = expr[1].index(("atom", k.probe))
+        left = evaluate(("prod", expr[1][:j]), k, cache)
+        right = evaluate(("prod", expr[1][j + 1:]), k, cache)
+        if left.ndim == 2 and right.ndim == 2:
+            cache[expr] = out = np.einsum("ic,cj->cij", left, right)
+            return out
+    if tag == "atom" and expr[1] == k.probe:
+        out = np.eye(k.size)[:, None, :] * np.eye(k.size)[:, :, None]
+    elif tag == "prod":
+        out = None
+        for f in expr[1]:
+            v = evaluate(f, k, cache)
+            out = v if out is None else out @ v
+        if out is None:  # the empty word: the identity kernel
+            out = np.eye(k.size)
+    elif tag == "atom":
+        out = k.atoms[expr[1]]
+    elif tag == "mean":
+        out = np.swapaxes(k.mean, -1, -2) if expr[1] else k.mean
+    elif tag == "pair":
+        inner = evaluate(expr[3], k, cache)
+        out = inner if expr[1] == "1x1" else k.T(inner)
+    elif tag == "phi" and expr[1] == ("prod", (("atom", k.probe),)):
+        out = k.phi_table  # Phi(E_c), the table itself
+    elif tag == "phi":
+        d = np.ascontiguousarray(_diagonal(evaluate(expr[1], k, cache)))
+        table = k.phi_table.reshape(k.size, -1)
+        out = (d.reshape(-1, k.size) @ table).reshape(d.shape[:-1] + k.phi_table.shape[1:])
+    else:
+        raise ValueError(f"unknown expression {tag!r}")
+    cache[expr] = out
+    return out
+
+
+def compile_expectation(op: dict, symbols: tuple):
+    """``E_n[op]`` as a numeric function: ``f(values, kernels)`` with ``values`` the numbers of
+    ``symbols`` (which must hold every free symbol of the coefficients)."""
+    terms = expectation(op)
+    free_syms = set().union(*(c.free_symbols for c in terms.values())) if terms else set()
+    missing = free_syms - set(symbols)
+    if missing:
+        raise ValueError(f"symbols: the coefficients also hold {sorted(map(str, missing))}")
+    coefs = [(e, sp.lambdify(symbols, c, "math")) for e, c in terms.items()]
+
+    def f(values, kernels: Kernels, cache: dict | None = None):
+        cache = {} if cache is None else cache
+        total = None
+        for e, c in coefs:
+            term = c(*values) * evaluate(e, kernels, cache)
+            if total is None or np.ndim(term) > np.ndim(total):
+                total = term if total is None else total + term
+            else:
+                total += term
+        return 0.0 if total is None else total
+
+    f.terms = terms
+    return f

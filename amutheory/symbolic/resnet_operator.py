@@ -1,0 +1,302 @@
+"""The exact infinite-width one-step law of a *linear* residual net over its points, either padding.
+
+The mode law (:mod:`amutheory.symbolic.resnet_spectral`) needs circular padding: there every conv is
+diagonal in the Fourier modes.  A zero-padded conv is not, so this law carries the net's ``P = B
+N^d`` points (sample, position) as kernels, ``P x P`` matrices, and averages over the channels with
+the position-valued planar pairings of :mod:`amutheory.symbolic.operator_planar` (a pair of a k-tap
+layer maps what it encloses by ``s T``, ``T(X) = k^-d sum_t S_t X S_t^T`` with ``S_t`` the padded
+shift).  Given the inputs it is exact at infinite width; with circular padding it is the mode law
+draw by draw (tested to 1e-10).
+
+**The update.**  A layer with input field ``z`` and error field ``delta`` moves its own output, per
+unit ``-eta``, by ``C_z delta``, ``C_z(a, a') = sum_t (S_t z)(a) . (S_t z)(a')`` the patch Gram of its
+input (``n k^d T(K_z)``, ``K_z = z . z / n`` the input's kernel; ``n K_z`` for a 1x1 layer).  With the
+block ``x <- x + J x``, ``J = alpha W_2 W_1`` (``alpha W`` for ``conv``), the stream's update before
+block ``i + 1`` is ``u_i = M_i g_i`` (``g_i`` the stream gradient after block ``i``) with
+
+    M_i = (I + J_i) M_{i-1} (I + J_i)^T + Src_i,   Src_i = alpha^2 (W_2 C_x W_2^T + C_h),
+
+(``alpha^2 C_x`` for ``conv``), ``M_0 = C_in`` the stem's own update (``C_in = k^d T(Gamma)``, ``Gamma``
+the raw inputs' Gram).  ``M_i`` is free of ``g_i`` (blocks after ``i``), so ``sum_a E|u_i(a)|^2 =
+n tr(G_i Phi_i(I))`` with ``G_i = g_i . g_i / n`` and ``Phi_i(X) = E_n[M_i^T X M_i]``.  The recursion is
+closed by ``m_i = E_n[M_i]`` and ``Phi_i`` on diagonal kernels (what lies between ``M^T`` and ``M`` is
+always the probe's diagonal or a pair map of it): each is one :func:`operator_planar.expectation`
+of the words above, nothing typed by hand.  The first branch layer's pre-activation moves by
+``R g_i``, ``R = W_1 M_{i-1} (I + J_i)^T + alpha C_x W_2^T`` (its read of the stream, and its own
+update, which adds coherently to the read-back of its weights through ``(I + J_i)^T``); ``preact``'s
+stream is a pre-activation too.  The forward kernel ``K_x <- K_x + E_n[J K_x J^T]`` and the backward
+``G_{i-1} = G_i + E_n[J^T G_i J]`` are planar expectations too, from ``K_x0 = T(Gamma) / c_in`` and
+``G_K = outputs v_r / (B P_s)^2`` on every pair of positions of one sample (the loss directions of
+different samples average out), ``P_s = N^d``.  So, per unit ``eta^2``,
+
+    s_stream = tr(G_{i-1} Phi_{i-1}(I)) / P,   s_first = tr(G_i E_n[R^T R]) / P.
+
+**Inputs.**  The law given the inputs is a quadratic form in ``Gamma``; its mean over Gaussian inputs
+is a Monte Carlo over draws here (:func:`s_bar`: mean and standard error; the same draws for both
+paddings, so the boundary ratio :func:`boundary_ratio` is paired).
+
+**Scope and cost.**  Linear branches, identity shortcuts, every forward-stable init; any kernel,
+size, batch and dimension with ``B N^d <=`` :data:`MAX_POINTS`.  A block costs ``O(P^4)`` (``Phi`` on
+every point's diagonal): about 0.02 s at ``P = 64``.  ReLU is refused (its masks enter the channel
+loops as 2- and 3-point functions: the kernel law's extension, not built).  Left out: the ``O(1/n)``
+terms (the stem's own source, exact, is kept), as in the dense and mode laws.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import sympy as sp
+
+from amutheory.spec import ArchSpec
+from amutheory.symbolic import operator_planar as O
+from amutheory.symbolic import planar as P
+from amutheory.symbolic.resnet_dense import branch_constants, check_residual_spec
+
+alpha = sp.Symbol("alpha", positive=True)
+SYMBOLS = (alpha, O.gain("W1"), O.gain("W2"))
+
+#: largest number of points ``B N^d`` the law runs for (``Phi`` holds ``P^3`` numbers, a block costs ``P^4``)
+MAX_POINTS = 128
+
+BRANCHES = ("conv", "conv-mlp", "preact")
+
+
+def block_operators(branch: str) -> dict:
+    """The block's operators in the letters of :mod:`operator_planar`: ``J``, ``src`` and the first
+    layer's ``read`` (``R``), each a ``{word: coefficient}`` dictionary."""
+    if branch not in BRANCHES:
+        raise ValueError(f"branch must be one of {', '.join(BRANCHES)}; got {branch!r}")
+    w1 = O.layer("W1", "conv")
+    if branch == "conv":
+        j = P.scale(w1, alpha)
+        src = P.scale(O.atom("Cx"), alpha**2)
+        own = P.scale(O.atom("Cx"), alpha)  # W_1's own update, per unit g (its error is alpha g)
+    else:
+        w2 = O.layer("W2", "1x1" if branch == "conv-mlp" else "conv")
+        j = P.scale(P.mul(w2, w1), alpha)
+        src = P.scale(P.add(P.mul(w2, O.atom("Cx"), O.adjoint(w2)), O.atom("Ch")), alpha**2)
+        own = P.scale(P.mul(O.atom("Cx"), O.adjoint(w2)), alpha)  # its error is alpha W_2^T g
+    one_j = P.add(P.scalar(1), j)
+    read = P.add(P.mul(w1, O.free(), O.adjoint(one_j)), own)
+    return {"J": j, "src": src, "one_j": one_j, "read": read}
+
+
+@functools.lru_cache(maxsize=None)
+def block_law(branch: str) -> dict:
+    """The compiled expectations of one block (each a :func:`operator_planar.compile_expectation`):
+    ``forward`` (``K -> E_n[J K J^T]``, atom ``K``), ``backward`` (``G -> E_n[J^T G J]``), ``h_kernel``
+    (``E_n[W_1 K W_1^T]``, the first layer's output kernel, ``W_2``'s input), ``mean`` (``m_i``), ``phi`` (``Phi_i`` on the stack ``X``) and ``read`` (``E_n[R^T R]``)."""
+    ops = block_operators(branch)
+    j, one_j = ops["J"], ops["one_j"]
+    m_new = P.add(P.mul(one_j, O.free(), O.adjoint(one_j)), ops["src"])
+    m_new_t = P.add(P.mul(one_j, O.free(True), O.adjoint(one_j)), ops["src"])
+    w1 = O.layer("W1", "conv")
+    c = functools.partial(O.compile_expectation, symbols=SYMBOLS)
+    return {"forward": c(P.mul(j, O.atom("K"), O.adjoint(j))),
+            "backward": c(P.mul(O.adjoint(j), O.atom("G"), j)),
+            "h_kernel": c(P.mul(w1, O.atom("K"), O.adjoint(w1))),
+            "mean": c(m_new), "phi": c(P.mul(m_new_t, O.atom("X"), m_new)),
+            "read": c(P.mul(O.adjoint(ops["read"]), ops["read"]))}
+
+
+# --------------------------------------------------------------------------- the points and the map T
+class PointMap:
+    """``T(X) = k^-d sum_t S_t X S_t^T`` on kernels over the ``B N^d`` points (sample-major, positions
+    row-major), each tap a gather: ``(S_t z)(a) = z(a + t)`` inside the grid, 0 outside (zero padding)
+    or wrapped (circular).  The taps of a 'same' conv are symmetric, so ``T* = T``."""
+
+    def __init__(self, spec: ArchSpec):
+        from scipy import sparse
+
+        N, d, r = spec.spatial, spec.dim, spec.kernel // 2
+        grid = np.stack(np.meshgrid(*[np.arange(N)] * d, indexing="ij"), -1).reshape(-1, d)
+        offsets = np.stack(np.meshgrid(*[np.arange(-r, r + 1)] * d, indexing="ij"), -1).reshape(-1, d)
+        ps = N**d
+        self.size, self.taps = spec.batch * ps, len(offsets)
+        self.src, self.valid = [], []
+        for t in offsets:
+            moved = grid + t
+            inside = np.all((moved >= 0) & (moved < N), axis=1)
+            moved = moved % N
+            flat = np.ravel_multi_index(moved.T, (N,) * d)
+            valid = np.ones(ps) if spec.padding == "circular" else inside.astype(float)
+            self.src.append((np.arange(spec.batch)[:, None] * ps + flat[None, :]).ravel())
+            self.valid.append(np.tile(valid, spec.batch))
+        # T on vec(X) as one sparse matrix: (S_t (x) S_t) summed over the taps, over k^d
+        pts = self.size
+        cols = np.concatenate([(src[:, None] * pts + src[None, :]).ravel() for src in self.src])
+        vals = np.concatenate([np.outer(v, v).ravel() for v in self.valid]) / self.taps
+        rows = np.tile(np.arange(pts * pts), self.taps)
+        keep = vals != 0
+        self.matrix = sparse.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(pts * pts, pts * pts))
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        lead, pts = X.shape[:-2], self.size
+        flat = X.reshape(-1, pts * pts)
+        return (self.matrix @ flat.T).T.reshape(lead + (pts, pts))
+
+
+def _check(spec: ArchSpec):
+    check_residual_spec(spec, "the residual operator law")
+    if spec.activation != "linear":
+        raise ValueError(f"activation: the residual operator law is for linear nets (a ReLU mask enters the "
+                         f"channel loops as 2- and 3-point functions; not built); got {spec.activation!r}")
+    if spec.batch * spec.positions > MAX_POINTS:
+        raise ValueError(f"spatial: the residual operator law runs for batch x N^d <= {MAX_POINTS} points "
+                         f"(cost P^4 per block); got {spec.batch} x {spec.positions}")
+
+
+def _gram(spec: ArchSpec, x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, float)
+    shape = (spec.batch, spec.input_channels) + (spec.spatial,) * spec.dim
+    if x.shape != shape:
+        raise ValueError(f"x must have shape {shape} (batch, channels, positions), got {x.shape}")
+    pts = x.reshape(spec.batch, spec.input_channels, -1).transpose(0, 2, 1).reshape(-1, spec.input_channels)
+    return pts @ pts.T
+
+
+#: how :func:`draw_layer_moments` evaluates ``Phi`` on the point projectors: ``"outer"`` (a product
+#: ``A E_c B`` as the outer product ``A[:, c] B[c, :]``) or ``"stack"`` (the ``P`` projectors as a
+#: stack of ``P x P`` matrices, every product a stack of matrix products: the naive way, kept as the
+#: benchmark's and the tests' reference)
+METHODS = ("outer", "stack")
+
+
+def draw_layer_moments(spec: ArchSpec, x: np.ndarray, directions: np.ndarray | None = None,
+                       method: str = "outer") -> np.ndarray:
+    """``E[s_l | x]`` at infinite width (per unit ``eta^2``; the weights and the loss directions
+    averaged, the inputs ``x`` given, shape ``(B, c_in, N[, N])``) of every pre-activation, in the
+    probe's order (per block: the stream, then the first layer, for ``preact``).  With the loss
+    directions ``directions`` (shape ``(B, outputs)``) given too, ``E[s_l | x, r]``: then ``G_K`` is
+    ``v_r r_b . r_b' / (B P_s)^2`` (the head's ``V V^T / n -> v_r I``) instead of its mean over ``r``."""
+    _check(spec)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if directions is not None:
+        directions = np.asarray(directions, float)
+        if directions.shape != (spec.batch, spec.outputs):
+            raise ValueError(f"directions must have shape {(spec.batch, spec.outputs)} (batch, outputs), "
+                             f"got {directions.shape}")
+    law = block_law(spec.branch)
+    T = PointMap(spec)
+    n, Pt, ps, blocks = spec.width, T.size, spec.positions, spec.depth
+    taps = T.taps
+    a, v1, v2 = branch_constants(spec)
+    values = (a, spec.c * v1, spec.c * v2)
+    gamma = _gram(spec, x)
+    kx = T(gamma) / spec.input_channels  # the stem's output kernel
+    mean = taps * T(gamma)  # M_0 = C_in
+    phi_table = np.einsum("ca,cb->cab", mean, mean)  # Phi_0(E_c) = C_in E_c C_in
+    heads = spec.outputs * np.eye(spec.batch) if directions is None else directions @ directions.T
+    G = [np.kron(heads, np.ones((ps, ps))) * spec.readout_variance / (spec.batch * ps) ** 2]
+    for _ in range(blocks):  # G_K, then backwards
+        G.append(G[-1] + law["backward"](values, O.Kernels(Pt, {"G": G[-1]}, T)))
+    G = G[::-1]  # G[i] = G_i, i = 0..K
+    out = []
+    for i in range(1, blocks + 1):
+        kh = law["h_kernel"](values, O.Kernels(Pt, {"K": kx}, T))
+        atoms = {"Cx": n * taps * T(kx), "Ch": n * (taps * T(kh) if spec.branch == "preact" else kh)}
+        if method == "stack":
+            atoms["X"] = np.eye(Pt)[:, None, :] * np.eye(Pt)[:, :, None]
+        k = O.Kernels(Pt, atoms, T, mean, phi_table, probe="X" if method == "outer" else None)  # X = E_c
+        cache: dict = {}
+        if spec.branch == "preact":
+            out.append(np.trace(G[i - 1] @ phi_table.sum(axis=0)) / Pt)
+        out.append(np.trace(G[i] @ law["read"](values, k, cache)) / Pt)
+        mean, phi_table = law["mean"](values, k, cache), law["phi"](values, k, cache)
+        kx = kx + law["forward"](values, O.Kernels(Pt, {"K": kx}, T))
+    return np.asarray(out)
+
+
+def _draws(spec: ArchSpec, draws: int, seed: int, input_var: float):
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 2:
+        raise ValueError(f"draws must be an integer >= 2, got {draws!r}")
+    if not float(input_var) > 0:
+        raise ValueError(f"input_var must be > 0, got {input_var!r}")
+    rng = np.random.default_rng(seed)
+    shape = (spec.batch, spec.input_channels) + (spec.spatial,) * spec.dim
+    return [rng.normal(0.0, np.sqrt(float(input_var)), shape) for _ in range(draws)]
+
+
+def _depths(depths) -> list[int]:
+    ks = [int(k) for k in np.ravel(depths)]
+    if not ks or any(k < 1 or k != d for k, d in zip(ks, np.ravel(depths))):
+        raise ValueError(f"depths must be positive integers (block counts), got {depths!r}")
+    return ks
+
+
+def s_bar_draws(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, input_var: float = 1.0,
+                progress=None, directions: bool = False) -> np.ndarray:
+    """``E[s_bar | x]`` for each of ``draws`` Gaussian input draws (rows) at each ``K`` in ``depths``
+    (columns).  Draws are numpy's ``default_rng(seed)``, one ``(B, c_in, N[, N])`` array each (then,
+    with ``directions``, one ``(B, outputs)`` array of loss directions, and the rows are ``E[s_bar |
+    x, r]``), the same for every depth and padding.  ``progress(done, total)`` is called after each draw."""
+    _check(spec)
+    ks = _depths(depths)
+    xs = _draws(spec, draws, seed, input_var)
+    rng = np.random.default_rng([seed, 1])
+    rs = [rng.normal(size=(spec.batch, spec.outputs)) if directions else None for _ in xs]
+    out = np.empty((len(xs), len(ks)))
+    for j, (x, r) in enumerate(zip(xs, rs)):
+        for col, k in enumerate(ks):
+            out[j, col] = draw_layer_moments(spec.with_(depth=k), x, r).mean()
+        if progress is not None:
+            progress(j + 1, len(xs))
+    return out
+
+
+def s_bar(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, input_var: float = 1.0) -> dict:
+    """``E[s_bar]`` at each ``K`` in ``depths``, averaged over ``draws`` input draws: ``mean`` and its
+    standard error ``se`` (sd over the draws / sqrt(draws))."""
+    table = s_bar_draws(spec, depths, draws, seed, input_var)
+    return {"mean": table.mean(axis=0), "se": table.std(axis=0, ddof=1) / np.sqrt(len(table)), "draws": len(table)}
+
+
+def boundary_ratio(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, input_var: float = 1.0,
+                   progress=None) -> dict:
+    """``E[s_bar]`` zero / circular at each ``K`` in ``depths`` (the eta* ratio is its inverse square
+    root), both paddings on the same input draws: ``ratio`` and its standard error ``se`` (delta
+    method, paired), with ``zero`` and ``circular`` (the two means)."""
+    z = s_bar_draws(spec.with_(padding="zero"), depths, draws, seed, input_var, progress)
+    c = s_bar_draws(spec.with_(padding="circular"), depths, draws, seed, input_var)
+    mz, mc = z.mean(axis=0), c.mean(axis=0)
+    ratio = mz / mc
+    dev = z / mc - ratio * c / mc  # the ratio's influence per draw
+    return {"ratio": ratio, "se": dev.std(axis=0, ddof=1) / np.sqrt(len(z)), "zero": mz, "circular": mc,
+            "draws": len(z)}
+
+
+def zero_padding_law(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, input_var: float = 1.0,
+                     seed_draws: int = 20000, progress=None) -> dict:
+    """The law of ``s_bar`` over seeds of the zero-padded ``spec`` at each ``K`` in ``depths``, with the
+    circular net as a control variate.  Its mean is the mode law's exact circular mean times the
+    ratio of the two paddings' means over ``draws`` joint draws of inputs and loss directions (the
+    same draws for both, so the ratio's error is small where the draw-to-draw spread is common), and
+    ``gap = E ln s_bar - ln E s_bar`` is the circular seed law's (:func:`resnet_spectral.seed_law`,
+    ``seed_draws`` draws) plus ``E ln(s_zero / s_circ) - ln ratio`` over the same draws.  Returns
+    ``mean``, ``mean_se``, ``ratio``, ``ratio_se``, ``gap``, ``gap_se`` (arrays over ``depths``; the
+    errors by the delta method, the circular seed law's included) and ``draws``.  ``progress(done,
+    total)`` counts the ``2 draws`` recursions over both paddings."""
+    from amutheory.symbolic import resnet_spectral
+
+    _check(spec)
+    ks = _depths(depths)
+    zero, circ = spec.with_(padding="zero"), spec.with_(padding="circular")
+    both = None if progress is None else (lambda offset: lambda done, _: progress(offset + done, 2 * draws))
+    z = s_bar_draws(zero, ks, draws, seed, input_var, both and both(0), directions=True)
+    c = s_bar_draws(circ, ks, draws, seed, input_var, both and both(draws), directions=True)
+    mz, mc, d = z.mean(axis=0), c.mean(axis=0), len(z)
+    ratio = mz / mc
+    ratio_se = (z / mc - ratio * c / mc).std(axis=0, ddof=1) / np.sqrt(d)
+    log_ratio = np.log(z / c)
+    # E ln s_z - ln E s_z - (E ln s_c - ln E s_c), estimated on the draws; its influence per draw
+    excess = log_ratio.mean(axis=0) - np.log(ratio)
+    excess_se = (log_ratio - z / mz + c / mc).std(axis=0, ddof=1) / np.sqrt(d)
+    table = resnet_spectral.seed_table(circ, seed_draws, seed, input_var)
+    laws = [resnet_spectral.seed_law(circ.with_(depth=k), table, input_var) for k in ks]
+    exact = np.array([law["mean"] for law in laws])
+    gap_c, gap_c_se = np.array([law["gap"] for law in laws]), np.array([law["gap_se"] for law in laws])
+    return {"mean": exact * ratio, "mean_se": exact * ratio_se, "ratio": ratio, "ratio_se": ratio_se,
+            "gap": gap_c + excess, "gap_se": np.hypot(gap_c_se, excess_se), "draws": d}
