@@ -730,15 +730,18 @@ def _dropped_parts(fn, const: dict, depths) -> list:
 ZERO_PADDING_DRAWS_DEFAULT = 32
 
 
-def exact_resnet_law(spec: ArchSpec) -> tuple:
+def exact_resnet_law(spec: ArchSpec, monte_carlo: bool = True) -> tuple:
     """``(s_bar_fn(depths, input_var), name, how)`` of the exact infinite-width law of the mean that
     covers the residual ``spec``, nothing fitted: the dense law (``kernel = spatial = batch = 1``;
     :mod:`amutheory.symbolic.resnet_dense`, and for ``preact`` with ReLU the coordinate law of
     :mod:`amutheory.symbolic.resnet_preact`) or, for linear nets with circular padding, the
     mode-by-mode law (:mod:`amutheory.symbolic.resnet_spectral`), and with zero padding the law over
     the points (:mod:`amutheory.symbolic.resnet_operator`: the circular mean times the paddings'
-    ratio, Monte Carlo over :data:`ZERO_PADDING_DRAWS` input draws).  ``ValueError`` naming the field
-    where none covers it."""
+    ratio, Monte Carlo over :data:`ZERO_PADDING_DRAWS` input draws), and for spatial ReLU ``conv-mlp``
+    nets the same law over the points with masks (plain Monte Carlo over :data:`POINT_DRAWS` joint
+    draws).  ``ValueError`` naming the field where none covers it, and, with ``monte_carlo=False``,
+    for the two laws whose input average is a Monte Carlo (the campaign's choice: they cost ``O(P^4)``
+    per block and draw; ``validate/resnet_point_law.py`` puts them against a campaign seed by seed)."""
     from amutheory.symbolic import resnet_dense, resnet_spectral
 
     _check_spec(spec)
@@ -749,17 +752,25 @@ def exact_resnet_law(spec: ArchSpec) -> tuple:
                if spec.branch == "preact" and spec.activation != "linear" else
                "the stream Jacobian's spread (free probability; symbolic.resnet_dense)")
         return (lambda ks, iv: resnet_dense.s_bar(spec, ks, iv)), f"resnet-dense-{tag}", f"of the dense net, {how}"
-    if spec.activation != "linear":
-        field = next(f for f in ("kernel", "spatial", "batch") if getattr(spec, f) != 1)
-        raise ValueError(f"{field}: the exact residual laws cover dense nets (kernel = spatial = batch = 1) and "
-                         f"linear nets (either padding); got {field}={getattr(spec, field)} with "
-                         f"{spec.activation!r} (a spatial or batched {spec.activation} net's stream correlations "
-                         "grow along depth: not derived)")
-    if spec.padding == "zero":
-        from amutheory.symbolic import resnet_operator
+    from amutheory.symbolic import resnet_operator
 
+    if spec.activation != "linear" and not (spec.activation == "relu" and spec.branch == "conv-mlp"):
+        field = next(f for f in ("kernel", "spatial", "batch") if getattr(spec, f) != 1)
+        why = (resnet_operator.RELU_REFUSED[spec.branch] if spec.activation == "relu" else
+               f"a spatial or batched {spec.activation} net's masks have no closed-form multi-point functions")
+        raise ValueError(f"{field}: the exact residual laws cover dense nets (kernel = spatial = batch = 1), "
+                         f"linear nets and ReLU conv-mlp nets; got {field}={getattr(spec, field)} with "
+                         f"{spec.branch}/{spec.activation} ({why}: not derived)")
+    if spec.padding == "zero" or spec.activation == "relu":
         resnet_operator.draw_layer_moments(spec.with_(depth=1), np.zeros((spec.batch, spec.input_channels)
                                                                          + (spec.spatial,) * spec.dim))  # checks
+        if not monte_carlo:
+            raise ValueError("monte_carlo: the law over the points of this net averages its inputs by Monte Carlo "
+                             "(O(P^4) per block and draw); validate/resnet_point_law.py compares it seed by seed")
+        if spec.activation == "relu":
+            return ((lambda ks, iv: resnet_operator.point_law(spec, ks, POINT_DRAWS, 0, iv)["mean"]),
+                    f"resnet-points-{tag}", f"of the ReLU net over its points with its masks (symbolic.resnet_operator; "
+                    f"the input average a Monte Carlo over {POINT_DRAWS} draws)")
         return ((lambda ks, iv: resnet_operator.zero_padding_law(spec, ks, ZERO_PADDING_DRAWS, 0, iv)["mean"]),
                 f"resnet-points-{tag}", f"of the linear zero-padded net over its points (symbolic.resnet_operator; "
                 f"the input average a Monte Carlo over {ZERO_PADDING_DRAWS} draws, against the circular net's exact law)")
@@ -770,7 +781,7 @@ def exact_resnet_law(spec: ArchSpec) -> tuple:
 
 def resnet_boundary(spec: ArchSpec, depths, draws: int = ZERO_PADDING_DRAWS_DEFAULT, seed: int = 0,
                     input_var: float = 1.0, tolerance: float = 0.05, progress=None) -> list[dict]:
-    """The zero-padding boundary of a linear residual net at each K in ``depths``, by the exact law
+    """The zero-padding boundary of a linear (or ReLU conv-mlp) residual net at each K in ``depths``, by the exact law
     over the points (:func:`amutheory.symbolic.resnet_operator.boundary_ratio`; Monte Carlo over
     ``draws`` input draws, the same for both paddings): per depth ``s_bar_ratio`` (zero / circular)
     with ``s_bar_ratio_se``, ``eta_ratio`` (its inverse square root), ``slope_shift`` (the boundary's
@@ -799,6 +810,9 @@ def resnet_boundary(spec: ArchSpec, depths, draws: int = ZERO_PADDING_DRAWS_DEFA
 #: joint draws of inputs and loss directions behind the law of a linear zero-padded residual net (its
 #: ratio to the circular net's exact law; :func:`amutheory.symbolic.resnet_operator.zero_padding_law`)
 ZERO_PADDING_DRAWS = 32
+#: joint draws of inputs and loss directions behind the law of a spatial ReLU conv-mlp residual net
+#: (:func:`amutheory.symbolic.resnet_operator.point_law`; no exact control variate)
+POINT_DRAWS = 32
 
 
 #: joint draws of inputs and loss directions behind the typical value of a linear spatial residual net
@@ -819,8 +833,8 @@ def _predict_resnet_exact(spec, depths, statistic, protocol, C, notes, progress=
     fn, name, how = exact_resnet_law(spec)
     dense = spec.kernel == spec.spatial == spec.batch == 1
     iv = protocol.input_var
-    if spec.padding == "zero" and not dense:
-        return _predict_resnet_zero(spec, depths, statistic, protocol, C, notes, name, how, progress)
+    if (spec.padding == "zero" or spec.activation == "relu") and not dense:
+        return _predict_resnet_points(spec, depths, statistic, protocol, C, notes, name, how, progress)
     const = {"C": Constant("C", C, "convention", note="target one-step second moment"),
              "G_K": Constant("G_K", spec.outputs * spec.readout_variance, "exact", expr="outputs * readout_variance",
                              note="stream gradient per coordinate at the head")}
@@ -865,18 +879,25 @@ def _predict_resnet_exact(spec, depths, statistic, protocol, C, notes, progress=
                       notes)
 
 
-def _predict_resnet_zero(spec, depths, statistic, protocol, C, notes, name, how, progress=None) -> Prediction:
-    """``constants="derive"`` for a linear zero-padded residual net: the circular net's exact law times
-    the two paddings' ratio over :data:`ZERO_PADDING_DRAWS` joint draws of inputs and loss directions
-    (:func:`amutheory.symbolic.resnet_operator.zero_padding_law`, computed once at every K the local
-    slope needs); the typical value adds the law's gap, Monte Carlo likewise."""
+def _predict_resnet_points(spec, depths, statistic, protocol, C, notes, name, how, progress=None) -> Prediction:
+    """``constants="derive"`` for the laws over the points, computed once at every K the local slope
+    needs: a linear zero-padded residual net is the circular net's exact law times the two paddings'
+    ratio over :data:`ZERO_PADDING_DRAWS` joint draws of inputs and loss directions
+    (:func:`amutheory.symbolic.resnet_operator.zero_padding_law`); a ReLU conv-mlp net a plain Monte
+    Carlo over :data:`POINT_DRAWS` draws (:func:`~amutheory.symbolic.resnet_operator.point_law`).  The
+    typical value adds the law's gap, Monte Carlo likewise."""
     from amutheory.symbolic import resnet_operator
 
     ks = np.asarray(depths, dtype=float)
     need = sorted({int(k) for k in np.concatenate([ks, np.maximum(ks - 1, 1), ks + 1])})
-    tick = None if progress is None else (lambda done, total: progress(f"[law over the points] input draw "
-                                                                       f"{done}/{total} (zero, then circular)"))
-    law = resnet_operator.zero_padding_law(spec, need, ZERO_PADDING_DRAWS, 0, protocol.input_var, progress=tick)
+    relu = spec.activation == "relu"
+    tick = None if progress is None else (lambda done, total: progress(
+        f"[law over the points] input draw {done}/{total}" + ("" if relu else " (zero, then circular)")))
+    if relu:
+        law = resnet_operator.point_law(spec, need, POINT_DRAWS, 0, protocol.input_var, progress=tick)
+    else:
+        law = resnet_operator.zero_padding_law(spec, need, ZERO_PADDING_DRAWS, 0, protocol.input_var,
+                                               progress=tick)
     at = {k: j for j, k in enumerate(need)}
     stat = "mean" if statistic == "mean" else "typical"
     values = law["mean"] * (1.0 if stat == "mean" else np.exp(law["gap"]))
@@ -886,19 +907,24 @@ def _predict_resnet_zero(spec, depths, statistic, protocol, C, notes, name, how,
 
     deep = at[int(max(depths))]
     mc = (f"at K = {int(max(depths))}; Monte Carlo over {law['draws']} joint draws of the inputs and the loss "
-          "directions, both paddings on the same draws (symbolic.resnet_operator.zero_padding_law); error = its "
-          "standard error")
+          + ("directions (symbolic.resnet_operator.point_law)" if relu else
+             "directions, both paddings on the same draws (symbolic.resnet_operator.zero_padding_law)")
+          + "; error = its standard error")
     const = {"C": Constant("C", C, "convention", note="target one-step second moment"),
-             "input_var": Constant("input_var", protocol.input_var, "convention", note="probe input variance"),
-             "boundary_ratio": Constant("boundary_ratio", float(law["ratio"][deep]), "monte-carlo",
-                                        float(law["ratio_se"][deep]),
-                                        note=f"E[s_bar] zero / circular {mc}; the circular mean is exact (mode law)")}
+             "input_var": Constant("input_var", protocol.input_var, "convention", note="probe input variance")}
+    if relu:
+        const["s_bar_mean"] = Constant("s_bar_mean", float(law["mean"][deep]), "monte-carlo",
+                                       float(law["mean_se"][deep]), note=f"E[s_bar] {mc}")
+    else:
+        const["boundary_ratio"] = Constant("boundary_ratio", float(law["ratio"][deep]), "monte-carlo",
+                                           float(law["ratio_se"][deep]),
+                                           note=f"E[s_bar] zero / circular {mc}; the circular mean is exact (mode law)")
     notes = notes + [f"exact infinite-width law {how}: nothing fitted; O(1/n) terms left out"]
     if stat == "typical":
         const["typical_gap"] = Constant("typical_gap", float(law["gap"][deep]), "monte-carlo",
                                         float(law["gap_se"][deep]), note=f"E[ln s_bar] - ln E[s_bar] {mc}")
-        notes.append("typical value: the mean times exp(gap(K)), gap = the circular seed law's plus the paddings' "
-                     "difference over the same draws; nothing fitted")
+        notes.append("typical value: the mean times exp(gap(K)), gap over the same draws" +
+                     ("" if relu else " (the circular seed law's plus the paddings' difference)") + "; nothing fitted")
     s_bar, eta, slope = _block_law_values(lambda kk: fn(kk), [], depths, const, C, "mean")
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, name, statistic, C, None,
                       notes)

@@ -653,8 +653,8 @@ def build_parser() -> argparse.ArgumentParser:
     bo.add_argument("--tolerance", type=float, default=0.05,
                     help="max |shift of the local slope of eta*| counted as constant-level (default 0.05)")
     bo.add_argument("--family", default="conv", choices=("conv", "resnet"),
-                    help="conv chains (default) or residual nets (depths = K blocks; --activation linear: the "
-                         "exact law over the points, B N^d <= 128)")
+                    help="conv chains (default) or residual nets (depths = K blocks; linear, or ReLU with --branch "
+                         "conv-mlp: the exact law over the points, B N^d <= 128)")
     bo.add_argument("--branch", default="conv-mlp", choices=BRANCHES, help="residual branch (default conv-mlp)")
     bo.add_argument("--init", default="k-last", choices=INITS, help="residual init convention (default k-last)")
     bo.add_argument("--draws", type=int, default=32,

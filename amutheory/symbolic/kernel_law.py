@@ -128,6 +128,16 @@ def mask_kernel(S: np.ndarray, activation: str) -> np.ndarray:
     return _kernel_fns()[1](corr)
 
 
+def mask_kernel3(S: np.ndarray, activation: str) -> np.ndarray:
+    """``E[phi'(h_a) phi'(h_b) phi'(h_c)]`` for every triple of points (an array ``(P, P, P)``) of the
+    Gaussian kernel ``S`` ``(P, P)`` (ReLU: the orthant probability :func:`orthant3`; a repeated
+    point gives the pair's, since ``relu'^2 = relu'``)."""
+    if activation == "linear":
+        return np.ones((S.shape[0],) * 3)
+    corr, _ = _correlation(S)
+    return _kernel_fns()[2](corr[:, :, None], corr[:, None, :], corr[None, :, :])
+
+
 # --------------------------------------------------------------------------- the spatial map T
 class ShiftMap:
     """``T(X) = k^-d sum_t S_t X S_t^T`` on kernels over ``(sample, position)``: arrays

@@ -54,14 +54,22 @@ def atom(name: str) -> dict:
     return P.letter(name, "atom", False)
 
 
+def mask(name: str) -> dict:
+    """An activation-derivative mask ``D = phi'(h)``: diagonal in the points and the channels, its
+    channels independent draws of the points' joint law (the gradient-independence assumption of
+    infinite-width analyses: free of the weights beside it).  Masks never pair; those left in one
+    channel loop average to a multi-point function of ``h`` (:class:`Kernels`' ``masks``)."""
+    return P.letter(name, "mask", False)
+
+
 def free(star: bool = False) -> dict:
     """The free operator ``M`` (``star``: ``M^T``)."""
     return P.letter("M", "M", star)
 
 
 def adjoint(op: dict) -> dict:
-    """The transpose, atoms being symmetric."""
-    return {tuple((n, k, s and k != "atom") for n, k, s in w): c for w, c in P.adjoint(op).items()}
+    """The transpose, atoms and masks being symmetric."""
+    return {tuple((n, k, s and k not in ("atom", "mask")) for n, k, s in w): c for w, c in P.adjoint(op).items()}
 
 
 def _is_layer(item) -> bool:
@@ -86,6 +94,8 @@ def _factor(item):
     name, kind, star = item[:3]
     if kind == "atom":
         return ("atom", name)
+    if kind == "mask":
+        return ("mask", name)
     if kind in ("M", "mean"):
         return ("mean", bool(star))
     if kind == "pair":
@@ -163,11 +173,14 @@ class Kernels:
     ``T`` (the k-tap pair map on ``(..., P, P)``; ``T* = T`` for the symmetric taps of a 'same'
     conv, either padding), ``mean`` (``m``) and ``phi_table`` (``(P, P, P)``: ``Phi(E_c)`` for every
     point ``c``; ``Phi`` is only ever applied to diagonal kernels, because what lies between ``M^T``
-    and ``M`` is the probe's diagonal or a pair map of it)."""
+    and ``M`` is the probe's diagonal or a pair map of it) and ``masks`` (name -> ``(two, three)``:
+    ``E[phi'_a phi'_b]`` ``(P, P)`` and ``E[phi'_a phi'_b phi'_c]`` ``(P, P, P)`` of the mask's
+    pre-activation, for ``phi'^2 = phi'`` (ReLU, linear): a loop's masks at one point merge)."""
 
-    def __init__(self, size: int, atoms: dict, T, mean=None, phi_table=None, probe: str | None = None):
+    def __init__(self, size: int, atoms: dict, T, mean=None, phi_table=None, probe: str | None = None,
+                 masks: dict | None = None):
         self.size, self.atoms, self.T, self.mean, self.phi_table = size, atoms, T, mean, phi_table
-        self.probe = probe
+        self.probe, self.masks = probe, masks or {}
 
 
 def _diagonal(X: np.ndarray) -> np.ndarray:
@@ -184,6 +197,10 @@ def evaluate(expr, k: Kernels, cache: dict | None = None):
     if expr in cache:
         return cache[expr]
     tag = expr[0]
+    if tag == "prod" and any(f[0] == "mask" for f in expr[1]):
+        out = _mask_loop(expr[1], k, cache)
+        cache[expr] = out
+        return out
     if tag == "prod" and k.probe is not None and ("atom", k.probe) in expr[1]:
         j = expr[1].index(("atom", k.probe))
         left = evaluate(("prod", expr[1][:j]), k, cache)
@@ -217,6 +234,46 @@ def evaluate(expr, k: Kernels, cache: dict | None = None):
         raise ValueError(f"unknown expression {tag!r}")
     cache[expr] = out
     return out
+
+
+def _is_diagonal(X: np.ndarray) -> bool:
+    d = np.diagonal(X, axis1=-2, axis2=-1)
+    return bool(np.abs(X - d[..., :, None] * np.eye(X.shape[-1])).max(initial=0.0)
+                <= 1e-12 * max(np.abs(d).max(initial=0.0), 1e-300))
+
+
+def _mask_loop(factors: tuple, k: Kernels, cache: dict):
+    """``E_n`` of a product with masks in one channel loop: ``S_0 D S_1 D ... D S_r`` (the ``S_j``
+    products of kernels).  With ``phi'^2 = phi'`` two masks around a diagonal ``S_j`` (or none) sit
+    at the same points and merge, so at most three distinct points are left in the loops these laws
+    meet: ``S_0 (S_1 o E2) S_2`` for two masks, the 3-point function contracted for three.  A loop
+    with more is refused (no closed form for four ReLU orthants)."""
+    segments, names = [[]], []
+    for f in factors:
+        if f[0] == "mask":
+            names.append(f[1])
+            segments.append([])
+        else:
+            segments[-1].append(f)
+    if len(set(names)) != 1:
+        raise ValueError("masks of different layers in one channel loop: not derived")
+    values = [evaluate(("prod", tuple(seg)), k, cache) for seg in segments]
+    j = 1
+    while j < len(values) - 1:  # D S_j D with S_j diagonal: both masks at the same points, D S_j D = D S_j
+        if _is_diagonal(values[j]):
+            values[j] = values[j] @ values.pop(j + 1)
+        else:
+            j += 1
+    two, three = k.masks[names[0]]
+    r = len(values) - 1
+    if r == 1:
+        return values[0] @ (np.diagonal(two)[:, None] * values[1])
+    if r == 2:
+        return values[0] @ (values[1] * two) @ values[2]
+    if r == 3:
+        inner = np.einsum("...bc,...ce,bce->...be", values[1], values[2], three)
+        return values[0] @ inner @ values[3]
+    raise ValueError(f"a channel loop with {r} masks at distinct points: not derived (no closed form)")
 
 
 def compile_expectation(op: dict, symbols: tuple):

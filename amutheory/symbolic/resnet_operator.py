@@ -35,11 +35,21 @@ different samples average out), ``P_s = N^d``.  So, per unit ``eta^2``,
 is a Monte Carlo over draws here (:func:`s_bar`: mean and standard error; the same draws for both
 paddings, so the boundary ratio :func:`boundary_ratio` is paired).
 
-**Scope and cost.**  Linear branches, identity shortcuts, every forward-stable init; any kernel,
-size, batch and dimension with ``B N^d <=`` :data:`MAX_POINTS`.  A block costs ``O(P^4)`` (``Phi`` on
-every point's diagonal): about 0.02 s at ``P = 64``.  ReLU is refused (its masks enter the channel
-loops as 2- and 3-point functions: the kernel law's extension, not built).  Left out: the ``O(1/n)``
-terms (the stem's own source, exact, is kept), as in the dense and mode laws.
+**ReLU** (``conv-mlp`` only).  The mask ``D = phi'(h)`` sits in ``J = alpha W_2 D W_1``, in ``W_1``'s
+source ``W_2 D C_x D W_2^T`` and in its own error ``alpha D W_2^T g``.  Masks do not pair; those left in
+one channel loop average to the 2- and 3-point functions of ``h``'s Gaussian kernel ``K_h = s_1
+T(K_x)`` (orthant probabilities, :mod:`amutheory.symbolic.kernel_law`), with ``D S D = D S`` for a
+diagonal ``S`` (``relu'^2 = relu'``), and the stream's kernel grows by ``alpha^2 s_2 V(K_h)`` (``V``
+the arc-cosine kernel).  The assumption beyond the linear law is the gradient independence of
+infinite-width analyses (masks free of the weights beside them); at one point it is the dense free
+law of :mod:`amutheory.symbolic.resnet_dense` to 1e-8, which real dense nets confirm.  ``conv`` with
+ReLU is refused (its branch mean piles up on the stream), and so is ``preact`` (its stream masks
+persist from block to block: the dense net needs the coordinate law).
+
+**Scope and cost.**  Identity shortcuts, every forward-stable init; any kernel, size, batch and
+dimension with ``B N^d <=`` :data:`MAX_POINTS`.  A block costs ``O(P^4)`` (``Phi`` on every point's
+diagonal): about 0.065 s at ``P = 64``.  Left out: the ``O(1/n)`` terms (the stem's own source, exact,
+is kept), as in the dense and mode laws.
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ import sympy as sp
 from amutheory.spec import ArchSpec
 from amutheory.symbolic import operator_planar as O
 from amutheory.symbolic import planar as P
+from amutheory.symbolic.kernel_law import mask_kernel, mask_kernel3, value_kernel
 from amutheory.symbolic.resnet_dense import branch_constants, check_residual_spec
 
 alpha = sp.Symbol("alpha", positive=True)
@@ -61,34 +72,49 @@ SYMBOLS = (alpha, O.gain("W1"), O.gain("W2"))
 MAX_POINTS = 128
 
 BRANCHES = ("conv", "conv-mlp", "preact")
+ACTIVATIONS = ("linear", "relu")
+#: why a ReLU branch other than conv-mlp is refused
+RELU_REFUSED = {"conv": "a single-layer ReLU branch has a non-zero mean that piles up on the stream, which is "
+                        "no kernel of centred fields",
+                "preact": "its stream masks persist from block to block, so they are not free of the stream's "
+                          "update (the dense net needs the coordinate law of symbolic.resnet_preact)"}
 
 
-def block_operators(branch: str) -> dict:
+def block_operators(branch: str, activation: str = "linear") -> dict:
     """The block's operators in the letters of :mod:`operator_planar`: ``J``, ``src`` and the first
-    layer's ``read`` (``R``), each a ``{word: coefficient}`` dictionary."""
+    layer's ``read`` (``R``), each a ``{word: coefficient}`` dictionary.  With ReLU (``conv-mlp``
+    only) the mask ``D = phi'(h)`` sits between ``W_2`` and ``W_1``: ``J = alpha W_2 D W_1``, ``W_1``'s
+    update reaches the stream through ``W_2 D C_x D W_2^T`` and its own error is ``alpha D W_2^T g``;
+    ``C_h`` is then the Gram of ``phi(h)``, ``W_2``'s input."""
     if branch not in BRANCHES:
         raise ValueError(f"branch must be one of {', '.join(BRANCHES)}; got {branch!r}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}; got {activation!r}")
+    if activation == "relu" and branch != "conv-mlp":
+        raise ValueError(f"branch: the residual operator law with ReLU covers conv-mlp only; got {branch!r} "
+                         f"({RELU_REFUSED[branch]})")
     w1 = O.layer("W1", "conv")
+    d = O.mask("D") if activation == "relu" else P.scalar(1)
     if branch == "conv":
         j = P.scale(w1, alpha)
         src = P.scale(O.atom("Cx"), alpha**2)
         own = P.scale(O.atom("Cx"), alpha)  # W_1's own update, per unit g (its error is alpha g)
     else:
         w2 = O.layer("W2", "1x1" if branch == "conv-mlp" else "conv")
-        j = P.scale(P.mul(w2, w1), alpha)
-        src = P.scale(P.add(P.mul(w2, O.atom("Cx"), O.adjoint(w2)), O.atom("Ch")), alpha**2)
-        own = P.scale(P.mul(O.atom("Cx"), O.adjoint(w2)), alpha)  # its error is alpha W_2^T g
+        j = P.scale(P.mul(w2, d, w1), alpha)
+        src = P.scale(P.add(P.mul(w2, d, O.atom("Cx"), d, O.adjoint(w2)), O.atom("Ch")), alpha**2)
+        own = P.scale(P.mul(O.atom("Cx"), d, O.adjoint(w2)), alpha)  # its error is alpha D W_2^T g
     one_j = P.add(P.scalar(1), j)
     read = P.add(P.mul(w1, O.free(), O.adjoint(one_j)), own)
     return {"J": j, "src": src, "one_j": one_j, "read": read}
 
 
 @functools.lru_cache(maxsize=None)
-def block_law(branch: str) -> dict:
+def block_law(branch: str, activation: str = "linear") -> dict:
     """The compiled expectations of one block (each a :func:`operator_planar.compile_expectation`):
     ``forward`` (``K -> E_n[J K J^T]``, atom ``K``), ``backward`` (``G -> E_n[J^T G J]``), ``h_kernel``
     (``E_n[W_1 K W_1^T]``, the first layer's output kernel, ``W_2``'s input), ``mean`` (``m_i``), ``phi`` (``Phi_i`` on the stack ``X``) and ``read`` (``E_n[R^T R]``)."""
-    ops = block_operators(branch)
+    ops = block_operators(branch, activation)
     j, one_j = ops["J"], ops["one_j"]
     m_new = P.add(P.mul(one_j, O.free(), O.adjoint(one_j)), ops["src"])
     m_new_t = P.add(P.mul(one_j, O.free(True), O.adjoint(one_j)), ops["src"])
@@ -140,9 +166,12 @@ class PointMap:
 
 def _check(spec: ArchSpec):
     check_residual_spec(spec, "the residual operator law")
-    if spec.activation != "linear":
-        raise ValueError(f"activation: the residual operator law is for linear nets (a ReLU mask enters the "
-                         f"channel loops as 2- and 3-point functions; not built); got {spec.activation!r}")
+    if spec.activation not in ACTIVATIONS:
+        raise ValueError(f"activation: the residual operator law is for linear and ReLU nets (masks with "
+                         f"phi'^2 = phi'); got {spec.activation!r}")
+    if spec.activation == "relu" and spec.branch != "conv-mlp":
+        raise ValueError(f"branch: the residual operator law with ReLU covers conv-mlp only; got {spec.branch!r} "
+                         f"({RELU_REFUSED[spec.branch]})")
     if spec.batch * spec.positions > MAX_POINTS:
         raise ValueError(f"spatial: the residual operator law runs for batch x N^d <= {MAX_POINTS} points "
                          f"(cost P^4 per block); got {spec.batch} x {spec.positions}")
@@ -179,7 +208,8 @@ def draw_layer_moments(spec: ArchSpec, x: np.ndarray, directions: np.ndarray | N
         if directions.shape != (spec.batch, spec.outputs):
             raise ValueError(f"directions must have shape {(spec.batch, spec.outputs)} (batch, outputs), "
                              f"got {directions.shape}")
-    law = block_law(spec.branch)
+    law = block_law(spec.branch, spec.activation)
+    relu = spec.activation == "relu"
     T = PointMap(spec)
     n, Pt, ps, blocks = spec.width, T.size, spec.positions, spec.depth
     taps = T.taps
@@ -191,22 +221,33 @@ def draw_layer_moments(spec: ArchSpec, x: np.ndarray, directions: np.ndarray | N
     phi_table = np.einsum("ca,cb->cab", mean, mean)  # Phi_0(E_c) = C_in E_c C_in
     heads = spec.outputs * np.eye(spec.batch) if directions is None else directions @ directions.T
     G = [np.kron(heads, np.ones((ps, ps))) * spec.readout_variance / (spec.batch * ps) ** 2]
-    for _ in range(blocks):  # G_K, then backwards
-        G.append(G[-1] + law["backward"](values, O.Kernels(Pt, {"G": G[-1]}, T)))
+    kxs, kx_i = [], kx  # the forward kernels first: with ReLU the backward pass needs each block's masks
+    for _ in range(blocks):
+        kh = law["h_kernel"](values, O.Kernels(Pt, {"K": kx_i}, T))
+        kxs.append(kh)
+        kx_i = kx_i + (a**2 * values[2] * value_kernel(kh, "relu") if relu else
+                       law["forward"](values, O.Kernels(Pt, {"K": kx_i}, T)))
+    for i in range(blocks, 0, -1):  # G_K, then backwards
+        masks = {"D": (mask_kernel(kxs[i - 1], "relu"), None)} if relu else None
+        G.append(G[-1] + law["backward"](values, O.Kernels(Pt, {"G": G[-1]}, T, masks=masks)))
     G = G[::-1]  # G[i] = G_i, i = 0..K
     out = []
     for i in range(1, blocks + 1):
         kh = law["h_kernel"](values, O.Kernels(Pt, {"K": kx}, T))
-        atoms = {"Cx": n * taps * T(kx), "Ch": n * (taps * T(kh) if spec.branch == "preact" else kh)}
+        w2_input = value_kernel(kh, "relu") if relu else kh  # the kernel of phi(h)
+        atoms = {"Cx": n * taps * T(kx), "Ch": n * (taps * T(w2_input) if spec.branch == "preact" else w2_input)}
         if method == "stack":
             atoms["X"] = np.eye(Pt)[:, None, :] * np.eye(Pt)[:, :, None]
-        k = O.Kernels(Pt, atoms, T, mean, phi_table, probe="X" if method == "outer" else None)  # X = E_c
+        masks = {"D": (mask_kernel(kh, "relu"), mask_kernel3(kh, "relu"))} if relu else None
+        k = O.Kernels(Pt, atoms, T, mean, phi_table, probe="X" if method == "outer" else None,  # X = E_c
+                      masks=masks)
         cache: dict = {}
         if spec.branch == "preact":
             out.append(np.trace(G[i - 1] @ phi_table.sum(axis=0)) / Pt)
         out.append(np.trace(G[i] @ law["read"](values, k, cache)) / Pt)
         mean, phi_table = law["mean"](values, k, cache), law["phi"](values, k, cache)
-        kx = kx + law["forward"](values, O.Kernels(Pt, {"K": kx}, T))
+        # the stream's kernel: conv-mlp with ReLU adds alpha^2 s_2 V(K_h) (W_2 is 1x1 and free of the stream)
+        kx = kx + (a**2 * values[2] * w2_input if relu else law["forward"](values, O.Kernels(Pt, {"K": kx}, T)))
     return np.asarray(out)
 
 
@@ -300,3 +341,18 @@ def zero_padding_law(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, inp
     gap_c, gap_c_se = np.array([law["gap"] for law in laws]), np.array([law["gap_se"] for law in laws])
     return {"mean": exact * ratio, "mean_se": exact * ratio_se, "ratio": ratio, "ratio_se": ratio_se,
             "gap": gap_c + excess, "gap_se": np.hypot(gap_c_se, excess_se), "draws": d}
+
+
+def point_law(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, input_var: float = 1.0,
+              progress=None) -> dict:
+    """The law of ``s_bar`` over seeds at each ``K`` in ``depths`` by plain Monte Carlo over ``draws``
+    joint draws of inputs and loss directions (the law given each draw exact): ``mean`` with
+    ``mean_se``, ``gap = E ln s_bar - ln E s_bar`` with ``gap_se`` (delta method) and ``draws``.  For
+    what has no exact control variate (ReLU ``conv-mlp``; a linear zero-padded net has
+    :func:`zero_padding_law`)."""
+    table = s_bar_draws(spec, depths, draws, seed, input_var, progress, directions=True)
+    mean, d = table.mean(axis=0), len(table)
+    ln = np.log(table)
+    gap = ln.mean(axis=0) - np.log(mean)
+    return {"mean": mean, "mean_se": table.std(axis=0, ddof=1) / np.sqrt(d), "gap": gap,
+            "gap_se": (ln - table / mean).std(axis=0, ddof=1) / np.sqrt(d), "draws": d}
