@@ -726,8 +726,12 @@ def _dropped_parts(fn, const: dict, depths) -> list:
     return notes
 
 
-#: input draws of the boundary ratio of a linear residual net (:func:`resnet_boundary`)
-ZERO_PADDING_DRAWS_DEFAULT = 32
+#: joint draws of inputs and loss directions behind the law of a linear zero-padded residual net (its
+#: ratio to the circular net's exact law; :func:`amutheory.symbolic.resnet_operator.zero_padding_law`)
+ZERO_PADDING_DRAWS = 32
+#: joint draws of inputs and loss directions behind the law of a spatial ReLU conv-mlp residual net
+#: (:func:`amutheory.symbolic.resnet_operator.point_law`; no exact control variate)
+POINT_DRAWS = 32
 
 
 def exact_resnet_law(spec: ArchSpec, monte_carlo: bool = True) -> tuple:
@@ -779,7 +783,7 @@ def exact_resnet_law(spec: ArchSpec, monte_carlo: bool = True) -> tuple:
             "of the linear circular net, mode by mode (symbolic.resnet_spectral)")
 
 
-def resnet_boundary(spec: ArchSpec, depths, draws: int = ZERO_PADDING_DRAWS_DEFAULT, seed: int = 0,
+def resnet_boundary(spec: ArchSpec, depths, draws: int = ZERO_PADDING_DRAWS, seed: int = 0,
                     input_var: float = 1.0, tolerance: float = 0.05, progress=None) -> list[dict]:
     """The zero-padding boundary of a linear (or ReLU conv-mlp) residual net at each K in ``depths``, by the exact law
     over the points (:func:`amutheory.symbolic.resnet_operator.boundary_ratio`; Monte Carlo over
@@ -805,14 +809,6 @@ def resnet_boundary(spec: ArchSpec, depths, draws: int = ZERO_PADDING_DRAWS_DEFA
         rows.append({"depth": d, "s_bar_ratio": r, "s_bar_ratio_se": se, "eta_ratio": r**-0.5,
                      "slope_shift": float(shift), "constant_level": bool(abs(shift) <= tolerance)})
     return rows
-
-
-#: joint draws of inputs and loss directions behind the law of a linear zero-padded residual net (its
-#: ratio to the circular net's exact law; :func:`amutheory.symbolic.resnet_operator.zero_padding_law`)
-ZERO_PADDING_DRAWS = 32
-#: joint draws of inputs and loss directions behind the law of a spatial ReLU conv-mlp residual net
-#: (:func:`amutheory.symbolic.resnet_operator.point_law`; no exact control variate)
-POINT_DRAWS = 32
 
 
 #: joint draws of inputs and loss directions behind the typical value of a linear spatial residual net

@@ -306,7 +306,7 @@ def _resnet_boundary(args, depths):
                                                                   file=sys.stderr))
     rows = resnet_boundary(spec, depths, args.draws, 0, args.input_var, args.tolerance, progress)
     d = {"family": "resnet", "branch": spec.branch, "init": spec.init, "method": "points",
-         "law": f"exact infinite-width law of the linear residual net over its points (symbolic.resnet_operator; "
+         "law": f"exact infinite-width law of the {spec.activation} residual net over its points (symbolic.resnet_operator; "
                 f"Monte Carlo over {args.draws} input draws, the same for both paddings, error in s_bar_ratio_se)",
          "dim": spec.dim, "kernel": spec.kernel, "spatial": spec.spatial, "batch": spec.batch,
          "slope_tolerance": args.tolerance, "per_depth": rows, "depths": depths}
