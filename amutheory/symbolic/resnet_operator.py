@@ -221,19 +221,19 @@ def draw_layer_moments(spec: ArchSpec, x: np.ndarray, directions: np.ndarray | N
     phi_table = np.einsum("ca,cb->cab", mean, mean)  # Phi_0(E_c) = C_in E_c C_in
     heads = spec.outputs * np.eye(spec.batch) if directions is None else directions @ directions.T
     G = [np.kron(heads, np.ones((ps, ps))) * spec.readout_variance / (spec.batch * ps) ** 2]
-    kxs, kx_i = [], kx  # the forward kernels first: with ReLU the backward pass needs each block's masks
+    kxs, khs = [kx], []  # the forward kernels first (block inputs, first layers): the backward needs the masks
     for _ in range(blocks):
-        kh = law["h_kernel"](values, O.Kernels(Pt, {"K": kx_i}, T))
-        kxs.append(kh)
-        kx_i = kx_i + (a**2 * values[2] * value_kernel(kh, "relu") if relu else
-                       law["forward"](values, O.Kernels(Pt, {"K": kx_i}, T)))
+        khs.append(law["h_kernel"](values, O.Kernels(Pt, {"K": kxs[-1]}, T)))
+        # the stream's kernel: conv-mlp with ReLU adds alpha^2 s_2 V(K_h) (W_2 is 1x1 and free of the stream)
+        kxs.append(kxs[-1] + (a**2 * values[2] * value_kernel(khs[-1], "relu") if relu else
+                              law["forward"](values, O.Kernels(Pt, {"K": kxs[-1]}, T))))
     for i in range(blocks, 0, -1):  # G_K, then backwards
-        masks = {"D": (mask_kernel(kxs[i - 1], "relu"), None)} if relu else None
+        masks = {"D": (mask_kernel(khs[i - 1], "relu"), None)} if relu else None
         G.append(G[-1] + law["backward"](values, O.Kernels(Pt, {"G": G[-1]}, T, masks=masks)))
     G = G[::-1]  # G[i] = G_i, i = 0..K
     out = []
     for i in range(1, blocks + 1):
-        kh = law["h_kernel"](values, O.Kernels(Pt, {"K": kx}, T))
+        kx, kh = kxs[i - 1], khs[i - 1]
         w2_input = value_kernel(kh, "relu") if relu else kh  # the kernel of phi(h)
         atoms = {"Cx": n * taps * T(kx), "Ch": n * (taps * T(w2_input) if spec.branch == "preact" else w2_input)}
         if method == "stack":
@@ -246,8 +246,6 @@ def draw_layer_moments(spec: ArchSpec, x: np.ndarray, directions: np.ndarray | N
             out.append(np.trace(G[i - 1] @ phi_table.sum(axis=0)) / Pt)
         out.append(np.trace(G[i] @ law["read"](values, k, cache)) / Pt)
         mean, phi_table = law["mean"](values, k, cache), law["phi"](values, k, cache)
-        # the stream's kernel: conv-mlp with ReLU adds alpha^2 s_2 V(K_h) (W_2 is 1x1 and free of the stream)
-        kx = kx + (a**2 * values[2] * w2_input if relu else law["forward"](values, O.Kernels(Pt, {"K": kx}, T)))
     return np.asarray(out)
 
 
