@@ -436,3 +436,68 @@ def test_point_law_script_against_a_campaign_folder(tmp_path, capsys, validate_s
         pl.main(["--campaign", str(tmp_path / "missing")])
     assert exc.value.code == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 2
+
+
+def test_width_line_recovers_a_known_limit(validate_script):
+    """``limit_line`` of ``validate/resnet_width_law.py`` on synthetic seeds whose measured / law is
+    ``a + c / n`` times independent noise (sd 0.05 per seed, 400 seeds per width): it returns ``a`` and
+    ``c`` within 4 of their bootstrap standard errors (the 95% CI's half-width / 1.96) and its CI holds
+    the true limit; a limit of 1.1 is excluded from holding 1 (its standard error is ~0.01).  The
+    line's chi-square test accepts those seeds and rejects ratios that fall like ``1/n^2``."""
+    wl = validate_script("resnet_width_law")
+    rng = np.random.default_rng(3)
+    for a, c in ((1.0, 5.0), (1.1, 5.0)):
+        blocks = {}
+        for n in (128, 256, 512, 1024):
+            law = rng.uniform(0.5, 2.0, 400)
+            blocks[n] = (law * (a + c / n) * rng.normal(1, 0.05, 400), law)
+        line = wl.limit_line(blocks)
+        se_a = (line["limit_ci"][1] - line["limit_ci"][0]) / 3.92
+        se_c = (line["excess_coefficient_ci"][1] - line["excess_coefficient_ci"][0]) / 3.92
+        assert abs(line["limit"] - a) < 4 * se_a and abs(line["excess_coefficient"] - c) < 4 * se_c
+        assert line["limit_ci"][0] <= a <= line["limit_ci"][1]
+        assert line["limit_inside"] == (a == 1.0)
+        assert line["line_dof"] == 2 and line["line_p"] > 1e-3  # on the line: p uniform, fails 1 in 1000
+    curved = {n: (np.ones(400) * (1 + 3000 / n**2) * rng.normal(1, 0.05, 400), np.ones(400)) for n in (32, 64, 128, 256)}
+    assert wl.limit_line(curved)["line_p"] < 1e-3  # 1/n^2 with +290% .. +5%: far off any 1/n line
+
+
+def test_width_law_script(tmp_path, capsys, validate_script):
+    """``validate/resnet_width_law.py`` measures real nets at each width, puts the law given each seed
+    beside them (written a chunk of seeds at a time), recomputes its ratios from those rows, measures
+    only the seeds a rerun adds, resumes without measuring again, refuses another set-up in the same
+    file, and exits 2 with one line for one width or a net the law does not cover."""
+    import csv
+    import json
+
+    wl = validate_script("resnet_width_law")
+    out = tmp_path / "w.csv"
+    args = ["--widths", "32,64", "--depths", "1,2", "--seeds", "4", "--chunk", "3", "--out", str(out), "--json"]
+    assert wl.main(args) == 0
+    capsys.readouterr()
+    args[5] = "6"  # two more seeds: only they are measured, the first four are read back
+    assert wl.main(args) == 0
+    captured = capsys.readouterr()
+    first = json.loads(captured.out)
+    assert captured.err.count(": 2 seeds measured") == 4
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 24 and [d["depth"] for d in first["depths"]] == [1, 2]
+    for d in first["depths"]:
+        for r in d["rows"]:
+            block = [row for row in rows if int(row["depth"]) == d["depth"] and int(row["width"]) == r["width"]]
+            ratio = np.mean([float(row["s_bar"]) for row in block]) / np.mean([float(row["law"]) for row in block])
+            assert r["ratio"] == pytest.approx(ratio, rel=1e-9)
+    spec = ArchSpec(family="resnet", branch="conv-mlp", init="k-last", activation="relu", kernel=3, spatial=4,
+                    batch=1, input_channels=3, depth=2, width=64)
+    row = next(r for r in rows if r["depth"] == "2" and r["width"] == "64" and r["seed"] == "3")
+    assert float(row["s_bar"]) == pytest.approx(float(probe(spec, [3]).s_bar[0]), rel=1e-9)
+    assert wl.main(args) == 0
+    captured = capsys.readouterr()
+    assert "skipped" in captured.err and "measured" not in captured.err and json.loads(captured.out) == first
+    with pytest.raises(SystemExit, match="another set-up"):
+        wl.main(args + ["--batch", "2"])
+    for bad in (["--widths", "64"], ["--branch", "preact"], ["--spatial", "12", "--batch", "12"]):
+        with pytest.raises(SystemExit) as exc:
+            wl.main(bad + ["--out", str(out)])
+        assert exc.value.code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 3

@@ -164,7 +164,8 @@ class PointMap:
         return (self.matrix @ flat.T).T.reshape(lead + (pts, pts))
 
 
-def _check(spec: ArchSpec):
+def check_spec(spec: ArchSpec):
+    """``ValueError`` naming the argument unless the law over the points covers ``spec``."""
     check_residual_spec(spec, "the residual operator law")
     if spec.activation not in ACTIVATIONS:
         raise ValueError(f"activation: the residual operator law is for linear and ReLU nets (masks with "
@@ -200,7 +201,7 @@ def draw_layer_moments(spec: ArchSpec, x: np.ndarray, directions: np.ndarray | N
     probe's order (per block: the stream, then the first layer, for ``preact``).  With the loss
     directions ``directions`` (shape ``(B, outputs)``) given too, ``E[s_l | x, r]``: then ``G_K`` is
     ``v_r r_b . r_b' / (B P_s)^2`` (the head's ``V V^T / n -> v_r I``) instead of its mean over ``r``."""
-    _check(spec)
+    check_spec(spec)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if directions is not None:
@@ -272,7 +273,7 @@ def s_bar_draws(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, input_va
     (columns).  Draws are numpy's ``default_rng(seed)``, one ``(B, c_in, N[, N])`` array each (then,
     with ``directions``, one ``(B, outputs)`` array of loss directions, and the rows are ``E[s_bar |
     x, r]``), the same for every depth and padding.  ``progress(done, total)`` is called after each draw."""
-    _check(spec)
+    check_spec(spec)
     ks = _depths(depths)
     xs = _draws(spec, draws, seed, input_var)
     rng = np.random.default_rng([seed, 1])
@@ -320,7 +321,7 @@ def zero_padding_law(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, inp
     total)`` counts the ``2 draws`` recursions over both paddings."""
     from amutheory.symbolic import resnet_spectral
 
-    _check(spec)
+    check_spec(spec)
     ks = _depths(depths)
     zero, circ = spec.with_(padding="zero"), spec.with_(padding="circular")
     both = None if progress is None else (lambda offset: lambda done, _: progress(offset + done, 2 * draws))
