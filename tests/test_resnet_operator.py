@@ -491,6 +491,8 @@ def test_width_law_script(tmp_path, capsys, validate_script):
                     batch=1, input_channels=3, depth=2, width=64)
     row = next(r for r in rows if r["depth"] == "2" and r["width"] == "64" and r["seed"] == "3")
     assert float(row["s_bar"]) == pytest.approx(float(probe(spec, [3]).s_bar[0]), rel=1e-9)
+    _, x, r = draw_seed(spec, 3)  # the law column is the law given that seed's own inputs and directions
+    assert float(row["law"]) == pytest.approx(float(ro.draw_layer_moments(spec, x.numpy(), r.numpy()).mean()), rel=1e-12)
     assert wl.main(args) == 0
     captured = capsys.readouterr()
     assert "skipped" in captured.err and "measured" not in captured.err and json.loads(captured.out) == first
@@ -501,3 +503,16 @@ def test_width_law_script(tmp_path, capsys, validate_script):
             wl.main(bad + ["--out", str(out)])
         assert exc.value.code == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 3
+
+
+def test_covers_is_check_spec_as_a_bool():
+    """``covers`` answers what ``check_spec`` refuses: ReLU conv-mlp and linear nets in, ReLU ``conv``
+    and ``preact`` and more than ``MAX_POINTS`` points out."""
+    base = ArchSpec(family="resnet", branch="conv-mlp", init="k-last", activation="relu", kernel=3, spatial=4,
+                    batch=1, depth=2, width=32)
+    assert ro.covers(base) and ro.covers(base.with_(branch="preact", activation="linear"))
+    for spec in (base.with_(branch="conv", init="k-squared"), base.with_(branch="preact"),
+                 base.with_(spatial=12, batch=12)):
+        assert not ro.covers(spec)
+        with pytest.raises(ValueError):
+            ro.check_spec(spec)

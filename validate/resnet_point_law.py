@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from amutheory.campaign.results import read_results
-from amutheory.measure.probe import draw_seed
+from amutheory.measure.probe import law_given_seeds
 from amutheory.spec import ArchSpec, ProbeProtocol
 from amutheory.symbolic import resnet_operator
 
@@ -59,15 +59,6 @@ def parse(argv=None):
     if not (folder / "campaign.json").exists() or not (folder / "results.csv").exists():
         p.error(f"--campaign: {folder} has no campaign.json and results.csv")
     return args
-
-
-def _covered(spec: ArchSpec) -> bool:
-    try:
-        resnet_operator.draw_layer_moments(spec.with_(depth=1), np.zeros((spec.batch, spec.input_channels)
-                                                                           + (spec.spatial,) * spec.dim))
-    except ValueError:
-        return False
-    return True
 
 
 def summarise(meas: np.ndarray, law: np.ndarray, C: float = 1.0, seed: int = 0) -> dict:
@@ -97,7 +88,7 @@ def main(argv=None) -> int:
         print(f"error: --configs: {', '.join(unknown)} not in {folder / 'campaign.json'}", file=sys.stderr)
         return 2
     specs = {n: ArchSpec(**campaign["configs"][n]["spec"]) for n in names}
-    specs = {n: s for n, s in specs.items() if s.family == "resnet" and _covered(s)}
+    specs = {n: s for n, s in specs.items() if s.family == "resnet" and resnet_operator.covers(s)}
     if not specs:
         print("error: no config of the campaign is covered by the law over the points", file=sys.stderr)
         return 2
@@ -128,11 +119,8 @@ def main(argv=None) -> int:
             else:
                 t0 = time.perf_counter()
                 spec = spec0.with_(depth=K)
-                vals = []
-                for sd in seeds:
-                    _, x, r = draw_seed(spec, sd, protocol)
-                    law = float(resnet_operator.draw_layer_moments(spec, x.numpy(), r.numpy()).mean())
-                    vals.append((float(np.mean(per_seed[sd])), law))
+                vals = [(float(np.mean(per_seed[sd])), law)
+                        for sd, law in zip(seeds, law_given_seeds(spec, seeds, protocol))]
                 append_rows(path, COLUMNS, [(name, spec.padding, K, sd, m, w) for sd, (m, w) in zip(seeds, vals)])
                 print(f"[{step}/{total}] {name} K={K}: law for {len(seeds)} seeds in {time.perf_counter() - t0:.1f} s",
                       file=sys.stderr)

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import scipy.stats
 
-from amutheory.measure.probe import draw_seed, probe
+from amutheory.measure.probe import law_given_seeds, probe
 from amutheory.spec import ArchSpec
 from amutheory.symbolic import resnet_operator
 
@@ -145,8 +145,7 @@ def main(argv=None) -> int:
                     t0 = time.perf_counter()
                     measured = probe(spec, part, chunk=args.chunk).s_bar
                     t1 = time.perf_counter()
-                    law = [float(resnet_operator.draw_layer_moments(spec, *(v.numpy() for v in draw_seed(spec, sd)[1:])
-                                                                    ).mean()) for sd in part]
+                    law = law_given_seeds(spec, part)
                     t_probe, t_law = t_probe + t1 - t0, t_law + time.perf_counter() - t1
                     new = dict(zip(part, zip(measured.tolist(), law)))
                     append_rows(path, COLUMNS, [key + (K, n, sd, m, w) for sd, (m, w) in new.items()])

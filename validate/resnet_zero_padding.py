@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from amutheory.campaign.bootstrap import _quantile_ci, ratio_bootstrap
-from amutheory.measure.probe import draw_seed, probe
+from amutheory.measure.probe import law_given_seeds, probe
 from amutheory.spec import BRANCHES, INITS, ArchSpec
 from amutheory.symbolic import resnet_operator
 from amutheory.symbolic.resnet import is_forward_stable
@@ -81,15 +81,6 @@ def _read(path: Path, key: tuple) -> dict:
     return blocks
 
 
-def _law_given_seeds(spec: ArchSpec, seeds) -> list[float]:
-    """The law's ``E[s_bar | x, r]`` for each seed's inputs and loss directions (linear nets)."""
-    out = []
-    for sd in seeds:
-        _, x, r = draw_seed(spec, sd)
-        out.append(float(resnet_operator.draw_layer_moments(spec, x.numpy(), r.numpy()).mean()))
-    return out
-
-
 def summarise(depths, measured: dict, law: dict | None) -> list[dict]:
     """Per depth: the ratio zero / circular of the seed means [95% paired bootstrap CI], the law's on
     the same seeds, and measured / law per padding; between consecutive depths the slope shift."""
@@ -127,12 +118,7 @@ def main(argv=None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    try:  # the law covers linear nets and ReLU conv-mlp; others are measured only
-        resnet_operator.draw_layer_moments(spec0.with_(depth=1, padding="zero"),
-                                           np.zeros((args.batch, spec0.input_channels, args.spatial)))
-        covered = True
-    except ValueError:
-        covered = False
+    covered = resnet_operator.covers(spec0.with_(padding="zero"))  # linear nets and ReLU conv-mlp; others measured only
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     key = (args.branch, args.init, args.activation, args.spatial, args.batch, args.width)
@@ -148,7 +134,7 @@ def main(argv=None) -> int:
                 vals = [have[sd] for sd in seeds]
                 if law is not None and any(math.isnan(w) for _, w in vals):  # measured before the law covered it
                     t0 = time.perf_counter()
-                    laws = _law_given_seeds(spec0.with_(depth=d, padding=pad), seeds)
+                    laws = law_given_seeds(spec0.with_(depth=d, padding=pad), seeds)
                     vals = [(v, w) for (v, _), w in zip(vals, laws)]
                     append_rows(path, COLUMNS, [(*key[:5], args.width, d, pad, sd, v, w)
                                                 for sd, (v, w) in zip(seeds, vals)])
@@ -160,7 +146,7 @@ def main(argv=None) -> int:
                 t0 = time.perf_counter()
                 spec = spec0.with_(depth=d, padding=pad)
                 s = probe(spec, seeds).s_bar
-                laws = _law_given_seeds(spec, seeds) if law is not None else [math.nan] * len(seeds)
+                laws = law_given_seeds(spec, seeds) if law is not None else [math.nan] * len(seeds)
                 append_rows(path, COLUMNS, [(*key[:5], args.width, d, pad, sd, v, w)
                                             for sd, v, w in zip(seeds, s, laws)])
                 print(f"[{step}/{total}] K={d} {pad}: {len(seeds)} seeds in {time.perf_counter() - t0:.1f} s",

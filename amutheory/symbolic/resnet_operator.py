@@ -178,6 +178,15 @@ def check_spec(spec: ArchSpec):
                          f"(cost P^4 per block); got {spec.batch} x {spec.positions}")
 
 
+def covers(spec: ArchSpec) -> bool:
+    """Whether the law over the points covers ``spec`` (:func:`check_spec` passes)."""
+    try:
+        check_spec(spec)
+    except ValueError:
+        return False
+    return True
+
+
 def _gram(spec: ArchSpec, x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, float)
     shape = (spec.batch, spec.input_channels) + (spec.spatial,) * spec.dim
