@@ -63,9 +63,13 @@ TRANSFORMER_LAWS = ("coherent", "effective-depth")
 RESNET_LAWS = ("coherent", "dense-shape")
 #: what :func:`predict` takes as a residual net's ``law``: either law, or ``"selected"`` (both
 #: calibrated on the same nets, the one that fits the calibration K better kept: :func:`pick_resnet_law`)
-RESNET_LAW_CHOICES = RESNET_LAWS + ("selected",)
-#: every law name :func:`predict` knows, in the order the CLI lists them
-LAWS = ("coherent", "effective-depth", "dense-shape", "selected")
+RESNET_LAW_CHOICES = RESNET_LAWS + ("selected", "limit-shape")
+#: the residual laws that are calibrated predictors, not closed forms (``derive`` refuses them)
+CALIBRATED_RESNET_LAWS = ("dense-shape", "selected", "limit-shape")
+#: every law name :func:`predict` knows, in the order the CLI lists them (``limit-shape``: the exact
+#: infinite-width law of the net times one calibrated amplitude, :func:`limit_shape_predictor`; not a
+#: candidate of ``selected``)
+LAWS = ("coherent", "effective-depth", "dense-shape", "selected", "limit-shape")
 #: the criterion :func:`pick_resnet_law` applies (the words every selection record carries)
 SELECTION_CRITERION = ("the lower residual standard error of the calibration's fit of ln s_bar "
                        "(sqrt(RSS / dof); made before any held-out depth is seen)")
@@ -80,7 +84,7 @@ def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = 
         _check_spec(spec)
     if law not in LAWS:
         raise ValueError(f"law must be one of {', '.join(LAWS)}; got {law!r}")
-    if law in ("dense-shape", "selected") and (spec is None or spec.family != "resnet"):
+    if law in CALIBRATED_RESNET_LAWS and (spec is None or spec.family != "resnet"):
         raise ValueError(f"law: {law!r} is a residual-net law (family resnet)")
     if spec is not None and spec.family == "transformer":
         from amutheory.symbolic.transformer import effective_depth_law, transformer_law
@@ -93,7 +97,7 @@ def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = 
 
         if finite_width:
             raise ValueError("finite_width is available for the conv family only")
-        if law in ("dense-shape", "selected"):
+        if law in CALIBRATED_RESNET_LAWS:
             raise ValueError(f"law: {law!r} is a calibrated predictor, not a closed form (predict with "
                              f"law={law!r}); derive gives the coherent law, whose exponent it shares")
         return resnet_law(spec)
@@ -524,12 +528,17 @@ RESNET_SIGNED = ("e0",)
 
 
 DENSE_SHAPE_CONSTANTS = ("rho_stream", "rho_own")
+#: the limit-shape law's one constant: the amplitude of the exact infinite-width law
+LIMIT_SHAPE_CONSTANTS = ("rho",)
 
 
 def resnet_predictor(spec: ArchSpec, law: str = "coherent", input_var: float = 1.0):
     """``(s_bar_fn(depths, *constants), constant names, signed names)`` of a residual law:
     ``coherent`` (:func:`amutheory.symbolic.resnet.weighted_predictor`, ``A, B, e0``) or
-    ``dense-shape`` (:func:`amutheory.symbolic.resnet_dense.shape_predictor`, ``rho_stream, rho_own``)."""
+    ``dense-shape`` (:func:`amutheory.symbolic.resnet_dense.shape_predictor`, ``rho_stream, rho_own``) or
+    ``limit-shape`` (:func:`limit_shape_predictor`, ``rho``)."""
+    if law == "limit-shape":
+        return limit_shape_predictor(spec, input_var), LIMIT_SHAPE_CONSTANTS, ()
     if law == "dense-shape":
         from amutheory.symbolic.resnet_dense import shape_predictor
 
@@ -543,9 +552,9 @@ def resnet_predictor(spec: ArchSpec, law: str = "coherent", input_var: float = 1
 
 def resnet_law_name(spec: ArchSpec, law: str = "coherent") -> str:
     """The name a residual prediction carries: the coherent law's (``derive(spec).name``) or
-    ``resnet-dense-shape-<branch>-<init>-<activation>``."""
-    if law == "dense-shape":
-        return f"resnet-dense-shape-{spec.branch}-{spec.init}-{spec.activation}"
+    ``resnet-dense-shape-<branch>-<init>-<activation>`` (``resnet-limit-shape-...`` likewise)."""
+    if law in ("dense-shape", "limit-shape"):
+        return f"resnet-{law}-{spec.branch}-{spec.init}-{spec.activation}"
     return derive(spec).name
 
 
@@ -621,12 +630,18 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
                              "calibrated (use constants='calibrate')")
         return _predict_resnet_exact(spec, depths, statistic, protocol, C, notes, progress)
     fn, names, signed = resnet_predictor(spec, law_name, protocol.input_var)
+    if law_name == "limit-shape" and progress is not None:
+        fn = limit_shape_predictor(spec, protocol.input_var, progress=progress)  # progress(line)
     name = resnet_law_name(spec, law_name)
     if law_name == "dense-shape":
         notes.append("dense-shape law: the stream and own parts of the exact infinite-width law of the dense "
                      "single-sample twin (kernel = spatial = batch = 1; symbolic.resnet_dense), each times a "
                      "calibrated rho: their K-dependence is derived for the dense net, the position and batch "
                      "sums are the two constants (taken the same at every block: not derived); O(1/n) left out")
+    if law_name == "limit-shape":
+        notes.append("limit-shape law: the exact infinite-width law of this net (every K-dependence derived, nothing "
+                     "fitted in it) times one calibrated amplitude rho, the finite width's depth-independent "
+                     "1 + c/n; " + fn.how)
     calib = _block_calibration(spec, constants, fn, names, calibration_depths, calibration_seeds, statistic,
                                protocol, C, progress, calibration_measurement, f"resnet law {name}",
                                "residual nets", signed=signed, spread="bounded")
@@ -732,6 +747,85 @@ ZERO_PADDING_DRAWS = 32
 #: joint draws of inputs and loss directions behind the law of a spatial ReLU conv-mlp residual net
 #: (:func:`amutheory.symbolic.resnet_operator.point_law`; no exact control variate)
 POINT_DRAWS = 32
+#: joint draws of inputs and loss directions behind the limit-shape law's K-dependence (:func:`limit_shape`)
+#: where the infinite-width law averages its inputs by Monte Carlo.  Few suffice: the draws are common to
+#: every K, and a draw's own ``s_bar(K) / s_bar(K')`` is nearly the same for every draw (campaign geometry,
+#: ReLU conv-mlp/k-all, K = 16, 64, 128: per-draw ratios with a 0.8-1.0% sd while the level varies by 35%),
+#: so 8 draws fix the shape to ~0.3%; the level's larger error is the calibrated ``rho``'s to absorb
+LIMIT_SHAPE_DRAWS = 8
+
+
+def _monte_carlo_law(spec: ArchSpec) -> bool:
+    """Whether the exact law of a (covered) residual ``spec`` averages its inputs by Monte Carlo: the
+    law over the points (zero padding, or ReLU, of a spatial or batched net)."""
+    dense = spec.kernel == spec.spatial == spec.batch == 1
+    return not dense and (spec.padding == "zero" or spec.activation != "linear")
+
+
+def limit_shape(spec: ArchSpec, depths, draws: int = LIMIT_SHAPE_DRAWS, seed: int = 0, input_var: float = 1.0,
+                progress=None) -> dict:
+    """The exact infinite-width law of the mean of the residual ``spec`` at each K in ``depths``, for
+    its K-dependence: closed form for dense nets and linear circular nets (:func:`exact_resnet_law`);
+    for the laws over the points (zero padding, spatial ReLU conv-mlp) the mean over ``draws`` joint
+    draws of inputs and loss directions *common to every K*
+    (:func:`amutheory.symbolic.resnet_operator.s_bar_draws`, numpy ``default_rng(seed)``).  Returns
+    ``s_bar`` (array over ``depths``), ``log_shape_se`` (the standard error of ``ln s_bar(K)`` up to a
+    common constant: each draw's influence centred over the K, zero where exact), ``draws`` (0 where
+    exact), ``name`` and ``how``.  ``ValueError`` naming the field where no exact law covers ``spec``."""
+    from amutheory.symbolic import resnet_operator
+
+    _check_spec(spec)
+    ks = check_depths(depths)
+    fn, name, how = exact_resnet_law(spec, monte_carlo=True)
+    if not _monte_carlo_law(spec):
+        s = np.asarray(fn(np.asarray(ks, float), float(input_var)), float)
+        return {"s_bar": s, "log_shape_se": np.zeros(len(ks)), "draws": 0, "name": name, "how": how}
+    table = resnet_operator.s_bar_draws(spec, ks, draws, seed, input_var, progress, directions=True)
+    mean = table.mean(axis=0)
+    influence = table / mean - 1.0  # each draw's share of ln mean(K), to first order
+    centred = influence - influence.mean(axis=1, keepdims=True)
+    return {"s_bar": mean, "log_shape_se": centred.std(axis=0, ddof=1) / np.sqrt(len(table)), "draws": len(table),
+            "name": name, "how": _points_how(spec, draws)}
+
+
+def _points_how(spec: ArchSpec, draws: int) -> str:
+    """One line: what :func:`limit_shape` computes for a net whose law is over its points."""
+    masks = " with its masks" if spec.activation != "linear" else ""
+    return (f"of the {spec.activation} {spec.padding}-padded net over its points{masks} (symbolic.resnet_operator"
+            f".s_bar_draws): the mean over {draws} joint draws of inputs and loss directions, common to every K")
+
+
+def limit_shape_predictor(spec: ArchSpec, input_var: float = 1.0, draws: int = LIMIT_SHAPE_DRAWS, seed: int = 0,
+                          table: dict | None = None, progress=None):
+    """``s_bar(K; rho) = rho * law(K)``: the *limit-shape law* of the residual ``spec``.  ``law`` is the
+    exact infinite-width law of the mean (:func:`limit_shape`), so every K-dependence is derived;
+    ``rho`` is calibrated and stands for what the infinite-width law leaves out and does not depend on
+    K: the finite width's ``1 + c/n`` (measured depth-independent for ReLU conv-mlp nets,
+    ``validate/resnet_width_law.py``) and, where the law is a Monte Carlo, the draws' error of its level.
+    ``law(K)`` is computed once per K and kept (``table``: ``{K: law(K)}`` already known, e.g. computed
+    by a script that saves its draws).  The function carries ``how`` (one line).  ``progress(line)``
+    is called after each input draw of a Monte Carlo law.  ``ValueError`` naming the field where no
+    exact law covers ``spec``."""
+    _check_spec(spec)
+    _, _, how = exact_resnet_law(spec, monte_carlo=True)  # raises for what no exact law covers
+    if _monte_carlo_law(spec):
+        how = _points_how(spec, draws)
+    known = {int(k): float(v) for k, v in (table or {}).items()}
+    iv = float(input_var)
+
+    def predict(depths, rho):
+        ks = np.ravel(np.asarray(depths, float))
+        if np.any(ks != np.round(ks)) or np.any(ks < 1):
+            raise ValueError(f"depths must be positive integers (block counts), got {depths!r}")
+        missing = sorted({int(k) for k in ks} - set(known))
+        if missing:
+            tick = None if progress is None else (lambda done, total: progress(
+                f"[limit-shape law] K = {missing[0]}..{missing[-1]} ({len(missing)} depths): input draw {done}/{total}"))
+            known.update(zip(missing, map(float, limit_shape(spec, missing, draws, seed, iv, tick)["s_bar"])))
+        return (rho * np.array([known[int(k)] for k in ks])).reshape(np.shape(depths))
+
+    predict.how = how
+    return predict
 
 
 def exact_resnet_law(spec: ArchSpec, monte_carlo: bool = True) -> tuple:
@@ -829,7 +923,7 @@ def _predict_resnet_exact(spec, depths, statistic, protocol, C, notes, progress=
     fn, name, how = exact_resnet_law(spec)
     dense = spec.kernel == spec.spatial == spec.batch == 1
     iv = protocol.input_var
-    if (spec.padding == "zero" or spec.activation == "relu") and not dense:
+    if _monte_carlo_law(spec):
         return _predict_resnet_points(spec, depths, statistic, protocol, C, notes, name, how, progress)
     const = {"C": Constant("C", C, "convention", note="target one-step second moment"),
              "G_K": Constant("G_K", spec.outputs * spec.readout_variance, "exact", expr="outputs * readout_variance",

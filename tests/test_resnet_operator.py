@@ -280,9 +280,30 @@ def test_benchmark_script(validate_script, capsys):
     assert bench.main(["--depths", "2,3", "--width", "16", "--seeds", "3", "--repeats", "1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["stack_agreement"] < 1e-10 and out["law_s"] > 0 and len(out["measured_over_law"]) == 2
-    with pytest.raises(SystemExit) as exc:
-        bench.main(["--seeds", "1"])
-    assert exc.value.code == 2
+    assert out["einsum_s"] is None  # the three-mask loops exist with ReLU only
+    assert bench.main(["--depths", "2", "--width", "16", "--seeds", "2", "--repeats", "1", "--activation", "relu",
+                       "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # the folded three-point contraction, the stack evaluation and the plain einsum give one law
+    assert out["stack_agreement"] < 1e-10 and out["einsum_s"] > 0
+    for argv in (["--seeds", "1"], ["--activation", "relu", "--branch", "preact"]):
+        with pytest.raises(SystemExit) as exc:
+            bench.main(argv)
+        assert exc.value.code == 2
+    assert "conv-mlp only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shapes", [((6, 6), (6, 6)), ((6, 6), (4, 6, 6)), ((4, 6, 6), (6, 6)),
+                                    ((4, 6, 6), (4, 6, 6))])
+def test_three_point_contraction_is_the_einsum(shapes):
+    """The middle of a three-mask loop, folded into stacks of matrix products where one factor is a
+    single kernel, equals the plain einsum for every mix of kernels and stacks (random entries, so no
+    structure hides a wrong index)."""
+    rng = np.random.default_rng(3)
+    a, b, three = rng.normal(size=shapes[0]), rng.normal(size=shapes[1]), rng.normal(size=(6, 6, 6))
+    ref = np.einsum("...pc,...cq,pcq->...pq", a, b, three)
+    assert ref.shape[-2:] == (6, 6)
+    np.testing.assert_allclose(O._three_point(a, b, three), ref, rtol=1e-12, atol=1e-12)
 
 
 def test_zero_padding_validation_script(tmp_path, capsys, validate_script):
@@ -432,10 +453,26 @@ def test_point_law_script_against_a_campaign_folder(tmp_path, capsys, validate_s
     captured = capsys.readouterr()
     assert "skipped" in captured.err and json.loads(captured.out) == first
     assert pl.main(["--campaign", str(tmp_path), "--configs", "nope"]) == 2
-    with pytest.raises(SystemExit) as exc:
-        pl.main(["--campaign", str(tmp_path / "missing")])
-    assert exc.value.code == 2
-    assert len(capsys.readouterr().err.strip().splitlines()) == 2
+    for bad in (["--campaign", str(tmp_path / "missing")], ["--campaign", str(tmp_path), "--fresh"]):
+        with pytest.raises(SystemExit) as exc:
+            pl.main(bad)
+        assert exc.value.code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 3
+    # --fresh: the seeds of held_out_reseed.csv, paired with the law given each of them
+    from amutheory.measure.probe import law_given_seeds
+
+    fresh = list(range(1000, 1004))
+    s_bar = probe(spec.with_(depth=3), fresh).s_bar
+    with (tmp_path / "held_out_reseed.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(("campaign", "config", "depth", "seed", "s_bar"))
+        w.writerows((str(tmp_path), "res-zero", 3, sd, v) for sd, v in zip(fresh, s_bar))
+    assert pl.main(["--campaign", str(tmp_path), "--depths", "3", "--seeds", "4", "--fresh", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["seeds"] == "fresh" and len(out["rows"]) == 1
+    law = law_given_seeds(spec.with_(depth=3), fresh)
+    assert out["rows"][0]["ratio"] == pytest.approx(np.mean(s_bar) / np.mean(law), rel=1e-9)
+    assert len(list(csv.DictReader((tmp_path / "point_law_fresh.csv").open()))) == 4
 
 
 def test_width_line_recovers_a_known_limit(validate_script):

@@ -21,6 +21,7 @@ there.  Bad input prints one line and exits 2.
 
     python validate/resnet_point_law.py --campaign results/resnet-wide
     python validate/resnet_point_law.py --campaign results/quick --depths 4,16 --seeds 16 --json
+    python validate/resnet_point_law.py --campaign results/quick --depths 128 --fresh   # held_out_reseed.csv's seeds
 """
 
 from __future__ import annotations
@@ -50,7 +51,10 @@ def parse(argv=None):
     p.add_argument("--configs", default=None, help="comma-separated config names (default: every covered one)")
     p.add_argument("--depths", type=positive_ints, default=[4, 16, 64], help="K values (default 4,16,64)")
     p.add_argument("--seeds", type=int, default=32, help="the campaign's first seeds to use (default 32)")
-    p.add_argument("--out", default=None, help="CSV written as it goes (default <campaign>/point_law.csv)")
+    p.add_argument("--fresh", action="store_true", help="the fresh seeds of <campaign>/held_out_reseed.csv "
+                   "(validate/resnet_held_out_reseed.py; the held-out K) instead of the campaign's own")
+    p.add_argument("--out", default=None, help="CSV written as it goes (default <campaign>/point_law.csv, "
+                   "point_law_fresh.csv with --fresh)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args(argv)
     if args.seeds < 2:
@@ -58,7 +62,26 @@ def parse(argv=None):
     folder = Path(args.campaign)
     if not (folder / "campaign.json").exists() or not (folder / "results.csv").exists():
         p.error(f"--campaign: {folder} has no campaign.json and results.csv")
+    if args.fresh and not (folder / "held_out_reseed.csv").exists():
+        p.error(f"--fresh: {folder} has no held_out_reseed.csv (validate/resnet_held_out_reseed.py writes it)")
     return args
+
+
+def measured_blocks(folder: Path, fresh: bool) -> dict:
+    """``{(config, K): {seed: s_bar}}``: the campaign's ``results.csv`` (``s_bar`` the mean of the
+    seed's ``s_l``) or, with ``fresh``, its ``held_out_reseed.csv``."""
+    out: dict = {}
+    if fresh:
+        for row in read_rows(folder / "held_out_reseed.csv", lambda r: True, True):
+            out.setdefault((row["config"], int(row["depth"])), {})[int(row["seed"])] = float(row["s_bar"])
+        return out
+    blocks, _ = read_results(folder / "results.csv")
+    for (name, _padding, depth), block in blocks.items():
+        per_seed: dict = {}
+        for (sd, _layer), (_row, s) in block.items():
+            per_seed.setdefault(sd, []).append(s)
+        out[(name, depth)] = {sd: float(np.mean(v)) for sd, v in per_seed.items()}
+    return out
 
 
 def summarise(meas: np.ndarray, law: np.ndarray, C: float = 1.0, seed: int = 0) -> dict:
@@ -92,22 +115,19 @@ def main(argv=None) -> int:
     if not specs:
         print("error: no config of the campaign is covered by the law over the points", file=sys.stderr)
         return 2
-    blocks, _ = read_results(folder / "results.csv")
-    path = Path(args.out) if args.out else folder / "point_law.csv"
+    measured = measured_blocks(folder, args.fresh)
+    path = Path(args.out) if args.out else folder / ("point_law_fresh.csv" if args.fresh else "point_law.csv")
     done: dict = {}
     for row in read_rows(path, lambda r: True, True):
         done.setdefault((row["config"], int(row["depth"])), {})[int(row["seed"])] = (float(row["s_bar"]),
                                                                                    float(row["law"]))
-    seeds = list(range(args.seeds))
     out, total, step = [], len(specs) * len(args.depths), 0
     for name, spec0 in specs.items():
         for K in args.depths:
             step += 1
-            block = blocks.get((name, spec0.padding, K), {})
-            per_seed = {}
-            for (sd, _layer), (_row, s) in block.items():
-                per_seed.setdefault(sd, []).append(s)
-            missing = [sd for sd in seeds if sd not in per_seed]
+            per_seed = measured.get((name, K), {})
+            seeds = sorted(per_seed)[:args.seeds] if args.fresh else list(range(args.seeds))
+            missing = [sd for sd in seeds if sd not in per_seed] or ([] if len(seeds) == args.seeds else ["..."])
             if missing:
                 print(f"[{step}/{total}] {name} K={K}: not measured for seeds {missing[:3]}..., skipped",
                       file=sys.stderr)
@@ -119,18 +139,19 @@ def main(argv=None) -> int:
             else:
                 t0 = time.perf_counter()
                 spec = spec0.with_(depth=K)
-                vals = [(float(np.mean(per_seed[sd])), law)
+                vals = [(per_seed[sd], law)
                         for sd, law in zip(seeds, law_given_seeds(spec, seeds, protocol))]
                 append_rows(path, COLUMNS, [(name, spec.padding, K, sd, m, w) for sd, (m, w) in zip(seeds, vals)])
                 print(f"[{step}/{total}] {name} K={K}: law for {len(seeds)} seeds in {time.perf_counter() - t0:.1f} s",
                       file=sys.stderr)
             meas, law = np.array([v[0] for v in vals]), np.array([v[1] for v in vals])
             out.append({"config": name, "depth": K, "seeds": len(seeds), **summarise(meas, law)})
-    result = {"campaign": str(folder), "rows": out}
+    result = {"campaign": str(folder), "seeds": "fresh" if args.fresh else "campaign", "rows": out}
     if args.json:
         print(json.dumps(result))
         return 0
-    print(f"{folder}: measured / law over the points, the campaign's first {args.seeds} seeds, nothing fitted")
+    which = "the first {} fresh seeds of held_out_reseed.csv" if args.fresh else "the campaign's first {} seeds"
+    print(f"{folder}: measured / law over the points, {which.format(args.seeds)}, nothing fitted")
     print(f"{'config':>40} {'K':>4} {'measured/law [95% CI]':>28} {'eta* error':>11} {'in CI':>6}")
     for r in out:
         print(f"{r['config']:>40} {r['depth']:>4} {r['ratio']:>9.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]"

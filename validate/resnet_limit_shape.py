@@ -1,0 +1,226 @@
+"""A residual campaign's held-out depths against the limit-shape law: the exact infinite-width law, one amplitude.
+
+The campaign's calibrated laws (coherent, dense-shape) fit their finite-K terms; at n = 64 they miss the
+held-out K = 128, 256 of several configs by 5-11% after fitting K <= 64 to a few percent.  Where an exact
+infinite-width law of the net exists (linear nets, mode by mode; spatial ReLU conv-mlp nets, over their
+points with the masks), it has every K-dependence with nothing fitted, and what it leaves out at finite
+width is measured to be a depth-independent ``1 + c/n`` (``validate/resnet_width_law.py``).  The
+limit-shape law (:func:`amutheory.api.limit_shape_predictor`) is that law times one amplitude ``rho``,
+calibrated on the campaign's calibration depths with the campaign's lognormal model (the typical value
+is the law times ``exp(-sigma^2/2)``, ``sigma^2 = sigma2_0 + kappa / K``); every other K is held out.
+
+For each campaign of ``--campaign`` (repeatable; ``campaign.json`` and ``results.csv``, nothing
+re-measured) and each config the law covers: the law at every campaign depth (:func:`amutheory.api.limit_shape`:
+``--draws`` joint draws of inputs and loss directions common to every K where it is a Monte Carlo),
+written to ``--out`` (CSV; default ``<campaign>/limit_shape.csv``) a config at a time as soon as it is
+done, so a rerun resumes; then per statistic the calibration, the prediction at every depth against the
+measured 95% CI (the campaign's own CIs and joint test), the test with the calibration's own error put in,
+and, where the campaign has ``held_out_reseed.csv`` (``validate/resnet_held_out_reseed.py``), the held-out
+K against the CI of those fresh seeds and of both seed sets pooled.  Bad input prints one line and exits 2.
+
+    python validate/resnet_limit_shape.py --campaign results/quick --campaign results/resnet-wide
+    python validate/resnet_limit_shape.py --campaign results/quick --configs resnet-conv-mlp-k-all-relu --json
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from amutheory import stats
+from amutheory.api import LIMIT_SHAPE_CONSTANTS, LIMIT_SHAPE_DRAWS, limit_shape, limit_shape_predictor, \
+    mean_over_typical
+from amutheory.calibrate import calibrate_law
+from amutheory.campaign.analysis import _eta_rows, _held_out_checks, _held_out_with_calibration
+from amutheory.campaign.presets import CampaignConfig
+from amutheory.campaign.results import load_measurement, read_results
+from amutheory.spec import ArchSpec, ProbeProtocol
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _blocks import OneLineParser, append_rows, read_rows  # noqa: E402
+
+COLUMNS = ("config", "width", "draws", "depth", "law", "log_shape_se")
+STATISTICS = ("mean", "geo")
+CI = {"mean": stats.arith_mean_ci, "geo": stats.geo_mean_ci}
+
+
+def parse(argv=None):
+    p = OneLineParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--campaign", action="append", required=True, help="a campaign folder (repeatable)")
+    p.add_argument("--configs", default=None, help="comma-separated config names (default: every covered one)")
+    p.add_argument("--draws", type=int, default=LIMIT_SHAPE_DRAWS,
+                   help=f"joint input draws of the Monte Carlo laws, common to every K (default {LIMIT_SHAPE_DRAWS})")
+    p.add_argument("--out", default=None, help="CSV of the law (default <campaign>/limit_shape.csv; one campaign only)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    args = p.parse_args(argv)
+    if args.draws < 2:
+        p.error("--draws must be >= 2")
+    if args.out and len(args.campaign) > 1:
+        p.error("--out names one file: give one --campaign with it")
+    for folder in map(Path, args.campaign):
+        if not (folder / "campaign.json").exists() or not (folder / "results.csv").exists():
+            p.error(f"--campaign: {folder} has no campaign.json and results.csv")
+    return args
+
+
+def covered_configs(meta: dict, names: list | None) -> dict:
+    """``{name: CampaignConfig}`` of the campaign's forward-stable residual configs an exact law covers
+    (``ValueError`` for a name the campaign does not hold)."""
+    from amutheory.api import derive
+
+    configs = meta["configs"]
+    unknown = [n for n in names or [] if n not in configs]
+    if unknown:
+        raise ValueError(f"--configs: {', '.join(unknown)} not in the campaign")
+    out = {}
+    for name in names or list(configs):
+        c = configs[name]
+        spec = ArchSpec(**c["spec"])
+        if spec.family != "resnet":
+            continue
+        try:
+            derive(spec)  # forward-stable
+            limit_shape_predictor(spec)
+        except ValueError:
+            continue
+        out[name] = CampaignConfig(name, spec, tuple(c["depths"]), tuple(c["calibration_depths"]),
+                                   tuple(c["seeds"]))
+    return out
+
+
+def law_table(path: Path, cfg: CampaignConfig, draws: int, input_var: float, say) -> tuple[dict, dict]:
+    """``({K: law}, {K: log_shape_se})`` at every depth of ``cfg``: read from ``path`` or computed and
+    appended to it (a config at a time)."""
+    rows = [r for r in read_rows(path, lambda r: True, True) if r["config"] == cfg.name]
+    rows = [r for r in rows if int(r["width"]) == cfg.spec.width and int(r["draws"]) in (0, draws)]
+    have = {int(r["depth"]): (float(r["law"]), float(r["log_shape_se"])) for r in rows}
+    if not all(d in have for d in cfg.depths):
+        t0 = time.perf_counter()
+        tick = lambda done, total: say(f"  {cfg.name}: law, draw {done}/{total}")  # noqa: E731
+        law = limit_shape(cfg.spec, list(cfg.depths), draws, 0, input_var, tick)
+        have = {d: (float(s), float(e)) for d, s, e in zip(cfg.depths, law["s_bar"], law["log_shape_se"])}
+        append_rows(path, COLUMNS, [(cfg.name, cfg.spec.width, law["draws"], d, *have[d]) for d in cfg.depths])
+        say(f"  {cfg.name}: law at K = {list(cfg.depths)} in {time.perf_counter() - t0:.1f} s")
+    return {d: have[d][0] for d in cfg.depths}, {d: have[d][1] for d in cfg.depths}
+
+
+def _fresh_seeds(folder: Path) -> dict:
+    """``{(config, depth): s_bar per fresh seed}`` of the campaign's ``held_out_reseed.csv`` (empty without it)."""
+    path = folder / "held_out_reseed.csv"
+    out: dict = {}
+    for row in read_rows(path, lambda r: True, True):
+        out.setdefault((row["config"], int(row["depth"])), []).append(float(row["s_bar"]))
+    return out
+
+
+def compare(cfg: CampaignConfig, meas, table: dict, shape_se: dict, fresh: dict, protocol: ProbeProtocol) -> dict:
+    """Calibrate ``rho`` on ``cfg``'s calibration depths and check every depth (both statistics):
+    the campaign's per-depth rows and held-out verdicts, the joint test with the calibration's error
+    (and the law's Monte Carlo shape error) put in, and the held-out K on fresh seeds."""
+    fn = limit_shape_predictor(cfg.spec, protocol.input_var, table=table)
+    cal = list(cfg.calibration_depths)
+    depths = np.array(cfg.depths, float)
+    out = {"config": cfg.name, "width": cfg.spec.width, "held_out_test": {}, "statistics": {}}
+    for stat in STATISTICS:
+        calib = calibrate_law({d: meas.profiles[d] for d in cal}, fn, LIMIT_SHAPE_CONSTANTS, stat,
+                              note="limit-shape law", spread="bounded")
+        const = calib.constants
+        factor = mean_over_typical(const, depths)[0] if stat == "geo" else 1.0
+        s_pred = dict(zip(cfg.depths, map(float, fn(depths, const["rho"].value) / factor)))
+        eta_pred = {d: math.sqrt(meas.C / s) for d, s in s_pred.items()}
+        rows = _eta_rows(cfg, meas, stat, eta_pred, s_pred, set(cal))
+        passed, max_err, joint = _held_out_checks(out, meas, stat, rows)
+        logs = []  # the calibration's seed-bootstrap refits, each a prediction
+        for draw in calib.draws:
+            c = {**const, **{k: replace(const[k], value=v) for k, v in draw.items() if k in const}}
+            f = mean_over_typical(c, depths)[0] if stat == "geo" else 1.0
+            logs.append(np.log(fn(depths, draw["rho"]) / f))
+        log_sd = np.hypot(np.std(logs, axis=0, ddof=1), [shape_se[d] for d in cfg.depths])
+        with_cal = _held_out_with_calibration(out, meas, stat, rows,
+                                              SimpleNamespace(depths=list(cfg.depths), s_bar_log_sd=log_sd.tolist()))
+        fresh_rows = []
+        for r in rows:
+            values = fresh.get((cfg.name, r["depth"]))
+            if r["calibration"] or not values:
+                continue
+            row = {"depth": r["depth"], "seeds": len(values)}
+            for key, sample in (("", values), ("pooled_", np.concatenate([values, meas.s_bar(r["depth"])]))):
+                m, lo, hi = CI[stat](np.asarray(sample), level=meas.level)
+                row[f"{key}error"], row[f"{key}inside"] = math.sqrt(m / r["s_pred"]) - 1, bool(lo <= r["s_pred"] <= hi)
+            fresh_rows.append(row)
+        out["statistics"][stat] = {
+            "rho": const["rho"].value, "rho_se": const["rho"].error, "residual_rms_log": calib.residual_rms,
+            "per_depth": rows, "passed": passed, "max_rel_error": max_err, "passed_joint": joint,
+            "passed_joint_with_calibration": with_cal, "fresh": fresh_rows,
+            "fresh_passed": all(r["inside"] for r in fresh_rows) if fresh_rows else None,
+            "pooled_passed": all(r["pooled_inside"] for r in fresh_rows) if fresh_rows else None}
+    both = [out["statistics"][s] for s in STATISTICS]
+    out["passed"] = all(s["passed"] for s in both)
+    for key in ("fresh_passed", "pooled_passed"):
+        out[key] = all(s[key] for s in both) if all(s[key] is not None for s in both) else None
+    return out
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    result = {"draws": args.draws, "campaigns": []}
+    for folder in map(Path, args.campaign):
+        meta = json.loads((folder / "campaign.json").read_text())
+        protocol = ProbeProtocol(**meta.get("protocol", {}))
+        try:
+            configs = covered_configs(meta, args.configs.split(",") if args.configs else None)
+        except ValueError as exc:
+            print(f"error: {exc} ({folder / 'campaign.json'})", file=sys.stderr)
+            return 2
+        if not configs:
+            print(f"error: no forward-stable residual config of {folder} has an exact infinite-width law",
+                  file=sys.stderr)
+            return 2
+        path = Path(args.out) if args.out else folder / "limit_shape.csv"
+        blocks, _ = read_results(folder / "results.csv")
+        fresh = _fresh_seeds(folder)
+        say(f"{folder}: {len(configs)} configs")
+        rows = []
+        for j, (name, cfg) in enumerate(configs.items(), 1):
+            say(f"[{j}/{len(configs)}] {name}")
+            try:
+                meas = load_measurement(folder / "results.csv", cfg, blocks=blocks)
+            except ValueError as exc:
+                say(f"  skipped: {exc}")
+                continue
+            table, shape_se = law_table(path, cfg, args.draws, protocol.input_var, say)
+            rows.append(compare(cfg, meas, table, shape_se, fresh, protocol))
+        result["campaigns"].append({"campaign": str(folder), "configs": rows,
+                                    "passed": [sum(r["passed"] for r in rows), len(rows)],
+                                    **{key: [sum(bool(r[key]) for r in rows), sum(r[key] is not None for r in rows)]
+                                       for key in ("fresh_passed", "pooled_passed")}})
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    for camp in result["campaigns"]:
+        print(f"{camp['campaign']}: the limit-shape law (exact infinite-width law x rho, rho calibrated), held out "
+              f"at every K but the calibration's")
+        print(f"{'config':>36} {'stat':>4} {'rho':>13} {'held-out eta* error (K)':>34} {'in CI':>6} {'fresh seeds':>22}")
+        for r in camp["configs"]:
+            for stat, s in r["statistics"].items():
+                held = [x for x in s["per_depth"] if not x["calibration"]]
+                errs = ", ".join(f"{x['rel_error']:+.1%}{'' if x['inside_ci'] else '!'}" for x in held)
+                fr = ", ".join(f"{x['error']:+.1%}{'' if x['inside'] else '!'}" for x in s["fresh"]) or "-"
+                print(f"{r['config']:>36} {stat:>4} {s['rho']:>7.3f}+-{s['rho_se']:.3f} {errs:>34} "
+                      f"{'yes' if s['passed'] else 'no':>6} {fr:>22}")
+        print(f"every held-out row inside the CI: {camp['passed'][0]} of {camp['passed'][1]} configs "
+              f"(fresh seeds: {camp['fresh_passed'][0]} of {camp['fresh_passed'][1]}; campaign and fresh seeds pooled: "
+              f"{camp['pooled_passed'][0]} of {camp['pooled_passed'][1]})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
