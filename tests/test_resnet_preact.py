@@ -173,7 +173,7 @@ def test_held_out_reseed_script(tmp_path, capsys, validate_script):
     # ln eta* = -ln(mean s_bar)/2 over K = 3, 4 (campaign seeds, from results.csv) and 6 (fresh)
     fit = cfg["exponent"]
     assert fit["depths"] == [3, 4, 6] and fit["fresh_depths"] == [6]
-    campaign_s = {d: reseed._campaign_results(tmp_path / "camp")[("tiny-preact", d)] for d in (3, 4)}
+    campaign_s = {d: reseed.seed_s_bar(tmp_path / "camp")[("tiny-preact", d)] for d in (3, 4)}
     means = [np.mean(list(campaign_s[3].values())), np.mean(list(campaign_s[4].values())), fresh.mean()]
     assert fit["exponent"] == pytest.approx(np.polyfit(np.log([3, 4, 6]), -0.5 * np.log(means), 1)[0], rel=1e-9)
     assert fit["ci"][0] < fit["exponent"] < fit["ci"][1]

@@ -99,3 +99,25 @@ def read_rows(path: Path, setup_of, key) -> list[dict]:
     if any(setup_of(row) != key for row in rows):
         raise SystemExit(f"error: {path} holds another set-up; use another --out")
     return rows
+
+
+def seed_s_bar(folder: Path, fresh: bool = False) -> dict:
+    """``{(config, K): {seed: s_bar}}`` of a campaign folder: its ``results.csv`` (``s_bar`` the mean
+    of the seed's ``s_l`` over the layers; :func:`amutheory.campaign.results.read_results`) or, with
+    ``fresh``, its ``held_out_reseed.csv`` (``validate/resnet_held_out_reseed.py``; empty without it)."""
+    import numpy as np
+
+    from amutheory.campaign.results import read_results
+
+    out: dict = {}
+    if fresh:
+        for row in read_rows(folder / "held_out_reseed.csv", lambda r: True, True):
+            out.setdefault((row["config"], int(row["depth"])), {})[int(row["seed"])] = float(row["s_bar"])
+        return out
+    blocks, _ = read_results(folder / "results.csv")
+    for (name, _padding, depth), block in blocks.items():
+        per_seed: dict = {}
+        for (seed, _layer), (_row, s) in block.items():
+            per_seed.setdefault(seed, []).append(s)
+        out[(name, depth)] = {seed: float(np.mean(v)) for seed, v in per_seed.items()}
+    return out

@@ -7,12 +7,12 @@ For a zero-padded residual net (default: linear conv-mlp/k-last, n = 128, k = 3,
             inputs and loss directions at every depth of ``--depths`` (``method="outer"``: a product
             ``A E_c B`` with a point projector is the outer product ``A[:, c] B[c, :]``);
 (b) stack:  the same law with the ``P`` point projectors as a stack of ``P x P`` matrices, every
-            product a stack of matrix products (``method="stack"``, the naive evaluation; with ReLU
-            its three-mask loops are the plain ``einsum`` over two stacks, where (a) folds the single
-            kernel into the 3-point function and multiplies stacks of matrices), on the first seed
-            only, scaled to all of them; it must give the same numbers (checked to 1e-10);
-(b2) einsum: with ReLU, (a) with every three-mask loop the plain ``einsum`` (the naive contraction),
-             on the first seed only, scaled;
+            product a stack of matrix products (``method="stack"``, the naive evaluation; its mask
+            loops contract as (a)'s), on the first seed only, scaled to all of them; it must give the
+            same numbers (checked to 1e-10);
+(b2) einsum: with ReLU, (a) with every three-mask loop's middle as one plain ``einsum`` (the naive
+             contraction; (a) folds the single kernel into the 3-point function and multiplies
+             stacks of matrices), on the first seed only, scaled; the same numbers again;
 (c) probe:  the same seeds' ``s_bar`` measured on real nets (the one-step probe, ``vmap``-ed): what one
             would do without the law, with its ratio to (a) (the ``O(1/n)`` excess at this width).
 

@@ -34,12 +34,11 @@ import numpy as np
 
 from amutheory import stats
 from amutheory.campaign.analysis_resnet import selected_law
-from amutheory.campaign.results import read_results
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec, ProbeProtocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, read_rows  # noqa: E402
+from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, read_rows, seed_s_bar  # noqa: E402
 
 COLUMNS = ("campaign", "config", "depth", "seed", "s_bar")
 #: the laws of a residual config in summary.json (the two calibrated ones and, where it covers the config,
@@ -61,19 +60,6 @@ def parse(argv=None):
     args = p.parse_args(argv)
     check_seeds(p, args)
     return args
-
-
-def _campaign_results(folder: Path) -> dict:
-    """``{(config, depth): {seed: s_bar}}`` of the campaign's own ``results.csv``
-    (:func:`amutheory.campaign.results.read_results`; the mean of ``s_l`` over layers per seed)."""
-    blocks, _ = read_results(folder / "results.csv")
-    out: dict = {}
-    for (name, _padding, depth), block in blocks.items():
-        per_seed: dict = {}
-        for (seed, _layer), (_row, s) in block.items():
-            per_seed.setdefault(seed, []).append(s)
-        out[(name, depth)] = {seed: float(np.mean(v)) for seed, v in per_seed.items()}
-    return out
 
 
 def _verdicts(cfg: dict, fresh: dict, pooled: dict, level: float) -> list:
@@ -156,7 +142,7 @@ def main(argv=None) -> int:
         summary = json.loads((folder / "summary.json").read_text())
         configs = [c for c in summary["configs"] if c.get("family") == "resnet" and c.get("forward_stable")]
         protocol = ProbeProtocol(**summary.get("protocol", {}))
-        old = _campaign_results(folder)
+        old = seed_s_bar(folder)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"error: --campaign {folder}: not a finished campaign folder ({exc})", file=sys.stderr)
         return 2

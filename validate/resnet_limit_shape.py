@@ -44,7 +44,7 @@ from amutheory.campaign.results import load_measurement, read_results
 from amutheory.spec import ArchSpec, ProbeProtocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _blocks import OneLineParser, append_rows, read_rows  # noqa: E402
+from _blocks import OneLineParser, append_rows, read_rows, seed_s_bar  # noqa: E402
 
 COLUMNS = ("config", "width", "draws", "depth", "law", "log_shape_se")
 STATISTICS = ("mean", "geo")
@@ -109,15 +109,6 @@ def law_table(path: Path, cfg: CampaignConfig, draws: int, input_var: float, say
         append_rows(path, COLUMNS, [(cfg.name, cfg.spec.width, law["draws"], d, *have[d]) for d in cfg.depths])
         say(f"  {cfg.name}: law at K = {list(cfg.depths)} in {time.perf_counter() - t0:.1f} s")
     return {d: have[d][0] for d in cfg.depths}, {d: have[d][1] for d in cfg.depths}
-
-
-def _fresh_seeds(folder: Path) -> dict:
-    """``{(config, depth): s_bar per fresh seed}`` of the campaign's ``held_out_reseed.csv`` (empty without it)."""
-    path = folder / "held_out_reseed.csv"
-    out: dict = {}
-    for row in read_rows(path, lambda r: True, True):
-        out.setdefault((row["config"], int(row["depth"])), []).append(float(row["s_bar"]))
-    return out
 
 
 def compare(cfg: CampaignConfig, meas, table: dict, shape_se: dict, fresh: dict, protocol: ProbeProtocol) -> dict:
@@ -186,7 +177,7 @@ def main(argv=None) -> int:
             return 2
         path = Path(args.out) if args.out else folder / "limit_shape.csv"
         blocks, _ = read_results(folder / "results.csv")
-        fresh = _fresh_seeds(folder)
+        fresh = {key: list(v.values()) for key, v in seed_s_bar(folder, fresh=True).items()}
         say(f"{folder}: {len(configs)} configs")
         rows = []
         for j, (name, cfg) in enumerate(configs.items(), 1):

@@ -33,13 +33,12 @@ from pathlib import Path
 
 import numpy as np
 
-from amutheory.campaign.results import read_results
 from amutheory.measure.probe import law_given_seeds
 from amutheory.spec import ArchSpec, ProbeProtocol
 from amutheory.symbolic import resnet_operator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _blocks import OneLineParser, append_rows, positive_ints, read_rows  # noqa: E402
+from _blocks import OneLineParser, append_rows, positive_ints, read_rows, seed_s_bar  # noqa: E402
 
 COLUMNS = ("config", "padding", "depth", "seed", "s_bar", "law")
 N_BOOT = 2000
@@ -65,23 +64,6 @@ def parse(argv=None):
     if args.fresh and not (folder / "held_out_reseed.csv").exists():
         p.error(f"--fresh: {folder} has no held_out_reseed.csv (validate/resnet_held_out_reseed.py writes it)")
     return args
-
-
-def measured_blocks(folder: Path, fresh: bool) -> dict:
-    """``{(config, K): {seed: s_bar}}``: the campaign's ``results.csv`` (``s_bar`` the mean of the
-    seed's ``s_l``) or, with ``fresh``, its ``held_out_reseed.csv``."""
-    out: dict = {}
-    if fresh:
-        for row in read_rows(folder / "held_out_reseed.csv", lambda r: True, True):
-            out.setdefault((row["config"], int(row["depth"])), {})[int(row["seed"])] = float(row["s_bar"])
-        return out
-    blocks, _ = read_results(folder / "results.csv")
-    for (name, _padding, depth), block in blocks.items():
-        per_seed: dict = {}
-        for (sd, _layer), (_row, s) in block.items():
-            per_seed.setdefault(sd, []).append(s)
-        out[(name, depth)] = {sd: float(np.mean(v)) for sd, v in per_seed.items()}
-    return out
 
 
 def summarise(meas: np.ndarray, law: np.ndarray, C: float = 1.0, seed: int = 0) -> dict:
@@ -115,7 +97,7 @@ def main(argv=None) -> int:
     if not specs:
         print("error: no config of the campaign is covered by the law over the points", file=sys.stderr)
         return 2
-    measured = measured_blocks(folder, args.fresh)
+    measured = seed_s_bar(folder, args.fresh)
     path = Path(args.out) if args.out else folder / ("point_law_fresh.csv" if args.fresh else "point_law.csv")
     done: dict = {}
     for row in read_rows(path, lambda r: True, True):
