@@ -532,13 +532,14 @@ DENSE_SHAPE_CONSTANTS = ("rho_stream", "rho_own")
 LIMIT_SHAPE_CONSTANTS = ("rho",)
 
 
-def resnet_predictor(spec: ArchSpec, law: str = "coherent", input_var: float = 1.0):
+def resnet_predictor(spec: ArchSpec, law: str = "coherent", input_var: float = 1.0, progress=None):
     """``(s_bar_fn(depths, *constants), constant names, signed names)`` of a residual law:
     ``coherent`` (:func:`amutheory.symbolic.resnet.weighted_predictor`, ``A, B, e0``) or
     ``dense-shape`` (:func:`amutheory.symbolic.resnet_dense.shape_predictor`, ``rho_stream, rho_own``) or
-    ``limit-shape`` (:func:`limit_shape_predictor`, ``rho``)."""
+    ``limit-shape`` (:func:`limit_shape_predictor`, ``rho``; ``progress(line)`` after each input draw of
+    its Monte Carlo)."""
     if law == "limit-shape":
-        return limit_shape_predictor(spec, input_var), LIMIT_SHAPE_CONSTANTS, ()
+        return limit_shape_predictor(spec, input_var, progress=progress), LIMIT_SHAPE_CONSTANTS, ()
     if law == "dense-shape":
         from amutheory.symbolic.resnet_dense import shape_predictor
 
@@ -567,31 +568,40 @@ def resnet_law_values(spec: ArchSpec, depths, constants: dict, C: float = 1.0, s
     return _block_law_values(fn, [constants[k].value for k in names], depths, constants, C, statistic)
 
 
-def _block_law_values(fn, vals, depths, constants: dict, C: float, statistic: str):
-    """``(s_bar, eta*, local slope)`` of a law ``fn(depths, *vals)`` defined on block counts: the
-    local slope from the integer neighbours ``K - 1, K + 1`` (one-sided where ``s_bar(K - 1) = 0``,
-    e.g. K = 2 with A = e0 = 0: the first block has no update to read); ``geo`` turns the law of
-    the mean into the typical value (lognormal model)."""
+def block_law_s_bar(fn, vals, depths, constants: dict, statistic: str) -> np.ndarray:
+    """``s_bar`` of a law ``fn(depths, *vals)`` defined on block counts at ``depths``; ``geo`` turns the
+    law of the mean into the typical value (the lognormal model's ``exp(-sigma^2/2)``,
+    :func:`mean_over_typical`).  No neighbouring depth is evaluated."""
     depths = np.asarray(depths, dtype=float)
     s_bar = np.asarray(fn(depths, *vals), float)
+    return s_bar / mean_over_typical(constants, depths)[0] if statistic == "geo" else s_bar
+
+
+def _block_law_values(fn, vals, depths, constants: dict, C: float, statistic: str):
+    """``(s_bar, eta*, local slope)`` of a law ``fn(depths, *vals)`` defined on block counts
+    (:func:`block_law_s_bar`): the local slope from the integer neighbours ``K - 1, K + 1``
+    (one-sided where ``s_bar(K - 1) = 0``, e.g. K = 2 with A = e0 = 0: the first block has no update
+    to read), shifted for ``geo`` by the lognormal model's spread."""
+    depths = np.asarray(depths, dtype=float)
+    s_bar = block_law_s_bar(fn, vals, depths, constants, statistic)
     lo = np.maximum(depths - 1, 1)
     lo = np.where(np.asarray(fn(lo, *vals), float) > 0, lo, depths)
     hi = depths + 1
     slope = eta_slope_between(fn(lo, *vals), fn(hi, *vals), lo, hi)
     if statistic == "geo":
-        factor, shift = mean_over_typical(constants, depths)
-        s_bar, slope = s_bar / factor, slope - shift
+        slope = slope - mean_over_typical(constants, depths)[1]
     return s_bar, np.sqrt(C / s_bar), slope
 
 
-def _block_law_log_sd(fn, names, depths, constants: dict, calib: Calibration, C: float, statistic: str):
+def block_law_log_sd(fn, names, depths, constants: dict, calib: Calibration, statistic: str):
     """sd of ``ln s_bar`` at ``depths`` over the predictions made with each seed-bootstrap refit
-    of ``calib`` (:attr:`~amutheory.calibrate.Calibration.draws`); ``None`` with fewer than two."""
+    of ``calib`` (:attr:`~amutheory.calibrate.Calibration.draws`; :func:`block_law_s_bar`, so only
+    ``depths`` are evaluated); ``None`` with fewer than two."""
     logs = []
     for draw in calib.draws:
         const = {k: replace(c, value=draw[k]) if k in draw else c for k, c in constants.items()}
         with np.errstate(all="ignore"):
-            s = _block_law_values(fn, [draw[k] for k in names], depths, const, C, statistic)[0]
+            s = block_law_s_bar(fn, [draw[k] for k in names], depths, const, statistic)
         if np.all(np.isfinite(s)) and np.all(s > 0):
             logs.append(np.log(s))
     return np.std(logs, axis=0, ddof=1).tolist() if len(logs) >= 2 else None
@@ -629,9 +639,7 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
             raise ValueError(f"law: constants='derive' is the exact dense law itself; law={law_name!r} is "
                              "calibrated (use constants='calibrate')")
         return _predict_resnet_exact(spec, depths, statistic, protocol, C, notes, progress)
-    fn, names, signed = resnet_predictor(spec, law_name, protocol.input_var)
-    if law_name == "limit-shape" and progress is not None:
-        fn = limit_shape_predictor(spec, protocol.input_var, progress=progress)  # progress(line)
+    fn, names, signed = resnet_predictor(spec, law_name, protocol.input_var, progress)
     name = resnet_law_name(spec, law_name)
     if law_name == "dense-shape":
         notes.append("dense-shape law: the stream and own parts of the exact infinite-width law of the dense "
@@ -658,7 +666,7 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
     if law_name == "dense-shape":
         notes += _dropped_parts(fn, const, calib.depths)
     s_bar, eta, slope = resnet_law_values(spec, depths, const, C, statistic, protocol.input_var, law_name)
-    log_sd = _block_law_log_sd(fn, names, depths, const, calib, C, statistic)
+    log_sd = block_law_log_sd(fn, names, depths, const, calib, statistic)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, name, statistic,
                       C, calib, notes, log_sd)
 
@@ -1057,6 +1065,6 @@ def _predict_transformer(spec, depths, constants, calibration_depths, calibratio
     const = dict(calib.constants)
     const["C"] = Constant("C", C, "convention", note="target one-step second moment")
     s_bar, eta, slope = transformer_law_values(spec, depths, const, C, statistic, law)
-    log_sd = _block_law_log_sd(fn, names, depths, const, calib, C, statistic)
+    log_sd = block_law_log_sd(fn, names, depths, const, calib, statistic)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, derived.name, statistic,
                       C, calib, notes, log_sd)

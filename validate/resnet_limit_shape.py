@@ -28,15 +28,14 @@ import json
 import math
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
 from amutheory import stats
-from amutheory.api import LIMIT_SHAPE_CONSTANTS, LIMIT_SHAPE_DRAWS, limit_shape, limit_shape_predictor, \
-    mean_over_typical
+from amutheory.api import LIMIT_SHAPE_CONSTANTS, LIMIT_SHAPE_DRAWS, block_law_log_sd, block_law_s_bar, \
+    limit_shape, limit_shape_predictor
 from amutheory.calibrate import calibrate_law
 from amutheory.campaign.analysis import _eta_rows, _held_out_checks, _held_out_with_calibration
 from amutheory.campaign.presets import CampaignConfig
@@ -123,19 +122,15 @@ def compare(cfg: CampaignConfig, meas, table: dict, shape_se: dict, fresh: dict,
         calib = calibrate_law({d: meas.profiles[d] for d in cal}, fn, LIMIT_SHAPE_CONSTANTS, stat,
                               note="limit-shape law", spread="bounded")
         const = calib.constants
-        factor = mean_over_typical(const, depths)[0] if stat == "geo" else 1.0
-        s_pred = dict(zip(cfg.depths, map(float, fn(depths, const["rho"].value) / factor)))
+        s_pred = dict(zip(cfg.depths, map(float, block_law_s_bar(fn, [const["rho"].value], depths, const, stat))))
         eta_pred = {d: math.sqrt(meas.C / s) for d, s in s_pred.items()}
         rows = _eta_rows(cfg, meas, stat, eta_pred, s_pred, set(cal))
         passed, max_err, joint = _held_out_checks(out, meas, stat, rows)
-        logs = []  # the calibration's seed-bootstrap refits, each a prediction
-        for draw in calib.draws:
-            c = {**const, **{k: replace(const[k], value=v) for k, v in draw.items() if k in const}}
-            f = mean_over_typical(c, depths)[0] if stat == "geo" else 1.0
-            logs.append(np.log(fn(depths, draw["rho"]) / f))
-        log_sd = np.hypot(np.std(logs, axis=0, ddof=1), [shape_se[d] for d in cfg.depths])
+        # the prediction's own error: the calibration's seed-bootstrap refits, and the law's Monte Carlo shape
+        refits = block_law_log_sd(fn, LIMIT_SHAPE_CONSTANTS, depths, const, calib, stat)
+        log_sd = None if refits is None else np.hypot(refits, [shape_se[d] for d in cfg.depths]).tolist()
         with_cal = _held_out_with_calibration(out, meas, stat, rows,
-                                              SimpleNamespace(depths=list(cfg.depths), s_bar_log_sd=log_sd.tolist()))
+                                              SimpleNamespace(depths=list(cfg.depths), s_bar_log_sd=log_sd))
         fresh_rows = []
         for r in rows:
             values = fresh.get((cfg.name, r["depth"]))
