@@ -440,6 +440,11 @@ def test_resnet_summary_follows_the_contract(resnet_run):
     assert "## Residual networks" in report and "](resnet_eta_star.png)" in report
     assert "| convention | branch | activation | derived exponent |" in report
     assert summary["passed_resnet"] == stable["passed"]
+    # which configs share their seeds' draws (campaign.draws): every config in exactly one group
+    draws = summary["draw_groups"]
+    assert sorted(n for g in draws["groups"] for n in g) == sorted(c.name for c in RESNETS)
+    assert set(draws["correlation"]) == {c.name for c in RESNETS} and 1 <= draws["effective_configs"] <= len(RESNETS)
+    assert "## Shared draws" in report
 
 
 def test_resnet_unstable_config_is_reported_not_fitted(resnet_run):

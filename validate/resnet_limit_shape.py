@@ -39,6 +39,7 @@ from amutheory.api import LIMIT_SHAPE_CONSTANTS, LIMIT_SHAPE_DRAWS, block_law_lo
 from amutheory.calibrate import calibrate_law
 from amutheory.campaign.analysis import _eta_rows, _held_out_checks, _held_out_with_calibration
 from amutheory.campaign.presets import CampaignConfig
+from amutheory.campaign.draws import draw_groups
 from amutheory.campaign.results import load_measurement, read_results
 from amutheory.spec import ArchSpec, ProbeProtocol
 
@@ -174,7 +175,7 @@ def main(argv=None) -> int:
         blocks, _ = read_results(folder / "results.csv")
         fresh = {key: list(v.values()) for key, v in seed_s_bar(folder, fresh=True).items()}
         say(f"{folder}: {len(configs)} configs")
-        rows = []
+        rows, measured = [], {}
         for j, (name, cfg) in enumerate(configs.items(), 1):
             say(f"[{j}/{len(configs)}] {name}")
             try:
@@ -182,9 +183,12 @@ def main(argv=None) -> int:
             except ValueError as exc:
                 say(f"  skipped: {exc}")
                 continue
+            measured[name] = meas
             table, shape_se = law_table(path, cfg, args.draws, protocol.input_var, say)
             rows.append(compare(cfg, meas, table, shape_se, fresh, protocol))
+        draws = draw_groups(measured)  # configs drawing the same normals fail or pass together
         result["campaigns"].append({"campaign": str(folder), "configs": rows,
+                                    "draw_groups": draws["groups"], "effective_configs": draws["effective_configs"],
                                     "passed": [sum(r["passed"] for r in rows), len(rows)],
                                     **{key: [sum(bool(r[key]) for r in rows), sum(r[key] is not None for r in rows)]
                                        for key in ("fresh_passed", "pooled_passed")}})
@@ -204,7 +208,9 @@ def main(argv=None) -> int:
                       f"{'yes' if s['passed'] else 'no':>6} {fr:>22}")
         print(f"every held-out row inside the CI: {camp['passed'][0]} of {camp['passed'][1]} configs "
               f"(fresh seeds: {camp['fresh_passed'][0]} of {camp['fresh_passed'][1]}; campaign and fresh seeds pooled: "
-              f"{camp['pooled_passed'][0]} of {camp['pooled_passed'][1]})")
+              f"{camp['pooled_passed'][0]} of {camp['pooled_passed'][1]}); the configs are "
+              f"{len(camp['draw_groups'])} groups sharing their seeds' draws (effective number of independent configs "
+              f"{camp['effective_configs']:.1f}): " + "; ".join(", ".join(g) for g in camp["draw_groups"]))
     return 0
 
 

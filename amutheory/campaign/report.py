@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from amutheory.campaign.common import STATISTICS
+from amutheory.campaign.draws import effective_of, groups_of
 from amutheory.campaign.formatting import _ci, _figure_lines, _g, _pct
 from amutheory.campaign.report_resnet import _resnet_report_lines
 from amutheory.campaign.report_transformer import _transfer_report_lines, _transformer_report_lines
@@ -32,7 +33,8 @@ def write_report(path: Path, summary: dict) -> None:
             f"{n_pass} of {len(circ)} {'circular-padding ' if zero else ''}configs passed "
             "(predicted eta* inside the measured 95% CI at every held-out depth, for both the arithmetic "
             f"and the geometric mean over seeds); {n_joint} of {len(circ)} pass the joint "
-            "held-out test (chi-square p >= 0.05 and every depth inside its Bonferroni interval).", ""]
+            "held-out test (chi-square p >= 0.05 and every depth inside its Bonferroni interval)."
+            + _independence_note(summary, [c["name"] for c in circ]), ""]
     if zero:
         lines += [
             f"Zero padding: {sum(c['passed'] for c in zero)} of {len(zero)} configs pass the eta* check and "
@@ -45,7 +47,7 @@ def write_report(path: Path, summary: dict) -> None:
             f"Residual networks: {len(stable)} of {len(resnets)} configs are forward-stable; "
             f"{sum(bool(c['passed']) for c in stable)} of those pass the held-out eta* check and -3/2 lies in "
             f"the fitted CI over the deepest K for {sum(c['claim_minus_three_halves'] for c in resnets)}; see "
-            "[Residual networks](#residual-networks).", ""]
+            "[Residual networks](#residual-networks)." + _independence_note(summary, [c["name"] for c in stable]), ""]
     lines += [
         "## What was run", "",
         f"* probe: one SGD step from the init, first order in eta, `s_l` = mean square of "
@@ -95,7 +97,42 @@ def write_report(path: Path, summary: dict) -> None:
         lines += _transformer_report_lines(summary, transformers)
     lines += _transfer_report_lines(summary)
     lines += _width_report_lines(summary)
+    lines += _draw_group_lines(summary)
     Path(path).write_text("\n".join(lines) + "\n")
+
+
+def _independence_note(summary: dict, names: list) -> str:
+    """" These N configs are G groups ..." for configs that share their seeds' draws, else ""."""
+    draws = summary.get("draw_groups")
+    if not draws or len(names) < 2:
+        return ""
+    groups = groups_of(draws, names)
+    if len(groups) == len(names):
+        return ""
+    return (f" These {len(names)} configs are {len(groups)} groups sharing their seeds' draws (effective number "
+            f"of independent configs {effective_of(draws, names):.1f}; [Shared draws](#shared-draws)), so their "
+            "verdicts are not independent outcomes.")
+
+
+def _draw_group_lines(summary: dict) -> list:
+    """The report's "Shared draws" section: which configs' seeds draw the same normals."""
+    draws = summary.get("draw_groups")
+    if not draws or not draws["groups"]:
+        return []
+    lines = ["## Shared draws", "",
+             "Nets of one architecture under different inits or activations draw the same normals from a seed "
+             "(weights by shape, then inputs and loss directions), so their sampling errors at a depth move "
+             "together: one unlucky draw fails a whole group.  Correlation: of the per-seed ln s_bar, mean over "
+             f"the depths both configs measured; groups join configs at >= {draws['threshold']} (single linkage; "
+             f"`amutheory.campaign.draws`).  Effective number of independent configs (participation ratio of the "
+             f"correlation matrix): {draws['effective_configs']:.1f} of {sum(len(g) for g in draws['groups'])}.", "",
+             "| group | configs | lowest correlation inside |", "|---|---|---|"]
+    for i, group in enumerate(draws["groups"], 1):
+        within = [draws["correlation"][a][b] for j, a in enumerate(group) for b in group[:j]]
+        within = [r for r in within if r is not None]
+        low = f"{min(within):.2f}" if within else "-"
+        lines.append(f"| {i} | {', '.join(group)} | {low} |")
+    return lines + [""]
 
 
 def _circular_config_lines(c: dict) -> list:

@@ -20,6 +20,7 @@ from amutheory.campaign.transfer_table import best_rules, rule_summary, transfer
 from amutheory.campaign.width_sweep import (WIDTH_FILE, analyse_width_sweep, measure_width_sweeps,
                                             read_width_results, width_rule_summary)
 from amutheory.campaign.common import C_TARGET, LEVEL, _json_safe
+from amutheory.campaign.draws import draw_groups
 from amutheory.campaign.figures import _collapse_figure, _merge_figure_keys, _resnet_figure, make_figures
 from amutheory.campaign.formatting import _ci, _g, _pct
 from amutheory.campaign.presets import CampaignConfig, resolve_preset, resolve_width_sweeps, split_only
@@ -102,13 +103,14 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     out = Path(out_dir)
     csv_path = out / "results.csv"
     t_an = time.perf_counter()
-    results, transfer_tables = [], []
+    results, transfer_tables, measured = [], [], {}
     blocks, _ = read_results(csv_path)
     stream = read_stream(out / STREAM_FILE)
     for cfg in configs:
         where = " (circular references)" if cfg.is_zero else ""
         say(f"[{cfg.name}] calibrating on depths {list(cfg.calibration_depths)}{where} and comparing")
         meas = load_measurement(csv_path, cfg, blocks=blocks)
+        measured[cfg.name] = meas
         if cfg.is_resnet:
             res = analyse_resnet_config(cfg, meas, protocol, stream)
         elif cfg.is_transformer:
@@ -160,6 +162,8 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
                      "best": best_rules(rule_summary(transfer_tables))},
         **({"width_transfer": {"sweeps": width_results, "summary": width_rule_summary(
             [r for r in width_results if "error" not in r])}} if sweeps else {}),
+        # configs whose seeds draw the same normals: their verdicts are not independent outcomes
+        "draw_groups": draw_groups(measured),
         "protocol": _protocol_dict(protocol),
         "C": C_TARGET,
         "level": LEVEL,
