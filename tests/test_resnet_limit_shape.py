@@ -139,6 +139,8 @@ def test_limit_shape_script_against_a_campaign_folder(tmp_path, capsys, validate
     first = json.loads(capsys.readouterr().out)
     camp = first["campaigns"][0]
     assert [r["config"] for r in camp["configs"]] == ["lin", "relu"]
+    # the configs checked, grouped by shared draws (campaign.draws): a partition of them
+    assert sorted(n for g in camp["draw_groups"] for n in g) == ["lin", "relu"] and 1 <= camp["effective_configs"] <= 2
     rows = list(csv.DictReader((tmp_path / "limit_shape.csv").open()))
     assert len(rows) == 8
     from amutheory.campaign.presets import CampaignConfig

@@ -38,8 +38,8 @@ from amutheory.api import LIMIT_SHAPE_CONSTANTS, LIMIT_SHAPE_DRAWS, block_law_lo
     limit_shape, limit_shape_predictor
 from amutheory.calibrate import calibrate_law
 from amutheory.campaign.analysis import _eta_rows, _held_out_checks, _held_out_with_calibration
-from amutheory.campaign.presets import CampaignConfig
 from amutheory.campaign.draws import draw_groups
+from amutheory.campaign.presets import CampaignConfig
 from amutheory.campaign.results import load_measurement, read_results
 from amutheory.spec import ArchSpec, ProbeProtocol
 
