@@ -650,7 +650,7 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
         notes.append("limit-shape law: the exact infinite-width law of this net (every K-dependence derived, nothing "
                      "fitted in it) times one calibrated amplitude rho, the finite width's excess 1 + c/n taken "
                      "depth-independent (measured so for small ReLU conv-mlp nets up to K/n = 4; at the campaign "
-                     "geometry, n = 64, it falls by ~4-12% at K/n = 2, README); " + fn.how)
+                     "geometry, ReLU conv-mlp/k-all, up to K/n = 4 at n = 32 and 2 at n = 64; README); " + fn.how)
     calib = _block_calibration(spec, constants, fn, names, calibration_depths, calibration_seeds, statistic,
                                protocol, C, progress, calibration_measurement, f"resnet law {name}",
                                "residual nets", signed=signed, spread="bounded")
@@ -810,9 +810,9 @@ def limit_shape_predictor(spec: ArchSpec, input_var: float = 1.0, draws: int = L
     exact infinite-width law of the mean (:func:`limit_shape`), so every K-dependence is derived;
     ``rho`` is calibrated and stands for what the infinite-width law leaves out, taken not to depend on
     K: the finite width's ``1 + c/n`` (measured depth-independent for small ReLU conv-mlp nets up to
-    ``K/n = 4``, ``validate/resnet_width_law.py``; at the campaign geometry, ``n = 64``, it falls by
-    ~4-12% at ``K/n = 2``) and,
-    where the law is a Monte Carlo, the draws' error of its level.
+    ``K/n = 4``, ``validate/resnet_width_law.py``, and at the campaign geometry for k-all up to
+    ``K/n = 4`` at ``n = 32`` and ``2`` at ``n = 64``) and, where the law is a Monte Carlo, the draws'
+    error of its level.
     ``law(K)`` is computed once per K and kept (``table``: ``{K: law(K)}`` already known, e.g. computed
     by a script that saves its draws).  The function carries ``how`` (one line).  ``progress(line)``
     is called after each input draw of a Monte Carlo law.  ``ValueError`` naming the field where no

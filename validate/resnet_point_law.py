@@ -109,10 +109,10 @@ def main(argv=None) -> int:
             step += 1
             per_seed = measured.get((name, K), {})
             seeds = sorted(per_seed)[:args.seeds] if args.fresh else list(range(args.seeds))
-            missing = [sd for sd in seeds if sd not in per_seed] or ([] if len(seeds) == args.seeds else ["..."])
-            if missing:
-                print(f"[{step}/{total}] {name} K={K}: not measured for seeds {missing[:3]}..., skipped",
-                      file=sys.stderr)
+            missing = [sd for sd in seeds if sd not in per_seed]
+            if missing or len(seeds) < args.seeds:
+                why = f"not measured for seeds {missing[:3]}..." if missing else f"only {len(seeds)} seeds measured"
+                print(f"[{step}/{total}] {name} K={K}: {why}, skipped", file=sys.stderr)
                 continue
             have = done.get((name, K), {})
             if all(sd in have for sd in seeds):

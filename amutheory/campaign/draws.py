@@ -31,18 +31,17 @@ def _log_s_bar(meas, depth: int) -> np.ndarray:
     return np.log(np.maximum(meas.s_bar(depth), np.finfo(float).tiny))
 
 
-def pair_correlation(a, b) -> tuple[float | None, list]:
+def pair_correlation(a, b) -> float | None:
     """Mean over the depths both :class:`~amutheory.api.Measurement` s hold of the correlation of
-    their per-seed ``ln s_bar`` (``None`` when their seeds differ or no depth is shared), and the depths."""
+    their per-seed ``ln s_bar`` (``None`` when their seeds differ or no depth is shared)."""
     if list(a.seeds) != list(b.seeds) or len(a.seeds) < 3:
-        return None, []
-    depths = sorted(set(a.depths) & set(b.depths))
+        return None
     values = []
-    for d in depths:
+    for d in sorted(set(a.depths) & set(b.depths)):
         x, y = _log_s_bar(a, d), _log_s_bar(b, d)
         if x.std() > 0 and y.std() > 0:
             values.append(float(np.corrcoef(x, y)[0, 1]))
-    return (float(np.mean(values)) if values else None), depths
+    return float(np.mean(values)) if values else None
 
 
 def effective_count(corr: np.ndarray) -> float:
@@ -63,7 +62,6 @@ def draw_groups(measurements: dict, threshold: float = GROUP_CORRELATION) -> dic
         raise ValueError(f"threshold must lie in (0, 1], got {threshold!r}")
     names = list(measurements)
     n = len(names)
-    corr = np.eye(n)
     table: dict = {a: {} for a in names}
     parent = list(range(n))
 
@@ -75,17 +73,15 @@ def draw_groups(measurements: dict, threshold: float = GROUP_CORRELATION) -> dic
 
     for i in range(n):
         for j in range(i + 1, n):
-            r, _ = pair_correlation(measurements[names[i]], measurements[names[j]])
+            r = pair_correlation(measurements[names[i]], measurements[names[j]])
             table[names[i]][names[j]] = table[names[j]][names[i]] = r
-            if r is not None:
-                corr[i, j] = corr[j, i] = r
-                if r >= threshold:
-                    parent[root(i)] = root(j)
+            if r is not None and r >= threshold:
+                parent[root(i)] = root(j)
     groups: dict = {}
     for i, name in enumerate(names):
         groups.setdefault(root(i), []).append(name)
-    return {"threshold": threshold, "groups": list(groups.values()),
-            "effective_configs": effective_count(corr) if n else 0.0, "correlation": table}
+    out = {"threshold": threshold, "groups": list(groups.values()), "correlation": table}
+    return {**out, "effective_configs": effective_of(out, names)}
 
 
 def groups_of(draws: dict, names) -> list:
