@@ -175,3 +175,69 @@ def test_limit_shape_script_against_a_campaign_folder(tmp_path, capsys, validate
             raise SystemExit(code)
         assert exc.value.code == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 3
+
+
+def test_limit_shape_script_checks_the_rule_on_another_seed_set(tmp_path, capsys, validate_script):
+    """With ``--fresh-file`` (a seed set re-measured by ``resnet_held_out_reseed.py --out``): the rule
+    "limit-shape where an exact law covers the net, the campaign's selected law elsewhere" over every
+    forward-stable residual config, per width; the uncovered config's predictions are ``summary.json``'s
+    rows (not refitted), its verdicts those rows against the fresh seeds' CIs; the count goes against the
+    exact-law null (``pass_count_null`` of those seeds' influence vectors) with ``P(count <= observed)``."""
+    from amutheory import stats
+    from amutheory.campaign.analysis_resnet import LAW_ROWS
+    from amutheory.campaign.draws import pass_count_null, row_influence
+    from amutheory.campaign.presets import CampaignConfig
+    from amutheory.campaign.run import run_campaign
+
+    covered, other = resnet(init="k-all"), resnet(branch="preact", activation="relu")
+    camp = tmp_path / "camp"
+    # four calibration K: the coherent law's three constants leave its fit a residual degree of freedom,
+    # which the selection needs
+    run_campaign([CampaignConfig(name, spec, (2, 3, 4, 6, 8), (2, 3, 4, 6), 6)
+                  for name, spec in (("lin", covered), ("preact", other))], camp, progress=None, figures=False)
+    reseed = validate_script("resnet_held_out_reseed")
+    assert reseed.main(["--campaign", str(camp), "--seeds", "6", "--first-seed", "50",
+                        "--out", str(camp / "set50.csv"), "--json"]) == 0
+    capsys.readouterr()
+    script = validate_script("resnet_limit_shape")
+    assert script.main(["--campaign", str(camp), "--draws", "2", "--fresh-file", "set50.csv", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fresh_file"] == ["set50.csv"]
+    rule = out["rule"][str(covered.width)]
+    assert [(c["config"], c["law"]) for c in rule["configs"]][0] == ("lin", "limit-shape")
+    summary = {c["name"]: c for c in json.loads((camp / "summary.json").read_text())["configs"]}
+    sel = summary["preact"]["selected_law"]["law"]
+    assert rule["configs"][1] == {"config": "preact", "law": sel, "fresh_passed": rule["configs"][1]["fresh_passed"]}
+    fresh = {}
+    for row in csv.DictReader((camp / "set50.csv").open()):
+        fresh.setdefault(row["config"], []).append(float(row["s_bar"]))
+    verdict = True  # the uncovered config: its selected law's held-out row against the fresh seeds' CIs
+    for stat, ci in (("mean", stats.arith_mean_ci), ("geo", stats.geo_mean_ci)):
+        (row,) = [r for r in LAW_ROWS[sel](summary["preact"])[stat] if not r["calibration"]]
+        _m, lo, hi = ci(np.array(fresh["preact"]), level=0.95)
+        verdict &= lo <= row["s_pred"] <= hi
+    assert rule["configs"][1]["fresh_passed"] == verdict
+    lin = out["campaigns"][0]["configs"][0]
+    assert rule["configs"][0]["fresh_passed"] == lin["fresh_passed"]
+    count = sum(c["fresh_passed"] for c in rule["configs"])
+    assert rule["fresh_passed"] == [count, 2]
+    influence = {name: [row_influence(fresh[name], s) for s in ("geo", "mean")] for name in ("lin", "preact")}
+    assert rule["null"]["expected"] == pytest.approx(pass_count_null(influence)["expected"], abs=1e-12)
+    assert rule["p_value"] == rule["null"]["p_at_most"][count]
+    # with each prediction's own error (its calibration's refits): a wider null, never a narrower one
+    cal = rule["null_with_calibration"]
+    assert cal["with_prediction_error"] and rule["p_value_with_calibration"] == cal["p_at_most"][count]
+    assert cal["expected"] <= rule["null"]["expected"] + 0.05  # 0.05: four Monte Carlo sds of the mean count
+    # the campaign's own held-out count against the exact-law null on its seeds (summary.json, report.md)
+    full = json.loads((camp / "summary.json").read_text())
+    null = full["held_out_null"]["resnet"]
+    own = reseed.seed_s_bar(camp)
+    own_influence = {name: [row_influence([own[(name, 8)][s] for s in range(6)], stat) for stat in ("mean", "geo")]
+                     for name in ("lin", "preact")}
+    assert null["names"] == ["lin", "preact"] and null["passed"] == sum(summary[n]["passed"] for n in null["names"])
+    assert null["expected"] == pytest.approx(pass_count_null(own_influence)["expected"], abs=1e-12)
+    assert null["p_value"] == null["p_at_most"][null["passed"]] and full["held_out_null"]["circular"] is None
+    assert f"an exact law would pass {null['expected']:.1f} of 2" in (camp / "report.md").read_text()
+    with pytest.raises(SystemExit) as exc:  # a path, not a file name of the campaign folder
+        script.main(["--campaign", str(camp), "--fresh-file", str(camp / "set50.csv")])
+    assert exc.value.code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1

@@ -101,17 +101,23 @@ def read_rows(path: Path, setup_of, key) -> list[dict]:
     return rows
 
 
-def seed_s_bar(folder: Path, fresh: bool = False) -> dict:
+#: where ``validate/resnet_held_out_reseed.py`` writes a campaign's fresh seeds by default
+RESEED_FILE = "held_out_reseed.csv"
+
+
+def seed_s_bar(folder: Path, fresh: bool | str = False) -> dict:
     """``{(config, K): {seed: s_bar}}`` of a campaign folder: its ``results.csv`` (``s_bar`` the mean
     of the seed's ``s_l`` over the layers; :func:`amutheory.campaign.results.read_results`) or, with
-    ``fresh``, its ``held_out_reseed.csv`` (``validate/resnet_held_out_reseed.py``; empty without it)."""
+    ``fresh``, its re-measured held-out seeds (``validate/resnet_held_out_reseed.py``): ``fresh=True``
+    reads :data:`RESEED_FILE`, a string names another file of the folder (empty without it)."""
     import numpy as np
 
     from amutheory.campaign.results import read_results
 
     out: dict = {}
     if fresh:
-        for row in read_rows(folder / "held_out_reseed.csv", lambda r: True, True):
+        name = RESEED_FILE if fresh is True else str(fresh)
+        for row in read_rows(folder / name, lambda r: True, True):
             out.setdefault((row["config"], int(row["depth"])), {})[int(row["seed"])] = float(row["s_bar"])
         return out
     blocks, _ = read_results(folder / "results.csv")

@@ -33,19 +33,18 @@ from pathlib import Path
 import numpy as np
 
 from amutheory import stats
-from amutheory.campaign.analysis_resnet import selected_law
+from amutheory.campaign.analysis_resnet import LAW_ROWS, selected_law
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec, ProbeProtocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, read_rows, seed_s_bar  # noqa: E402
+from _blocks import (RESEED_FILE, OneLineParser, add_block_options, append_rows, check_seeds,  # noqa: E402
+                     read_rows, seed_s_bar)
 
 COLUMNS = ("campaign", "config", "depth", "seed", "s_bar")
 #: the laws of a residual config in summary.json (the two calibrated ones and, where it covers the config,
 #: the exact law of the mean): where their held-out rows live
-LAWS = {"coherent": lambda c: c.get("per_depth"),
-        "dense-shape": lambda c: (c.get("dense_shape") or {}).get("per_depth"),
-        "exact": lambda c: (c.get("exact_law") or {}).get("per_depth")}
+LAWS = LAW_ROWS
 CI = {"mean": stats.arith_mean_ci, "geo": stats.geo_mean_ci}
 
 
@@ -159,7 +158,7 @@ def main(argv=None) -> int:
         print(f"error: --first-seed {args.first_seed}: the seeds overlap the campaign's 0..{max(used)}",
               file=sys.stderr)
         return 2
-    path = Path(args.out or folder / "held_out_reseed.csv")
+    path = Path(args.out or folder / RESEED_FILE)
     path.parent.mkdir(parents=True, exist_ok=True)
     tag = str(folder.resolve())
     done: dict = {}

@@ -128,6 +128,14 @@ SELECTED_KEYS = ("passed", "passed_mean", "passed_geo", "passed_joint", "passed_
                  "max_rel_error", "max_rel_error_geo")
 
 
+#: where a residual config's summary keeps each law's per-depth rows (``{statistic: [row per depth]}``):
+#: the coherent law's at the top, the dense-shape law's and the exact law's (nothing fitted for the mean)
+#: under their own keys
+LAW_ROWS = {"coherent": lambda res: res.get("per_depth"),
+            "dense-shape": lambda res: (res.get("dense_shape") or {}).get("per_depth"),
+            "exact": lambda res: (res.get("exact_law") or {}).get("per_depth")}
+
+
 def selected_law(res: dict) -> dict | None:
     """The residual law a user would trust for this config from its calibration alone
     (:func:`amutheory.api.pick_resnet_law` over the coherent and, where it covers the config, the

@@ -34,7 +34,7 @@ def write_report(path: Path, summary: dict) -> None:
             "(predicted eta* inside the measured 95% CI at every held-out depth, for both the arithmetic "
             f"and the geometric mean over seeds); {n_joint} of {len(circ)} pass the joint "
             "held-out test (chi-square p >= 0.05 and every depth inside its Bonferroni interval)."
-            + _independence_note(summary, [c["name"] for c in circ]), ""]
+            + _independence_note(summary, [c["name"] for c in circ]) + _null_note(summary, "circular"), ""]
     if zero:
         lines += [
             f"Zero padding: {sum(c['passed'] for c in zero)} of {len(zero)} configs pass the eta* check and "
@@ -47,7 +47,8 @@ def write_report(path: Path, summary: dict) -> None:
             f"Residual networks: {len(stable)} of {len(resnets)} configs are forward-stable; "
             f"{sum(bool(c['passed']) for c in stable)} of those pass the held-out eta* check and -3/2 lies in "
             f"the fitted CI over the deepest K for {sum(c['claim_minus_three_halves'] for c in resnets)}; see "
-            "[Residual networks](#residual-networks)." + _independence_note(summary, [c["name"] for c in stable]), ""]
+            "[Residual networks](#residual-networks)." + _independence_note(summary, [c["name"] for c in stable])
+            + _null_note(summary, "resnet"), ""]
     lines += [
         "## What was run", "",
         f"* probe: one SGD step from the init, first order in eta, `s_l` = mean square of "
@@ -112,6 +113,17 @@ def _independence_note(summary: dict, names: list) -> str:
     return (f" These {len(names)} configs are {len(groups)} groups sharing their seeds' draws (effective number "
             f"of independent configs {effective_of(draws, names):.1f}; [Shared draws](#shared-draws)), so their "
             "verdicts are not independent outcomes.")
+
+
+def _null_note(summary: dict, key: str) -> str:
+    """" An exact law would pass E of N ..." (``summary.json``'s ``held_out_null``), else ""."""
+    null = (summary.get("held_out_null") or {}).get(key)
+    if not null:
+        return ""
+    return (f" On these seeds an exact law would pass {null['expected']:.1f} of {null['configs']} on average (5th "
+            f"percentile {null['percentile_5']}; the {null['rows']} held-out rows are {null['effective_rows']:.1f} "
+            f"effective independent ones; `amutheory.campaign.draws.pass_count_null`): P(count <= {null['passed']}) "
+            f"= {null['p_value']:.3f} under an exact law.")
 
 
 def _draw_group_lines(summary: dict) -> list:

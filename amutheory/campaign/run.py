@@ -20,7 +20,7 @@ from amutheory.campaign.transfer_table import best_rules, rule_summary, transfer
 from amutheory.campaign.width_sweep import (WIDTH_FILE, analyse_width_sweep, measure_width_sweeps,
                                             read_width_results, width_rule_summary)
 from amutheory.campaign.common import C_TARGET, LEVEL, _json_safe
-from amutheory.campaign.draws import draw_groups
+from amutheory.campaign.draws import draw_groups, held_out_null
 from amutheory.campaign.figures import _collapse_figure, _merge_figure_keys, _resnet_figure, make_figures
 from amutheory.campaign.formatting import _ci, _g, _pct
 from amutheory.campaign.presets import CampaignConfig, resolve_preset, resolve_width_sweeps, split_only
@@ -164,6 +164,10 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
             [r for r in width_results if "error" not in r])}} if sweeps else {}),
         # configs whose seeds draw the same normals: their verdicts are not independent outcomes
         "draw_groups": draw_groups(measured),
+        # the held-out pass counts against what an exact law would pass on the same seeds
+        "held_out_null": {key: held_out_null(measured, group) for key, group in (
+            ("circular", [r for r in conv if r["padding"] != "zero"]),
+            ("resnet", [r for r in resnets if r.get("forward_stable")]))},
         "protocol": _protocol_dict(protocol),
         "C": C_TARGET,
         "level": LEVEL,
