@@ -473,6 +473,17 @@ def test_point_law_script_against_a_campaign_folder(tmp_path, capsys, validate_s
     law = law_given_seeds(spec.with_(depth=3), fresh)
     assert out["rows"][0]["ratio"] == pytest.approx(np.mean(s_bar) / np.mean(law), rel=1e-9)
     assert len(list(csv.DictReader((tmp_path / "point_law_fresh.csv").open()))) == 4
+    # --fresh FILE: another seed set's file of the folder, its own output file, the same pairing
+    (tmp_path / "set_b.csv").write_text((tmp_path / "held_out_reseed.csv").read_text())
+    assert pl.main(["--campaign", str(tmp_path), "--depths", "3", "--seeds", "4", "--fresh", "set_b.csv", "--json"]) == 0
+    other = json.loads(capsys.readouterr().out)
+    assert other["fresh_file"] == "set_b.csv" and other["rows"][0]["ratio"] == pytest.approx(out["rows"][0]["ratio"])
+    assert len(list(csv.DictReader((tmp_path / "point_law_set_b.csv").open()))) == 4
+    for bad in (["--fresh", "nope.csv"], ["--fresh", str(tmp_path / "set_b.csv")]):
+        with pytest.raises(SystemExit) as exc:
+            pl.main(["--campaign", str(tmp_path), *bad])
+        assert exc.value.code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 2
 
 
 def test_width_line_recovers_a_known_limit(validate_script):

@@ -22,6 +22,7 @@ there.  Bad input prints one line and exits 2.
     python validate/resnet_point_law.py --campaign results/resnet-wide
     python validate/resnet_point_law.py --campaign results/quick --depths 4,16 --seeds 16 --json
     python validate/resnet_point_law.py --campaign results/quick --depths 128 --fresh   # held_out_reseed.csv's seeds
+    python validate/resnet_point_law.py --campaign results/quick --depths 128 --fresh held_out_reseed_2000.csv
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from amutheory.spec import ArchSpec, ProbeProtocol
 from amutheory.symbolic import resnet_operator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _blocks import OneLineParser, append_rows, positive_ints, read_rows, seed_s_bar  # noqa: E402
+from _blocks import RESEED_FILE, OneLineParser, append_rows, positive_ints, read_rows, seed_s_bar  # noqa: E402
 
 COLUMNS = ("config", "padding", "depth", "seed", "s_bar", "law")
 N_BOOT = 2000
@@ -50,10 +51,11 @@ def parse(argv=None):
     p.add_argument("--configs", default=None, help="comma-separated config names (default: every covered one)")
     p.add_argument("--depths", type=positive_ints, default=[4, 16, 64], help="K values (default 4,16,64)")
     p.add_argument("--seeds", type=int, default=32, help="the campaign's first seeds to use (default 32)")
-    p.add_argument("--fresh", action="store_true", help="the fresh seeds of <campaign>/held_out_reseed.csv "
-                   "(validate/resnet_held_out_reseed.py; the held-out K) instead of the campaign's own")
-    p.add_argument("--out", default=None, help="CSV written as it goes (default <campaign>/point_law.csv, "
-                   "point_law_fresh.csv with --fresh)")
+    p.add_argument("--fresh", nargs="?", const=RESEED_FILE, default=None, metavar="FILE",
+                   help=f"the fresh seeds of <campaign>/FILE (default {RESEED_FILE}; "
+                        "validate/resnet_held_out_reseed.py --out; the held-out K) instead of the campaign's own")
+    p.add_argument("--out", default=None, help="CSV written as it goes (default <campaign>/point_law.csv; with "
+                   "--fresh point_law_fresh.csv, or point_law_<FILE stem>.csv for another FILE)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args(argv)
     if args.seeds < 2:
@@ -61,8 +63,10 @@ def parse(argv=None):
     folder = Path(args.campaign)
     if not (folder / "campaign.json").exists() or not (folder / "results.csv").exists():
         p.error(f"--campaign: {folder} has no campaign.json and results.csv")
-    if args.fresh and not (folder / "held_out_reseed.csv").exists():
-        p.error(f"--fresh: {folder} has no held_out_reseed.csv (validate/resnet_held_out_reseed.py writes it)")
+    if args.fresh and Path(args.fresh).name != args.fresh:
+        p.error(f"--fresh names a file inside the campaign folder, got the path {args.fresh!r}")
+    if args.fresh and not (folder / args.fresh).exists():
+        p.error(f"--fresh: {folder} has no {args.fresh} (validate/resnet_held_out_reseed.py writes it)")
     return args
 
 
@@ -97,8 +101,10 @@ def main(argv=None) -> int:
     if not specs:
         print("error: no config of the campaign is covered by the law over the points", file=sys.stderr)
         return 2
-    measured = seed_s_bar(folder, args.fresh)
-    path = Path(args.out) if args.out else folder / ("point_law_fresh.csv" if args.fresh else "point_law.csv")
+    measured = seed_s_bar(folder, args.fresh or False)
+    default = ("point_law.csv" if not args.fresh else "point_law_fresh.csv" if args.fresh == RESEED_FILE
+               else f"point_law_{Path(args.fresh).stem}.csv")
+    path = Path(args.out) if args.out else folder / default
     done: dict = {}
     for row in read_rows(path, lambda r: True, True):
         done.setdefault((row["config"], int(row["depth"])), {})[int(row["seed"])] = (float(row["s_bar"]),
@@ -128,11 +134,12 @@ def main(argv=None) -> int:
                       file=sys.stderr)
             meas, law = np.array([v[0] for v in vals]), np.array([v[1] for v in vals])
             out.append({"config": name, "depth": K, "seeds": len(seeds), **summarise(meas, law)})
-    result = {"campaign": str(folder), "seeds": "fresh" if args.fresh else "campaign", "rows": out}
+    result = {"campaign": str(folder), "seeds": "fresh" if args.fresh else "campaign", "fresh_file": args.fresh,
+              "rows": out}
     if args.json:
         print(json.dumps(result))
         return 0
-    which = "the first {} fresh seeds of held_out_reseed.csv" if args.fresh else "the campaign's first {} seeds"
+    which = f"the first {{}} fresh seeds of {args.fresh}" if args.fresh else "the campaign's first {} seeds"
     print(f"{folder}: measured / law over the points, {which.format(args.seeds)}, nothing fitted")
     print(f"{'config':>40} {'K':>4} {'measured/law [95% CI]':>28} {'eta* error':>11} {'in CI':>6}")
     for r in out:
