@@ -175,16 +175,17 @@ def rule_by_width(entries: list) -> dict:
     (:func:`pass_count_null` over the rows' per-seed influence on the fresh seeds), with the one-sided
     p-value ``P(count <= observed)``: ``null`` takes the predictions as exact (the registered test),
     ``null_with_calibration`` adds each prediction's own error (``s_pred_log_sd``, the calibration's
-    seed-bootstrap refits) where every row has it.  ``entries``: ``(width, config, law, fresh_passed,
-    {(stat, K): fresh values}, {(stat, K): s_pred_log_sd})``."""
+    seed-bootstrap refits) where every row has it.  The null needs every row on the same seeds; without
+    that it is ``None``.  ``entries``: ``(width, config, law, fresh_passed, {(stat, K): fresh values},
+    {(stat, K): s_pred_log_sd}, {K: fresh seeds})``."""
     out = {}
     for width in sorted({e[0] for e in entries}):
         mine = [e for e in entries if e[0] == width]
         passed = sum(bool(e[3]) for e in mine)
         keys = {e[1]: sorted(e[4]) for e in mine}
         influence = {e[1]: [row_influence(e[4][k], k[0]) for k in keys[e[1]]] for e in mine}
-        sizes = {len(v) for vs in influence.values() for v in vs}
-        null = pass_count_null(influence) if len(sizes) == 1 else None
+        same_seeds = len({ids for e in mine for ids in e[6].values()}) == 1
+        null = pass_count_null(influence) if same_seeds else None
         with_cal = None
         if null and all(e[5].get(k) is not None for e in mine for k in keys[e[1]]):
             ratio = {e[1]: [e[5][k] / row_log_se(e[4][k], k[0]) for k in keys[e[1]]] for e in mine}
@@ -236,7 +237,7 @@ def main(argv=None) -> int:
     args = parse(argv)
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     result = {"draws": args.draws, "fresh_file": args.fresh_file, "campaigns": []}
-    rule = []  # (width, config, law, fresh_passed, {(statistic, K): fresh per-seed values})
+    rule = []  # rule_by_width's entries, a config at a time
     for folder in map(Path, args.campaign):
         meta = json.loads((folder / "campaign.json").read_text())
         protocol = ProbeProtocol(**meta.get("protocol", {}))
@@ -251,7 +252,7 @@ def main(argv=None) -> int:
             return 2
         path = Path(args.out) if args.out else folder / "limit_shape.csv"
         blocks, _ = read_results(folder / "results.csv")
-        fresh = _fresh_seeds(folder, args.fresh_file)
+        fresh, fresh_ids = _fresh_seeds(folder, args.fresh_file)
         say(f"{folder}: {len(configs)} configs")
         rows, measured = [], {}
         for j, (name, cfg) in enumerate(configs.items(), 1):
@@ -266,7 +267,7 @@ def main(argv=None) -> int:
             rows.append(compare(cfg, meas, table, shape_se, fresh, protocol))
             if rows[-1]["fresh_passed"] is not None:
                 rule.append((cfg.spec.width, name, "limit-shape", rows[-1]["fresh_passed"], _fresh_values(cfg, fresh),
-                             _prediction_sd(rows[-1]["statistics"])))
+                             _prediction_sd(rows[-1]["statistics"]), _fresh_ids(cfg, fresh_ids)))
         summary = _summary(folder) if uncovered and fresh else {}
         for name, cfg in uncovered.items():
             res = summary.get(name)
@@ -276,7 +277,8 @@ def main(argv=None) -> int:
             if check is not None:
                 say(f"  {name}: no exact law; the campaign's selected law ({check['law']}) on the fresh seeds")
                 rule.append((cfg.spec.width, name, check["law"], check["fresh_passed"], _fresh_values(cfg, fresh),
-                             _prediction_sd({stat: {"fresh": rows} for stat, rows in check["fresh"].items()})))
+                             _prediction_sd({stat: {"fresh": rows} for stat, rows in check["fresh"].items()}),
+                             _fresh_ids(cfg, fresh_ids)))
         draws = draw_groups(measured)  # configs drawing the same normals fail or pass together
         result["campaigns"].append({"campaign": str(folder), "configs": rows,
                                     "draw_groups": draws["groups"], "effective_configs": draws["effective_configs"],
@@ -324,9 +326,10 @@ def main(argv=None) -> int:
     return 0
 
 
-def _fresh_seeds(folder: Path, names: list) -> dict:
-    """``{(config, K): per-seed s_bar in seed order}`` of the fresh-seed files ``names`` of ``folder``,
-    merged (``SystemExit`` with one line where two files hold the same seed of a (config, K))."""
+def _fresh_seeds(folder: Path, names: list) -> tuple[dict, dict]:
+    """``({(config, K): per-seed s_bar in seed order}, {(config, K): the seeds})`` of the fresh-seed files
+    ``names`` of ``folder``, merged (``SystemExit`` with one line where two files hold the same seed of a
+    (config, K))."""
     merged: dict = {}
     for name in names:
         for key, per_seed in seed_s_bar(folder, name).items():
@@ -334,7 +337,8 @@ def _fresh_seeds(folder: Path, names: list) -> dict:
             if set(have) & set(per_seed):
                 raise SystemExit(f"error: --fresh-file {name}: seeds of {key[0]} K={key[1]} already in another file")
             have.update(per_seed)
-    return {key: [v[seed] for seed in sorted(v)] for key, v in merged.items()}
+    return ({key: [v[seed] for seed in sorted(v)] for key, v in merged.items()},
+            {key: tuple(sorted(v)) for key, v in merged.items()})
 
 
 def _summary(folder: Path) -> dict:
@@ -348,6 +352,11 @@ def _summary(folder: Path) -> dict:
 def _prediction_sd(statistics: dict) -> dict:
     """``{(statistic, K): s_pred_log_sd}`` of the fresh rows of ``{statistic: {"fresh": rows}}``."""
     return {(stat, r["depth"]): r.get("s_pred_log_sd") for stat, s in statistics.items() for r in s["fresh"]}
+
+
+def _fresh_ids(cfg: CampaignConfig, ids: dict) -> dict:
+    """``{K: the fresh seeds}`` of ``cfg``'s held-out depths."""
+    return {d: ids[(cfg.name, d)] for d in cfg.depths if d not in cfg.calibration_depths and (cfg.name, d) in ids}
 
 
 def _fresh_values(cfg: CampaignConfig, fresh: dict) -> dict:
