@@ -42,9 +42,6 @@ from _blocks import (RESEED_FILE, OneLineParser, add_block_options, append_rows,
                      read_rows, seed_s_bar)
 
 COLUMNS = ("campaign", "config", "depth", "seed", "s_bar")
-#: the laws of a residual config in summary.json (the two calibrated ones and, where it covers the config,
-#: the exact law of the mean): where their held-out rows live
-LAWS = LAW_ROWS
 CI = {"mean": stats.arith_mean_ci, "geo": stats.geo_mean_ci}
 
 
@@ -65,7 +62,7 @@ def _verdicts(cfg: dict, fresh: dict, pooled: dict, level: float) -> list:
     """Per law, statistic and held-out depth: the campaign's prediction of ``s_bar`` against the
     CI of the campaign's seeds (as the campaign reported it), of the fresh seeds and of both."""
     rows = []
-    for law, rows_of in LAWS.items():
+    for law, rows_of in LAW_ROWS.items():
         per_depth = rows_of(cfg)
         if not per_depth:
             continue
@@ -103,7 +100,7 @@ def _per_config(configs: list, verdicts: list) -> dict:
         rows = [r for r in verdicts if r["config"] == cfg["name"]]
         laws = {law: {k: all(r[f"{k}_inside"] for r in rows if r["law"] == law)
                       for k in ("campaign", "fresh", "pooled")}
-                for law in LAWS if any(r["law"] == law for r in rows)}
+                for law in LAW_ROWS if any(r["law"] == law for r in rows)}
         rms = {law: _calibration_rms(cfg, law) for law in laws}
         sel = selected_law(cfg) or {}
         out[cfg["name"]] = {"laws": laws, "calibration_rms": rms, "residual_se_log": sel.get("residual_se_log"),
@@ -189,9 +186,9 @@ def main(argv=None) -> int:
     out = {"campaign": str(folder), "seeds": seeds[0:1] + seeds[-1:], "rows": verdicts,
            "counts": {law: {key: sum(r[key] for r in verdicts if r["law"] == law)
                             for key in ("campaign_inside", "fresh_inside", "pooled_inside")}
-                      | {"of": sum(r["law"] == law for r in verdicts)} for law in LAWS},
+                      | {"of": sum(r["law"] == law for r in verdicts)} for law in LAW_ROWS},
            "configs": per_config, "configs_passed": {}}
-    for law in (*LAWS, "selected"):  # "selected": the law picked from the calibration alone, per config
+    for law in (*LAW_ROWS, "selected"):  # "selected": the law picked from the calibration alone, per config
         verdicts_of = [c["laws"].get(c["selected_law"] if law == "selected" else law) for c in per_config.values()]
         out["configs_passed"][law] = {k: sum(bool(v and v[k]) for v in verdicts_of) for k in kinds}
         out["configs_passed"][law]["of"] = sum(v is not None for v in verdicts_of)

@@ -50,6 +50,7 @@ from amutheory.api import LIMIT_SHAPE_CONSTANTS, LIMIT_SHAPE_DRAWS, block_law_lo
 from amutheory.calibrate import calibrate_law
 from amutheory.campaign.analysis import _eta_rows, _held_out_checks, _held_out_with_calibration
 from amutheory.campaign.analysis_resnet import LAW_ROWS, selected_law
+from amutheory.campaign.common import STATISTICS
 from amutheory.campaign.draws import draw_groups, pass_count_null, row_influence, row_log_se
 from amutheory.campaign.presets import CampaignConfig
 from amutheory.campaign.results import load_measurement, read_results
@@ -59,7 +60,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _blocks import RESEED_FILE, OneLineParser, append_rows, read_rows, seed_s_bar  # noqa: E402
 
 COLUMNS = ("config", "width", "draws", "depth", "law", "log_shape_se")
-STATISTICS = ("mean", "geo")
 CI = {"mean": stats.arith_mean_ci, "geo": stats.geo_mean_ci}
 
 
@@ -267,7 +267,7 @@ def main(argv=None) -> int:
             rows.append(compare(cfg, meas, table, shape_se, fresh, protocol))
             if rows[-1]["fresh_passed"] is not None:
                 rule.append((cfg.spec.width, name, "limit-shape", rows[-1]["fresh_passed"], _fresh_values(cfg, fresh),
-                             _prediction_sd(rows[-1]["statistics"]), _fresh_ids(cfg, fresh_ids)))
+                             _prediction_sd(rows[-1]["statistics"]), _held_out(cfg, fresh_ids)))
         summary = _summary(folder) if uncovered and fresh else {}
         for name, cfg in uncovered.items():
             res = summary.get(name)
@@ -278,7 +278,7 @@ def main(argv=None) -> int:
                 say(f"  {name}: no exact law; the campaign's selected law ({check['law']}) on the fresh seeds")
                 rule.append((cfg.spec.width, name, check["law"], check["fresh_passed"], _fresh_values(cfg, fresh),
                              _prediction_sd({stat: {"fresh": rows} for stat, rows in check["fresh"].items()}),
-                             _fresh_ids(cfg, fresh_ids)))
+                             _held_out(cfg, fresh_ids)))
         draws = draw_groups(measured)  # configs drawing the same normals fail or pass together
         result["campaigns"].append({"campaign": str(folder), "configs": rows,
                                     "draw_groups": draws["groups"], "effective_configs": draws["effective_configs"],
@@ -354,15 +354,14 @@ def _prediction_sd(statistics: dict) -> dict:
     return {(stat, r["depth"]): r.get("s_pred_log_sd") for stat, s in statistics.items() for r in s["fresh"]}
 
 
-def _fresh_ids(cfg: CampaignConfig, ids: dict) -> dict:
-    """``{K: the fresh seeds}`` of ``cfg``'s held-out depths."""
-    return {d: ids[(cfg.name, d)] for d in cfg.depths if d not in cfg.calibration_depths and (cfg.name, d) in ids}
+def _held_out(cfg: CampaignConfig, table: dict) -> dict:
+    """``{K: table[(cfg, K)]}`` at ``cfg``'s held-out depths that ``table`` has (fresh seeds, or their values)."""
+    return {d: table[(cfg.name, d)] for d in cfg.depths if d not in cfg.calibration_depths and (cfg.name, d) in table}
 
 
 def _fresh_values(cfg: CampaignConfig, fresh: dict) -> dict:
     """``{(statistic, K): fresh per-seed s_bar}`` of ``cfg``'s held-out depths (one row per statistic)."""
-    return {(stat, d): fresh[(cfg.name, d)] for d in cfg.depths
-            if d not in cfg.calibration_depths and (cfg.name, d) in fresh for stat in STATISTICS}
+    return {(stat, d): values for d, values in _held_out(cfg, fresh).items() for stat in STATISTICS}
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats as sps
 
+from amutheory.campaign.common import STATISTICS
+
 #: correlation at which two configs count as one draw: half the variance of one's sampling error is
 #: the other's.  With the campaigns' 32-96 seeds the standard error of a correlation between
 #: independent configs is 1/sqrt(seeds) = 0.10-0.18, so chance correlations stay well below it.
@@ -105,10 +107,6 @@ def effective_of(draws: dict, names) -> float:
             r = draws["correlation"][a].get(b)
             corr[i, j] = corr[j, i] = 0.0 if r is None else r
     return effective_count(corr) if names else 0.0
-
-
-#: the statistics whose per-seed influence :func:`row_influence` knows
-STATISTICS = ("mean", "geo")
 
 
 def row_influence(values, statistic: str) -> np.ndarray:
