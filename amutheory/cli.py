@@ -452,8 +452,10 @@ def cmd_validate(args):
     progress = None if (args.json or args.quiet) else (lambda msg: print(msg, file=sys.stderr, flush=True))
     if args.chunk < 1:
         raise CliError(f"validate: --chunk must be a positive integer, got {args.chunk}")
+    if args.first_seed < 0:
+        raise CliError(f"validate: --first-seed must be >= 0, got {args.first_seed}")
     summary = run_campaign(args.preset, args.out, protocol=_protocol(args), resume=not args.fresh,
-                           progress=progress, only=args.only, chunk=args.chunk)
+                           progress=progress, only=args.only, chunk=args.chunk, seed_offset=args.first_seed)
     lines = [f"wrote {args.out}/report.md, results.csv, summary.json"]
     for c in summary["configs"]:
         fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731 - null when a step failed
@@ -675,6 +677,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seeds vectorised at once by the probe (default 16); peak memory grows with it (and with "
                          "K and the width), the results do not depend on it")
     va.add_argument("--fresh", action="store_true", help="ignore finished results in --out (default: resume)")
+    va.add_argument("--first-seed", type=int, default=0,
+                    help="measure every config on seeds FIRST-SEED + its seeds (a replicate on independent seeds "
+                         "when past the preset's, e.g. 7000; default 0: the preset's seeds 0 .. S-1)")
     va.add_argument("--input-var", type=float, default=1.0, help=argparse.SUPPRESS)
     va.add_argument("--dtype", default="float64", choices=("float64", "float32"), help="default float64")
     va.add_argument("--device", default="cpu", help="cpu or cuda[:i] (default cpu)")

@@ -137,6 +137,31 @@ def test_keyboard_interrupt_keeps_finished_blocks(tmp_path):
     assert bad == 0 and set(blocks) == {("tiny", "circular", 2)} and len(blocks[("tiny", "circular", 2)]) == 2 * 2
 
 
+def test_seed_offset_replicates_the_campaign_on_shifted_seeds(full_run, tmp_path):
+    """``seed_offset`` measures every config on its seeds plus the offset: row for row what the same
+    config given those seeds explicitly measures, and not the preset's seeds' values."""
+    cfg = [CampaignConfig("tiny", SPEC, (2, 3, 4), (2, 3, 4), 3)]
+    shifted = tmp_path / "shifted"
+    explicit = tmp_path / "explicit"
+    run_campaign(cfg, shifted, progress=None, analyse=False, seed_offset=100)
+    run_campaign([CampaignConfig("tiny", SPEC, (2, 3, 4), (2, 3, 4), (100, 101, 102))], explicit, progress=None,
+                 analyse=False)
+    assert _rows(shifted / "results.csv") == _rows(explicit / "results.csv")
+    blocks, _ = read_results(shifted / "results.csv")
+    assert {seed for (seed, _layer) in blocks[("tiny", "circular", 2)]} == {100, 101, 102}
+    unshifted, _ = read_results(full_run[0] / "results.csv")
+    s_new = np.array([blocks[("tiny", "circular", 2)][(seed, 1)][1] for seed in (100, 101, 102)])
+    s_old = np.array([unshifted[("tiny", "circular", 2)][(seed, 1)][1] for seed in (0, 1, 2)])
+    assert not np.allclose(s_new, s_old)  # independent draws
+    assert json.loads((shifted / "campaign.json").read_text())["configs"]["tiny"]["seeds"] == [100, 101, 102]
+    # an explicit seed list shifts element by element; the offset is checked
+    assert CampaignConfig("t", SPEC, (2, 3, 4), (2, 3, 4), (3, 7)).with_seed_offset(10).seed_list == [13, 17]
+    with pytest.raises(ValueError, match="seed_offset"):
+        run_campaign(cfg, tmp_path / "bad", progress=None, seed_offset=-1)
+    with pytest.raises(TypeError, match="seed_offset"):
+        run_campaign(cfg, tmp_path / "bad", progress=None, seed_offset=1.5)
+
+
 def test_resume_refuses_results_of_another_spec(full_run, tmp_path):
     out, _, _ = full_run
     for name in ("results.csv", "campaign.json"):

@@ -67,6 +67,7 @@ def test_predict_and_measure_json_contract(capsys):
     (["validate", "--preset", "nope"], "preset"),
     (["validate", "--preset", "resnet-wide", "--only", "nope", "--out", "/nonexistent/x"], "only"),
     (["validate", "--preset", "quick", "--chunk", "0", "--out", "/nonexistent/x"], "chunk"),
+    (["validate", "--preset", "quick", "--first-seed", "-1", "--out", "/nonexistent/x"], "first-seed"),
     (["compare-widths", "/nonexistent/a", "/nonexistent/b"], "not a finished campaign folder"),
     (["frobnicate"], "invalid choice"),
     (["derive", "--padding", "reflect"], "padding"),

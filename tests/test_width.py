@@ -170,11 +170,20 @@ def test_width_sweep_refuses_another_setup_in_the_same_directory(tmp_path):
     (dict(widths=(8, 16), reference_width=32), "reference_width"),
     (dict(widths=(8, 12), reference_width=8, spec=ArchSpec(family="transformer", width=8, heads=8)), "heads"),
     (dict(widths=(8, 16), reference_width=8, seeds=1), "seeds"),
+    (dict(widths=(8, 16), reference_width=8, first_seed=-3), "first_seed"),
 ])
 def test_width_sweep_validates(kwargs, match):
     base = dict(name="x", spec=ArchSpec(width=8), seeds=4)
     with pytest.raises(ValueError, match=match):
         WidthSweep(**{**base, **kwargs})
+
+
+def test_width_sweep_seed_offset_shifts_its_seeds():
+    sweep = WidthSweep("x", ArchSpec(width=8), (8, 16), 8, 3)
+    assert sweep.seed_list == [0, 1, 2]
+    assert sweep.with_seed_offset(50).seed_list == [50, 51, 52]
+    assert sweep.with_seed_offset(50).with_seed_offset(5).seed_list == [55, 56, 57]
+    assert sweep.with_seed_offset(0) is sweep
 
 
 def test_width_sweep_widths_must_be_integers():

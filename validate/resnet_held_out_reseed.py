@@ -150,9 +150,9 @@ def main(argv=None) -> int:
         return 2
     configs = [c for c in configs if not args.only or c["name"] in args.only]
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    used = set(range(max(c["seeds"] for c in configs))) if configs else set()
+    used = {s for c in configs for d in c["held_out_depths"] for s in old.get((c["name"], d), {})}
     if used & set(seeds):
-        print(f"error: --first-seed {args.first_seed}: the seeds overlap the campaign's 0..{max(used)}",
+        print(f"error: --first-seed {args.first_seed}: the seeds overlap the campaign's {min(used)}..{max(used)}",
               file=sys.stderr)
         return 2
     path = Path(args.out or folder / RESEED_FILE)

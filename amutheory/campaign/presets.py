@@ -9,7 +9,7 @@ into the configs to run.  A :class:`WidthSweep` is one net measured at several w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -79,6 +79,12 @@ class CampaignConfig:
     def seed_list(self) -> list[int]:
         return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
 
+    def with_seed_offset(self, offset: int) -> "CampaignConfig":
+        """The same config on the seeds ``offset + s`` (``s`` its seeds): an independent replicate
+        of it for ``offset`` past its largest seed."""
+        offset = check_seed_offset(offset)
+        return self if offset == 0 else replace(self, seeds=tuple(offset + s for s in self.seed_list))
+
     @property
     def is_zero(self) -> bool:
         return self.spec.padding == "zero"
@@ -126,12 +132,14 @@ class WidthSweep:
     widths: tuple
     reference_width: int
     seeds: int = 32
+    first_seed: int = 0
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or any(c in self.name for c in ",\n\r\"/\\"):
             raise ValueError(f"name must be a non-empty string without , / \\ quotes or newlines, got {self.name!r}")
         if not isinstance(self.spec, ArchSpec):
             raise TypeError(f"spec must be an ArchSpec, got {type(self.spec).__name__}")
+        object.__setattr__(self, "first_seed", check_seed_offset(self.first_seed, "first_seed"))
         try:
             raw = list(self.widths)
         except TypeError:
@@ -151,7 +159,21 @@ class WidthSweep:
 
     @property
     def seed_list(self) -> list[int]:
-        return list(range(int(self.seeds)))
+        return list(range(self.first_seed, self.first_seed + int(self.seeds)))
+
+    def with_seed_offset(self, offset: int) -> "WidthSweep":
+        """The same sweep on the seeds ``offset + s`` (``s`` its seeds)."""
+        offset = check_seed_offset(offset)
+        return self if offset == 0 else replace(self, first_seed=self.first_seed + offset)
+
+
+def check_seed_offset(offset, name: str = "seed_offset") -> int:
+    """``offset`` as an int (``TypeError`` unless an integer, ``ValueError`` if negative)."""
+    if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {offset!r}")
+    if offset < 0:
+        raise ValueError(f"{name} must be >= 0, got {offset}")
+    return int(offset)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "spec": self.spec.to_dict(), "widths": list(self.widths),

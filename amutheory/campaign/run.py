@@ -39,7 +39,7 @@ def _block_tag(cfg: CampaignConfig, padding: str, depth: int, i: int, n: int) ->
 
 
 def measure_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(), resume: bool = True,
-                     progress=print, only=None, chunk: int = 16, width_sweeps=None) -> dict:
+                     progress=print, only=None, chunk: int = 16, width_sweeps=None, seed_offset: int = 0) -> dict:
     """The measuring half of :func:`run_campaign`: fill ``out_dir/results.csv`` block by block
     (resuming from complete blocks when ``resume``); returns timing counts."""
     from amutheory.measure.probe import probe
@@ -47,8 +47,7 @@ def measure_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     if not isinstance(protocol, ProbeProtocol):
         raise TypeError(f"protocol must be a ProbeProtocol, got {type(protocol).__name__}")
     say = progress if progress is not None else (lambda msg: None)
-    _, configs = resolve_preset(preset, split_only(preset, only))
-    sweeps = _sweeps(preset, only, width_sweeps)
+    configs, sweeps = _resolve(preset, only, width_sweeps, seed_offset)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "results.csv"
@@ -94,12 +93,13 @@ def measure_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
 
 
 def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(), progress=print,
-                     only=None, figures: bool = True, timing: dict | None = None, width_sweeps=None) -> dict:
+                     only=None, figures: bool = True, timing: dict | None = None, width_sweeps=None,
+                     seed_offset: int = 0) -> dict:
     """The analysing half of :func:`run_campaign`: calibrate, predict and compare every config
     from the rows in ``out_dir/results.csv``; write ``summary.json``, ``report.md`` and figures."""
     say = progress if progress is not None else (lambda msg: None)
-    preset_name, configs = resolve_preset(preset, split_only(preset, only))
-    sweeps = _sweeps(preset, only, width_sweeps)
+    preset_name = resolve_preset(preset)[0]
+    configs, sweeps = _resolve(preset, only, width_sweeps, seed_offset)
     out = Path(out_dir)
     csv_path = out / "results.csv"
     t_an = time.perf_counter()
@@ -148,6 +148,7 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     resnets = [r for r in results if r.get("family") == "resnet"]
     summary = {
         "preset": preset_name,
+        "seed_offset": int(seed_offset),  # every config's seeds shifted by this (0: the preset's)
         "out_dir": str(out),
         "configs": results,
         # forward-unstable resnets (passed None) have no law to check
@@ -179,6 +180,13 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     write_report(out / "report.md", summary)
     say(f"wrote {out / 'summary.json'}, {out / 'report.md'}")
     return summary
+
+
+def _resolve(preset, only, width_sweeps, seed_offset: int) -> tuple[list, list]:
+    """``(configs, width sweeps)`` of a run, each on its seeds shifted by ``seed_offset``."""
+    _, configs = resolve_preset(preset, split_only(preset, only))
+    sweeps = _sweeps(preset, only, width_sweeps)
+    return [c.with_seed_offset(seed_offset) for c in configs], [s.with_seed_offset(seed_offset) for s in sweeps]
 
 
 def _sweeps(preset, only, width_sweeps) -> list:
@@ -216,7 +224,7 @@ def _analyse_width_sweeps(sweeps: list, out: Path, say) -> list:
 
 def run_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(), resume: bool = True,
                  progress=print, only=None, chunk: int = 16, figures: bool = True,
-                 analyse: bool = True, width_sweeps=None) -> dict:
+                 analyse: bool = True, width_sweeps=None, seed_offset: int = 0) -> dict:
     """Run (or resume) a campaign and write ``results.csv``, ``summary.json``, ``report.md`` and
     figures into ``out_dir``; returns the summary dict.
 
@@ -229,8 +237,10 @@ def run_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(), res
     measures and returns the timing counts.  ``width_sweeps``: a list of
     :class:`~amutheory.campaign.presets.WidthSweep` measured and analysed after the configs (default:
     the preset's, :data:`~amutheory.campaign.presets.WIDTH_SWEEPS`; none for a list of configs); their
-    per-seed ``s_bar`` goes to ``width.csv`` and resumes the same way."""
-    timing = measure_campaign(preset, out_dir, protocol, resume, progress, only, chunk, width_sweeps)
+    per-seed ``s_bar`` goes to ``width.csv`` and resumes the same way.  ``seed_offset``: measure every
+    config and sweep on its seeds plus this (a replicate of the campaign on independent seeds when it
+    is past every seed of the preset; 0 keeps the preset's)."""
+    timing = measure_campaign(preset, out_dir, protocol, resume, progress, only, chunk, width_sweeps, seed_offset)
     if not analyse:
         return timing
-    return analyse_campaign(preset, out_dir, protocol, progress, only, figures, timing, width_sweeps)
+    return analyse_campaign(preset, out_dir, protocol, progress, only, figures, timing, width_sweeps, seed_offset)
