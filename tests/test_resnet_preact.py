@@ -195,3 +195,11 @@ def test_held_out_reseed_script(tmp_path, capsys, validate_script):
         assert exit_.value.code == 2 and len(err) == 1 and "error" in err[0], err
     assert reseed.main(["--campaign", str(tmp_path / "missing")]) == 2
     assert "not a finished campaign" in capsys.readouterr().err
+    # a campaign replicated on shifted seeds (validate --first-seed): the overlap is with its own seeds
+    run_campaign([CampaignConfig("tiny-preact", spec, (1, 2, 3, 4, 6), (1, 2, 3, 4), 3)], tmp_path / "shifted",
+                 progress=None, figures=False, seed_offset=200)
+    shifted = ["--campaign", str(tmp_path / "shifted"), "--seeds", "3", "--json"]
+    assert reseed.main([*shifted, "--first-seed", "201"]) == 2
+    assert "overlap the campaign's 200..202" in capsys.readouterr().err
+    assert reseed.main([*shifted, "--first-seed", "0"]) == 0  # below the campaign's seeds: disjoint
+    assert json.loads(capsys.readouterr().out)["seeds"] == [0, 2]
