@@ -166,6 +166,10 @@ class WidthSweep:
         offset = check_seed_offset(offset)
         return self if offset == 0 else replace(self, first_seed=self.first_seed + offset)
 
+    def to_dict(self) -> dict:
+        return {"name": self.name, "spec": self.spec.to_dict(), "widths": list(self.widths),
+                "reference_width": self.reference_width, "seeds": self.seed_list}
+
 
 def check_seed_offset(offset, name: str = "seed_offset") -> int:
     """``offset`` as an int (``TypeError`` unless an integer, ``ValueError`` if negative)."""
@@ -174,10 +178,6 @@ def check_seed_offset(offset, name: str = "seed_offset") -> int:
     if offset < 0:
         raise ValueError(f"{name} must be >= 0, got {offset}")
     return int(offset)
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "spec": self.spec.to_dict(), "widths": list(self.widths),
-                "reference_width": self.reference_width, "seeds": self.seed_list}
 
 
 def n_preacts(spec: ArchSpec, depth: int) -> int:
