@@ -58,6 +58,7 @@ def test_outputs_follow_the_contract(full_run):
 
     on_disk = json.loads((out / "summary.json").read_text())
     assert on_disk == summary
+    assert summary["preset"] == "custom" and summary["seed_offset"] == 0  # the preset's own seeds
     assert {"configs", "out_dir", "preset"} <= set(on_disk)
     assert on_disk["preset"] == "custom" and on_disk["out_dir"] == str(out)
     (cfg,) = on_disk["configs"]

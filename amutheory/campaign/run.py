@@ -47,7 +47,7 @@ def measure_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     if not isinstance(protocol, ProbeProtocol):
         raise TypeError(f"protocol must be a ProbeProtocol, got {type(protocol).__name__}")
     say = progress if progress is not None else (lambda msg: None)
-    configs, sweeps = _resolve(preset, only, width_sweeps, seed_offset)
+    _, configs, sweeps = _resolve(preset, only, width_sweeps, seed_offset)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "results.csv"
@@ -98,8 +98,7 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     """The analysing half of :func:`run_campaign`: calibrate, predict and compare every config
     from the rows in ``out_dir/results.csv``; write ``summary.json``, ``report.md`` and figures."""
     say = progress if progress is not None else (lambda msg: None)
-    preset_name = resolve_preset(preset)[0]
-    configs, sweeps = _resolve(preset, only, width_sweeps, seed_offset)
+    preset_name, configs, sweeps = _resolve(preset, only, width_sweeps, seed_offset)
     out = Path(out_dir)
     csv_path = out / "results.csv"
     t_an = time.perf_counter()
@@ -182,11 +181,11 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     return summary
 
 
-def _resolve(preset, only, width_sweeps, seed_offset: int) -> tuple[list, list]:
-    """``(configs, width sweeps)`` of a run, each on its seeds shifted by ``seed_offset``."""
-    _, configs = resolve_preset(preset, split_only(preset, only))
+def _resolve(preset, only, width_sweeps, seed_offset: int) -> tuple[str, list, list]:
+    """``(preset name, configs, width sweeps)`` of a run, each on its seeds shifted by ``seed_offset``."""
+    name, configs = resolve_preset(preset, split_only(preset, only))
     sweeps = _sweeps(preset, only, width_sweeps)
-    return [c.with_seed_offset(seed_offset) for c in configs], [s.with_seed_offset(seed_offset) for s in sweeps]
+    return name, [c.with_seed_offset(seed_offset) for c in configs], [s.with_seed_offset(seed_offset) for s in sweeps]
 
 
 def _sweeps(preset, only, width_sweeps) -> list:
