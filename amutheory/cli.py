@@ -1,4 +1,4 @@
-"""Command line: ``amutheory {derive,predict,measure,validate,boundary,depth,transfer} ...`` (also ``python -m amutheory``).
+"""Command line: ``amutheory {derive,predict,measure,validate,boundary,depth,transfer,sweep} ...`` (also ``python -m amutheory``).
 
 Every command takes ``--json`` to print one JSON object (the contract in README.md) instead of
 text.  Bad input ends with one line ``amutheory: error: ...`` on stderr and exit status 2.
@@ -34,6 +34,16 @@ def _int_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
     if not values:
         raise argparse.ArgumentTypeError("expected at least one integer")
+    return values
+
+
+def _float_list(text: str) -> list[float]:
+    try:
+        values = [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one number")
     return values
 
 
@@ -363,6 +373,94 @@ def cmd_boundary(args):
     _emit(args, d, "\n".join(lines + _claim_lines(d, "L")))
 
 
+_PROBE_ONLY = {"batch": "--batch is the one-step probe's batch; a training run's is --batch-size",
+               "input_var": "--input-var is the probe's Gaussian input variance; training data is standardised",
+               "C": "--C is the probe's target moment; a sweep finds eta* by training",
+               "law": "--law chooses a predicted law; a sweep measures"}
+
+
+def _sweep_template(args):
+    """The sweep's template cell from the flags (depth and width are the first of theirs)."""
+    from amutheory.train import Cell, spec_for_data
+    from amutheory.train.data import DATASETS
+
+    for flag, why in _PROBE_ONLY.items():
+        if getattr(args, flag) is not None:
+            raise CliError(f"sweep: {why}")
+    if args.dataset not in DATASETS:
+        raise CliError(f"sweep: unknown dataset {args.dataset!r}; choose one of {', '.join(DATASETS)}")
+    real = args.dataset != "synthetic"
+    given = {k: getattr(args, k) for k in ("spatial", "input_channels", "outputs", "seq_len")
+             if getattr(args, k) is not None}
+    if real and given:
+        k = sorted(given)[0]
+        raise CliError(f"sweep: --{k.replace('_', '-')} is set by the dataset {args.dataset} (its images); leave it out")
+    defaults = {"spatial": 8, "input_channels": 3, "outputs": 10}
+    for k, v in defaults.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    args.batch, args.widths = 8, args.widths or [args.width]
+    spec = spec_for_data(_spec(args, depth=args.depths[0]).with_(width=args.widths[0]), args.dataset)
+    if args.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise CliError(f"sweep: --device {args.device} but no CUDA device is available here")
+    return Cell(spec=spec, lr=1.0, optimizer=args.optimizer, momentum=args.momentum, weight_decay=args.weight_decay,
+                dataset=args.dataset, steps=args.steps, batch_size=args.batch_size, norm=args.norm,
+                dropout=args.dropout, model=args.model, dtype=args.dtype, data_dir=args.data_dir, device=args.device)
+
+
+def _sweep_rates(args) -> list[float]:
+    from amutheory.train import grid
+
+    if args.lrs is not None and args.lr_range is not None:
+        raise CliError("sweep: give --lrs or --lr-range, not both")
+    if args.lrs is not None:
+        if args.points is not None:
+            raise CliError("sweep: --points goes with --lr-range, not with --lrs")
+        return args.lrs
+    if args.lr_range is None:
+        raise CliError("sweep: give the learning rates: --lrs a,b,c or --lr-range LO,HI --points N")
+    if len(args.lr_range) != 2:
+        raise CliError(f"sweep: --lr-range takes two numbers LO,HI, got {len(args.lr_range)}")
+    return grid(args.lr_range[0], args.lr_range[1], 9 if args.points is None else args.points)
+
+
+def cmd_sweep(args):
+    from amutheory.train import run_sweep
+
+    for name in ("steps", "batch_size", "workers", "threads"):
+        if getattr(args, name) < 1:
+            raise CliError(f"sweep: --{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.refine < 0:
+        raise CliError(f"sweep: --refine must be >= 0, got {args.refine}")
+    if args.seed_start < 0:
+        raise CliError(f"sweep: --seed-start must be >= 0, got {args.seed_start}")
+    lrs = _sweep_rates(args)
+    template = _sweep_template(args)
+    seeds = list(range(args.seed_start, args.seed_start + args.seeds))
+    summary = run_sweep(template, args.depths, args.widths, lrs, seeds, args.out, score=args.score,
+                        refine=args.refine, engine=args.engine, workers=args.workers, threads=args.threads,
+                        vectorise=not args.loop, scheduler=args.scheduler,
+                        progress=not (args.json or args.quiet), figures=not args.no_figures)
+    fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # noqa: E731 - null: not finite / not defined
+    lines = [f"wrote {args.out}/summary.json, report.md, cells.jsonl" + ("" if args.no_figures else ", figures"),
+             f"{'depth':>6} {'width':>6} {'eta*_train':>11} {'95% CI':>22} {'eta*_grid':>10}  flags"]
+    for r in summary["runs"]:
+        ci = r["eta_star_train_ci"]
+        lines.append(f"{r['depth']:>6} {r['width']:>6} {fmt(r['eta_star_train']):>11} "
+                     f"{'n/a' if not ci else f'[{ci[0]:.4g}, {ci[1]:.4g}]':>22} {fmt(r['eta_star_grid']):>10}  "
+                     f"{', '.join(r['flags']) or '-'}")
+    for key, axis in (("depth_fit", "depth"), ("width_fit", "width")):
+        for fit in summary.get(key) or []:
+            if "exponent" in fit:
+                ci = fit["exponent_ci"]
+                lines.append(f"eta*_train ~ {axis}^{fit['exponent']:.3f}" +
+                             (f"  95% CI [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""))
+    _emit(args, summary, "\n".join(lines))
+
+
 def _spectral_dict(spec, input_var: float) -> dict | None:
     """The spectral law's expressions and exact constants, for a linear circular chain (else None)."""
     import sympy as sp
@@ -490,37 +588,15 @@ def _shape(text: str) -> tuple[int, ...]:
 
 def _load_model(spec: str):
     """``path/to/file.py:factory`` or ``package.module:factory`` -> the nn.Module it builds."""
-    import importlib
-    import importlib.util
-    import os
-
     from torch import nn
 
-    if ":" not in spec:
-        raise CliError(f"depth: model spec must be FILE.py:FACTORY or MODULE:FACTORY, got {spec!r}")
-    where, name = spec.rsplit(":", 1)
-    if not where or not name:
-        raise CliError(f"depth: model spec must be FILE.py:FACTORY or MODULE:FACTORY, got {spec!r}")
+    from amutheory.modelfile import import_attribute
+
+    name = spec.rsplit(":", 1)[-1]
     try:
-        if where.endswith(".py") or os.sep in where or os.path.exists(where):
-            if not os.path.isfile(where):
-                raise CliError(f"depth: no such file {where!r}")
-            ispec = importlib.util.spec_from_file_location(f"_amutheory_depth_{abs(hash(where))}", where)
-            module = importlib.util.module_from_spec(ispec)
-            sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
-            try:
-                ispec.loader.exec_module(module)
-            finally:
-                sys.path.pop(0)
-        else:
-            module = importlib.import_module(where)
-    except CliError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any import failure is a bad spec
-        raise CliError(f"depth: cannot import {where!r}: {type(exc).__name__}: {' '.join(str(exc).split())}")
-    if not hasattr(module, name):
-        raise CliError(f"depth: {where!r} has no attribute {name!r}")
-    obj = getattr(module, name)
+        obj = import_attribute(spec, "depth")
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     if not isinstance(obj, nn.Module):
         if not callable(obj):
             raise CliError(f"depth: {spec!r} is neither an nn.Module nor a factory")
@@ -593,7 +669,7 @@ def cmd_transfer(args):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="amutheory", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", metavar="{derive,predict,measure,validate,boundary,depth,transfer}",
+    sub = p.add_subparsers(dest="command", metavar="{derive,predict,measure,validate,boundary,depth,transfer,sweep}",
                            parser_class=_Parser)
     common = _Parser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -730,7 +806,58 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "per-layer-mup"), help="rule of 'lr' (default am-mup)")
     _arch_args(tr, depths_required=False)
     tr.set_defaults(func=cmd_transfer)
+    _sweep_parser(sub, common)
     return p
+
+
+def _sweep_parser(sub, common) -> None:
+    from amutheory.spec import NORMS
+    from amutheory.train.cell import OPTIMIZERS
+    from amutheory.train.engine import ENGINES
+    from amutheory.train.search import SCORES
+
+    sw = sub.add_parser("sweep", parents=[common], help="train real networks over a learning-rate grid; eta*_train",
+                        description="Train real networks (depths x widths x learning rates x seeds), find the "
+                                    "learning rate that minimises the training score, and fit its power law in "
+                                    "depth and width.  Resumes from --out; writes summary.json, report.md, figures.")
+    _arch_args(sw)
+    sw.set_defaults(spatial=None, input_channels=None, outputs=None, batch=None, input_var=None, C=None, law=None,
+                    dtype="float32")
+    g = sw.add_argument_group("training")
+    g.add_argument("--widths", type=_int_list, default=None, help="comma-separated widths (default: --width)")
+    g.add_argument("--lrs", type=_float_list, default=None, help="learning rates, comma-separated, e.g. 0.01,0.1,1")
+    g.add_argument("--lr-range", type=_float_list, default=None, metavar="LO,HI",
+                   help="a log grid of learning rates from LO to HI (with --points)")
+    g.add_argument("--points", type=int, default=None, help="points of --lr-range (>= 3, default 9)")
+    g.add_argument("--refine", type=int, default=0,
+                   help="R more rates between the grid neighbours of each optimum, run after the grid (default 0)")
+    g.add_argument("--seeds", type=int, default=3, help="seeds per rate (>= 2, default 3)")
+    g.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
+    g.add_argument("--steps", type=int, default=100, help="training steps per run (default 100)")
+    g.add_argument("--batch-size", type=int, default=32, help="minibatch size (default 32)")
+    g.add_argument("--optimizer", default="sgd", choices=OPTIMIZERS, help="default sgd (plain, as the papers)")
+    g.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (default 0)")
+    g.add_argument("--weight-decay", type=float, default=0.0, help="weight decay (AdamW: decoupled; default 0)")
+    g.add_argument("--norm", default="none", choices=NORMS, help="normalisation before every activation (default none)")
+    g.add_argument("--dropout", type=float, default=0.0, help="dropout probability after activations (default 0)")
+    g.add_argument("--model", default=None, metavar="FILE.py:FACTORY",
+                   help="train FACTORY(depth=L, width=n) instead of the built-in family")
+    g.add_argument("--dataset", default="synthetic",
+                   help="synthetic (a random teacher; --spatial, --input-channels, --outputs), digits (scikit-learn's "
+                        "8x8 images), mnist (IDX files), cifar10, cifar100 (python-pickle folders); default synthetic")
+    g.add_argument("--data-dir", default=None, help="folder of the mnist/cifar files (never downloaded)")
+    g.add_argument("--score", default="mean", choices=SCORES,
+                   help="mean training loss over the run (the papers', default) or final (the last tenth)")
+    g.add_argument("--out", default="results/sweep", help="output folder; a rerun resumes (default results/sweep)")
+    g.add_argument("--engine", default="local", choices=ENGINES, help="local process pool (default) or dask")
+    g.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                   help="worker processes (local pool or local Dask cluster; default min(2, cores))")
+    g.add_argument("--threads", type=int, default=1, help="torch threads per worker (default 1)")
+    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="a running Dask scheduler, e.g. tcp://10.0.0.1:8786 (implies --engine dask)")
+    g.add_argument("--loop", action="store_true", help="train one run at a time instead of all rates at once")
+    g.add_argument("--no-figures", action="store_true", help="skip the figures")
+    sw.set_defaults(func=cmd_sweep)
 
 
 def main(argv=None) -> int:

@@ -41,6 +41,8 @@ ATTN_SCALES = ("sqrt", "mup")
 #: fields added after results were first written, with the value older results were measured with
 FIELD_DEFAULTS_BEFORE = {"readout": "standard", "attn_scale": "sqrt"}
 DIMS = (1, 2)
+#: normalisation layers a training run may put before every activation (amutheory.measure.models)
+NORMS = ("none", "batch", "layer")
 
 
 def _check_int(name: str, value, minimum: int) -> int:

@@ -5,6 +5,12 @@
 global average pooling and a bias-free linear head with ``Var = spec.readout_variance``
 (``1 / width``; ``1 / width^2`` for ``readout="mup"``).
 ``forward`` returns the output; ``preactivations`` returns every ``h_l`` as well.
+
+Training options (the probe leaves both off): ``norm`` puts a normalisation between every conv
+and its activation (``batch``: BatchNorm over batch and positions; ``layer``: LayerNorm over
+channels and positions, ``GroupNorm(1, n)``; both with the usual affine ``(1, 0)`` init), so
+``h_l`` is the normalised tensor; ``dropout`` drops activations with probability ``p`` after
+every activation.  With ``norm="none"`` and ``dropout=0`` the module tree is the probe's.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from amutheory.spec import TORCH_PADDING_MODE, ArchSpec
+from amutheory.spec import NORMS, TORCH_PADDING_MODE, ArchSpec
 
 _ACTIVATIONS = {
     "linear": lambda h: h,
@@ -30,11 +36,31 @@ def activation_fn(name: str):
     return _ACTIVATIONS[name]
 
 
+def norm_layer(kind: str, dim: int, width: int, dtype, device) -> nn.Module:
+    """``Identity`` (``none``), ``BatchNorm{1,2}d(width)`` (``batch``) or ``GroupNorm(1, width)``
+    (``layer``: LayerNorm over channels and positions)."""
+    if kind == "none":
+        return nn.Identity()
+    if kind == "batch":
+        return (nn.BatchNorm1d if dim == 1 else nn.BatchNorm2d)(width, dtype=dtype, device=device)
+    if kind == "layer":
+        return nn.GroupNorm(1, width, dtype=dtype, device=device)
+    raise ValueError(f"norm must be one of {', '.join(NORMS)}; got {kind!r}")
+
+
+def dropout_layer(p: float) -> nn.Module:
+    """``Dropout(p)``, or ``Identity`` at ``p = 0``."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout must be a probability in [0, 1), got {p!r}")
+    return nn.Dropout(p) if p > 0 else nn.Identity()
+
+
 class ConvChain(nn.Module):
     """Homogeneous conv chain of ``spec.depth`` layers (circular or zero 'same' padding), GAP and linear head."""
 
     def __init__(self, spec: ArchSpec, generator: torch.Generator | None = None,
-                 dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu"):
+                 dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu",
+                 norm: str = "none", dropout: float = 0.0):
         super().__init__()
         if not isinstance(spec, ArchSpec):
             raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
@@ -52,6 +78,9 @@ class ConvChain(nn.Module):
                 layer.weight.normal_(0.0, math.sqrt(c / fan_in), generator=generator)
             layers.append(layer)
         self.convs = nn.ModuleList(layers)
+        if norm != "none":
+            self.norms = nn.ModuleList(norm_layer(norm, spec.dim, spec.width, dtype, device) for _ in layers)
+        self.drop = dropout_layer(dropout)
         self.head = nn.Linear(spec.width, spec.outputs, bias=False, dtype=dtype, device=device)
         with torch.no_grad():
             self.head.weight.normal_(0.0, math.sqrt(spec.readout_variance), generator=generator)
@@ -59,10 +88,11 @@ class ConvChain(nn.Module):
     def preactivations(self, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Every pre-activation ``h_1 .. h_L`` and the output ``f(x)``."""
         hs = []
-        for conv in self.convs:
-            h = conv(x)
+        norms = getattr(self, "norms", None)
+        for l, conv in enumerate(self.convs):
+            h = conv(x) if norms is None else norms[l](conv(x))
             hs.append(h)
-            x = self.phi(h)
+            x = self.drop(self.phi(h))
         pooled = x.flatten(2).mean(-1)
         return hs, self.head(pooled)
 
@@ -71,9 +101,12 @@ class ConvChain(nn.Module):
 
 
 def build_model(spec: ArchSpec, seed: int | None = None, generator: torch.Generator | None = None,
-                dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> nn.Module:
+                dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu",
+                norm: str = "none", dropout: float = 0.0) -> nn.Module:
     """The model of ``spec``'s family, initialised from ``seed`` (a fresh CPU generator) or
-    from ``generator`` (drawn from in place); on the CPU first, then moved to ``device``."""
+    from ``generator`` (drawn from in place); on the CPU first, then moved to ``device``.
+    ``norm`` and ``dropout`` are the training options of the module docstring (a transformer's
+    blocks are pre-LN already: it takes ``norm="none"`` only)."""
     if seed is not None and generator is not None:
         raise ValueError("give seed or generator, not both")
     if seed is not None:
@@ -81,9 +114,11 @@ def build_model(spec: ArchSpec, seed: int | None = None, generator: torch.Genera
     if spec.family == "resnet":
         from amutheory.measure.resnet import ResidualConvNet
 
-        return ResidualConvNet(spec, generator=generator, dtype=dtype).to(device)
+        return ResidualConvNet(spec, generator=generator, dtype=dtype, norm=norm, dropout=dropout).to(device)
     if spec.family == "transformer":
         from amutheory.measure.transformer import PreLNTransformer
 
-        return PreLNTransformer(spec, generator=generator, dtype=dtype).to(device)
-    return ConvChain(spec, generator=generator, dtype=dtype).to(device)
+        if norm != "none":
+            raise ValueError(f"norm must be 'none' for a transformer (its blocks are pre-LN already), got {norm!r}")
+        return PreLNTransformer(spec, generator=generator, dtype=dtype, dropout=dropout).to(device)
+    return ConvChain(spec, generator=generator, dtype=dtype, norm=norm, dropout=dropout).to(device)

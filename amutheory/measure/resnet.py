@@ -11,6 +11,8 @@ Branches (``phi`` the activation):
 
 Every weight is drawn with the init convention of :mod:`amutheory.symbolic.resnet_init`.
 ``preactivations`` returns every tensor that enters an activation function, in order.
+Training options (:func:`amutheory.measure.models.build_model`): ``norm`` after the branch's
+first conv (before its activation), ``dropout`` on the branch output before it is added.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import math
 import torch
 from torch import nn
 
-from amutheory.measure.models import activation_fn
+from amutheory.measure.models import activation_fn, dropout_layer, norm_layer
 from amutheory.spec import TORCH_PADDING_MODE, ArchSpec
 from amutheory.symbolic.resnet_init import branch_multiplier, layer_variance_factors, numeric
 
@@ -41,7 +43,8 @@ class ResidualConvNet(nn.Module):
     """Stem, ``spec.depth`` residual blocks of type ``spec.branch``, GAP and linear head."""
 
     def __init__(self, spec: ArchSpec, generator: torch.Generator | None = None,
-                 dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu"):
+                 dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu",
+                 norm: str = "none", dropout: float = 0.0):
         super().__init__()
         if not isinstance(spec, ArchSpec) or spec.family != "resnet":
             raise TypeError("spec must be an ArchSpec with family='resnet'")
@@ -65,6 +68,9 @@ class ResidualConvNet(nn.Module):
                 p = _conv(spec, n, 1, dtype, device)
                 _init(p, 1.0, generator)
                 self.skip.append(p)
+        if norm != "none":
+            self.norms = nn.ModuleList(norm_layer(norm, spec.dim, n, dtype, device) for _ in range(K))
+        self.drop = dropout_layer(dropout)
         self.head = nn.Linear(n, spec.outputs, bias=False, dtype=dtype, device=device)
         with torch.no_grad():
             self.head.weight.normal_(0.0, math.sqrt(spec.readout_variance), generator=generator)
@@ -75,9 +81,12 @@ class ResidualConvNet(nn.Module):
             hs.append(x)
             x = self.phi(x)
         h = self.first[k](x)
+        norms = getattr(self, "norms", None)
+        if norms is not None:
+            h = norms[k](h)
         hs.append(h)
         y = self.phi(h)
-        return y if branch == "conv" else self.second[k](y)
+        return self.drop(y if branch == "conv" else self.second[k](y))
 
     def preactivations(self, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Every tensor entering an activation function, and the output ``f(x)``."""

@@ -19,6 +19,7 @@ equivariant, and nothing the probe measures depends on order.
 ``preactivations`` returns every tensor entering the MLP activation (one per block, ``(B, T,
 mlp_ratio n)``): the AM average of the law (:mod:`amutheory.symbolic.transformer`) runs over these.
 Attention logits enter a softmax, not ``phi``; they are left out of the average by that choice.
+Training option ``dropout``: on both branch outputs before they are added (off for the probe).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from amutheory.measure.models import activation_fn
+from amutheory.measure.models import activation_fn, dropout_layer
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.resnet_init import branch_multiplier, layer_variance_factors, numeric
 
@@ -89,7 +90,7 @@ class PreLNTransformer(nn.Module):
     """Embedding, ``spec.depth`` pre-LN blocks (attention + MLP), final LN, token mean, linear head."""
 
     def __init__(self, spec: ArchSpec, generator: torch.Generator | None = None,
-                 dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu"):
+                 dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu", dropout: float = 0.0):
         super().__init__()
         if not isinstance(spec, ArchSpec) or spec.family != "transformer":
             raise TypeError("spec must be an ArchSpec with family='transformer'")
@@ -104,16 +105,17 @@ class PreLNTransformer(nn.Module):
             self.attn.append(SelfAttention(n, spec.heads, v2, generator, dtype, device, spec.attn_scale))
             self.mlp.append(MLP(n, spec.mlp_ratio * n, phi, v1, spec.c * v2, generator, dtype, device))
         self.head = _linear(n, spec.outputs, n * spec.readout_variance, generator, dtype, device)
+        self.drop = dropout_layer(dropout)
 
     def _stream(self, x: torch.Tensor, hs: list, moments: list | None = None) -> torch.Tensor:
         x = self.embed(x.transpose(1, 2))  # (B, T, n)
         if moments is not None:
             moments.append(float(x.pow(2).mean()))
         for attn, mlp in zip(self.attn, self.mlp):
-            x = x + self.alpha * attn(layer_norm(x))
+            x = x + self.alpha * self.drop(attn(layer_norm(x)))
             h, y = mlp(layer_norm(x))
             hs.append(h)
-            x = x + self.alpha * y
+            x = x + self.alpha * self.drop(y)
             if moments is not None:
                 moments.append(float(x.pow(2).mean()))
         return x

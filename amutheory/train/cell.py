@@ -1,0 +1,166 @@
+"""One training run as a pure, seeded unit: a :class:`Cell` maps to one record, bit for bit.
+
+A cell is everything a run depends on: the architecture (an :class:`~amutheory.spec.ArchSpec`,
+whose ``depth`` and ``width`` are the run's, or a ``FILE.py:FACTORY`` model called as
+``FACTORY(depth=L, width=n)``), the optimizer and its learning rate, the seed, the dataset, the
+number of steps and the batch size, and the training layers (``norm``, ``dropout``).  Its
+:meth:`Cell.key` is a hash of exactly those fields, so a results table keyed by it resumes
+without ever running a finished cell twice.  Where the data lives (``data_dir``) and on which
+device it runs are not part of the key: the same cell on another machine is the same cell.
+
+The seed fixes the init (the model's generator), the order of the minibatches (a second
+generator, :data:`DATA_SEED_OFFSET` away) and the dropout masks (the global generator, seeded
+:data:`DROPOUT_SEED_OFFSET` away, in the loop engine).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import numbers
+from dataclasses import dataclass
+
+from amutheory.spec import NORMS, ArchSpec
+
+OPTIMIZERS = ("sgd", "adam", "adamw")
+DTYPES = ("float32", "float64")
+#: the minibatch order of seed s is drawn from a generator seeded s + DATA_SEED_OFFSET
+DATA_SEED_OFFSET = 7_919
+#: the dropout masks of seed s come from the global generator seeded s + DROPOUT_SEED_OFFSET
+DROPOUT_SEED_OFFSET = 104_729
+#: divergence rule: a loss that is not finite, or above this many times the first step's loss
+DIVERGENCE_FACTOR = 10.0
+#: Adam's constants (torch's defaults), named so the record can say them
+ADAM_BETAS = (0.9, 0.999)
+ADAM_EPS = 1e-8
+#: fields of a cell that are not part of its identity (where it runs, not what it computes)
+_NOT_KEYED = ("data_dir", "device")
+
+
+def _check_number(name: str, value, *, positive: bool = False, minimum: float | None = None,
+                  below: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if positive and value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value:g}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum:g}, got {value:g}")
+    if below is not None and value >= below:
+        raise ValueError(f"{name} must be < {below:g}, got {value:g}")
+    return value
+
+
+def _check_count(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_choice(name: str, value, choices) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__} {value!r}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One training run: ``steps`` minibatch steps of ``optimizer`` at learning rate ``lr`` on
+    ``dataset``, cross-entropy loss, from the init of ``seed``.
+
+    ``spec`` carries the architecture, its depth and width; its ``input_channels``, ``spatial``
+    and ``outputs`` must match the dataset (:func:`amutheory.train.sweep.spec_for_data` sets them).
+    ``model`` (``FILE.py:FACTORY``) replaces the spec's network by the factory's, built under
+    ``torch.manual_seed(seed)``; the spec then only says depth, width and the input layout (dim).
+    """
+
+    spec: ArchSpec
+    lr: float
+    seed: int = 0
+    optimizer: str = "sgd"
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    dataset: str = "synthetic"
+    steps: int = 100
+    batch_size: int = 32
+    norm: str = "none"
+    dropout: float = 0.0
+    model: str | None = None
+    dtype: str = "float32"
+    data_dir: str | None = None
+    device: str = "cpu"
+
+    def __post_init__(self):
+        if not isinstance(self.spec, ArchSpec):
+            raise TypeError(f"spec must be an ArchSpec, got {type(self.spec).__name__}")
+        object.__setattr__(self, "lr", _check_number("lr", self.lr, positive=True))
+        _check_count("seed", self.seed, 0)
+        _check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        object.__setattr__(self, "momentum", _check_number("momentum", self.momentum, minimum=0.0, below=1.0))
+        object.__setattr__(self, "weight_decay", _check_number("weight_decay", self.weight_decay, minimum=0.0))
+        if self.optimizer != "sgd" and self.momentum:
+            raise ValueError(f"momentum is an SGD option; {self.optimizer} has its own betas {ADAM_BETAS}")
+        if not isinstance(self.dataset, str) or not self.dataset:
+            raise TypeError(f"dataset must be a non-empty string, got {self.dataset!r}")
+        _check_count("steps", self.steps, 1)
+        _check_count("batch_size", self.batch_size, 1)
+        _check_choice("norm", self.norm, NORMS)
+        object.__setattr__(self, "dropout", _check_number("dropout", self.dropout, minimum=0.0, below=1.0))
+        _check_choice("dtype", self.dtype, DTYPES)
+        if self.model is not None and (not isinstance(self.model, str) or ":" not in self.model):
+            raise ValueError(f"model must be FILE.py:FACTORY or MODULE:FACTORY, got {self.model!r}")
+        if self.model is not None and (self.norm != "none" or self.dropout):
+            raise ValueError("norm and dropout are options of the built-in models; a model factory builds its own layers")
+        if self.spec.family == "transformer" and self.norm != "none":
+            raise ValueError(f"norm must be 'none' for a transformer (its blocks are pre-LN already), got {self.norm!r}")
+        if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
+            raise ValueError(f"device must be 'cpu' or 'cuda[:i]', got {self.device!r}")
+
+    @property
+    def depth(self) -> int:
+        return self.spec.depth
+
+    @property
+    def width(self) -> int:
+        return self.spec.width
+
+    def identity(self) -> dict:
+        """The fields the record depends on (everything but :data:`_NOT_KEYED`), JSON-ready."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_KEYED}
+        d["spec"] = self.spec.to_dict()
+        d["lr"] = repr(self.lr)  # the exact float, not a rounded print
+        return d
+
+    def key(self) -> str:
+        """A 16-hex-digit hash of :meth:`identity` (the results table's row key)."""
+        text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def group_key(self) -> str:
+        """The key of the cell with ``lr`` left out: cells sharing it train side by side."""
+        d = self.identity()
+        d.pop("lr")
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict:
+        d = self.identity()
+        d["lr"] = self.lr
+        return d
+
+    def with_(self, **changes) -> "Cell":
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_dict(cls, d: dict, **extra) -> "Cell":
+        d = dict(d)
+        d["spec"] = ArchSpec(**d["spec"])
+        d["lr"] = float(d["lr"])
+        return cls(**d, **extra)

@@ -1,0 +1,95 @@
+"""Where groups of cells run: in this process, a local process pool, or a Dask cluster.
+
+Cells are independent, so the engines only differ in where :func:`run_group` is called.  Each
+yields ``(group, records)`` as groups finish, in any order; the sweep writes each at once.
+
+* ``local`` with ``workers=1``: in this process, one group after another;
+* ``local`` with ``workers=N``: a ``spawn`` process pool, each worker on ``threads`` torch
+  threads (one by default: two busy threads on a 2-core machine are 10-100x slower than one);
+* ``dask``: ``scheduler="tcp://host:port"`` uses a running ``dask scheduler`` (start one by hand
+  with ``dask scheduler`` and ``dask worker ADDRESS --nthreads 1``, or on SLURM through
+  dask-jobqueue); without a scheduler, a ``LocalCluster`` of ``workers`` processes.  Needs the
+  ``[cluster]`` extra (``dask[distributed]``).
+
+Each record's ``timing`` gets the peak resident memory of the process that trained it.
+A group is computed the same way by every engine (the same function on the same cells), so a
+cluster run and a local run write the same rows.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import resource
+from typing import Iterator
+
+ENGINES = ("local", "dask")
+
+
+def run_group(cells, vectorise: bool = True, threads: int = 1) -> list[dict]:
+    """Train one group (cells differing only in lr) on ``threads`` torch threads; its records."""
+    import torch
+
+    from amutheory.train.run import train
+
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    records = train(list(cells), vectorise=vectorise)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kB
+    for r in records:
+        r["timing"]["peak_rss_mb"] = peak_mb
+    return records
+
+
+def _init_worker(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def run_groups(groups: list, engine: str = "local", workers: int = 1, threads: int = 1,
+               vectorise: bool = True, scheduler: str | None = None) -> Iterator[tuple[list, list[dict]]]:
+    """``(group, records)`` for every group, as each finishes."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    if engine == "dask" or scheduler is not None:
+        yield from _run_dask(groups, workers, threads, vectorise, scheduler)
+    elif workers == 1 or len(groups) <= 1:
+        for g in groups:
+            yield g, run_group(g, vectorise, threads)
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with cf.ProcessPoolExecutor(max_workers=min(workers, len(groups)), mp_context=ctx,
+                                    initializer=_init_worker, initargs=(threads,)) as pool:
+            futures = {pool.submit(run_group, g, vectorise, threads): g for g in groups}
+            try:
+                for fut in cf.as_completed(futures):
+                    yield futures[fut], fut.result()
+            except BaseException:
+                for fut in futures:
+                    fut.cancel()
+                raise
+
+
+def _run_dask(groups, workers, threads, vectorise, scheduler):
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise ValueError("the dask engine needs Dask distributed: pip install 'amutheory[cluster]'") from None
+    cluster = None
+    if scheduler is None:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    try:
+        client = Client(scheduler or cluster, timeout="20s")
+    except OSError as exc:
+        if cluster is not None:
+            cluster.close()
+        raise ValueError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
+    try:
+        futures = {client.submit(run_group, g, vectorise, threads, pure=False): i for i, g in enumerate(groups)}
+        for fut in as_completed(futures):
+            yield groups[futures[fut]], fut.result()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

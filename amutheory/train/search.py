@@ -1,0 +1,118 @@
+"""The learning-rate search over a sweep's records: the seed-mean score per rate, its optimum,
+the optimum's seed bootstrap, and the power law of the optimum across depth (or width).
+
+* ``loss_mean[i]``: the mean over seeds of the score at rate ``lrs[i]``; a diverged run scores
+  ``+inf`` (never dropped), so a rate where any seed diverged has ``loss_mean = +inf`` (``null``
+  in JSON) and ``diverged[i]`` says which fraction did.
+* ``eta_star_grid``: the grid's argmin.  ``eta_star_train``: the vertex of the parabola through
+  the argmin and its two neighbours in ``ln lr`` (a sub-grid optimum), kept inside them; where a
+  neighbour is missing (the grid's edge), infinite (next to divergence) or the three points bend
+  the wrong way, the grid's argmin, and ``flags`` say why.
+* ``eta_star_train_ci``: the 2.5 and 97.5 percentiles of ``eta_star_train`` over
+  :data:`BOOTSTRAP` resamples of the seeds (a resampled seed brings its runs at every rate: the
+  rates share inits and minibatches).
+* :func:`fit_power`: least squares of ``ln eta*`` on ``ln L``; its CI from the same bootstrap
+  draws, resampled independently per depth.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: bootstrap resamples of the seeds
+BOOTSTRAP = 2000
+#: the bootstrap's own seed (fixed: the same records give the same CI)
+BOOTSTRAP_SEED = 20_251_125
+SCORES = ("mean", "final")
+
+
+def _vertex(x: np.ndarray, y: np.ndarray) -> tuple[float, list[str]]:
+    """``(ln eta*, flags)`` from the seed-mean scores ``y`` at ``x = ln lr`` (sorted)."""
+    finite = np.isfinite(y)
+    if not finite.any():
+        return math.nan, ["all-diverged"]
+    i = int(np.argmin(np.where(finite, y, np.inf)))
+    if i == 0 or i == len(x) - 1:
+        return float(x[i]), ["edge"]
+    if not (finite[i - 1] and finite[i + 1]):
+        return float(x[i]), ["next-to-divergence"]
+    xs, ys = x[i - 1:i + 2], y[i - 1:i + 2]
+    a, b, _ = np.polyfit(xs - x[i], ys, 2)
+    if not a > 0:
+        return float(x[i]), ["no-curvature"]
+    return float(np.clip(x[i] - b / (2 * a), xs[0], xs[-1])), []
+
+
+@dataclass
+class LrSearch:
+    """The search at one depth and width: ``scores[i, s]`` of rate ``lrs[i]`` and seed ``seeds[s]``."""
+
+    lrs: np.ndarray
+    seeds: list
+    scores: np.ndarray
+    depth: int | None = None
+    width: int | None = None
+    boot: np.ndarray = field(default=None, repr=False)
+
+    def __post_init__(self):
+        order = np.argsort(self.lrs)
+        self.lrs = np.asarray(self.lrs, float)[order]
+        self.scores = np.asarray(self.scores, float)[order]
+        x = np.log(self.lrs)
+        self.loss_mean = self.scores.mean(1)
+        self.diverged = (~np.isfinite(self.scores)).mean(1)
+        log_eta, self.flags = _vertex(x, self.loss_mean)
+        self.eta_star_train = math.exp(log_eta) if math.isfinite(log_eta) else math.nan
+        finite = np.isfinite(self.loss_mean)
+        self.eta_star_grid = float(self.lrs[np.argmin(np.where(finite, self.loss_mean, np.inf))]) if finite.any() \
+            else math.nan
+        n = self.scores.shape[1]
+        rng = np.random.default_rng(BOOTSTRAP_SEED)
+        draws = rng.integers(0, n, size=(BOOTSTRAP, n))
+        self.boot = np.exp([_vertex(x, self.scores[:, d].mean(1))[0] for d in draws]) if n > 1 else None
+        with np.errstate(invalid="ignore"):  # a rate with a diverged seed has no finite spread
+            se = self.scores.std(1, ddof=1) / math.sqrt(n) if n > 1 else np.full(len(x), np.nan)
+        self.loss_ci = [(m - 1.96 * s, m + 1.96 * s) if np.isfinite(m) and np.isfinite(s) else None
+                        for m, s in zip(self.loss_mean, se)]
+
+    @property
+    def eta_star_train_ci(self):
+        if self.boot is None or not np.isfinite(self.boot).any():
+            return None
+        return [float(np.nanpercentile(self.boot, 2.5)), float(np.nanpercentile(self.boot, 97.5))]
+
+    def to_dict(self) -> dict:
+        def num(v):
+            return float(v) if np.isfinite(v) else None
+
+        return {"depth": self.depth, "width": self.width, "lrs": self.lrs.tolist(), "seeds": list(self.seeds),
+                "loss_mean": [num(v) for v in self.loss_mean],
+                "loss_ci": [None if c is None else [float(c[0]), float(c[1])] for c in self.loss_ci],
+                "diverged": self.diverged.tolist(), "eta_star_train": num(self.eta_star_train),
+                "eta_star_train_ci": self.eta_star_train_ci, "eta_star_grid": num(self.eta_star_grid),
+                "flags": self.flags}
+
+
+def fit_power(xs, searches: list[LrSearch]) -> dict | None:
+    """``eta*_train ~ prefactor * x^exponent`` over ``searches`` at ``xs`` (depths or widths):
+    least squares in logs, CI from the searches' seed bootstraps (independent per point)."""
+    xs = np.asarray(xs, float)
+    eta = np.array([s.eta_star_train for s in searches])
+    ok = np.isfinite(eta)
+    if ok.sum() < 2:
+        return None
+    lx = np.log(xs[ok])
+    slope, intercept = np.polyfit(lx, np.log(eta[ok]), 1)
+    out = {"exponent": float(slope), "prefactor": float(math.exp(intercept)), "points": int(ok.sum()),
+           "exponent_ci": None, "flagged": [float(x) for x, s in zip(xs, searches) if s.flags]}
+    boots = [s.boot for s, k in zip(searches, ok) if k]
+    if all(b is not None for b in boots):
+        b = np.log(np.stack(boots, 1))
+        good = np.isfinite(b).all(1)
+        if good.sum() > 10:
+            slopes = np.polyfit(lx, b[good].T, 1)[0]
+            out["exponent_ci"] = [float(np.percentile(slopes, 2.5)), float(np.percentile(slopes, 97.5))]
+    return out
