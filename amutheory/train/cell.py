@@ -102,7 +102,7 @@ class Cell:
         if not isinstance(self.spec, ArchSpec):
             raise TypeError(f"spec must be an ArchSpec, got {type(self.spec).__name__}")
         object.__setattr__(self, "lr", _check_number("lr", self.lr, positive=True))
-        _check_count("seed", self.seed, 0)
+        object.__setattr__(self, "seed", _check_count("seed", self.seed, 0))
         _check_choice("optimizer", self.optimizer, OPTIMIZERS)
         object.__setattr__(self, "momentum", _check_number("momentum", self.momentum, minimum=0.0, below=1.0))
         object.__setattr__(self, "weight_decay", _check_number("weight_decay", self.weight_decay, minimum=0.0))
@@ -110,8 +110,8 @@ class Cell:
             raise ValueError(f"momentum is an SGD option; {self.optimizer} has its own betas {ADAM_BETAS}")
         if not isinstance(self.dataset, str) or not self.dataset:
             raise TypeError(f"dataset must be a non-empty string, got {self.dataset!r}")
-        _check_count("steps", self.steps, 1)
-        _check_count("batch_size", self.batch_size, 1)
+        object.__setattr__(self, "steps", _check_count("steps", self.steps, 1))
+        object.__setattr__(self, "batch_size", _check_count("batch_size", self.batch_size, 1))
         _check_choice("norm", self.norm, NORMS)
         object.__setattr__(self, "dropout", _check_number("dropout", self.dropout, minimum=0.0, below=1.0))
         _check_choice("dtype", self.dtype, DTYPES)
