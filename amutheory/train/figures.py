@@ -74,6 +74,12 @@ def eta_star_plot(searches, fits, axis: str = "depth"):
                     label=f"fit: exponent {fit['exponent']:.2f}{ci_text}")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ticks = sorted({getattr(s, axis) for s in searches})
+    ax.set_xticks(ticks)
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(axis)
     ax.set_ylabel("eta*_train")
     ax.set_title(f"best learning rate of training against {axis}")
