@@ -45,7 +45,8 @@ DIMS = (1, 2)
 NORMS = ("none", "batch", "layer")
 
 
-def _check_int(name: str, value, minimum: int) -> int:
+def check_int(name: str, value, minimum: int) -> int:
+    """``value`` as an ``int`` >= ``minimum`` (TypeError for a non-integer, bools included)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     if value < minimum:
@@ -53,23 +54,37 @@ def _check_int(name: str, value, minimum: int) -> int:
     return int(value)
 
 
-def _check_real(name: str, value, positive: bool = True) -> float:
+def check_number(name: str, value, *, positive: bool = False, minimum: float | None = None,
+                 below: float | None = None) -> float:
+    """``value`` as a finite ``float``, > 0 with ``positive``, in ``[minimum, below)`` when given."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
     value = float(value)
     if value != value or value in (float("inf"), float("-inf")):
         raise ValueError(f"{name} must be finite, got {value}")
     if positive and value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
+        raise ValueError(f"{name} must be > 0, got {value:g}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum:g}, got {value:g}")
+    if below is not None and value >= below:
+        raise ValueError(f"{name} must be < {below:g}, got {value:g}")
     return value
 
 
-def _check_choice(name: str, value, choices) -> str:
+def check_choice(name: str, value, choices) -> str:
+    """``value`` if it is one of ``choices`` (TypeError for a non-string)."""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a string, got {type(value).__name__} {value!r}")
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
     return value
+
+
+_check_int, _check_choice = check_int, check_choice
+
+
+def _check_real(name: str, value, positive: bool = True) -> float:
+    return check_number(name, value, positive=positive)
 
 
 @dataclass(frozen=True)

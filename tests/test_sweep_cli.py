@@ -47,6 +47,18 @@ def _rows(out) -> dict:
     return rows
 
 
+def _first_difference(a: dict, b: dict) -> str:
+    """Where two tables of rows differ first: the key and the fields (for a failure message)."""
+    if set(a) != set(b):
+        return f"keys differ: {sorted(set(a) ^ set(b))[:4]}"
+    for k in sorted(a):
+        if a[k] != b[k]:
+            fields = [f for f in a[k] if a[k][f] != b[k].get(f)]
+            detail = {f: (a[k][f], b[k].get(f)) for f in fields if f not in ("curve", "cell")}
+            return f"row {k} ({a[k]['cell']['lr']}, seed {a[k]['cell']['seed']}): {fields} {detail}"
+    return "equal"
+
+
 def _strict_json(text: str) -> dict:
     def refuse(c):
         raise AssertionError(f"non-JSON constant {c} in the output")
@@ -208,7 +220,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path, capsys):
     assert summary["cells"] == 48
     a, b = _rows(killed), _rows(whole)
     assert len(b) == 48 and set(a) == set(b)
-    assert all(a[k] == b[k] for k in b)
+    assert a == b, _first_difference(a, b)
 
 
 # ----------------------------------------------------------------------------- 16-17. engines
@@ -238,7 +250,8 @@ def test_process_pool_writes_the_same_rows(in_process_rows, tmp_path, capsys):
     out = tmp_path / "pool"
     d = _run_quiet(capsys, ENGINE + ["--out", str(out), "--workers", "2"])
     assert d["this_run"]["cells_run"] == 16
-    assert _rows(out) == in_process_rows
+    rows = _rows(out)
+    assert rows == in_process_rows, _first_difference(rows, in_process_rows)
 
 
 def test_dask_scheduler_writes_the_same_rows(in_process_rows, tmp_path, capsys):
@@ -250,7 +263,8 @@ def test_dask_scheduler_writes_the_same_rows(in_process_rows, tmp_path, capsys):
         out = tmp_path / "scheduler"
         d = _run_quiet(capsys, ENGINE + ["--out", str(out), "--scheduler", cluster.scheduler_address])
         assert d["this_run"]["cells_run"] == 16
-        assert _rows(out) == in_process_rows
+        rows = _rows(out)
+    assert rows == in_process_rows, _first_difference(rows, in_process_rows)
     finally:
         cluster.close()
 
@@ -260,4 +274,5 @@ def test_dask_local_cluster_writes_the_same_rows(in_process_rows, tmp_path, caps
     out = tmp_path / "dask-local"
     d = _run_quiet(capsys, ENGINE + ["--out", str(out), "--engine", "dask", "--workers", "2"])
     assert d["this_run"]["cells_run"] == 16
-    assert _rows(out) == in_process_rows
+    rows = _rows(out)
+    assert rows == in_process_rows, _first_difference(rows, in_process_rows)

@@ -8,7 +8,7 @@ import torch
 
 from amutheory.spec import ArchSpec
 from amutheory.train import Cell, run_sweep, spec_for_data
-from amutheory.train.run import build_network, train_cell, train_group
+from amutheory.train.run import build_network, init_label, train_cell, train_group
 
 FACTORY = '''
 import torch
@@ -63,6 +63,10 @@ def test_gelu_cell_records_the_init_constant_used():
     assert crit.to_dict()["spec"]["init_c"] is None and he.to_dict()["spec"]["init_c"] == 2.0
     assert crit.key() != he.key()
     assert abs(crit.spec.c - 2.0) > 1e-3  # GELU's critical constant is not He's 2
+    assert init_label(crit)["label"] == "critical" and init_label(he) == {"c": 2.0, "label": "He"}
+    relu = crit.with_(spec=crit.spec.with_(activation="relu"))
+    assert init_label(relu)["label"] == "critical = He"
+    assert train_cell(he.with_(steps=2))["init"]["label"] == "He"
 
 
 def test_model_factory_sweep(tmp_path):

@@ -18,11 +18,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
-import numbers
 from dataclasses import dataclass
 
 from amutheory.spec import NORMS, ArchSpec
+from amutheory.spec import check_choice as _check_choice
+from amutheory.spec import check_int as _check_count
+from amutheory.spec import check_number as _check_number
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
 DTYPES = ("float32", "float64")
@@ -37,38 +38,6 @@ ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 #: fields of a cell that are not part of its identity (where it runs, not what it computes)
 _NOT_KEYED = ("data_dir", "device")
-
-
-def _check_number(name: str, value, *, positive: bool = False, minimum: float | None = None,
-                  below: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    if positive and value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value:g}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum:g}, got {value:g}")
-    if below is not None and value >= below:
-        raise ValueError(f"{name} must be < {below:g}, got {value:g}")
-    return value
-
-
-def _check_count(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
-
-
-def _check_choice(name: str, value, choices) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a string, got {type(value).__name__} {value!r}")
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,6 @@ format, for tests and for trying the loaders without the real data.
 from __future__ import annotations
 
 import gzip
-import numbers
 import os
 import pickle
 import zlib
@@ -56,6 +55,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from amutheory.spec import check_int as _check_int
 
 DATASETS = ("synthetic", "digits", "mnist", "cifar10", "cifar100")
 
@@ -158,14 +159,6 @@ def as_model_input(x: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 def _one_line(err: BaseException) -> str:

@@ -116,6 +116,18 @@ def _finite(v: float | None) -> float | None:
     return None if v is None or not math.isfinite(v) else float(v)
 
 
+def init_label(cell: Cell) -> dict:
+    """The init constant a run used and which it is: ``critical`` (the activation's variance-
+    preserving ``c*``, the default), ``He`` (``c = 2``) or ``custom``.  For ReLU ``c* = 2``: both."""
+    c = cell.spec.c
+    from amutheory.activations import get_activation
+
+    critical = get_activation(cell.spec.activation).critical_c()
+    names = [n for n, hit in (("critical", math.isclose(c, critical, rel_tol=1e-9)),
+                              ("He", math.isclose(c, 2.0, rel_tol=1e-12))) if hit]
+    return {"c": c, "label": " = ".join(names) or "custom"}
+
+
 def record(cell: Cell, losses: list[float], why: str | None, test: tuple, mode: str, wall: float,
            eval_passes: int) -> dict:
     """The record of one run (JSON-ready: a non-finite number is ``null``; ``score`` and
@@ -128,6 +140,7 @@ def record(cell: Cell, losses: list[float], why: str | None, test: tuple, mode: 
     diverged = why is not None
     return {
         "key": cell.key(), "cell": cell.to_dict(),
+        "init": None if cell.model is not None else init_label(cell),
         "score": None if diverged else float(np.mean(losses)),
         "final_loss": None if diverged else float(np.mean(tail)),
         "test_loss": _finite(test[0]), "test_accuracy": _finite(test[1]),
