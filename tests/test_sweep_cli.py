@@ -264,7 +264,7 @@ def test_dask_scheduler_writes_the_same_rows(in_process_rows, tmp_path, capsys):
         d = _run_quiet(capsys, ENGINE + ["--out", str(out), "--scheduler", cluster.scheduler_address])
         assert d["this_run"]["cells_run"] == 16
         rows = _rows(out)
-    assert rows == in_process_rows, _first_difference(rows, in_process_rows)
+        assert rows == in_process_rows, _first_difference(rows, in_process_rows)
     finally:
         cluster.close()
 
