@@ -74,6 +74,18 @@ def _check_list(name: str, values, kind=int, minimum=1) -> list:
     return out
 
 
+def _check_run_options(engine, workers, threads, scheduler) -> None:
+    from amutheory.train.engine import ENGINES
+
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    for name, v in (("workers", workers), ("threads", threads)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    if scheduler is not None and (not isinstance(scheduler, str) or "://" not in scheduler):
+        raise ValueError(f"scheduler must be an address like tcp://HOST:8786, got {scheduler!r}")
+
+
 def plan(template: Cell, depths, widths, lrs, seeds) -> list[list[Cell]]:
     """One group per (depth, width, seed): the cells at every rate."""
     return [[template.with_(spec=template.spec.with_(depth=L, width=n), lr=lr, seed=s) for lr in lrs]
@@ -181,6 +193,7 @@ def run_sweep(template: Cell, depths, widths, lrs, seeds, out, *, score: str = "
         raise ValueError(f"score must be one of {', '.join(SCORES)}; got {score!r}")
     if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
         raise ValueError(f"refine must be an integer >= 0, got {refine!r}")
+    _check_run_options(engine, workers, threads, scheduler)
     from amutheory.train.run import cell_data
 
     for L in depths:  # every spec valid and the data loadable before any work
