@@ -27,24 +27,22 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(f"{self.prog}: {message}")
 
 
-def _int_list(text: str) -> list[int]:
+def _number_list(text: str, kind, noun: str) -> list:
     try:
-        values = [int(t) for t in text.split(",") if t.strip()]
+        values = [kind(t) for t in text.split(",") if t.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated {noun}s, got {text!r}") from None
     if not values:
-        raise argparse.ArgumentTypeError("expected at least one integer")
+        raise argparse.ArgumentTypeError(f"expected at least one {noun}")
     return values
+
+
+def _int_list(text: str) -> list[int]:
+    return _number_list(text, int, "integer")
 
 
 def _float_list(text: str) -> list[float]:
-    try:
-        values = [float(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError("expected at least one number")
-    return values
+    return _number_list(text, float, "number")
 
 
 def _padding(text: str) -> str:
