@@ -96,7 +96,7 @@ def calibrate(profiles: dict, epsilon_value: float, width: int, statistic: str =
               model: str = "lognormal") -> Calibration:
     """Calibrate the constants of the derived law on ``profiles = {depth: s[seed, l]}``.
 
-    ``model="lognormal"`` (default, THEORY.md section 8): the expansion computes an
+    ``model="lognormal"`` (default, docs/theory.md section 8): the expansion computes an
     *expectation* over the weights, so the infinite-width law (``a, b, e``; ``gamma = 0``) is the
     law of the *mean* over seeds.  Per-seed ``s_bar`` is lognormal with a spread
     ``sigma^2(L) = Var[ln s_bar] = sigma2_0 + kappa L`` that grows linearly in ``L`` (a straight

@@ -214,7 +214,7 @@ class ArchSpec:
 
 @dataclass(frozen=True)
 class ProbeProtocol:
-    """The canonical one-step probe (THEORY.md section 3 and 9), overridable field by field.
+    """The canonical one-step probe (docs/theory.md section 3 and 9), overridable field by field.
 
     * inputs ``x_b ~ N(0, input_var)`` i.i.d. per channel and position (shape from the spec);
     * loss ``mean_b <r_b, f(x_b)>`` with fixed ``r_b ~ N(0, I)``;

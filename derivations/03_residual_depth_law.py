@@ -5,7 +5,7 @@
 # jupytext).  Every number is computed; the script ends by asserting that what it derived by
 # hand (power counting, mean-field limits) agrees with `amutheory.symbolic.resnet`.
 #
-# **Setting** (THEORY.md section 7, `amutheory.measure.resnet`).  A stem conv (no activation),
+# **Setting** (docs/theory.md section 7, `amutheory.measure.resnet`).  A stem conv (no activation),
 # then K residual blocks `x <- x + alpha(K) * branch(x)`, global average pooling and a linear
 # head.  Three branch types:
 #
@@ -16,7 +16,7 @@
 # Layer i of a branch is drawn with `Var = c v_i(K) / fan_in` (c = the activation's critical He
 # constant: 2 for ReLU, 1 for linear) and the branch is multiplied by `alpha(K)`.
 #
-# The question (THEORY.md section 7): the conv chain has `eta* ~ L^(-3/2)`; what does a residual
+# The question (docs/theory.md section 7): the conv chain has `eta* ~ L^(-3/2)`; what does a residual
 # net give, for each init convention?  We derive it in four steps -- what the inits do to the
 # forward pass, which of them keep the stream bounded, the one-step update at coherent leading
 # order, and the Depth-muP reparametrisation -- and then look at a small measurement.
@@ -499,7 +499,7 @@ print(f"|Delta h_sqrt| / |Delta h_klast| per block = {np.round(dh_ratio, 10)}")
 # `eta*_kl = eta*_sm / sqrt(K)` with the absolute AM-muP criterion, and `eta*_kl = eta*_sm / K` if
 # one instead fixed the *relative* change `Delta h / h` (Depth-muP's criterion: the k-last
 # pre-activations are `sqrt(K)` smaller).  Both are visible in the table: the linear `conv`
-# branch has exponent 0 with the sqrt-multiplier and `0 - 1/2 = -1/2` with k-last.  THEORY.md's
+# branch has exponent 0 with the sqrt-multiplier and `0 - 1/2 = -1/2` with k-last.  docs/theory.md's
 # "Depth-muP suggests 1/K" is the relative criterion; AM-muP's absolute one gives `K^(-1/2)`
 # here.  (For ReLU this `conv` pair is forward-unstable, so neither has a power law, but the
 # equivalence itself holds exactly.)  For two-layer branches no homogeneity is needed:

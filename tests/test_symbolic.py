@@ -19,7 +19,7 @@ small = st.floats(min_value=1e-3, max_value=0.5, allow_nan=False)  # e = epsilon
 
 
 def test_core_reduces_to_theory_form_without_input_layer():
-    """epsilon = 0: s_l = a (l-1)^2 + b T_{l-1}, T_k = k(k-1)(2k-1)/6 (THEORY.md section 4, shifted)."""
+    """epsilon = 0: s_l = a (l-1)^2 + b T_{l-1}, T_k = k(k-1)(2k-1)/6 (docs/theory.md section 4, shifted)."""
     core = expansion.layer_moment_core().subs(epsilon, 0)
     k = l - 1
     assert sp.expand(core - (a * k**2 + b * k * (k - 1) * (2 * k - 1) / 6)) == 0

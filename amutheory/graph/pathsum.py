@@ -8,7 +8,7 @@ A stack of ``n`` residual blocks, each either skipped or traversed with one laye
 Derivation: ``G(x) = sum_k C(n, k) x^k = (1 + x)^n``; applying ``(x d/dx)`` three times turns
 ``x^k`` into ``k^3 x^k``; evaluate at ``x = 1``.
 
-The authors' script (as recorded in the project's notes, THEORY.md) used
+The authors' script (docs/theory.md section 2) used
 ``n (n + 1) (n + 2) 2^(n-3)`` instead.  That is wrong: written as ``2^(n-3)`` times a cubic, the
 correct one is ``n^3 + 3 n^2`` and theirs ``n^3 + 3 n^2 + 2 n``; they agree in the two leading
 orders (so the asymptotic exponent is unaffected) but theirs is too large by exactly

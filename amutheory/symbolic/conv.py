@@ -26,7 +26,7 @@ from amutheory.symbolic.symbols import a, b, e, epsilon, lambda_
 ASSUMPTIONS = [
     "homogeneous chain: every hidden layer has the same width, kernel and activation",
     "circular padding: every position is statistically identical",
-    "one SGD step from the init, first order in eta (the probe of THEORY.md section 3)",
+    "one SGD step from the init, first order in eta (the probe of docs/theory.md section 3)",
     "mean-field pair kernel w_j w_j' (a + b (l - max(j, j'))): tau(R R^T) = 1 needs chi = c E[phi'^2] = 1",
     "infinite width: every layer's fourth-moment excess gamma/n -> 0 (else see finite_width)",
 ]

@@ -1,6 +1,6 @@
 """Jacobian-product expansion of the one-step update of a homogeneous chain.
 
-One SGD step changes every pre-activation to first order by (THEORY.md section 4)
+One SGD step changes every pre-activation to first order by (docs/theory.md section 4)
 
     J_theta h_l grad = sum_{j <= l} J_{l<-j} K_{j-1} J_{l<-j}^T g_l,
 
@@ -120,7 +120,7 @@ def finite_width_relative_correction() -> sp.Expr:
 
 def lognormal_mean_factor() -> sp.Expr:
     """``E[s_bar] / typical(s_bar) = exp(sigma^2(L) / 2)`` for lognormal seeds with
-    ``sigma^2(L) = sigma2_0 + kappa L^p`` (THEORY.md section 8): ``p = 1`` for chains, ``p = -1``
+    ``sigma^2(L) = sigma2_0 + kappa L^p`` (docs/theory.md section 8): ``p = 1`` for chains, ``p = -1``
     for forward-stable residual nets (:data:`amutheory.symbolic.symbols` ``p``)."""
     return sp.exp((sigma2_0 + kappa * L**p) / 2)
 
