@@ -398,7 +398,7 @@ def _sweep_template(args):
         if getattr(args, k) is None:
             setattr(args, k, v)
     args.batch, args.widths = 8, args.widths or [args.width]
-    spec = spec_for_data(_spec(args, depth=args.depths[0]).with_(width=args.widths[0]), args.dataset)
+    spec = spec_for_data(_spec(args, depth=args.depths[0]).with_(width=args.widths[0]), args.dataset, args.data_dir)
     if args.device.startswith("cuda"):
         import torch
 

@@ -94,3 +94,16 @@ def test_cuda_cells_match_cpu():
     for a, b in zip(cpu, gpu):
         assert a["key"] == b["key"]
         assert math.isclose(a["score"], b["score"], rel_tol=1e-8)
+
+
+def test_spec_for_data_reads_the_shape_from_the_files(tmp_path):
+    # a 12x12 MNIST-format fixture: the spec takes the files' shape, not MNIST's usual 28
+    from amutheory.train.data import write_mnist_fixture
+
+    write_mnist_fixture(tmp_path, n_train=32, n_test=8, size=12)
+    spec = spec_for_data(ArchSpec(dim=2, depth=2, width=8), "mnist", tmp_path)
+    assert (spec.input_channels, spec.spatial, spec.outputs) == (1, 12, 10)
+    one_d = spec_for_data(ArchSpec(dim=1, depth=2, width=8), "mnist", tmp_path)
+    assert (one_d.input_channels, one_d.spatial) == (12, 12)
+    rec = train_cell(Cell(spec=spec, lr=0.1, dataset="mnist", data_dir=str(tmp_path), steps=3, batch_size=8))
+    assert rec["test_accuracy"] is not None

@@ -42,10 +42,22 @@ _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 # --------------------------------------------------------------------------- data and model
 @functools.lru_cache(maxsize=4)
-def _dataset(name: str, data_dir, dim: int, channels: int, spatial: int, classes: int):
-    from amutheory.train.data import as_model_input, load_dataset
+def load_data(name: str, data_dir=None, synthetic_shape: tuple | None = None):
+    """The dataset, loaded once per process.  ``synthetic_shape`` = ``(dim, channels, spatial,
+    classes)`` shapes synthetic data only (a real dataset's shape is its files'), so it is not
+    part of a real dataset's cache key."""
+    from amutheory.train.data import load_dataset
 
-    data = load_dataset(name, data_dir, dim=dim, input_channels=channels, spatial=spatial, classes=classes)
+    if name != "synthetic":
+        return load_dataset(name, data_dir)
+    dim, channels, spatial, classes = synthetic_shape
+    return load_dataset(name, data_dir, dim=dim, input_channels=channels, spatial=spatial, classes=classes)
+
+
+def _dataset(name: str, data_dir, dim: int, channels: int, spatial: int, classes: int):
+    from amutheory.train.data import as_model_input
+
+    data = load_data(name, data_dir, (dim, channels, spatial, classes) if name == "synthetic" else None)
     x_test = None if data.x_test is None else as_model_input(data.x_test, dim)
     return as_model_input(data.x_train, dim), data.y_train, x_test, data.y_test, data.classes
 

@@ -32,17 +32,19 @@ from amutheory.train.cell import Cell
 from amutheory.train.search import SCORES, LrSearch, fit_power
 from amutheory.train.store import append_records, check_meta, check_out_dir, read_table
 
-#: dataset -> (input_channels, spatial) of its images in the (C, H, W) layout
-_IMAGE_SHAPES = {"digits": (1, 8, 10), "mnist": (1, 28, 10), "cifar10": (3, 32, 10), "cifar100": (3, 32, 100)}
-
-
-def spec_for_data(spec, dataset: str):
-    """``spec`` with ``input_channels``, ``spatial`` and ``outputs`` those of ``dataset`` (images
-    ``C x N x N``; a 1-D model or a transformer reads them as ``N`` positions of ``C N`` features).
-    ``synthetic`` data takes the spec's own shape."""
-    if dataset not in _IMAGE_SHAPES:
+def spec_for_data(spec, dataset: str, data_dir=None):
+    """``spec`` with ``input_channels``, ``spatial`` and ``outputs`` those of ``dataset``'s images
+    ``C x N x N`` as loaded (a 1-D model or a transformer reads them as ``N`` positions of ``C N``
+    features).  ``synthetic`` data takes the spec's own shape."""
+    if dataset == "synthetic":
         return spec
-    c, n, classes = _IMAGE_SHAPES[dataset]
+    from amutheory.train.run import load_data
+
+    data = load_data(dataset, data_dir)
+    c, h, n = data.input_shape
+    if h != n:
+        raise ValueError(f"dataset {dataset} has {h}x{n} images; the models take square ones")
+    classes = data.classes
     one_d = spec.family == "transformer" or spec.dim == 1
     return spec.with_(input_channels=c * n if one_d else c, spatial=n, outputs=classes)
 
