@@ -542,9 +542,51 @@ def _measure_spread(args, spec, seeds, d) -> list[str]:
     return lines
 
 
+#: ``validate`` presets that train (amutheory.protocol); the others are one-step campaigns
+PROTOCOL_PRESETS = ("protocol", "protocol-paper")
+_PROTOCOL_ONLY = ("workers", "threads", "engine", "scheduler", "data_dir")
+_CAMPAIGN_ONLY = {"only": None, "chunk": 16, "fresh": False, "first_seed": 0, "dtype": "float64"}
+
+
+def cmd_protocol(args):
+    from amutheory.protocol import run_protocol
+
+    used = [k for k, v in _CAMPAIGN_ONLY.items() if getattr(args, k) != v]
+    if used:
+        raise CliError(f"validate: --{used[0].replace('_', '-')} is an option of the one-step presets, not of "
+                       f"{args.preset}")
+    workers = min(2, os.cpu_count() or 1) if args.workers is None else args.workers
+    threads = 1 if args.threads is None else args.threads
+    for name, v in (("workers", workers), ("threads", threads)):
+        if v < 1:
+            raise CliError(f"validate: --{name} must be >= 1, got {v}")
+    out = args.out or f"results/{args.preset}"
+    say = (lambda msg: None) if (args.json or args.quiet) else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    summary = run_protocol(args.preset, out, workers=workers, threads=threads, engine=args.engine or "local",
+                           scheduler=args.scheduler, data_dir=args.data_dir, device=args.device,
+                           progress=not (args.json or args.quiet), figures=not args.no_figures, say=say)
+    lines = [f"wrote {out}/report.md, summary.json" + ("" if args.no_figures else ", figures/"), "claims:"]
+    lines += [f"  {c['name']:<24} {c['verdict']:<13} {c['reason']}" for c in summary["claims"]]
+    t = summary["transfer"]
+    lines.append(f"zero-shot transfer ({t['study']}, calibrated at L = {t['calibration']}):")
+    lines += [f"  {name:<16} {r['verdict']:<13} median |ln(predicted/eta*)| "
+              f"{'n/a' if r['median_abs_log_error'] is None else format(r['median_abs_log_error'], '.2f')}"
+              for name, r in t["rules"].items()]
+    if t.get("cost") and t["cost"]["core_seconds_ratio"] is not None:
+        lines.append(f"cost of the one-step route / grid search: {t['cost']['core_seconds_ratio']:.3f} (core-seconds)")
+    _emit(args, summary, "\n".join(lines))
+
+
 def cmd_validate(args):
     from amutheory.campaign import run_campaign
 
+    if args.preset in PROTOCOL_PRESETS:
+        return cmd_protocol(args)
+    used = [k for k in _PROTOCOL_ONLY if getattr(args, k) is not None] + (["no_figures"] if args.no_figures else [])
+    if used:
+        raise CliError(f"validate: --{used[0].replace('_', '-')} is an option of the training presets "
+                       f"({', '.join(PROTOCOL_PRESETS)}), not of {args.preset}")
+    args.out = args.out or "results/quick"
     progress = None if (args.json or args.quiet) else (lambda msg: print(msg, file=sys.stderr, flush=True))
     if args.chunk < 1:
         raise CliError(f"validate: --chunk must be a positive integer, got {args.chunk}")
@@ -739,14 +781,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     va = sub.add_parser("validate", parents=[common], help="run a validation campaign",
                         description="Derive, predict and measure a preset of configs; write a report.")
-    va.add_argument("--preset", default="quick", choices=("quick", "transfer", "resnet-wide", "resnet-wider", "paper"),
-                    help="quick (CPU), transfer (transformers and every LR-transfer rule, CPU), resnet-wide (the "
-                         "forward-stable residual nets of quick at width 128, CPU), resnet-wider (the same at width "
-                         "256; on a CPU one config at a time with --only) or paper (GPU); default quick")
+    va.add_argument("--preset", default="quick",
+                    choices=("quick", "transfer", "resnet-wide", "resnet-wider", "paper") + PROTOCOL_PRESETS,
+                    help="one-step campaigns: quick (CPU), transfer (transformers and every LR-transfer rule, CPU), "
+                         "resnet-wide (the forward-stable residual nets of quick at width 128, CPU), resnet-wider "
+                         "(the same at width 256; on a CPU one config at a time with --only) or paper (GPU); "
+                         "training: protocol (zero-shot transfer under training and a verdict per claim, digits "
+                         "and synthetic data, under 20 min on 2 cores) or protocol-paper (CIFAR-10 from "
+                         "--data-dir, sized for one GPU, smaller on a CPU); default quick")
     va.add_argument("--only", action="append", default=None, metavar="CONFIG",
                     help="run only this config of the preset (repeatable; default all); summary.json and "
                          "report.md then cover only these")
-    va.add_argument("--out", default="results/quick", help="output folder (default results/quick)")
+    va.add_argument("--out", default=None,
+                    help="output folder (default results/quick for the one-step presets, results/PRESET for the "
+                         "training presets)")
     va.add_argument("--chunk", type=int, default=16,
                     help="seeds vectorised at once by the probe (default 16); peak memory grows with it (and with "
                          "K and the width), the results do not depend on it")
@@ -757,6 +805,15 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--input-var", type=float, default=1.0, help=argparse.SUPPRESS)
     va.add_argument("--dtype", default="float64", choices=("float64", "float32"), help="default float64")
     va.add_argument("--device", default="cpu", help="cpu or cuda[:i] (default cpu)")
+    from amutheory.train.engine import ENGINES
+
+    tr = va.add_argument_group("training presets (protocol, protocol-paper)")
+    tr.add_argument("--workers", type=int, default=None, help="worker processes (default min(2, cores))")
+    tr.add_argument("--threads", type=int, default=None, help="torch threads per worker (default 1)")
+    tr.add_argument("--engine", default=None, choices=ENGINES, help="local process pool (default) or dask")
+    tr.add_argument("--scheduler", default=None, metavar="ADDRESS", help="a running Dask scheduler (implies dask)")
+    tr.add_argument("--data-dir", default=None, help="folder of the CIFAR-10 files for protocol-paper")
+    tr.add_argument("--no-figures", action="store_true", help="skip the figures")
     va.set_defaults(func=cmd_validate)
 
     cw = sub.add_parser("compare-widths", parents=[common],

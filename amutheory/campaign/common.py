@@ -7,9 +7,7 @@ size, and the helpers that turn numpy scalars and non-finite floats into plain J
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
+from amutheory.jsonio import finite, json_safe
 
 STATISTICS = ("mean", "geo")
 LEVEL = 0.95
@@ -17,24 +15,6 @@ C_TARGET = 1.0
 N_BOOT = 2000
 
 
-def _f(x):
-    """A JSON-safe float (None for NaN/inf)."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
-def _json_safe(obj):
-    """``obj`` with every non-finite float replaced by None and numpy scalars made plain."""
-    if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return _f(obj)
-    return obj
+# the JSON helpers live in amutheory.jsonio (imported without the campaign); kept here under their old names
+_f = finite
+_json_safe = json_safe

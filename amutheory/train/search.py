@@ -46,6 +46,28 @@ def _vertex(x: np.ndarray, y: np.ndarray) -> tuple[float, list[str]]:
     return float(np.clip(x[i] - b / (2 * a), xs[0], xs[-1])), []
 
 
+def _vertices(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """:func:`_vertex`'s ``ln eta*`` for every row of ``y`` (``draws x rates``) at once: the
+    parabola through three points in closed form (what ``polyfit`` of degree 2 solves)."""
+    finite = np.isfinite(y)
+    rows = np.arange(len(y))
+    i = np.argmin(np.where(finite, y, np.inf), axis=1)
+    out = x[i].astype(float)
+    out[~finite.any(1)] = np.nan
+    inner = (i > 0) & (i < len(x) - 1)
+    j = np.where(inner, i, 1)
+    inner &= finite[rows, j - 1] & finite[rows, np.minimum(j + 1, len(x) - 1)]
+    r, j = rows[inner], j[inner]
+    h1, h2 = x[j] - x[j - 1], x[j + 1] - x[j]
+    y0, y1, y2 = y[r, j - 1], y[r, j], y[r, j + 1]
+    with np.errstate(invalid="ignore"):
+        a = ((y0 - y1) / h1 + (y2 - y1) / h2) / (h1 + h2)
+        b = (y2 - y1) / h2 - a * h2
+        vertex = np.clip(x[j] - b / (2 * a), x[j - 1], x[j + 1])
+    out[r] = np.where(a > 0, vertex, x[j])
+    return out
+
+
 @dataclass
 class LrSearch:
     """The search at one depth and width: ``scores[i, s]`` of rate ``lrs[i]`` and seed ``seeds[s]``."""
@@ -72,7 +94,7 @@ class LrSearch:
         n = self.scores.shape[1]
         rng = np.random.default_rng(BOOTSTRAP_SEED)
         draws = rng.integers(0, n, size=(BOOTSTRAP, n))
-        self.boot = np.exp([_vertex(x, self.scores[:, d].mean(1))[0] for d in draws]) if n > 1 else None
+        self.boot = np.exp(_vertices(x, self.scores[:, draws].mean(2).T)) if n > 1 else None
         with np.errstate(invalid="ignore"):  # a rate with a diverged seed has no finite spread
             se = self.scores.std(1, ddof=1) / math.sqrt(n) if n > 1 else np.full(len(x), np.nan)
         self.loss_ci = [(m - 1.96 * s, m + 1.96 * s) if np.isfinite(m) and np.isfinite(s) else None

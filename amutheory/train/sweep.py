@@ -76,7 +76,7 @@ def _check_list(name: str, values, kind=int, minimum=1) -> list:
     return out
 
 
-def _check_run_options(engine, workers, threads, scheduler) -> None:
+def check_run_options(engine, workers, threads, scheduler) -> None:
     from amutheory.train.engine import ENGINES
 
     if engine not in ENGINES:
@@ -94,7 +94,7 @@ def plan(template: Cell, depths, widths, lrs, seeds) -> list[list[Cell]]:
             for L in depths for n in widths for s in seeds]
 
 
-def _fixed_fields(template: Cell) -> dict:
+def fixed_fields(template: Cell) -> dict:
     d = template.identity()
     for k in ("lr", "seed"):
         d.pop(k)
@@ -102,7 +102,7 @@ def _fixed_fields(template: Cell) -> dict:
     return d
 
 
-def _progress_bar(total: int, enabled: bool):
+def progress_bar(total: int, enabled: bool):
     if not enabled:
         return None
     from tqdm import tqdm
@@ -164,6 +164,25 @@ def _search(template, table, L, n, lrs, seeds, score, horizon: int | None = None
     return LrSearch(np.array(lrs), list(seeds), scores, depth=L, width=n)
 
 
+def refined_plan(template, table, depths, widths, lrs, seeds, score: str = "mean", refine: int = 0):
+    """``(rates, groups)``: per (depth, width) the grid plus ``refine`` rates between the grid
+    neighbours of its seed-mean argmin (read from ``table``), and the groups that run them."""
+    rates, extra = {(L, n): list(lrs) for L in depths for n in widths}, []
+    if refine:
+        for (L, n), rs in rates.items():
+            new = _refined_rates(_search(template, table, L, n, rs, seeds, score), refine)
+            rates[(L, n)] = rs + new
+            if new:
+                extra += plan(template, [L], [n], new, seeds)
+    return rates, extra
+
+
+def searches_at(template, table, rates: dict, seeds, score: str = "mean", horizon: int | None = None) -> dict:
+    """``{(depth, width): LrSearch}`` over ``rates[(depth, width)]``, scored over the whole run or
+    (``horizon = T``) over its first T steps."""
+    return {(L, n): _search(template, table, L, n, rs, seeds, score, horizon) for (L, n), rs in rates.items()}
+
+
 def horizon_study(template, table, rates, seeds, depths, widths) -> list[dict]:
     """Per training horizon T (:data:`~amutheory.train.run.HORIZONS` below the run's steps, and the
     steps): eta*_train of every (depth, width) scored by the mean loss over the first T steps, and
@@ -195,27 +214,21 @@ def run_sweep(template: Cell, depths, widths, lrs, seeds, out, *, score: str = "
         raise ValueError(f"score must be one of {', '.join(SCORES)}; got {score!r}")
     if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
         raise ValueError(f"refine must be an integer >= 0, got {refine!r}")
-    _check_run_options(engine, workers, threads, scheduler)
+    check_run_options(engine, workers, threads, scheduler)
     from amutheory.train.run import cell_data
 
     for L in depths:  # every spec valid and the data loadable before any work
         for n in widths:
             cell_data(template.with_(spec=template.spec.with_(depth=L, width=n)))
     out = check_out_dir(out)
-    check_meta(out, _fixed_fields(template))
+    check_meta(out, fixed_fields(template))
     table = read_table(out)
     run_opts = dict(engine=engine, workers=workers, threads=threads, vectorise=vectorise, scheduler=scheduler)
     groups = plan(template, depths, widths, lrs, seeds)
-    bar = _progress_bar(sum(len(g) for g in groups), progress)
+    bar = progress_bar(sum(len(g) for g in groups), progress)
     ran, seconds = _run(groups, out, table, run_opts, bar)
-    rates = {(L, n): list(lrs) for L in depths for n in widths}
-    if refine:
-        extra = []
-        for (L, n), rs in rates.items():
-            new = _refined_rates(_search(template, table, L, n, rs, seeds, score), refine)
-            rates[(L, n)] = rs + new
-            if new:
-                extra += plan(template, [L], [n], new, seeds)
+    rates, extra = refined_plan(template, table, depths, widths, lrs, seeds, score, refine)
+    if extra:
         if bar is not None:
             bar.total += sum(len(g) for g in extra)
         more, secs = _run(extra, out, table, run_opts, bar)
@@ -244,7 +257,7 @@ def summarise(template, searches, depths, widths, score, table, rates, seeds) ->
     keys = [template.with_(spec=template.spec.with_(depth=L, width=n), lr=lr, seed=s).key()
             for (L, n), rs in rates.items() for lr in rs for s in seeds]
     recs = [table[k] for k in keys]
-    summary = {"template": _fixed_fields(template), "score": score, "depths": list(depths),
+    summary = {"template": fixed_fields(template), "score": score, "depths": list(depths),
                "widths": list(widths), "seeds": list(seeds), "runs": runs,
                "cells": len(keys), "forward_passes": sum(r["forward_passes"] for r in recs),
                "backward_passes": sum(r["backward_passes"] for r in recs),

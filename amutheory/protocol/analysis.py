@@ -1,0 +1,248 @@
+"""The protocol's analysis, fixed before any run (``validate/REGISTRATION_PROTOCOL.md``): per study
+the optima and their fits, per claim a verdict, the zero-shot transfer of every rule, the bridge
+eta*_train / eta*_onestep against depth and horizon, and the cost of each route.
+
+Every fit is least squares of ``ln eta*_train`` on the log of the claim's axis: the depth ``L``
+(conv chains), the effective depth read off the traced graph (ResNets, Transformers:
+:func:`amutheory.transfer.depth_measures`), the number of blocks ``K``, or the width.  CIs come from
+the studies' seed bootstraps (:mod:`amutheory.protocol.verdicts`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from amutheory.protocol import verdicts as V
+from amutheory.protocol.zero_shot import bridge, onestep_draws, rule_curves, zero_shot_table
+from amutheory.train.search import BOOTSTRAP
+
+#: seed of the probe's bootstrap (fixed: the same probe gives the same CIs)
+PROBE_BOOTSTRAP_SEED = 20_261_125
+
+
+def _spec_at(template, axis_value, axis: str):
+    field = "width" if axis == "width" else "depth"
+    return template.spec.with_(**{field: int(axis_value)})
+
+
+def axis_values(study, template, axis: str) -> dict:
+    """``{sweep point: x}``: the sweep's depths (or widths) read on the claim's axis."""
+    from amutheory.transfer import depth_measures
+
+    points = study.widths if study.axis == "width" else study.depths
+    if axis in ("depth", "blocks", "width"):
+        return {p: float(p) for p in points}
+    return {p: float(depth_measures(_spec_at(template, p, "depth")).effective_depth) for p in points}
+
+
+class StudyResult:
+    """One study's searches (at the registered horizon and the shorter ones) and its fits."""
+
+    def __init__(self, study, template, table, rates: dict, horizons):
+        from amutheory.train.sweep import searches_at
+
+        self.study, self.template, self.table, self.rates = study, template, table, rates
+        seeds = list(range(study.seeds))
+        key = (lambda p: (p, study.widths[0])) if study.axis == "depth" else (lambda p: (study.depths[0], p))
+        self.points = list(study.widths if study.axis == "width" else study.depths)
+        at = {None: searches_at(template, table, rates, seeds)}
+        at.update({T: searches_at(template, table, rates, seeds, horizon=T) for T in horizons if T < study.steps})
+        self.by_horizon = {T: {p: s[key(p)] for p in self.points} for T, s in at.items()}
+        self.searches = self.by_horizon[None]
+        self._x = {}
+
+    def x(self, axis: str) -> dict:
+        if axis not in self._x:
+            self._x[axis] = axis_values(self.study, self.template, axis)
+        return self._x[axis]
+
+    def fit(self, axis: str, points=None, horizon=None) -> dict | None:
+        points = self.points if points is None else [p for p in self.points if p in points]
+        s = self.by_horizon[horizon]
+        eta = [s[p].eta_star_train for p in points]
+        draws = np.stack([s[p].boot if s[p].boot is not None else np.full(BOOTSTRAP, np.nan) for p in points], 1)
+        return V.loglog_fit([self.x(axis)[p] for p in points], eta, draws)
+
+    def rows(self) -> list:
+        out = []
+        for p in self.points:
+            s = self.searches[p]
+            finite = np.isfinite(s.loss_mean)
+            out.append({self.study.axis: p, "eta_star_train": _num(s.eta_star_train),
+                        "eta_star_train_ci": s.eta_star_train_ci, "flags": list(s.flags),
+                        "best_loss": _num(s.loss_mean[finite].min()) if finite.any() else None,
+                        "chance_loss": math.log(self.template.spec.outputs)})
+        return out
+
+    def cost(self, points) -> dict:
+        """Cells, passes and core-seconds of the records at ``points`` (every rate and seed)."""
+        seeds = range(self.study.seeds)
+        recs = []
+        for p in points:
+            L, n = (p, self.study.widths[0]) if self.study.axis == "depth" else (self.study.depths[0], p)
+            spec = self.template.spec.with_(depth=L, width=n)
+            recs += [self.table[self.template.with_(spec=spec, lr=lr, seed=s).key()]
+                     for lr in self.rates[(L, n)] for s in seeds]
+        return {"cells": len(recs), "forward_passes": sum(r["forward_passes"] for r in recs),
+                "backward_passes": sum(r["backward_passes"] for r in recs),
+                "core_seconds": sum(r["timing"]["wall_s"] for r in recs)}
+
+
+def _num(v):
+    return float(v) if v is not None and np.isfinite(v) else None
+
+
+def _strip(fit: dict | None) -> dict | None:
+    return None if fit is None else {k: v for k, v in fit.items() if k != "slope_draws"}
+
+
+def _prefactor_ratio(a: StudyResult, b: StudyResult, points) -> dict | None:
+    """Geometric mean over ``points`` of eta*_a / eta*_b, with its paired bootstrap CI."""
+    ea = np.array([a.searches[p].eta_star_train for p in points])
+    eb = np.array([b.searches[p].eta_star_train for p in points])
+    if not (np.isfinite(ea).all() and np.isfinite(eb).all()) or a.searches[points[0]].boot is None:
+        return None
+    da = np.stack([a.searches[p].boot for p in points], 1)
+    db = np.stack([b.searches[p].boot for p in points], 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = np.exp(np.log(da / db).mean(1))
+    return {"ratio": float(np.exp(np.log(ea / eb).mean())), "ratio_ci": V.ci(draws), "depths": list(points)}
+
+
+def _corrected_slope(result: StudyResult, axis: str) -> float | None:
+    """The slope of the AM-muP law (with its finite-depth corrections) over the study's points."""
+    if axis == "width" or result.study.axis == "width":
+        return None
+    curve = rule_curves(lambda L: _spec_at(result.template, L, "depth"), result.points)["am-mup"]
+    xs = np.log([result.x(axis)[p] for p in result.points])
+    return float(np.polyfit(xs, np.log(curve), 1)[0])
+
+
+def _exponent_claim(claim, r: StudyResult, protocol) -> dict:
+    fit = r.fit(claim.axis)
+    at = {T: r.fit(claim.axis, horizon=T) for T in protocol.conditional_horizons if T < r.study.steps}
+    corrected = _corrected_slope(r, claim.axis) if claim.expected != 0 else None
+    out = {"expected": claim.expected, "fit": _strip(fit), "corrected_slope": corrected,
+           "at_horizons": {str(T): _strip(f) for T, f in at.items()}}
+    out.update(V.exponent_verdict(fit, claim.expected, at, corrected))
+    return out
+
+
+def _pair(claim_axis: str, a: StudyResult, b: StudyResult):
+    common = [p for p in a.points if p in b.points]
+    return common, V.paired_difference(a.fit(claim_axis, common), b.fit(claim_axis, common))
+
+
+def _claim(claim, results: dict, protocol) -> dict:
+    rs = [results[s] for s in claim.studies]
+    base = {"name": claim.name, "statement": claim.statement, "kind": claim.kind, "studies": list(claim.studies),
+            "axis": claim.axis}
+    if claim.kind == "exponent":
+        return {**base, **_exponent_claim(claim, rs[0], protocol)}
+    if claim.kind == "same-exponent":
+        common, diff = _pair(claim.axis, rs[0], rs[1])
+        ratio = _prefactor_ratio(rs[0], rs[1], common)
+        fits = {s: _strip(r.fit(claim.axis, common)) for s, r in zip(claim.studies, rs)}
+        return {**base, "depths": common, "fits": fits, "prefactor_ratio": ratio,
+                "difference": None if diff is None else {k: v for k, v in diff.items() if k != "difference_draws"},
+                **V.same_exponent_verdict(diff, ratio, claim.prefactor_changes)}
+    if claim.kind == "steeper":
+        common, he = _pair(claim.axis, rs[0], rs[2])
+        _, crit = _pair(claim.axis, rs[1], rs[2])
+        fits = {s: _strip(r.fit(claim.axis, common)) for s, r in zip(claim.studies, rs)}
+        strip = lambda d: None if d is None else {k: v for k, v in d.items() if k != "difference_draws"}  # noqa: E731
+        return {**base, "depths": common, "fits": fits, "difference_he": strip(he), "difference_critical": strip(crit),
+                **V.steeper_verdict(he, crit)}
+    return {**base, **_width_claim(claim, rs[0])}
+
+
+def _width_claim(claim, r: StudyResult) -> dict:
+    from amutheory.transfer import transfer_lr
+
+    fit = r.fit("width")
+    n0, n1 = r.points[0], r.points[-1]
+    widths = transfer_lr(1.0, _spec_at(r.template, n0, "width"), _spec_at(r.template, n1, "width")).width_rules
+    rules = {}
+    for name in claim.expected_rules:
+        e = math.log(widths[name]) / math.log(n1 / n0)
+        rules[name] = {"exponent": e, **V.exponent_verdict(fit, e, {}, None)}
+    lead = rules[claim.expected_rules[0]]
+    return {"fit": _strip(fit), "rules": rules, "verdict": lead["verdict"],
+            "reason": f"{claim.expected_rules[0]} rule: {lead['reason']}"}
+
+
+def _onestep_curves(saved: dict, depths) -> dict:
+    s_bar = np.array([saved["depths"][str(L)]["s_bar"] for L in depths]).T  # seeds x depths
+    return onestep_draws(s_bar, BOOTSTRAP, PROBE_BOOTSTRAP_SEED)
+
+
+def _transfer(protocol, results: dict, onestep: dict) -> dict:
+    plan = protocol.transfer
+    r = results[plan.study]
+    depths = r.points
+    curves = rule_curves(lambda L: _spec_at(r.template, L, "depth"), depths)
+    draws = {k: np.broadcast_to(v, (BOOTSTRAP, len(v))) for k, v in curves.items()}
+    one = _onestep_curves(onestep[plan.study], depths) if plan.study in onestep else {}
+    for k, (point, d) in one.items():
+        curves[k], draws[k] = point, d
+    out = {"study": plan.study, "calibration": list(plan.calibration), "targets": list(plan.targets),
+           "tolerance": plan.tolerance, "depths": depths,
+           "curves": {k: np.asarray(v).tolist() for k, v in curves.items()},
+           "rules": zero_shot_table(r.searches, curves, draws, plan.calibration, plan.targets, plan.tolerance),
+           "segments": [{"calibration": list(c), "targets": list(t),
+                         "rules": zero_shot_table(r.searches, curves, draws, c, t, plan.tolerance)}
+                        for c, t in plan.segments]}
+    if one:
+        by_h = {("registered" if T is None else T): s for T, s in r.by_horizon.items()}
+        horizons = {str(r.study.steps if T == "registered" else T): s for T, s in by_h.items()}
+        out["bridge"] = {stat: bridge({int(T): s for T, s in horizons.items()}, one[stat], depths) for stat in one}
+        out["bridge_exponents"] = {
+            "train": {str(T if T is not None else r.study.steps): _strip(r.fit("depth", horizon=T))
+                      for T in r.by_horizon},
+            **{stat: _strip(V.loglog_fit(depths, one[stat][0], one[stat][1])) for stat in one}}
+        out["cost"] = _cost(protocol, r, onestep[plan.study], out["rules"])
+    return out
+
+
+def _cost(protocol, r: StudyResult, saved: dict, rules: dict) -> dict:
+    plan = protocol.transfer
+    grid = r.cost(plan.targets)
+    shallow = r.cost(plan.calibration)
+    probe_s = sum(saved["depths"][str(L)]["seconds"] for L in plan.calibration + plan.targets)
+    route = {"cells": shallow["cells"], "forward_passes": shallow["forward_passes"],
+             "backward_passes": shallow["backward_passes"], "core_seconds": shallow["core_seconds"] + probe_s,
+             "probe_seconds": probe_s, "probe_seeds": r.study.probe_seeds}
+    half = []
+    for L in plan.targets:
+        s = r.searches[L]
+        if s.eta_star_train_ci is not None and np.isfinite(s.eta_star_train):
+            half.append(max(abs(math.log(c / s.eta_star_train)) for c in s.eta_star_train_ci))
+    errors = {k: rules[k]["median_abs_log_error"] for k in ("onestep-mean", "onestep-typical") if k in rules}
+    return {"grid_search": {**grid, "depths": list(plan.targets),
+                            "median_abs_log_ci_half_width": float(np.median(half)) if half else None},
+            "one_step_route": {**route, "depths": list(plan.calibration), "median_abs_log_error": errors},
+            "core_seconds_ratio": route["core_seconds"] / grid["core_seconds"] if grid["core_seconds"] else None,
+            "cells_ratio": route["cells"] / grid["cells"] if grid["cells"] else None}
+
+
+def analyse(protocol, prepared: dict, rates: dict, onestep: dict) -> dict:
+    """The protocol's summary (the JSON contract of ``validate --preset protocol``)."""
+    from amutheory.protocol.presets import fingerprint
+
+    results = {st.name: StudyResult(st, prepared[st.name]["template"], prepared[st.name]["table"],
+                                    rates[st.name], protocol.horizons) for st in protocol.studies}
+    studies = {}
+    for name, r in results.items():
+        axis = r.study.axis
+        studies[name] = {"what": r.study.what, "axis": axis, "rows": r.rows(), "fit": _strip(r.fit(axis)),
+                         "horizon_fits": {str(T): _strip(r.fit(axis, horizon=T)) for T in r.by_horizon
+                                          if T is not None},
+                         "steps": r.study.steps, "seeds": r.study.seeds, "optimizer": r.study.optimizer,
+                         "dataset": r.study.dataset, "cost": r.cost(r.points)}
+    claims = [_claim(c, results, protocol) for c in protocol.claims]
+    return {"protocol": protocol.name, "fingerprint": fingerprint(protocol), "description": protocol.description,
+            "size_note": protocol.size_note, "registered_horizon": "each study's steps",
+            "verdicts": {c["name"]: c["verdict"] for c in claims}, "claims": claims,
+            "transfer": _transfer(protocol, results, onestep), "studies": studies}

@@ -1,0 +1,295 @@
+"""The protocol's studies, claims and transfer plan, and its two presets.
+
+A :class:`Study` is one learning-rate sweep (a :func:`amutheory.train.run_sweep` over depths or
+widths) and, where asked, the one-step probe at the same depths.  A :class:`Claim` names the
+studies a claim of the papers is checked on and how (:mod:`amutheory.protocol.verdicts`).  A
+:class:`TransferPlan` says which study is calibrated at which shallow depths and verified at which
+deeper ones.  A :class:`Protocol` holds all three; :func:`fingerprint` hashes it, so the
+registration file (``validate/REGISTRATION_PROTOCOL.md``) can name exactly what it registered and
+``summary.json`` can say which protocol produced it.
+
+Presets: ``protocol`` (digits and synthetic data, CPU, under 20 minutes on 2 cores) and
+``protocol-paper`` (CIFAR-10 from ``--data-dir``, 2D width 64, depths 3..30, SGD and Adam, sized
+for one GPU; :func:`for_device` shrinks it on a CPU and says so).  The name ``paper`` belongs to
+the one-step campaign's preset (``validate --preset paper``), so the training one is
+``protocol-paper``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from amutheory.spec import ArchSpec
+from amutheory.train.cell import OPTIMIZERS
+
+#: claim kinds (:mod:`amutheory.protocol.verdicts` holds their rules)
+CLAIM_KINDS = ("exponent", "same-exponent", "steeper", "width")
+#: the axis an exponent is fitted on
+AXES = ("depth", "effective-depth", "blocks", "width")
+
+
+@dataclass(frozen=True)
+class Study:
+    """One sweep: ``spec`` at each depth (or width) x the rate grid x seeds, ``steps`` of
+    ``optimizer`` on ``dataset``.  The spec's input shape and outputs are the dataset's
+    (:func:`amutheory.train.spec_for_data`); ``synthetic_shape`` = ``(channels, spatial)`` sets
+    them for synthetic data.  ``onestep``: also probe eta*_onestep at every depth."""
+
+    name: str
+    what: str
+    spec: ArchSpec
+    dataset: str
+    depths: tuple
+    widths: tuple = (16,)
+    optimizer: str = "sgd"
+    lr_range: tuple = (0.002, 4.0)
+    points: int = 9
+    refine: int = 2
+    seeds: int = 4
+    steps: int = 200
+    batch_size: int = 32
+    norm: str = "none"
+    dropout: float = 0.0
+    onestep: bool = False
+    probe_seeds: int = 32
+    synthetic_shape: tuple | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.replace("-", "").isalnum():
+            raise ValueError(f"study name must be letters, digits and '-', got {self.name!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"study {self.name}: optimizer must be one of {', '.join(OPTIMIZERS)}")
+        if len(self.depths) > 1 and len(self.widths) > 1:
+            raise ValueError(f"study {self.name}: sweep depths or widths, not both")
+        if self.seeds < 2:
+            raise ValueError(f"study {self.name}: seeds must be >= 2 (a bootstrap needs two)")
+
+    @property
+    def axis(self) -> str:
+        return "width" if len(self.widths) > 1 else "depth"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim, checked on ``studies`` by the rule of its ``kind``:
+
+    * ``exponent``: the fitted exponent of study 0 on ``axis`` against ``expected``;
+    * ``same-exponent``: the exponents of studies 0 and 1 equal (their difference's CI holds 0);
+      with ``prefactor_changes``, the prefactor ratio must also differ from 1;
+    * ``steeper``: study 0 (the activation at He ``c = 2``) steeper than study 2 (the reference)
+      and study 1 (the activation at its own critical ``c``) too;
+    * ``width``: the fitted width exponent of study 0 against each rule of ``expected_rules``.
+    """
+
+    name: str
+    statement: str
+    kind: str
+    studies: tuple
+    axis: str = "depth"
+    expected: float | None = -1.5
+    prefactor_changes: bool = False
+    expected_rules: tuple = ()
+
+    def __post_init__(self):
+        if self.kind not in CLAIM_KINDS:
+            raise ValueError(f"claim {self.name}: kind must be one of {', '.join(CLAIM_KINDS)}")
+        if self.axis not in AXES:
+            raise ValueError(f"claim {self.name}: axis must be one of {', '.join(AXES)}")
+        need = {"exponent": 1, "same-exponent": 2, "steeper": 3, "width": 1}[self.kind]
+        if len(self.studies) != need:
+            raise ValueError(f"claim {self.name}: a {self.kind} claim names {need} studies, got {len(self.studies)}")
+
+
+@dataclass(frozen=True)
+class TransferPlan:
+    """Zero-shot transfer on ``study``: calibrate at ``calibration``, predict and verify at
+    ``targets``; ``segments`` are the papers' own (calibration, targets) pairs, one table.
+    A rule *transfers* at a depth when its rate is within a factor ``tolerance`` of eta*_train."""
+
+    study: str
+    calibration: tuple
+    targets: tuple
+    segments: tuple = ()
+    tolerance: float = 1.5
+
+
+@dataclass(frozen=True)
+class Protocol:
+    name: str
+    description: str
+    studies: tuple
+    claims: tuple
+    transfer: TransferPlan
+    #: the registered horizon is every study's ``steps``; these shorter ones are reported beside it
+    horizons: tuple = (10, 30, 100)
+    #: exponent claims that fail at the registered horizon are re-read at these (``conditional``)
+    conditional_horizons: tuple = (100,)
+    size_note: str = ""
+    notes: tuple = field(default_factory=tuple)
+
+    def __post_init__(self):
+        names = [s.name for s in self.studies]
+        if len(set(names)) != len(names):
+            raise ValueError(f"protocol {self.name}: repeated study names")
+        for c in self.claims:
+            missing = [s for s in c.studies if s not in names]
+            if missing:
+                raise ValueError(f"claim {c.name} names unknown studies {missing}")
+        if self.transfer.study not in names:
+            raise ValueError(f"transfer study {self.transfer.study} is not a study of {self.name}")
+        study = self.study(self.transfer.study)
+        for d in self.transfer.calibration + self.transfer.targets:
+            if d not in study.depths:
+                raise ValueError(f"transfer depth {d} is not among study {study.name}'s depths")
+
+    def study(self, name: str) -> Study:
+        return next(s for s in self.studies if s.name == name)
+
+    def to_dict(self) -> dict:
+        return _plain(dataclasses.asdict(self))
+
+
+def _plain(obj):
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def fingerprint(protocol: Protocol) -> str:
+    """16 hex digits of the sha256 of the protocol's JSON: what the registration names."""
+    text = json.dumps(protocol.to_dict(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------- the CPU protocol
+_CHAIN1D = ArchSpec(family="conv", dim=1, depth=2, width=16, kernel=3, padding="circular", activation="relu")
+_DEPTHS = (2, 4, 8, 16)
+_SYNTHETIC = (4, 32)  # channels, positions: N = 32 >> k = 3 for the padding claim
+
+
+def _protocol_studies() -> tuple:
+    res = ArchSpec(family="resnet", dim=1, depth=2, width=16, kernel=3, branch="conv", activation="relu")
+    tr = ArchSpec(family="transformer", depth=2, width=16, heads=2, mlp_ratio=2, init="none")
+    return (
+        Study("chain1d", "1D conv chain on digits (8 positions x 8 features), ReLU, circular padding: the transfer "
+              "study", _CHAIN1D, "digits", tuple(range(2, 17)), onestep=True),
+        Study("chain2d", "2D conv chain on digits (8x8), ReLU, circular padding", _CHAIN1D.with_(dim=2), "digits",
+              _DEPTHS),
+        Study("circular-n32", "1D conv chain, circular padding, synthetic teacher data with N = 32 positions",
+              _CHAIN1D, "synthetic", _DEPTHS, synthetic_shape=_SYNTHETIC),
+        Study("zero-n32", "the same with zero padding", _CHAIN1D.with_(padding="zero"), "synthetic", _DEPTHS,
+              synthetic_shape=_SYNTHETIC),
+        Study("resnet-aware", "1D ResNet x + phi(W * x) on digits, residual-aware init Var c/(K fan_in)",
+              res.with_(init="k-last"), "digits", _DEPTHS),
+        Study("resnet-standard", "the same ResNet, standard He init (no 1/K)", res.with_(init="none"), "digits",
+              _DEPTHS),
+        Study("resnet-depth-mup", "the same ResNet, Depth-muP's 1/sqrt(K) branch multiplier",
+              res.with_(init="sqrt-multiplier"), "digits", _DEPTHS),
+        Study("gelu-he", "1D chain on digits, GELU at He c = 2 (sub-critical for GELU)",
+              _CHAIN1D.with_(activation="gelu", init_c=2.0), "digits", _DEPTHS),
+        Study("gelu-critical", "1D chain on digits, GELU at its own critical c", _CHAIN1D.with_(activation="gelu"),
+              "digits", _DEPTHS),
+        Study("batchnorm", "1D chain on digits with BatchNorm after every conv", _CHAIN1D, "digits", _DEPTHS,
+              norm="batch", lr_range=(0.005, 40.0), points=11),
+        Study("dropout", "1D chain on digits with Dropout(0.1) after every activation", _CHAIN1D, "digits", _DEPTHS,
+              dropout=0.1),
+        Study("adam", "1D chain on digits trained with Adam", _CHAIN1D, "digits", _DEPTHS, optimizer="adam",
+              lr_range=(1e-4, 0.2)),
+        Study("transformer", "pre-LN Transformer (d_model 16, 2 heads) on a generated sequence task: 16 positions "
+              "of 4 Gaussian features, labels from a random conv teacher", tr, "synthetic", (1, 2, 4, 8),
+              synthetic_shape=(4, 16)),
+        Study("width", "1D chain on digits at depth 4, widths 8 to 64", _CHAIN1D.with_(depth=4), "digits", (4,),
+              widths=(8, 16, 32, 64)),
+    )
+
+
+def _protocol_claims() -> tuple:
+    return (
+        Claim("conv1d", "eta* ~ L^(-3/2) for 1D conv nets", "exponent", ("chain1d",)),
+        Claim("conv2d", "eta* ~ L^(-3/2) for 2D conv nets", "exponent", ("chain2d",)),
+        Claim("zero-padding", "zero padding changes eta* by a constant factor when N >> k, not the exponent",
+              "same-exponent", ("zero-n32", "circular-n32")),
+        Claim("resnet-residual-aware", "eta* = Theta(L^(-3/2)) for ResNets under the residual-aware init, "
+              "L the effective (minimal) depth", "exponent", ("resnet-aware",), axis="effective-depth"),
+        Claim("resnet-standard-init", "the same exponent without the residual-aware init", "exponent",
+              ("resnet-standard",), axis="effective-depth"),
+        Claim("resnet-depth-mup", "Depth-muP: under a 1/sqrt(K) branch multiplier the SGD rate is constant in K",
+              "exponent", ("resnet-depth-mup",), axis="blocks", expected=0.0),
+        Claim("gelu", "GELU's eta* falls slightly faster with depth than ReLU's", "steeper",
+              ("gelu-he", "gelu-critical", "chain1d")),
+        Claim("batchnorm", "BatchNorm changes the prefactor of eta*, not the exponent", "same-exponent",
+              ("batchnorm", "chain1d"), prefactor_changes=True),
+        Claim("dropout", "Dropout changes the prefactor of eta*, not the exponent", "same-exponent",
+              ("dropout", "chain1d"), prefactor_changes=True),
+        Claim("adam", "the depth exponent is the same under Adam as under SGD", "same-exponent", ("adam", "chain1d")),
+        Claim("transformer", "eta* ~ (effective depth)^(-3/2) for pre-LN Transformers", "exponent", ("transformer",),
+              axis="effective-depth"),
+        Claim("width", "zero-shot transfer across width: the derived n^(-1/2) rule against 1/fan_in", "width",
+              ("width",), axis="width", expected=None, expected_rules=("derived", "fan-in")),
+    )
+
+
+PROTOCOL = Protocol(
+    name="protocol",
+    description="Zero-shot learning-rate transfer under training and a verdict per claim, on digits and "
+                "synthetic data; sized for a 2-core CPU (under 20 minutes).",
+    studies=_protocol_studies(),
+    claims=_protocol_claims(),
+    transfer=TransferPlan("chain1d", calibration=(3, 4), targets=tuple(range(5, 17)),
+                          segments=(((3, 4), tuple(range(5, 10))), ((10, 11), tuple(range(12, 17))))),
+)
+
+
+# ----------------------------------------------------------------------------- the GPU protocol
+_PAPER_DEPTHS = (3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 18, 20, 24, 30)
+_PAPER_SPEC = ArchSpec(family="conv", dim=2, depth=3, width=64, kernel=3, padding="circular", activation="relu")
+
+
+def _paper(depths, width, steps, points, seeds, size_note) -> Protocol:
+    spec = _PAPER_SPEC.with_(width=width)
+    common = dict(steps=steps, batch_size=128, points=points, seeds=seeds, refine=2)
+    studies = (
+        Study("cifar-sgd", "2D conv chain on CIFAR-10, ReLU, circular padding, plain SGD (the papers' protocol)",
+              spec, "cifar10", depths, lr_range=(1e-3, 2.0), onestep=True, **common),
+        Study("cifar-adam", "the same net trained with Adam", spec, "cifar10", depths, optimizer="adam",
+              lr_range=(1e-5, 1e-2), **common),
+    )
+    claims = (
+        Claim("conv2d", "eta* ~ L^(-3/2) for 2D conv nets (CIFAR-10)", "exponent", ("cifar-sgd",)),
+        Claim("adam", "the depth exponent is the same under Adam as under SGD", "same-exponent",
+              ("cifar-adam", "cifar-sgd")),
+    )
+    cal, segs = (depths[0], depths[1]), ()
+    if {3, 4, 5, 9, 10, 11, 12, 16}.issubset(depths):
+        segs = (((3, 4), tuple(d for d in depths if 5 <= d <= 9)), ((10, 11), tuple(d for d in depths if 12 <= d <= 16)))
+    return Protocol(
+        name="protocol-paper",
+        description="The papers' experiment: CIFAR-10, 2D conv chains of width 64 at depths 3 to 30, their grid "
+                    "and budget (100 steps of batch 128), SGD and Adam; sized for one GPU (about 10 minutes).",
+        studies=studies, claims=claims,
+        transfer=TransferPlan("cifar-sgd", calibration=cal, targets=tuple(d for d in depths if d not in cal),
+                              segments=segs),
+        horizons=(10, 30), conditional_horizons=(), size_note=size_note)
+
+
+PROTOCOL_PAPER = _paper(_PAPER_DEPTHS, 64, 100, 15, 3, "")
+#: the CPU version of ``protocol-paper``: what a 2-core machine trains in about 20 minutes
+PROTOCOL_PAPER_CPU = _paper((3, 4, 5, 6, 8), 16, 50, 9, 2,
+                            "CPU size: width 16, depths 3..8, 50 steps, 9 rates, 2 seeds (the GPU size is width "
+                            "64, depths 3..30, 100 steps, 15 rates, 3 seeds)")
+
+PRESETS = {"protocol": PROTOCOL, "protocol-paper": PROTOCOL_PAPER}
+
+
+def for_device(preset: str, device: str) -> Protocol:
+    """The preset as it runs on ``device``: ``protocol-paper`` shrinks to its CPU size off CUDA."""
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {', '.join(PRESETS)}; got {preset!r}")
+    if preset == "protocol-paper" and not str(device).startswith("cuda"):
+        return PROTOCOL_PAPER_CPU
+    return PRESETS[preset]

@@ -1,0 +1,148 @@
+"""``summary.json``, ``report.md`` and the figures of a protocol run, written from its summary.
+
+:func:`markdown_sections` gives the report's tables (verdicts, zero-shot transfer, the papers'
+segmented scheme, the bridge, the cost), so the README's and the findings page's section can be
+generated from the same summary (``python validate/protocol_findings.py``), never typed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def _g(v, fmt=".3g") -> str:
+    return "n/a" if v is None else format(v, fmt)
+
+
+def _ci(c, fmt=".3g") -> str:
+    return "n/a" if not c else f"[{format(c[0], fmt)}, {format(c[1], fmt)}]"
+
+
+def _pct(v) -> str:
+    return "n/a" if v is None else ("inf" if v == float("inf") else f"{100 * v:+.0f}%")
+
+
+def _claim_numbers(c: dict) -> str:
+    if c["kind"] in ("exponent", "width"):
+        f = c.get("fit")
+        return "n/a" if not f else f"exponent {f['exponent']:.2f} {_ci(f['exponent_ci'], '.2f')}, prefactor {f['prefactor']:.3g}"
+    if c["kind"] == "same-exponent":
+        d, r = c.get("difference"), c.get("prefactor_ratio")
+        text = "n/a" if not d else f"difference {d['exponent_difference']:+.2f} {_ci(d['exponent_difference_ci'], '+.2f')}"
+        if r:
+            text += f"; prefactor ratio {r['ratio']:.2f} {_ci(r['ratio_ci'], '.2f')}"
+        return text
+    parts = []
+    for key, label in (("difference_critical", "critical c"), ("difference_he", "He c = 2")):
+        d = c.get(key)
+        if d:
+            parts.append(f"{label}: {d['exponent_difference']:+.2f} {_ci(d['exponent_difference_ci'], '+.2f')}")
+    return "; ".join(parts) or "n/a"
+
+
+def verdict_table(summary: dict) -> list[str]:
+    lines = ["| claim | verdict | numbers (95% CI) | why |", "|---|---|---|---|"]
+    for c in summary["claims"]:
+        why = c["reason"] + (f" (condition: {c['condition']})" if c.get("condition") else "")
+        lines.append(f"| {c['statement']} | **{c['verdict']}** | {_claim_numbers(c)} | {why} |")
+    return lines
+
+
+def transfer_table(rules: dict, targets: list) -> list[str]:
+    head = "| rule | verdict | median abs log error | " + " | ".join(f"L={L}" for L in targets) + " |"
+    lines = [head, "|" + "---|" * (3 + len(targets))]
+    for name, r in rules.items():
+        cells = [f"{_pct(row['relative_error'])} {_ci([100 * v for v in row['relative_error_ci']], '+.0f') if row['relative_error_ci'] else ''}"
+                 for row in r["rows"]]
+        lines.append(f"| {name} | {r['verdict']} | {_g(r['median_abs_log_error'], '.2f')} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def bridge_table(bridge: dict, exps: dict) -> list[str]:
+    lines = ["| horizon T (steps) | exponent of eta*_train | ratio slope in ln L (95% CI) | constant in depth? |",
+             "|---|---|---|---|"]
+    for T, row in sorted(bridge.items(), key=lambda kv: int(kv[0])):
+        f = exps["train"].get(str(T))
+        lines.append(f"| {T} | {_g(f and f['exponent'], '.2f')} {_ci(f and f['exponent_ci'], '.2f')} | "
+                     f"{_g(row['slope'], '+.2f')} {_ci(row['slope_ci'], '+.2f')} | "
+                     f"{'yes' if row['constant_in_depth'] else 'no' if row['constant_in_depth'] is False else 'n/a'} |")
+    return lines
+
+
+def cost_table(cost: dict) -> list[str]:
+    g, o = cost["grid_search"], cost["one_step_route"]
+    errs = ", ".join(f"{k} {_g(v, '.2f')}" for k, v in o["median_abs_log_error"].items())
+    return ["| route | what runs | cells | forward passes | core-seconds | error at the held-out depths |",
+            "|---|---|---|---|---|---|",
+            f"| grid search | every rate x seed at depths {g['depths'][0]}..{g['depths'][-1]} | {g['cells']} | "
+            f"{g['forward_passes']} | {g['core_seconds']:.0f} | its own CI: median abs log half-width "
+            f"{_g(g['median_abs_log_ci_half_width'], '.2f')} |",
+            f"| one-step route | the sweep at depths {o['depths']} + the probe ({o['probe_seeds']} seeds) at every depth | "
+            f"{o['cells']} | {o['forward_passes']} | {o['core_seconds']:.0f} (probe {o['probe_seconds']:.0f}) | "
+            f"median abs log error: {errs} |",
+            "", f"Cost ratio (one-step route / grid search): **{_g(cost['core_seconds_ratio'], '.3f')}** in "
+            f"core-seconds, {_g(cost['cells_ratio'], '.3f')} in training runs."]
+
+
+def markdown_sections(summary: dict, figure_dir: str = "figures") -> list[str]:
+    t = summary["transfer"]
+    lines = ["### Verdict per claim", ""] + verdict_table(summary)
+    lines += ["", f"### Zero-shot transfer across depth ({t['study']}: calibrated at L = {t['calibration']}, "
+              f"verified by fresh sweeps; a rule transfers within a factor {t['tolerance']:g})", "",
+              "Relative error of each rule's predicted rate against eta*_train (95% CI):", ""]
+    lines += transfer_table(t["rules"], t["targets"])
+    for seg in t["segments"]:
+        lines += ["", f"The papers' segmented scheme: calibrated at L = {seg['calibration']}, "
+                  f"predicting L = {seg['targets'][0]}..{seg['targets'][-1]}:", ""]
+        lines += transfer_table(seg["rules"], seg["targets"])
+    if "bridge" in t:
+        lines += ["", "### The bridge: eta*_train / eta*_onestep against depth and horizon", "",
+                  "One-step exponent (probe, seed mean): "
+                  f"{_g(t['bridge_exponents']['onestep-mean']['exponent'], '.2f')} "
+                  f"{_ci(t['bridge_exponents']['onestep-mean']['exponent_ci'], '.2f')}; typical (geometric mean): "
+                  f"{_g(t['bridge_exponents']['onestep-typical']['exponent'], '.2f')} "
+                  f"{_ci(t['bridge_exponents']['onestep-typical']['exponent_ci'], '.2f')}.", ""]
+        lines += bridge_table(t["bridge"]["onestep-mean"], t["bridge_exponents"])
+        lines += ["", "### What the theory saves", ""] + cost_table(t["cost"])
+    lines += ["", f"![transfer]({figure_dir}/transfer_rules.png)", "", f"![bridge]({figure_dir}/bridge.png)", "",
+              f"![claims]({figure_dir}/claims.png)"]
+    return lines
+
+
+def study_table(summary: dict) -> list[str]:
+    lines = ["| study | what | axis | exponent (95% CI) | best loss at the deepest point / chance | core-s |",
+             "|---|---|---|---|---|---|"]
+    for name, s in summary["studies"].items():
+        f, last = s["fit"], s["rows"][-1]
+        lines.append(f"| {name} | {s['what']} | {s['axis']} | {_g(f and f['exponent'], '.2f')} "
+                     f"{_ci(f and f['exponent_ci'], '.2f')} | {_g(last['best_loss'], '.2f')} / "
+                     f"{last['chance_loss']:.2f} | {s['cost']['core_seconds']:.0f} |")
+    return lines
+
+
+def markdown(summary: dict) -> str:
+    run = summary.get("this_run", {})
+    lines = [f"# Protocol `{summary['protocol']}` (fingerprint `{summary['fingerprint']}`)", "",
+             summary["description"]]
+    if summary.get("size_note"):
+        lines += ["", f"**{summary['size_note']}**"]
+    lines += ["", f"This run: {run.get('cells_run', 0)} cells trained, {run.get('wall_s', 0):.0f} s wall-clock on "
+              f"{run.get('workers')} workers x {run.get('threads')} threads ({run.get('device')}).", ""]
+    lines += markdown_sections(summary)
+    lines += ["", "### Studies", ""] + study_table(summary)
+    lines += ["", "Each study's folder holds its own `report.md`, `summary.json` and loss-vs-lr figure."]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(out: Path, summary: dict, figures: bool) -> None:
+    out = Path(out)
+    from amutheory.jsonio import json_safe
+
+    (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=1) + "\n")
+    if figures:
+        from amutheory.protocol.figures import write_figures
+
+        write_figures(out / "figures", summary)
+    (out / "report.md").write_text(markdown(summary))
+

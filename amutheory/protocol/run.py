@@ -1,0 +1,177 @@
+"""Run (or resume) a protocol: every study's sweep, the one-step probe, then the analysis.
+
+:func:`run_protocol` is what ``amutheory validate --preset protocol`` runs:
+
+1. refuse a folder that holds another protocol (``protocol.json`` names its fingerprint), check
+   every study's data and sizes, and the studies' folders, before any work;
+2. the grid cells of every study in one pool (each study's records appended to its own
+   ``<out>/<study>/cells.jsonl`` as its groups finish), then every study's refinement cells in
+   a second pool: a rerun after an interruption runs only what is missing;
+3. the probe (eta*_onestep) at every depth of the studies that ask for it, one depth at a time,
+   saved as it goes (``<out>/<study>/onestep.json``);
+4. per study the sweep's own outputs (:func:`amutheory.train.run_sweep`, nothing left to train),
+   then the claims, the zero-shot transfer, the bridge, the cost table
+   (:mod:`amutheory.protocol.analysis`), ``summary.json``, ``report.md`` and the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from amutheory.protocol.presets import Protocol, Study, fingerprint, for_device
+from amutheory.train.cell import Cell
+
+
+def study_template(study: Study, data_dir=None, device: str = "cpu") -> Cell:
+    """The study's cell at its first depth and width (rate 1, seed 0), shapes from its data."""
+    from amutheory.train.sweep import spec_for_data
+
+    spec = study.spec
+    if study.dataset == "synthetic":
+        channels, spatial = study.synthetic_shape
+        spec = spec.with_(input_channels=channels, spatial=spatial)
+    else:
+        spec = spec_for_data(spec, study.dataset, data_dir)
+    spec = spec.with_(batch=study.batch_size, depth=study.depths[0], width=study.widths[0])
+    return Cell(spec=spec, lr=1.0, optimizer=study.optimizer, dataset=study.dataset, steps=study.steps,
+                batch_size=study.batch_size, norm=study.norm, dropout=study.dropout, data_dir=data_dir, device=device)
+
+
+def study_rates(study: Study) -> list[float]:
+    from amutheory.train.sweep import grid
+
+    return grid(*study.lr_range, study.points)
+
+
+def _check_folder(out: Path, protocol: Protocol) -> None:
+    from amutheory.train.store import check_out_dir
+
+    check_out_dir(out)
+    meta = out / "protocol.json"
+    fp = fingerprint(protocol)
+    if meta.exists():
+        try:
+            old = json.loads(meta.read_text()).get("fingerprint")
+        except (OSError, ValueError):
+            raise ValueError(f"{meta} is unreadable; use another --out") from None
+        if old != fp:
+            raise ValueError(f"{out} holds protocol {old}, not {protocol.name} {fp}; use another --out")
+    else:
+        meta.write_text(json.dumps({"fingerprint": fp, "protocol": protocol.to_dict()}, indent=1) + "\n")
+
+
+def _prepare(protocol: Protocol, out: Path, data_dir, device) -> dict:
+    """Per study: its template, folder and table; every spec built and every dataset loaded."""
+    from amutheory.train.run import cell_data
+    from amutheory.train.store import check_meta, check_out_dir, read_table
+    from amutheory.train.sweep import fixed_fields
+
+    prepared = {}
+    for st in protocol.studies:
+        tpl = study_template(st, data_dir, device)
+        for L in st.depths:
+            for n in st.widths:
+                cell_data(tpl.with_(spec=tpl.spec.with_(depth=L, width=n)))
+        folder = check_out_dir(out / st.name)
+        check_meta(folder, fixed_fields(tpl))
+        prepared[st.name] = {"template": tpl, "folder": folder, "table": read_table(folder)}
+    return prepared
+
+
+def _run_all(jobs: list, run_opts: dict, bar) -> int:
+    """Run ``(study_state, group)`` jobs with a missing cell in one pool; append as they finish."""
+    from amutheory.train.engine import run_groups
+    from amutheory.train.store import append_records
+
+    todo = [(p, g) for p, g in jobs if any(c.key() not in p["table"] for c in g)]
+    if bar is not None:
+        bar.total += sum(len(g) for _, g in jobs)
+        bar.update(sum(len(g) for _, g in jobs) - sum(len(g) for _, g in todo))
+    owner = {id(g): p for p, g in todo}
+    done = 0
+    for g, records in run_groups([g for _, g in todo], **run_opts):
+        p = owner[id(g)]
+        fresh = [r for r in records if r["key"] not in p["table"]]
+        append_records(p["folder"], fresh)
+        p["table"].update({r["key"]: r for r in fresh})
+        done += len(records)
+        if bar is not None:
+            bar.update(len(records))
+    return done
+
+
+def _probe(study: Study, state: dict, threads: int, say) -> dict:
+    """eta*_onestep per depth (probe seeds 0..S-1), resumed depth by depth from ``onestep.json``."""
+    import torch
+
+    from amutheory.api import measure
+    from amutheory.spec import ProbeProtocol
+
+    path = state["folder"] / "onestep.json"
+    spec = state["template"].spec
+    saved = json.loads(path.read_text()) if path.exists() else {}
+    if saved.get("spec") != spec.to_dict() or saved.get("seeds") != study.probe_seeds:
+        saved = {"spec": spec.to_dict(), "seeds": study.probe_seeds, "depths": {}}
+    dtype = "float64" if state["template"].device == "cpu" else "float32"
+    protocol = ProbeProtocol(dtype=dtype, device=state["template"].device)
+    torch.set_num_threads(threads)
+    for L in study.depths:
+        if str(L) in saved["depths"]:
+            continue
+        start = time.perf_counter()
+        s_bar = measure(spec, [L], study.probe_seeds, protocol).s_bar(L)
+        saved["depths"][str(L)] = {"s_bar": s_bar.tolist(), "seconds": time.perf_counter() - start}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(saved) + "\n")
+        tmp.replace(path)
+        say(f"probe {study.name} L={L}: {saved['depths'][str(L)]['seconds']:.1f} s")
+    return saved
+
+
+def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str = "local",
+                 scheduler: str | None = None, data_dir=None, device: str = "cpu", progress: bool = False,
+                 figures: bool = True, say=print) -> dict:
+    """Run or resume ``preset`` (a name of :data:`~amutheory.protocol.presets.PRESETS` or a
+    :class:`~amutheory.protocol.presets.Protocol`) in ``out``; the summary (also ``summary.json``)."""
+    from amutheory.protocol.analysis import analyse
+    from amutheory.train.sweep import check_run_options, progress_bar, plan, refined_plan, run_sweep
+
+    protocol = preset if isinstance(preset, Protocol) else for_device(preset, device)
+    check_run_options(engine, workers, threads, scheduler)
+    out = Path(out)
+    _check_folder(out, protocol)
+    if protocol.size_note:
+        say(f"{protocol.name}: {protocol.size_note}")
+    prepared = _prepare(protocol, out, data_dir, device)
+    run_opts = dict(engine=engine, workers=workers, threads=threads, scheduler=scheduler)
+    bar = progress_bar(0, progress)
+    start = time.perf_counter()
+    grid_jobs = [(prepared[st.name], g) for st in protocol.studies
+                 for g in plan(prepared[st.name]["template"], st.depths, st.widths, study_rates(st), range(st.seeds))]
+    ran = _run_all(grid_jobs, run_opts, bar)
+    rates, refine_jobs = {}, []
+    for st in protocol.studies:
+        p = prepared[st.name]
+        rates[st.name], extra = refined_plan(p["template"], p["table"], st.depths, st.widths, study_rates(st),
+                                             list(range(st.seeds)), "mean", st.refine)
+        refine_jobs += [(p, g) for g in extra]
+    ran += _run_all(refine_jobs, run_opts, bar)
+    if bar is not None:
+        bar.close()
+    train_seconds = time.perf_counter() - start
+    onestep = {st.name: _probe(st, prepared[st.name], threads, say) for st in protocol.studies if st.onestep}
+    for st in protocol.studies:  # each study's own sweep outputs; nothing is left to train
+        p = prepared[st.name]
+        run_sweep(p["template"], list(st.depths), list(st.widths), study_rates(st), list(range(st.seeds)), p["folder"],
+                  refine=st.refine, figures=figures)
+    summary = analyse(protocol, prepared, rates, onestep)
+    summary["this_run"] = {"cells_run": ran, "train_wall_s": train_seconds,
+                           "wall_s": time.perf_counter() - start, "workers": workers, "threads": threads,
+                           "engine": engine, "device": device}
+    from amutheory.protocol.report import write_outputs
+
+    write_outputs(out, summary, figures)
+    return summary
+
