@@ -578,10 +578,10 @@ def cmd_protocol(args):
 
 
 def cmd_validate(args):
-    from amutheory.campaign import run_campaign
-
     if args.preset in PROTOCOL_PRESETS:
         return cmd_protocol(args)
+    from amutheory.campaign import run_campaign  # builds the one-step presets (seconds): only for them
+
     used = [k for k in _PROTOCOL_ONLY if getattr(args, k) is not None] + (["no_figures"] if args.no_figures else [])
     if used:
         raise CliError(f"validate: --{used[0].replace('_', '-')} is an option of the training presets "

@@ -1,7 +1,8 @@
-"""Shared test setup: deterministic RNG state, two torch threads, and the ``gpu`` marker.
+"""Shared test setup: deterministic RNG state, the torch threads, and the ``gpu`` marker.
 
 * ``_reseed`` (autouse): before every test, reseed ``random``, ``numpy`` (legacy global
-  state) and ``torch`` with 0 and use two intra-op torch threads, so a test's outcome does
+  state) and ``torch`` with 0 and use two intra-op torch threads (one per worker under
+  ``pytest -n``), so a test's outcome does
   not depend on which tests ran before it or on the machine's core count.
 * Hypothesis runs derandomized (a fixed seed per test, no example database): CI and every
   machine see the same examples, so a property test passes or fails reproducibly.
@@ -12,6 +13,7 @@
 """
 
 import importlib.util
+import os
 import pathlib
 import random
 
@@ -21,6 +23,8 @@ import torch
 from hypothesis import settings
 
 SEED = 0
+#: one torch thread per xdist worker (two busy threads per core are many times slower), two otherwise
+TORCH_THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
 
 settings.register_profile("amutheory", derandomize=True, database=None)
 settings.load_profile("amutheory")
@@ -48,7 +52,7 @@ def _reseed():
     random.seed(SEED)
     np.random.seed(SEED)
     torch.manual_seed(SEED)
-    torch.set_num_threads(2)
+    torch.set_num_threads(TORCH_THREADS)
     yield
 
 

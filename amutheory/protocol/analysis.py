@@ -195,9 +195,8 @@ def _transfer(protocol, results: dict, onestep: dict) -> dict:
                          "rules": zero_shot_table(r.searches, curves, draws, c, t, plan.tolerance)}
                         for c, t in plan.segments]}
     if one:
-        by_h = {("registered" if T is None else T): s for T, s in r.by_horizon.items()}
-        horizons = {str(r.study.steps if T == "registered" else T): s for T, s in by_h.items()}
-        out["bridge"] = {stat: bridge({int(T): s for T, s in horizons.items()}, one[stat], depths) for stat in one}
+        horizons = {(r.study.steps if T is None else T): s for T, s in r.by_horizon.items()}
+        out["bridge"] = {stat: bridge(horizons, one[stat], depths) for stat in one}
         out["bridge_exponents"] = {
             "train": {str(T if T is not None else r.study.steps): _strip(r.fit("depth", horizon=T))
                       for T in r.by_horizon},

@@ -19,6 +19,17 @@ import numpy as np
 from amutheory.train.figures import _plt
 
 
+def _axes(ax, xlabel: str, ylabel: str, title: str, logy: bool = False, legend=None) -> None:
+    ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(**(legend or {"fontsize": 8}))
+    ax.grid(alpha=0.3, which="both")
+
+
 def transfer_rules_plot(t: dict, rows: list):
     """``rows``: the transfer study's rows (eta*_train and its CI at every depth)."""
     plt = _plt()
@@ -35,13 +46,11 @@ def transfer_rules_plot(t: dict, rows: list):
                     for r, v in zip(ok, y)]).T
     ax.errorbar([r["depth"] for r in ok], y, yerr=err, fmt="ko", ms=4, capsize=2, zorder=5,
                 label="eta*_train, fresh sweeps (95% CI)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("depth L")
-    ax.set_ylabel("learning rate")
-    ax.set_title("zero-shot transfer across depth: predictions vs fresh sweeps")
-    ax.legend(fontsize=7, ncol=2)
-    ax.grid(alpha=0.3, which="both")
+    _axes(ax, "depth L", "learning rate", "zero-shot transfer across depth: predictions vs fresh sweeps", logy=True,
+          legend=dict(fontsize=7, ncol=2))
+    depths = sorted({r["depth"] for r in rows})
+    ax.set_xticks(depths, [str(d) if i % max(1, len(depths) // 8) == 0 else "" for i, d in enumerate(depths)])
+    ax.minorticks_off()
     fig.tight_layout()
     return fig
 
@@ -56,31 +65,19 @@ def bridge_plot(t: dict):
         row = b[T]
         y = np.array([np.nan if v is None else v for v in row["ratio"]], float)
         a1.plot(row["depths"], y, "o-", ms=3, color=cmap(i / max(1, len(horizons) - 1)), label=f"T = {T} steps")
-    a1.set_xscale("log")
-    a1.set_yscale("log")
-    a1.set_xlabel("depth L")
-    a1.set_ylabel("eta*_train / eta*_onestep (probe, seed mean)")
-    a1.set_title("the bridge against depth")
-    a1.legend(fontsize=8)
-    a1.grid(alpha=0.3, which="both")
+    _axes(a1, "depth L", "eta*_train / eta*_onestep (probe, seed mean)", "the bridge against depth", logy=True)
     exps = t["bridge_exponents"]
-    Ts = [int(T) for T in sorted(exps["train"], key=int) if exps["train"][T]]
-    e = [exps["train"][str(T)]["exponent"] for T in Ts]
-    err = np.array([[exps["train"][str(T)]["exponent"] - (exps["train"][str(T)]["exponent_ci"] or [np.nan] * 2)[0],
-                     (exps["train"][str(T)]["exponent_ci"] or [np.nan] * 2)[1] - exps["train"][str(T)]["exponent"]]
-                    for T in Ts]).T
-    a2.errorbar(Ts, e, yerr=err, fmt="o-", capsize=3, label="eta*_train (95% CI)")
+    fits = [(int(T), f) for T, f in sorted(exps["train"].items(), key=lambda kv: int(kv[0])) if f]
+    e = np.array([f["exponent"] for _, f in fits])
+    ci = np.array([f["exponent_ci"] or [np.nan, np.nan] for _, f in fits])
+    a2.errorbar([T for T, _ in fits], e, yerr=[e - ci[:, 0], ci[:, 1] - e], fmt="o-", capsize=3,
+                label="eta*_train (95% CI)")
     for stat, style in (("onestep-mean", "--"), ("onestep-typical", ":")):
         if exps.get(stat):
             a2.axhline(exps[stat]["exponent"], ls=style, color="C1" if stat.endswith("mean") else "C2",
                        label=f"one-step probe, {stat.split('-')[1]}")
     a2.axhline(-1.5, color="0.5", lw=0.8, label="-3/2")
-    a2.set_xscale("log")
-    a2.set_xlabel("training horizon T (steps)")
-    a2.set_ylabel("fitted depth exponent")
-    a2.set_title("the depth exponent against the horizon")
-    a2.legend(fontsize=8)
-    a2.grid(alpha=0.3, which="both")
+    _axes(a2, "training horizon T (steps)", "fitted depth exponent", "the depth exponent against the horizon")
     fig.tight_layout()
     return fig
 

@@ -26,7 +26,9 @@ def _pct(v) -> str:
 def _claim_numbers(c: dict) -> str:
     if c["kind"] in ("exponent", "width"):
         f = c.get("fit")
-        return "n/a" if not f else f"exponent {f['exponent']:.2f} {_ci(f['exponent_ci'], '.2f')}, prefactor {f['prefactor']:.3g}"
+        text = "n/a" if not f else f"exponent {f['exponent']:.2f} {_ci(f['exponent_ci'], '.2f')}, prefactor {f['prefactor']:.3g}"
+        rules = c.get("rules") or {}
+        return text + "".join(f"; {k} rule {r['exponent']:+.2f}: {r['verdict']}" for k, r in rules.items())
     if c["kind"] == "same-exponent":
         d, r = c.get("difference"), c.get("prefactor_ratio")
         text = "n/a" if not d else f"difference {d['exponent_difference']:+.2f} {_ci(d['exponent_difference_ci'], '+.2f')}"
@@ -41,11 +43,22 @@ def _claim_numbers(c: dict) -> str:
     return "; ".join(parts) or "n/a"
 
 
+def _deepest(summary: dict, study: str) -> str:
+    """Does the deepest net of the study learn? Its best seed-mean loss against the chance loss."""
+    s = summary["studies"].get(study)
+    if not s:
+        return "n/a"
+    row = s["rows"][-1]
+    flags = f" ({', '.join(row['flags'])})" if row["flags"] else ""
+    return f"{_g(row['best_loss'], '.2f')} / {row['chance_loss']:.2f}{flags}"
+
+
 def verdict_table(summary: dict) -> list[str]:
-    lines = ["| claim | verdict | numbers (95% CI) | why |", "|---|---|---|---|"]
+    lines = ["| claim | verdict | numbers (95% CI) | why | deepest net: best loss / chance |", "|---|---|---|---|---|"]
     for c in summary["claims"]:
         why = c["reason"] + (f" (condition: {c['condition']})" if c.get("condition") else "")
-        lines.append(f"| {c['statement']} | **{c['verdict']}** | {_claim_numbers(c)} | {why} |")
+        lines.append(f"| {c['statement']} | **{c['verdict']}** | {_claim_numbers(c)} | {why} | "
+                     f"{_deepest(summary, c['studies'][0])} |")
     return lines
 
 
@@ -93,8 +106,9 @@ def markdown_sections(summary: dict, figure_dir: str = "figures") -> list[str]:
               "Relative error of each rule's predicted rate against eta*_train (95% CI):", ""]
     lines += transfer_table(t["rules"], t["targets"])
     for seg in t["segments"]:
-        lines += ["", f"The papers' segmented scheme: calibrated at L = {seg['calibration']}, "
-                  f"predicting L = {seg['targets'][0]}..{seg['targets'][-1]}:", ""]
+        tg = seg["targets"]
+        lines += ["", f"The papers' segmented scheme: calibrated at L = {seg['calibration']}, predicting L = "
+                  f"{tg[0] if len(tg) == 1 else f'{tg[0]}..{tg[-1]}'}:", ""]
         lines += transfer_table(seg["rules"], seg["targets"])
     if "bridge" in t:
         lines += ["", "### The bridge: eta*_train / eta*_onestep against depth and horizon", "",
@@ -127,8 +141,12 @@ def markdown(summary: dict) -> str:
              summary["description"]]
     if summary.get("size_note"):
         lines += ["", f"**{summary['size_note']}**"]
-    lines += ["", f"This run: {run.get('cells_run', 0)} cells trained, {run.get('wall_s', 0):.0f} s wall-clock on "
-              f"{run.get('workers')} workers x {run.get('threads')} threads ({run.get('device')}).", ""]
+    lines += ["", "Runs of this folder (a rerun resumes: it trains only missing cells):", ""]
+    for i, r in enumerate(summary.get("runs") or [run], 1):
+        lines.append(f"{i}. {r.get('finished', '')}: {r.get('cells_run', 0)} cells trained, {r.get('wall_s', 0):.0f} s "
+                     f"wall-clock on {r.get('workers')} workers x {r.get('threads')} threads ({r.get('device')})"
+                     + (f"; {r['note']}" if r.get("note") else ""))
+    lines.append("")
     lines += markdown_sections(summary)
     lines += ["", "### Studies", ""] + study_table(summary)
     lines += ["", "Each study's folder holds its own `report.md`, `summary.json` and loss-vs-lr figure."]

@@ -46,38 +46,55 @@ def study_rates(study: Study) -> list[float]:
 
 
 def _check_folder(out: Path, protocol: Protocol) -> None:
-    from amutheory.train.store import check_out_dir
-
-    check_out_dir(out)
+    """Refuse a file, or a folder holding another protocol (nothing is written here)."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} exists and is not a folder")
     meta = out / "protocol.json"
-    fp = fingerprint(protocol)
     if meta.exists():
         try:
             old = json.loads(meta.read_text()).get("fingerprint")
         except (OSError, ValueError):
             raise ValueError(f"{meta} is unreadable; use another --out") from None
-        if old != fp:
-            raise ValueError(f"{out} holds protocol {old}, not {protocol.name} {fp}; use another --out")
-    else:
-        meta.write_text(json.dumps({"fingerprint": fp, "protocol": protocol.to_dict()}, indent=1) + "\n")
+        if old != fingerprint(protocol):
+            raise ValueError(f"{out} holds protocol {old}, not {protocol.name} {fingerprint(protocol)}; "
+                             "use another --out")
 
 
 def _prepare(protocol: Protocol, out: Path, data_dir, device) -> dict:
-    """Per study: its template, folder and table; every spec built and every dataset loaded."""
+    """Every spec built and every dataset loaded (before anything is written); then per study its
+    template, folder and table, and ``protocol.json``."""
     from amutheory.train.run import cell_data
     from amutheory.train.store import check_meta, check_out_dir, read_table
     from amutheory.train.sweep import fixed_fields
 
-    prepared = {}
+    templates = {}
     for st in protocol.studies:
-        tpl = study_template(st, data_dir, device)
+        tpl = templates[st.name] = study_template(st, data_dir, device)
         for L in st.depths:
             for n in st.widths:
                 cell_data(tpl.with_(spec=tpl.spec.with_(depth=L, width=n)))
+    check_out_dir(out)
+    prepared = {}
+    for st in protocol.studies:
         folder = check_out_dir(out / st.name)
-        check_meta(folder, fixed_fields(tpl))
-        prepared[st.name] = {"template": tpl, "folder": folder, "table": read_table(folder)}
+        check_meta(folder, fixed_fields(templates[st.name]))
+        prepared[st.name] = {"template": templates[st.name], "folder": folder, "table": read_table(folder)}
+    meta = out / "protocol.json"
+    if not meta.exists():
+        meta.write_text(json.dumps({"fingerprint": fingerprint(protocol), "protocol": protocol.to_dict()}, indent=1)
+                        + "\n")
     return prepared
+
+
+def _cost_estimate(group) -> float:
+    """A rough relative cost of a group (longest first keeps both workers busy to the end; the
+    records do not depend on the order): layers x positions x width x steps, dropout runs one
+    rate at a time (the loop engine), a transformer block is an attention and an MLP."""
+    c = group[0]
+    sp = c.spec
+    per_rate = 4.0 * len(group) if c.dropout else 1.0 + 0.1 * len(group)
+    block = 3.0 if sp.family == "transformer" else 1.0
+    return sp.depth * block * sp.positions * sp.width * c.steps * per_rate
 
 
 def _run_all(jobs: list, run_opts: dict, bar) -> int:
@@ -85,7 +102,8 @@ def _run_all(jobs: list, run_opts: dict, bar) -> int:
     from amutheory.train.engine import run_groups
     from amutheory.train.store import append_records
 
-    todo = [(p, g) for p, g in jobs if any(c.key() not in p["table"] for c in g)]
+    todo = sorted([(p, g) for p, g in jobs if any(c.key() not in p["table"] for c in g)],
+                  key=lambda job: -_cost_estimate(job[1]))
     if bar is not None:
         bar.total += sum(len(g) for _, g in jobs)
         bar.update(sum(len(g) for _, g in jobs) - sum(len(g) for _, g in todo))
@@ -130,6 +148,21 @@ def _probe(study: Study, state: dict, threads: int, say) -> dict:
     return saved
 
 
+def _append_run(out: Path, run: dict) -> list:
+    """Append this invocation to ``runs.jsonl`` (a resumed or re-rendered run keeps the history of
+    what trained the cells and how long it took); every invocation so far."""
+    path = out / "runs.jsonl"
+    with path.open("a") as f:
+        f.write(json.dumps(run) + "\n")
+    runs = []
+    for line in path.read_text().splitlines():
+        try:
+            runs.append(json.loads(line))
+        except ValueError:  # a line cut by a kill: skipped
+            continue
+    return runs
+
+
 def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str = "local",
                  scheduler: str | None = None, data_dir=None, device: str = "cpu", progress: bool = False,
                  figures: bool = True, say=print) -> dict:
@@ -142,9 +175,9 @@ def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str
     check_run_options(engine, workers, threads, scheduler)
     out = Path(out)
     _check_folder(out, protocol)
+    prepared = _prepare(protocol, out, data_dir, device)
     if protocol.size_note:
         say(f"{protocol.name}: {protocol.size_note}")
-    prepared = _prepare(protocol, out, data_dir, device)
     run_opts = dict(engine=engine, workers=workers, threads=threads, scheduler=scheduler)
     bar = progress_bar(0, progress)
     start = time.perf_counter()
@@ -169,7 +202,8 @@ def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str
     summary = analyse(protocol, prepared, rates, onestep)
     summary["this_run"] = {"cells_run": ran, "train_wall_s": train_seconds,
                            "wall_s": time.perf_counter() - start, "workers": workers, "threads": threads,
-                           "engine": engine, "device": device}
+                           "engine": engine, "device": device, "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+    summary["runs"] = _append_run(out, summary["this_run"])
     from amutheory.protocol.report import write_outputs
 
     write_outputs(out, summary, figures)

@@ -274,6 +274,13 @@ def summarise(template, searches, depths, widths, score, table, rates, seeds) ->
     return summary
 
 
+def _save(fig, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def write_outputs(out: Path, summary: dict, searches, figures: bool) -> None:
     """``summary.json``, ``report.md`` and (with ``figures``) ``transfer.png``, ``eta_star_depth.png``."""
     from amutheory.train.report import markdown
@@ -284,10 +291,10 @@ def write_outputs(out: Path, summary: dict, searches, figures: bool) -> None:
         from amutheory.train.figures import eta_star_plot, transfer_plot
 
         by = "depth" if len(summary["depths"]) > 1 or len(summary["widths"]) == 1 else "width"
-        transfer_plot(searches, by=by, score=summary["score"]).savefig(out / "transfer.png", dpi=110)
+        _save(transfer_plot(searches, by=by, score=summary["score"]), out / "transfer.png")
         names.append("transfer.png")
         for axis, fits in (("depth", summary.get("depth_fit")), ("width", summary.get("width_fit"))):
             if fits:
-                eta_star_plot(searches, fits, axis).savefig(out / f"eta_star_{axis}.png", dpi=110)
+                _save(eta_star_plot(searches, fits, axis), out / f"eta_star_{axis}.png")
                 names.append(f"eta_star_{axis}.png")
     (out / "report.md").write_text(markdown(summary, names))

@@ -1,0 +1,248 @@
+"""The training protocol (issue 31): registration, decision rules, zero-shot transfer, and a tiny
+protocol run end to end (summary contract, resume, refusal of another protocol's folder, CLI)."""
+
+import json
+import math
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from amutheory.protocol import PRESETS, Claim, Protocol, Study, TransferPlan, fingerprint, for_device, run_protocol
+from amutheory.protocol import verdicts as V
+from amutheory.protocol.presets import PROTOCOL, PROTOCOL_PAPER_CPU
+from amutheory.protocol.zero_shot import ALL_RULES, zero_shot_table
+from amutheory.spec import ArchSpec
+from amutheory.train.search import LrSearch, _vertex, _vertices
+
+ROOT = pathlib.Path(__file__).parent.parent
+
+
+# ----------------------------------------------------------------------------- registration
+def test_registration_names_the_preset_it_registered():
+    text = (ROOT / "validate" / "REGISTRATION_PROTOCOL.md").read_text()
+    assert f"**`{fingerprint(PROTOCOL)}`**" in text, "the protocol preset changed without its registration"
+    for s in PROTOCOL.studies:
+        assert f"| {s.name} |" in text
+
+
+def test_fingerprint_moves_with_any_field():
+    changed = Protocol(PROTOCOL.name, PROTOCOL.description, PROTOCOL.studies, PROTOCOL.claims,
+                       TransferPlan("chain1d", (3, 4), tuple(range(5, 17)), PROTOCOL.transfer.segments, tolerance=1.4))
+    assert fingerprint(changed) != fingerprint(PROTOCOL)
+
+
+def test_paper_preset_shrinks_off_a_gpu_and_says_so():
+    assert for_device("protocol-paper", "cuda") is PRESETS["protocol-paper"]
+    cpu = for_device("protocol-paper", "cpu")
+    assert cpu is PROTOCOL_PAPER_CPU and "CPU size" in cpu.size_note
+    assert max(cpu.studies[0].depths) < max(PRESETS["protocol-paper"].studies[0].depths)
+    with pytest.raises(ValueError, match="preset must be one of"):
+        for_device("nope", "cpu")
+
+
+def test_a_claim_on_an_unknown_study_is_refused():
+    with pytest.raises(ValueError, match="unknown studies"):
+        Protocol("x", "", PROTOCOL.studies, (Claim("c", "s", "exponent", ("nope",)),), PROTOCOL.transfer)
+
+
+# ----------------------------------------------------------------------------- the vectorised vertex
+@given(st.integers(3, 9), st.integers(0, 2**31 - 1))
+def test_vectorised_vertex_is_the_pointwise_one(rates, seed):
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.normal(size=rates)) + np.arange(rates)  # strictly increasing
+    y = rng.normal(size=(20, rates))
+    y[rng.random(y.shape) < 0.25] = np.inf
+    got = _vertices(x, y)
+    want = np.array([_vertex(x, row)[0] for row in y])
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=0, atol=1e-9)
+
+
+# ----------------------------------------------------------------------------- decision rules
+def _fit(e, lo, hi):
+    return {"exponent": e, "exponent_ci": [lo, hi], "slope_draws": np.linspace(lo, hi, 100)}
+
+
+def test_exponent_verdicts():
+    assert V.exponent_verdict(_fit(-1.6, -1.9, -1.3), -1.5, {}, None)["verdict"] == "holds"
+    assert V.exponent_verdict(_fit(-1.6, -2.4, -0.8), -1.5, {}, None)["verdict"] == "inconclusive"
+    assert V.exponent_verdict(_fit(-0.9, -1.1, -0.7), -1.5, {}, None)["verdict"] == "fails"
+    by_horizon = V.exponent_verdict(_fit(-0.9, -1.1, -0.7), -1.5, {100: _fit(-1.4, -1.7, -1.2)}, None)
+    assert by_horizon["verdict"] == "conditional" and "T = 100" in by_horizon["condition"]
+    corrected = V.exponent_verdict(_fit(-1.8, -1.95, -1.7), -1.5, {}, -1.85)
+    assert corrected["verdict"] == "conditional" and "corrections" in corrected["condition"]
+    assert V.exponent_verdict(None, -1.5, {}, None)["verdict"] == "inconclusive"
+
+
+def test_same_exponent_and_steeper_verdicts():
+    same = {"exponent_difference": 0.05, "exponent_difference_ci": [-0.2, 0.3]}
+    moved = {"exponent_difference": 0.6, "exponent_difference_ci": [0.3, 0.9]}
+    ratio_away, ratio_one = {"ratio": 2.0, "ratio_ci": [1.5, 2.6]}, {"ratio": 1.1, "ratio_ci": [0.8, 1.4]}
+    assert V.same_exponent_verdict(same, ratio_away, True)["verdict"] == "holds"
+    assert V.same_exponent_verdict(same, ratio_one, True)["verdict"] == "conditional"
+    assert V.same_exponent_verdict(same, ratio_one, False)["verdict"] == "holds"
+    assert V.same_exponent_verdict(moved, ratio_away, True)["verdict"] == "fails"
+    below = {"exponent_difference": -0.3, "exponent_difference_ci": [-0.5, -0.1]}
+    assert V.steeper_verdict(below, below)["verdict"] == "holds"
+    assert V.steeper_verdict(below, same)["verdict"] == "conditional"
+    assert V.steeper_verdict(same, same)["verdict"] == "fails"
+
+
+def test_transfer_status_and_rule_verdict():
+    assert V.transfer_status(1.3, [1.1, 1.6], 1.5) == "transfers"
+    assert V.transfer_status(2.0, [1.7, 2.4], 1.5) == "misses"
+    assert V.transfer_status(2.0, [1.2, 2.4], 1.5) == "uncertain"
+    assert V.transfer_status(0.5, [0.4, 0.6], 1.5) == "misses"
+    assert V.rule_verdict([5, 6], ["transfers", "transfers"])["verdict"] == "holds"
+    cond = V.rule_verdict([5, 6, 7], ["transfers", "transfers", "misses"])
+    assert cond["verdict"] == "conditional" and "up to L = 6" in cond["reason"]
+    assert V.rule_verdict([5, 6], ["misses", "transfers"])["verdict"] == "fails"
+    assert V.rule_verdict([5, 6], ["transfers", "uncertain"])["verdict"] == "inconclusive"
+
+
+# ----------------------------------------------------------------------------- zero-shot with a known answer
+def _searches_with_optima(eta: dict, seeds: int = 4, noise: float = 0.01, seed: int = 0) -> dict:
+    """LrSearches whose loss is a parabola in ln lr around ``eta[L]`` (plus seed noise)."""
+    rng = np.random.default_rng(seed)
+    lrs = np.geomspace(1e-4, 10, 21)
+    out = {}
+    for L, e in eta.items():
+        base = 1 + 0.3 * (np.log(lrs) - math.log(e)) ** 2
+        out[L] = LrSearch(lrs, list(range(seeds)), base[:, None] + noise * rng.normal(size=(len(lrs), seeds)), depth=L)
+    return out
+
+
+def test_the_true_law_transfers_and_keeping_the_rate_does_not():
+    depths = list(range(2, 11))
+    searches = _searches_with_optima({L: 0.5 * L**-1.5 for L in depths})
+    curves = {"power": np.array(depths, float) ** -1.5, "keep": np.ones(len(depths)),
+              "too-steep": np.array(depths, float) ** -3.0}
+    draws = {k: np.broadcast_to(v, (2000, len(v))) for k, v in curves.items()}
+    table = zero_shot_table(searches, curves, draws, (2, 3), tuple(range(4, 11)), 1.5)
+    assert table["power"]["verdict"] == "holds"
+    assert all(abs(r["relative_error"]) < 0.1 for r in table["power"]["rows"])
+    assert all(r["relative_error_ci"][0] < 0.1 and r["relative_error_ci"][1] > -0.1 for r in table["power"]["rows"])
+    # keep: k = mean(eta(2), eta(3)) is 2.18 x eta(4) already, beyond the factor 1.5 and its CI
+    assert table["keep"]["verdict"] == "fails" and table["keep"]["rows"][0]["status"] == "misses"
+    assert table["too-steep"]["verdict"] in ("fails", "conditional")
+    assert table["too-steep"]["rows"][-1]["status"] == "misses"
+    # regret: linear interpolation of 1 + 0.3 t^2 between rates h = ln(10^5)/20 apart errs by at most
+    # 0.3 (h/2)^2 = 0.025 (plus the 1% seed noise); keep at L = 10 is ln(8.6) off: 0.3 * 2.16^2 = 1.4
+    assert all(r["regret"] < 0.025 + 0.02 for r in table["power"]["rows"])
+    assert table["keep"]["rows"][-1]["regret"] == pytest.approx(0.3 * math.log(table["keep"]["rows"][-1]["relative_error"]
+                                                                             + 1) ** 2, rel=0.1)
+
+
+def test_every_rule_of_the_protocol_is_named():
+    assert {"am-mup", "power", "chen", "depth-mup", "completep", "per-layer-mup", "keep", "onestep-mean",
+            "onestep-typical"} == set(ALL_RULES)
+
+
+# ----------------------------------------------------------------------------- a tiny protocol, end to end
+CHAIN = ArchSpec(family="conv", dim=1, depth=2, width=8, kernel=3, activation="relu")
+COMMON = dict(dataset="synthetic", depths=(2, 3, 4), seeds=3, steps=20, points=5, refine=1, synthetic_shape=(3, 8),
+              lr_range=(0.01, 3.0))
+TINY = Protocol(
+    "tiny", "a tiny protocol for the tests",
+    studies=(Study("chain", "1D chain", CHAIN, onestep=True, probe_seeds=4, **COMMON),
+             Study("bn", "with BatchNorm", CHAIN, norm="batch", **COMMON),
+             Study("gelu-he", "GELU at c = 2", CHAIN.with_(activation="gelu", init_c=2.0), **COMMON),
+             Study("gelu-crit", "GELU critical", CHAIN.with_(activation="gelu"), **COMMON),
+             Study("res", "ResNet", ArchSpec(family="resnet", dim=1, depth=2, width=8, kernel=3), **COMMON),
+             Study("width", "widths", CHAIN, dataset="synthetic", depths=(2,), widths=(4, 8), seeds=3, steps=20,
+                   points=5, synthetic_shape=(3, 8), lr_range=(0.01, 3.0))),
+    claims=(Claim("chain", "eta* ~ L^(-3/2)", "exponent", ("chain",)),
+            Claim("res", "eta* ~ L_eff^(-3/2)", "exponent", ("res",), axis="effective-depth"),
+            Claim("bn", "BatchNorm: prefactor, not exponent", "same-exponent", ("bn", "chain"), prefactor_changes=True),
+            Claim("gelu", "GELU steeper", "steeper", ("gelu-he", "gelu-crit", "chain")),
+            Claim("width", "width rule", "width", ("width",), axis="width", expected=None,
+                  expected_rules=("derived", "fan-in"))),
+    transfer=TransferPlan("chain", calibration=(2,), targets=(3, 4), segments=(((2, 3), (4,)),)),
+    horizons=(10,), conditional_horizons=(10,))
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("protocol") / "tiny"
+    summary = run_protocol(TINY, out, workers=1, say=lambda m: None)
+    return out, summary
+
+
+def test_summary_holds_a_verdict_per_claim_and_an_error_per_rule(tiny_run):
+    out, s = tiny_run
+    assert s["fingerprint"] == fingerprint(TINY) and json.loads((out / "protocol.json").read_text())["fingerprint"] \
+        == fingerprint(TINY)
+    assert set(s["verdicts"]) == {c.name for c in TINY.claims}
+    for c in s["claims"]:
+        assert c["verdict"] in V.VERDICTS and c["reason"]
+    chain = next(c for c in s["claims"] if c["name"] == "chain")
+    assert chain["fit"]["exponent_ci"][0] <= chain["fit"]["exponent"] <= chain["fit"]["exponent_ci"][1]
+    res = next(c for c in s["claims"] if c["name"] == "res")
+    assert res["fit"]["x"] == [4.0, 5.0, 6.0]  # effective depth of K = 2, 3, 4 blocks, read off the graph
+    t = s["transfer"]
+    assert set(t["rules"]) == set(ALL_RULES)
+    for r in t["rules"].values():
+        assert [row["depth"] for row in r["rows"]] == [3, 4]
+        assert all(row["relative_error_ci"] is None or row["relative_error_ci"][0] <= row["relative_error_ci"][1]
+                   for row in r["rows"])
+    assert set(t["bridge"]) == {"onestep-mean", "onestep-typical"}
+    assert set(t["bridge"]["onestep-mean"]) == {10, 20}
+    c = t["cost"]
+    rates = {r["depth"]: len(r["lrs"]) for r in json.loads((out / "chain" / "summary.json").read_text())["runs"]}
+    assert c["grid_search"]["cells"] == 3 * (rates[3] + rates[4]) and c["one_step_route"]["cells"] == 3 * rates[2]
+    assert c["core_seconds_ratio"] == pytest.approx(c["one_step_route"]["core_seconds"] / c["grid_search"]["core_seconds"])
+    for f in ("report.md", "summary.json", "figures/transfer_rules.png", "figures/bridge.png", "figures/claims.png",
+              "chain/transfer.png", "chain/onestep.json"):
+        assert (out / f).is_file(), f
+    json.loads((out / "summary.json").read_text())  # strict JSON: no NaN/Infinity
+    assert "Infinity" not in (out / "summary.json").read_text() and "NaN" not in (out / "summary.json").read_text()
+
+
+def test_rerun_trains_nothing_and_a_cut_table_resumes_exactly(tiny_run):
+    out, first = tiny_run
+    again = run_protocol(TINY, out, workers=1, say=lambda m: None, figures=False)
+    assert again["this_run"]["cells_run"] == 0
+    assert again["claims"] == first["claims"] and again["transfer"] == first["transfer"]
+    table = out / "bn" / "cells.jsonl"
+    lines = table.read_text().splitlines(keepends=True)
+    table.write_text("".join(lines[: len(lines) // 2]))
+    resumed = run_protocol(TINY, out, workers=1, say=lambda m: None, figures=False)
+    assert resumed["this_run"]["cells_run"] > 0
+    assert resumed["claims"] == first["claims"] and resumed["transfer"] == first["transfer"]
+
+
+def test_another_protocol_in_the_folder_is_refused(tiny_run):
+    out, _ = tiny_run
+    other = Protocol("tiny", "changed", TINY.studies, TINY.claims, TINY.transfer, horizons=(10,),
+                     conditional_horizons=())
+    before = (out / "summary.json").read_text()
+    with pytest.raises(ValueError, match="holds protocol"):
+        run_protocol(other, out, workers=1, say=lambda m: None)
+    assert (out / "summary.json").read_text() == before
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--preset", "protocol", "--chunk", "3"], "--chunk is an option of the one-step presets"),
+    (["--preset", "quick", "--workers", "2"], "--workers is an option of the training presets"),
+    (["--preset", "protocol", "--workers", "0"], "--workers must be >= 1"),
+    (["--preset", "protocol-paper", "--data-dir", "/nonexistent/cifar"], "not an existing folder"),
+])
+def test_cli_refuses_bad_input_in_one_line(argv, message, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "amutheory", "validate", *argv, "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "o" / "summary.json").exists()
+
+
+def test_cli_refuses_a_file_as_out_before_any_work(tmp_path):
+    target = tmp_path / "a-file"
+    target.write_text("x")
+    proc = subprocess.run([sys.executable, "-m", "amutheory", "validate", "--preset", "protocol", "--out",
+                           str(target)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "not a folder" in proc.stderr and target.read_text() == "x"
