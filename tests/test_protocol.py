@@ -246,3 +246,30 @@ def test_cli_refuses_a_file_as_out_before_any_work(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "amutheory", "validate", "--preset", "protocol", "--out",
                            str(target)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "not a folder" in proc.stderr and target.read_text() == "x"
+
+
+def test_the_paper_protocol_runs_on_cifar_files(tmp_path):
+    """protocol-paper's path (CIFAR-10 python-pickle files, 2D nets, SGD and Adam, the probe on a
+    2D spec) at a toy size (batch 8 instead of 128), on tiny CIFAR files the test writes."""
+    from amutheory.protocol.presets import _paper
+    from amutheory.train.data import write_cifar_fixture
+
+    write_cifar_fixture(tmp_path / "cifar", n_per_batch=32)
+    toy = _paper((3, 4, 5), 4, 4, 3, 2, "toy size")
+    toy = Protocol(toy.name, toy.description,
+                   tuple(dataclass_replace(s, probe_seeds=2, batch_size=8) for s in toy.studies),
+                   toy.claims, toy.transfer, horizons=(), conditional_horizons=(), size_note=toy.size_note)
+    said = []
+    s = run_protocol(toy, tmp_path / "out", workers=1, data_dir=str(tmp_path / "cifar"), say=said.append,
+                     figures=False)
+    assert said[0] == "protocol-paper: toy size"
+    assert set(s["verdicts"]) == {"conv2d", "adam"}
+    assert s["studies"]["cifar-sgd"]["dataset"] == "cifar10" and s["studies"]["cifar-adam"]["optimizer"] == "adam"
+    assert s["transfer"]["calibration"] == [3, 4] and s["transfer"]["targets"] == [5]
+    assert s["this_run"]["cells_run"] > 0
+
+
+def dataclass_replace(obj, **changes):
+    import dataclasses
+
+    return dataclasses.replace(obj, **changes)

@@ -65,6 +65,18 @@ class StudyResult:
         draws = np.stack([s[p].boot if s[p].boot is not None else np.full(BOOTSTRAP, np.nan) for p in points], 1)
         return V.loglog_fit([self.x(axis)[p] for p in points], eta, draws)
 
+    def _at_grid_optimum(self, p, field: str):
+        """The seed mean of a record field at the grid optimum of point ``p`` (``None`` if none)."""
+        s = self.searches[p]
+        if not np.isfinite(s.eta_star_grid):
+            return None
+        L, n = (p, self.study.widths[0]) if self.study.axis == "depth" else (self.study.depths[0], p)
+        spec = self.template.spec.with_(depth=L, width=n)
+        vals = [self.table[self.template.with_(spec=spec, lr=float(s.eta_star_grid), seed=k).key()].get(field)
+                for k in range(self.study.seeds)]
+        vals = [v for v in vals if v is not None]
+        return float(np.mean(vals)) if vals else None
+
     def rows(self) -> list:
         out = []
         for p in self.points:
@@ -73,6 +85,8 @@ class StudyResult:
             out.append({self.study.axis: p, "eta_star_train": _num(s.eta_star_train),
                         "eta_star_train_ci": s.eta_star_train_ci, "flags": list(s.flags),
                         "best_loss": _num(s.loss_mean[finite].min()) if finite.any() else None,
+                        "final_loss_at_optimum": self._at_grid_optimum(p, "final_loss"),
+                        "test_accuracy_at_optimum": self._at_grid_optimum(p, "test_accuracy"),
                         "chance_loss": math.log(self.template.spec.outputs)})
         return out
 
@@ -238,6 +252,7 @@ def analyse(protocol, prepared: dict, rates: dict, onestep: dict) -> dict:
         studies[name] = {"what": r.study.what, "axis": axis, "rows": r.rows(), "fit": _strip(r.fit(axis)),
                          "horizon_fits": {str(T): _strip(r.fit(axis, horizon=T)) for T in r.by_horizon
                                           if T is not None},
+                         "family": r.study.spec.family,
                          "steps": r.study.steps, "seeds": r.study.seeds, "optimizer": r.study.optimizer,
                          "dataset": r.study.dataset, "cost": r.cost(r.points)}
     claims = [_claim(c, results, protocol) for c in protocol.claims]

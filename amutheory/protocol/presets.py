@@ -278,7 +278,7 @@ def _paper(depths, width, steps, points, seeds, size_note) -> Protocol:
 
 
 PROTOCOL_PAPER = _paper(_PAPER_DEPTHS, 64, 100, 15, 3, "")
-#: the CPU version of ``protocol-paper``: what a 2-core machine trains in about 20 minutes
+#: the CPU version of ``protocol-paper`` (smaller nets, fewer depths and steps; not timed yet)
 PROTOCOL_PAPER_CPU = _paper((3, 4, 5, 6, 8), 16, 50, 9, 2,
                             "CPU size: width 16, depths 3..8, 50 steps, 9 rates, 2 seeds (the GPU size is width "
                             "64, depths 3..30, 100 steps, 15 rates, 3 seeds)")

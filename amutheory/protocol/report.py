@@ -44,17 +44,20 @@ def _claim_numbers(c: dict) -> str:
 
 
 def _deepest(summary: dict, study: str) -> str:
-    """Does the deepest net of the study learn? Its best seed-mean loss against the chance loss."""
+    """Does the deepest net of the study learn?  At its grid optimum: the final training loss (last
+    tenth of the steps) against the chance loss, and the test accuracy."""
     s = summary["studies"].get(study)
     if not s:
         return "n/a"
     row = s["rows"][-1]
     flags = f" ({', '.join(row['flags'])})" if row["flags"] else ""
-    return f"{_g(row['best_loss'], '.2f')} / {row['chance_loss']:.2f}{flags}"
+    return (f"{_g(row.get('final_loss_at_optimum'), '.2f')} / {row['chance_loss']:.2f}, test accuracy "
+            f"{_g(row.get('test_accuracy_at_optimum'), '.2f')}{flags}")
 
 
 def verdict_table(summary: dict) -> list[str]:
-    lines = ["| claim | verdict | numbers (95% CI) | why | deepest net: best loss / chance |", "|---|---|---|---|---|"]
+    lines = ["| claim | verdict | numbers (95% CI) | why | deepest net at its optimum: final loss / chance |",
+             "|---|---|---|---|---|"]
     for c in summary["claims"]:
         why = c["reason"] + (f" (condition: {c['condition']})" if c.get("condition") else "")
         lines.append(f"| {c['statement']} | **{c['verdict']}** | {_claim_numbers(c)} | {why} | "
@@ -98,9 +101,33 @@ def cost_table(cost: dict) -> list[str]:
             f"core-seconds, {_g(cost['cells_ratio'], '.3f')} in training runs."]
 
 
+#: a net whose best seed-mean loss is above this fraction of the chance loss has barely learned
+BARELY_LEARNS = 0.9
+
+
+def caveats(summary: dict) -> list[str]:
+    """What a reader must know before trusting a verdict, read off the run (not typed)."""
+    out = []
+    weak = [f"{name} ({s['axis']} {r[s['axis']]})" for name, s in summary["studies"].items() for r in s["rows"]
+            if r.get("final_loss_at_optimum") is not None and r["final_loss_at_optimum"] > BARELY_LEARNS * r["chance_loss"]]
+    if weak:
+        out.append(f"* Barely learning (at the grid optimum, the training loss over the last tenth of the steps is "
+                   f"above {BARELY_LEARNS:g} x the chance loss ln(classes)): {', '.join(weak)}. There eta*_train is "
+                   "the fastest rate a barely-learning net tolerates, not the optimum of a net that learns.")
+    flagged = [f"{name} ({s['axis']} {r[s['axis']]}: {', '.join(r['flags'])})" for name, s in summary["studies"].items()
+               for r in s["rows"] if r["flags"]]
+    if flagged:
+        out.append(f"* Flagged optima (grid edge, next to a diverged rate, or every rate diverged; an all-diverged "
+                   f"point is left out of its fit): {'; '.join(flagged)}.")
+    return out
+
+
 def markdown_sections(summary: dict, figure_dir: str = "figures") -> list[str]:
     t = summary["transfer"]
     lines = ["### Verdict per claim", ""] + verdict_table(summary)
+    notes = caveats(summary)
+    if notes:
+        lines += ["", "Read with:", ""] + notes
     lines += ["", f"### Zero-shot transfer across depth ({t['study']}: calibrated at L = {t['calibration']}, "
               f"verified by fresh sweeps; a rule transfers within a factor {t['tolerance']:g})", "",
               "Relative error of each rule's predicted rate against eta*_train (95% CI):", ""]
@@ -125,13 +152,14 @@ def markdown_sections(summary: dict, figure_dir: str = "figures") -> list[str]:
 
 
 def study_table(summary: dict) -> list[str]:
-    lines = ["| study | what | axis | exponent (95% CI) | best loss at the deepest point / chance | core-s |",
+    lines = ["| study | what | axis | exponent (95% CI) | deepest point at its optimum: final loss / chance | core-s |",
              "|---|---|---|---|---|---|"]
     for name, s in summary["studies"].items():
-        f, last = s["fit"], s["rows"][-1]
-        lines.append(f"| {name} | {s['what']} | {s['axis']} | {_g(f and f['exponent'], '.2f')} "
-                     f"{_ci(f and f['exponent_ci'], '.2f')} | {_g(last['best_loss'], '.2f')} / "
-                     f"{last['chance_loss']:.2f} | {s['cost']['core_seconds']:.0f} |")
+        f = s["fit"]
+        axis = "blocks K" if s.get("family") in ("resnet", "transformer") else s["axis"]
+        lines.append(f"| {name} | {s['what']} | {axis} | {_g(f and f['exponent'], '.2f')} "
+                     f"{_ci(f and f['exponent_ci'], '.2f')} | {_deepest(summary, name)} | "
+                     f"{s['cost']['core_seconds']:.0f} |")
     return lines
 
 
