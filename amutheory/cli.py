@@ -574,7 +574,9 @@ def cmd_protocol(args):
               for name, r in t["rules"].items()]
     if t.get("cost") and t["cost"]["core_seconds_ratio"] is not None:
         lines.append(f"cost of the one-step route / grid search: {t['cost']['core_seconds_ratio']:.3f} (core-seconds)")
-    _emit(args, summary, "\n".join(lines))
+    from amutheory.jsonio import json_safe
+
+    _emit(args, json_safe(summary), "\n".join(lines))
 
 
 def cmd_validate(args):

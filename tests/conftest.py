@@ -7,6 +7,9 @@
 * Hypothesis runs derandomized (a fixed seed per test, no example database): CI and every
   machine see the same examples, so a property test passes or fails reproducibly.
 * ``validate_script`` (fixture): loads a script of ``validate/`` as a module, by file name.
+* Tests listed in ``tests/slow_tests.txt`` (the slowest of a timed run) are marked ``slow``: the
+  default ``python3 -m pytest`` skips them, ``python3 -m pytest -m "not gpu"`` (what ``.ci/run``
+  runs) includes them.
 * Tests marked ``@pytest.mark.gpu`` are skipped, with a reason, where
   ``torch.cuda.is_available()`` is false (the default ``addopts`` also deselects them; run
   ``pytest -m gpu`` on a CUDA machine).
@@ -38,7 +41,24 @@ def cuda_available() -> bool:
 requires_gpu = pytest.mark.skipif(not cuda_available(), reason="needs CUDA (torch.cuda.is_available() is False)")
 
 
+#: node ids of the tests marked ``slow`` here (the default run skips them; ``.ci/run`` runs them)
+SLOW_TESTS = pathlib.Path(__file__).with_name("slow_tests.txt")
+
+
+def _slow_ids() -> set:
+    lines = (ln.strip() for ln in SLOW_TESTS.read_text().splitlines())
+    return {ln for ln in lines if ln and not ln.startswith("#")}
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
 def pytest_collection_modifyitems(config, items):
+    slow = _slow_ids()
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
+    missing = slow - {item.nodeid for item in items}
+    if missing and not config.args:  # the whole suite was collected: a stale line is an error
+        raise pytest.UsageError(f"{SLOW_TESTS.name} names tests that do not exist: {sorted(missing)[:3]}")
     if cuda_available():
         return
     skip = pytest.mark.skip(reason="needs CUDA (torch.cuda.is_available() is False)")
