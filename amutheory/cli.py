@@ -111,7 +111,10 @@ def _spec(args, depth=None):
     if args.depths is not None:
         args.depths = check_depths(args.depths)
     spatial = args.seq_len if getattr(args, "seq_len", None) is not None else args.spatial
-    return ArchSpec(family=args.family, dim=args.dim, depth=depth or (args.depths or [1])[0], width=args.width,
+    if args.family == "transformer" and args.padding != "circular":
+        raise CliError(f"--padding {args.padding} has no meaning for a transformer (it has no convolution)")
+    depth = depth if depth is not None else (args.depths or [1])[0]
+    return ArchSpec(family=args.family, dim=args.dim, depth=depth, width=args.width,
                     kernel=args.kernel, spatial=spatial, padding=args.padding, activation=args.activation,
                     init_c=args.init_c, input_channels=args.input_channels, batch=args.batch,
                     outputs=args.outputs, readout=args.readout, branch=args.branch, init=args.init,
@@ -690,7 +693,7 @@ def cmd_transfer(args):
         if args.from_depth is None or args.to_depth is None:
             raise CliError("transfer: give --from/--to models or --from-depth and --to-depth")
         ref = _spec(args, depth=args.from_depth)
-        tgt = ref.with_(depth=args.to_depth, width=args.to_width or ref.width)
+        tgt = ref.with_(depth=args.to_depth, width=ref.width if args.to_width is None else args.to_width)
         labels = (f"{ref.family} depth {ref.depth} width {ref.width}", f"{tgt.family} depth {tgt.depth} "
                                                                       f"width {tgt.width}")
     res = transfer_lr(args.lr, ref, tgt, rule=args.rule, input_shape=args.input_shape,
@@ -917,8 +920,27 @@ def _sweep_parser(sub, common) -> None:
     sw.set_defaults(func=cmd_sweep)
 
 
+def threading_main() -> bool:
+    """Signal handlers can only be set from the main thread (not when main() runs in a worker thread)."""
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+class _Terminated(Exception):
+    """SIGTERM (a scheduler's kill, ``kill PID``) turned into an exception, so it ends like Ctrl-C."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
 def main(argv=None) -> int:
+    import signal
+
     parser = build_parser()
+    if threading_main():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         args = parser.parse_args(argv)
         if args.command is None:
@@ -937,6 +959,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("amutheory: interrupted (finished results are kept; rerun to resume)", file=sys.stderr)
         return 130
+    except _Terminated:
+        print("amutheory: terminated by SIGTERM (finished results are kept; rerun to resume)", file=sys.stderr)
+        return 143
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading: not an error of ours
         # point stdout at devnull so the interpreter's final flush does not raise again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -77,6 +77,10 @@ def test_predict_and_measure_json_contract(capsys):
     (["boundary", "--depths", "4", "--dim", "3"], "dim"),
     (["boundary", "--kernel", "3"], "depths"),
     (["boundary", "--depths", "4", "--tolerance", "0"], "tolerance"),
+    # values that used to be changed or ignored silently
+    (["transfer", "--lr", "0.1", "--from-depth", "0", "--to-depth", "4"], "depth must be"),
+    (["transfer", "--lr", "0.1", "--from-depth", "2", "--to-depth", "4", "--to-width", "0"], "width must be"),
+    (["predict", "--family", "transformer", "--depths", "2,4", "--padding", "zero"], "no meaning for a transformer"),
 ])
 def test_bad_input_one_line_exit_2(args, needle, capsys):
     code, out, err = run(args, capsys)

@@ -153,3 +153,8 @@ def test_cli_depth_bad_input_one_line_exit_2(args, needle, capsys):
     assert code == 2
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and needle in lines[0], err
+
+
+def test_an_unknown_leaf_module_is_refused_not_ignored():
+    with pytest.raises(ValueError, match="'Gat' names no submodule and no module class"):
+        effective_depth(zoo.DataDependent(), (2, 3), leaf_modules=["Gat"], module_weights={"gate": 3})

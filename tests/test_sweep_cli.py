@@ -276,3 +276,22 @@ def test_dask_local_cluster_writes_the_same_rows(in_process_rows, tmp_path, caps
     assert d["this_run"]["cells_run"] == 16
     rows = _rows(out)
     assert rows == in_process_rows, _first_difference(rows, in_process_rows)
+
+
+def test_sigterm_ends_with_one_line_and_keeps_finished_groups(tmp_path):
+    out = tmp_path / "termed"
+    proc = subprocess.Popen([sys.executable, "-m", "amutheory"] + KILL + ["--out", str(out), "--quiet"], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (out / S.TABLE).exists() and proc.poll() is None:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    err = proc.stderr.read().decode().strip().splitlines()
+    assert proc.returncode == 143, err
+    assert err == ["amutheory: terminated by SIGTERM (finished results are kept; rerun to resume)"]
+    assert len(S.read_table(out)) >= 1

@@ -164,6 +164,11 @@ def symbolic_trace(model: nn.Module, leaf_modules=()) -> torch.fx.GraphModule:
     """``torch.fx`` trace; a failure becomes a one-line ``ValueError`` naming module and reason."""
     if not isinstance(model, nn.Module):
         raise ValueError(f"expected a torch.nn.Module, got {type(model).__name__}")
+    names = {q for q, _ in model.named_modules()} | {type(m).__name__ for m in model.modules()}
+    unknown = [leaf for leaf in leaf_modules if isinstance(leaf, str) and leaf not in names]
+    if unknown:
+        raise ValueError(f"leaf_modules: {unknown[0]!r} names no submodule and no module class of "
+                         f"{type(model).__name__}")
     tracer = _Tracer(leaf_modules)
     try:
         graph = tracer.trace(model)
