@@ -1,6 +1,7 @@
 """The training protocol (issue 31): registration, decision rules, zero-shot transfer, and a tiny
 protocol run end to end (summary contract, resume, refusal of another protocol's folder, CLI)."""
 
+import dataclasses
 import json
 import math
 import pathlib
@@ -257,7 +258,7 @@ def test_the_paper_protocol_runs_on_cifar_files(tmp_path):
     write_cifar_fixture(tmp_path / "cifar", n_per_batch=32)
     toy = _paper((3, 4, 5), 4, 4, 3, 2, "toy size")
     toy = Protocol(toy.name, toy.description,
-                   tuple(dataclass_replace(s, probe_seeds=2, batch_size=8) for s in toy.studies),
+                   tuple(dataclasses.replace(s, probe_seeds=2, batch_size=8) for s in toy.studies),
                    toy.claims, toy.transfer, horizons=(), conditional_horizons=(), size_note=toy.size_note)
     said = []
     s = run_protocol(toy, tmp_path / "out", workers=1, data_dir=str(tmp_path / "cifar"), say=said.append,
@@ -267,9 +268,3 @@ def test_the_paper_protocol_runs_on_cifar_files(tmp_path):
     assert s["studies"]["cifar-sgd"]["dataset"] == "cifar10" and s["studies"]["cifar-adam"]["optimizer"] == "adam"
     assert s["transfer"]["calibration"] == [3, 4] and s["transfer"]["targets"] == [5]
     assert s["this_run"]["cells_run"] > 0
-
-
-def dataclass_replace(obj, **changes):
-    import dataclasses
-
-    return dataclasses.replace(obj, **changes)

@@ -166,7 +166,7 @@ def transfer_status(ratio: float, ratio_ci, tolerance: float) -> str:
 def rule_verdict(depths: list, statuses: list) -> dict:
     """A rule's verdict over the held-out depths (sorted) from its status at each."""
     if statuses and all(s == "transfers" for s in statuses):
-        return {"verdict": "holds", "reason": f"within the tolerance at every held-out depth"}
+        return {"verdict": "holds", "reason": "within the tolerance at every held-out depth"}
     if any(s == "misses" for s in statuses):
         first = next(d for d, s in zip(depths, statuses) if s == "misses")
         reach = [d for d, s in zip(depths, statuses) if d < first]

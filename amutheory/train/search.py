@@ -12,7 +12,8 @@ the optimum's seed bootstrap, and the power law of the optimum across depth (or 
   :data:`BOOTSTRAP` resamples of the seeds (a resampled seed brings its runs at every rate: the
   rates share inits and minibatches).
 * :func:`fit_power`: least squares of ``ln eta*`` on ``ln L``; its CI from the same bootstrap
-  draws, resampled independently per depth.
+  draws: every search draws the same seed indices (one fixed bootstrap seed), so the points
+  are resampled paired by seed index (their seeds share minibatch orders).
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ class LrSearch:
 
 def fit_power(xs, searches: list[LrSearch]) -> dict | None:
     """``eta*_train ~ prefactor * x^exponent`` over ``searches`` at ``xs`` (depths or widths):
-    least squares in logs, CI from the searches' seed bootstraps (independent per point)."""
+    least squares in logs, CI from the searches' seed bootstraps (paired by seed index)."""
     xs = np.asarray(xs, float)
     eta = np.array([s.eta_star_train for s in searches])
     ok = np.isfinite(eta)
