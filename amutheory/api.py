@@ -1,6 +1,6 @@
 """The three operations of amutheory as a small Python API.
 
-* :func:`derive`  -- spec in, :class:`~amutheory.symbolic.law.ScalingLaw` out (SymPy only);
+* :func:`derive`  -- spec in, :class:`~amutheory.symbolic.primitives.law.ScalingLaw` out (SymPy only);
 * :func:`measure` -- spec and depths in, :class:`Measurement` out (runs the torch probe);
 * :func:`predict` -- spec and depths in, :class:`Prediction` out (derived law, with constants
   derived or calibrated on a measurement at other depths).
@@ -22,7 +22,7 @@ from amutheory.calibrate import Calibration, calibrate, layer_prediction, per_la
 from amutheory.constants import Constant
 from amutheory.spec import ArchSpec, ProbeProtocol
 from amutheory.stats import central_eta_slope, eta_slope_between, integer_neighbours
-from amutheory.symbolic.conv import conv_law, derived_constants
+from amutheory.symbolic.chain.conv import conv_law, derived_constants
 
 DEFAULT_CALIBRATION_DEPTHS = (2, 3, 4, 6)
 
@@ -59,7 +59,7 @@ def _check_C(C):
 TRANSFORMER_LAWS = ("coherent", "effective-depth")
 #: residual-net laws of :func:`predict`: the coherent order (``A, B, e0`` calibrated) or the dense
 #: shape (the exact dense law's stream and own parts, each times a calibrated ``rho``,
-#: :func:`amutheory.symbolic.resnet_dense.shape_predictor`)
+#: :func:`amutheory.symbolic.resnet.dense.shape_predictor`)
 RESNET_LAWS = ("coherent", "dense-shape")
 #: what :func:`predict` takes as a residual net's ``law``: either law, or ``"selected"`` (both
 #: calibrated on the same nets, the one that fits the calibration K better kept: :func:`pick_resnet_law`)
@@ -77,8 +77,8 @@ SELECTION_CRITERION = ("the lower residual standard error of the calibration's f
 
 def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = "coherent"):
     """The derived depth law of ``spec``'s family (symbolic; no torch).  Residual nets: the law of
-    :func:`amutheory.symbolic.resnet.resnet_law` (ValueError when the forward pass is unstable).
-    Transformers: ``law="coherent"`` (:func:`amutheory.symbolic.transformer.transformer_law`) or
+    :func:`amutheory.symbolic.resnet.coherent.resnet_law` (ValueError when the forward pass is unstable).
+    Transformers: ``law="coherent"`` (:func:`amutheory.symbolic.transformer.coherent.transformer_law`) or
     ``"effective-depth"`` (the chain law in ``2K + 2``, the second paper's claim)."""
     if spec is not None:
         _check_spec(spec)
@@ -87,13 +87,13 @@ def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = 
     if law in CALIBRATED_RESNET_LAWS and (spec is None or spec.family != "resnet"):
         raise ValueError(f"law: {law!r} is a residual-net law (family resnet)")
     if spec is not None and spec.family == "transformer":
-        from amutheory.symbolic.transformer import effective_depth_law, transformer_law
+        from amutheory.symbolic.transformer.coherent import effective_depth_law, transformer_law
 
         if finite_width:
             raise ValueError("finite_width is available for the conv family only")
         return effective_depth_law(spec) if law == "effective-depth" else transformer_law(spec)
     if spec is not None and spec.family == "resnet":
-        from amutheory.symbolic.resnet import resnet_law
+        from amutheory.symbolic.resnet.coherent import resnet_law
 
         if finite_width:
             raise ValueError("finite_width is available for the conv family only")
@@ -257,8 +257,8 @@ def _lognormal_fns():
     """Lambdified mean-over-typical factor and its local-slope shift (derived in SymPy)."""
     import sympy as sp
 
-    from amutheory.symbolic.expansion import lognormal_mean_factor, lognormal_slope_shift
-    from amutheory.symbolic.symbols import L, kappa, p, sigma2_0
+    from amutheory.symbolic.primitives.expansion import lognormal_mean_factor, lognormal_slope_shift
+    from amutheory.symbolic.primitives.symbols import L, kappa, p, sigma2_0
 
     args = (L, sigma2_0, kappa, p)
     return (sp.lambdify(args, lognormal_mean_factor(), "numpy"),
@@ -311,11 +311,11 @@ def zero_padding_factor(spec: ArchSpec, depths, constants: dict):
     ``d ln eta*/d ln L`` (``-(1/2) d ln ratio / d ln L``, central differences on integer depths).
 
     Linear and ReLU chains: the exact infinite-width ratio
-    (:func:`amutheory.symbolic.boundary.exact_ratio_and_shift`; ``constants`` are not used -- the
+    (:func:`amutheory.symbolic.chain.boundary.exact_ratio_and_shift`; ``constants`` are not used -- the
     ratio has none).  Other activations: the position-local boundary model
-    (:func:`amutheory.symbolic.boundary.boundary_ratio`) with ``constants``' ``a, b, e, epsilon``."""
-    from amutheory.symbolic.boundary import boundary_ratio, exact_ratio_and_shift
-    from amutheory.symbolic.kernel_law import boundary_law_method
+    (:func:`amutheory.symbolic.chain.boundary.boundary_ratio`) with ``constants``' ``a, b, e, epsilon``."""
+    from amutheory.symbolic.chain.boundary import boundary_ratio, exact_ratio_and_shift
+    from amutheory.symbolic.chain.kernel_law import boundary_law_method
 
     depths = np.asarray(depths, dtype=float)
     if np.any(depths != np.round(depths)):
@@ -373,7 +373,7 @@ def predict(spec: ArchSpec, depths, constants="calibrate", calibration_depths=DE
         calib = constants
     elif constants == "calibrate":
         # zero padding: a, b, e are those of the same geometry with circular padding; the boundary
-        # ratio (amutheory.symbolic.boundary.exact_ratio_and_shift) carries them over, so zero-padded nets stay
+        # ratio (amutheory.symbolic.chain.boundary.exact_ratio_and_shift) carries them over, so zero-padded nets stay
         # held out
         cal_spec = spec.with_(padding="circular")
         if spec.padding == "zero":
@@ -425,7 +425,7 @@ def predicted_layer_profile(spec: ArchSpec, constants: dict, statistic: str = "m
     v = {k: constants[k].value for k in ("a", "b", "e", "epsilon", "gamma")}
     scale = 1.0 if statistic == "mean" else 1.0 / float(mean_over_typical(constants, [spec.depth])[0][0])
     if "modes" in constants:
-        from amutheory.symbolic.spectral import spectral_layer_moments
+        from amutheory.symbolic.chain.spectral import spectral_layer_moments
 
         v["e"] = 0.0  # the zero mode's cubic below; the other modes are the exact remainder
         total = scale * spectral_layer_moments(spec, layers, constants["input_var"].value)
@@ -442,9 +442,9 @@ def derived_mean(spec: ArchSpec, depths: list, input_var: float, progress=None) 
     conv chain: the spectral law (linear, circular), the operator law (linear, zero padding) or
     the kernel law (ReLU, either padding; Monte Carlo over inputs).  ``ValueError`` naming the
     field for anything else."""
-    from amutheory.symbolic.kernel_law import boundary_law_method, kernel_s_bar
-    from amutheory.symbolic.operator_law import operator_s_bar, operator_slope
-    from amutheory.symbolic.spectral import spectral_applies, spectral_constants, spectral_s_bar, spectral_slope
+    from amutheory.symbolic.chain.kernel_law import boundary_law_method, kernel_s_bar
+    from amutheory.symbolic.chain.operator_law import operator_s_bar, operator_slope
+    from amutheory.symbolic.chain.spectral import spectral_applies, spectral_constants, spectral_s_bar, spectral_slope
 
     tail = "; a finite width adds terms of relative order l/n that are not included"
     if spectral_applies(spec):
@@ -473,7 +473,7 @@ def derived_mean(spec: ArchSpec, depths: list, input_var: float, progress=None) 
                 "weights): nothing fitted for the mean" + tail + " (for ReLU they are large: measured mean/law 1.0-1.1 "
                 "at L/n <= 1/16, 1.4-2.2 at L/n = 1/8)")
     if spec.activation == "relu":
-        from amutheory.symbolic.kernel_law import check_kernel_spec
+        from amutheory.symbolic.chain.kernel_law import check_kernel_spec
 
         check_kernel_spec(spec)  # raises: the grid is too large for the kernel law
     if spec.activation not in ("linear", "relu"):
@@ -534,19 +534,19 @@ LIMIT_SHAPE_CONSTANTS = ("rho",)
 
 def resnet_predictor(spec: ArchSpec, law: str = "coherent", input_var: float = 1.0, progress=None):
     """``(s_bar_fn(depths, *constants), constant names, signed names)`` of a residual law:
-    ``coherent`` (:func:`amutheory.symbolic.resnet.weighted_predictor`, ``A, B, e0``) or
-    ``dense-shape`` (:func:`amutheory.symbolic.resnet_dense.shape_predictor`, ``rho_stream, rho_own``) or
+    ``coherent`` (:func:`amutheory.symbolic.resnet.coherent.weighted_predictor`, ``A, B, e0``) or
+    ``dense-shape`` (:func:`amutheory.symbolic.resnet.dense.shape_predictor`, ``rho_stream, rho_own``) or
     ``limit-shape`` (:func:`limit_shape_predictor`, ``rho``; ``progress(line)`` after each input draw of
     its Monte Carlo)."""
     if law == "limit-shape":
         return limit_shape_predictor(spec, input_var, progress=progress), LIMIT_SHAPE_CONSTANTS, ()
     if law == "dense-shape":
-        from amutheory.symbolic.resnet_dense import shape_predictor
+        from amutheory.symbolic.resnet.dense import shape_predictor
 
         return shape_predictor(spec, input_var), DENSE_SHAPE_CONSTANTS, ()
     if law != "coherent":
         raise ValueError(f"law: residual nets have the laws {', '.join(RESNET_LAWS)}; got {law!r}")
-    from amutheory.symbolic.resnet import weighted_predictor
+    from amutheory.symbolic.resnet.coherent import weighted_predictor
 
     return weighted_predictor(spec, input_var), RESNET_CONSTANTS, RESNET_SIGNED
 
@@ -627,7 +627,7 @@ def _block_calibration(spec, constants, fn, names, calibration_depths, calibrati
 
 def _predict_resnet(spec, depths, constants, calibration_depths, calibration_seeds, statistic, protocol, C,
                     progress, calibration_measurement, law_name: str = "coherent") -> Prediction:
-    from amutheory.symbolic.resnet import forward_analysis
+    from amutheory.symbolic.resnet.coherent import forward_analysis
 
     law = derive(spec)  # raises for forward-unstable conventions: no power law to predict
     if law_name == "selected":
@@ -643,7 +643,7 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
     name = resnet_law_name(spec, law_name)
     if law_name == "dense-shape":
         notes.append("dense-shape law: the stream and own parts of the exact infinite-width law of the dense "
-                     "single-sample twin (kernel = spatial = batch = 1; symbolic.resnet_dense), each times a "
+                     "single-sample twin (kernel = spatial = batch = 1; symbolic.resnet.dense), each times a "
                      "calibrated rho: their K-dependence is derived for the dense net, the position and batch "
                      "sums are the two constants (taken the same at every block: not derived); O(1/n) left out")
     if law_name == "limit-shape":
@@ -751,10 +751,10 @@ def _dropped_parts(fn, const: dict, depths) -> list:
 
 
 #: joint draws of inputs and loss directions behind the law of a linear zero-padded residual net (its
-#: ratio to the circular net's exact law; :func:`amutheory.symbolic.resnet_operator.zero_padding_law`)
+#: ratio to the circular net's exact law; :func:`amutheory.symbolic.resnet.operator.zero_padding_law`)
 ZERO_PADDING_DRAWS = 32
 #: joint draws of inputs and loss directions behind the law of a spatial ReLU conv-mlp residual net
-#: (:func:`amutheory.symbolic.resnet_operator.point_law`; no exact control variate)
+#: (:func:`amutheory.symbolic.resnet.operator.point_law`; no exact control variate)
 POINT_DRAWS = 32
 #: joint draws of inputs and loss directions behind the limit-shape law's K-dependence (:func:`limit_shape`)
 #: where the infinite-width law averages its inputs by Monte Carlo.  Few suffice: the draws are common to
@@ -777,12 +777,11 @@ def limit_shape(spec: ArchSpec, depths, draws: int = LIMIT_SHAPE_DRAWS, seed: in
     its K-dependence: closed form for dense nets and linear circular nets (:func:`exact_resnet_law`);
     for the laws over the points (zero padding, spatial ReLU conv-mlp) the mean over ``draws`` joint
     draws of inputs and loss directions *common to every K*
-    (:func:`amutheory.symbolic.resnet_operator.s_bar_draws`, numpy ``default_rng(seed)``).  Returns
+    (:func:`amutheory.symbolic.resnet.operator.s_bar_draws`, numpy ``default_rng(seed)``).  Returns
     ``s_bar`` (array over ``depths``), ``log_shape_se`` (the standard error of ``ln s_bar(K)`` up to a
     common constant: each draw's influence centred over the K, zero where exact), ``draws`` (0 where
     exact), ``name`` and ``how``.  ``ValueError`` naming the field where no exact law covers ``spec``."""
-    from amutheory.symbolic import resnet_operator
-
+    from amutheory.symbolic.resnet import operator as resnet_operator
     _check_spec(spec)
     ks = check_depths(depths)
     fn, name, how = exact_resnet_law(spec, monte_carlo=True)
@@ -800,7 +799,7 @@ def limit_shape(spec: ArchSpec, depths, draws: int = LIMIT_SHAPE_DRAWS, seed: in
 def _points_how(spec: ArchSpec, draws: int) -> str:
     """One line: what :func:`limit_shape` computes for a net whose law is over its points."""
     masks = " with its masks" if spec.activation != "linear" else ""
-    return (f"of the {spec.activation} {spec.padding}-padded net over its points{masks} (symbolic.resnet_operator"
+    return (f"of the {spec.activation} {spec.padding}-padded net over its points{masks} (symbolic.resnet.operator"
             f".s_bar_draws): the mean over {draws} joint draws of inputs and loss directions, common to every K")
 
 
@@ -842,27 +841,26 @@ def limit_shape_predictor(spec: ArchSpec, input_var: float = 1.0, draws: int = L
 def exact_resnet_law(spec: ArchSpec, monte_carlo: bool = True) -> tuple:
     """``(s_bar_fn(depths, input_var), name, how)`` of the exact infinite-width law of the mean that
     covers the residual ``spec``, nothing fitted: the dense law (``kernel = spatial = batch = 1``;
-    :mod:`amutheory.symbolic.resnet_dense`, and for ``preact`` with ReLU the coordinate law of
-    :mod:`amutheory.symbolic.resnet_preact`) or, for linear nets with circular padding, the
-    mode-by-mode law (:mod:`amutheory.symbolic.resnet_spectral`), and with zero padding the law over
-    the points (:mod:`amutheory.symbolic.resnet_operator`: the circular mean times the paddings'
+    :mod:`amutheory.symbolic.resnet.dense`, and for ``preact`` with ReLU the coordinate law of
+    :mod:`amutheory.symbolic.resnet.preact`) or, for linear nets with circular padding, the
+    mode-by-mode law (:mod:`amutheory.symbolic.resnet.spectral`), and with zero padding the law over
+    the points (:mod:`amutheory.symbolic.resnet.operator`: the circular mean times the paddings'
     ratio, Monte Carlo over :data:`ZERO_PADDING_DRAWS` input draws), and for spatial ReLU ``conv-mlp``
     nets the same law over the points with masks (plain Monte Carlo over :data:`POINT_DRAWS` joint
     draws).  ``ValueError`` naming the field where none covers it, and, with ``monte_carlo=False``,
     for the two laws whose input average is a Monte Carlo (the campaign's choice: they cost ``O(P^4)``
     per block and draw; ``validate/resnet_point_law.py`` puts them against a campaign seed by seed)."""
-    from amutheory.symbolic import resnet_dense, resnet_spectral
-
+    from amutheory.symbolic.resnet import dense as resnet_dense
+    from amutheory.symbolic.resnet import spectral as resnet_spectral
     _check_spec(spec)
     tag = f"{spec.branch}-{spec.init}-{spec.activation}"
     if spec.kernel == spec.spatial == spec.batch == 1:
         resnet_dense.layer_moments(spec.with_(depth=1))  # raises for what the dense law does not cover
-        how = ("one stream coordinate with its persistent masks (symbolic.resnet_preact)"
+        how = ("one stream coordinate with its persistent masks (symbolic.resnet.preact)"
                if spec.branch == "preact" and spec.activation != "linear" else
-               "the stream Jacobian's spread (free probability; symbolic.resnet_dense)")
+               "the stream Jacobian's spread (free probability; symbolic.resnet.dense)")
         return (lambda ks, iv: resnet_dense.s_bar(spec, ks, iv)), f"resnet-dense-{tag}", f"of the dense net, {how}"
-    from amutheory.symbolic import resnet_operator
-
+    from amutheory.symbolic.resnet import operator as resnet_operator
     if spec.activation != "linear" and not (spec.activation == "relu" and spec.branch == "conv-mlp"):
         field = next(f for f in ("kernel", "spatial", "batch") if getattr(spec, f) != 1)
         why = (resnet_operator.RELU_REFUSED[spec.branch] if spec.activation == "relu" else
@@ -878,27 +876,26 @@ def exact_resnet_law(spec: ArchSpec, monte_carlo: bool = True) -> tuple:
                              "(O(P^4) per block and draw); validate/resnet_point_law.py compares it seed by seed")
         if spec.activation == "relu":
             return ((lambda ks, iv: resnet_operator.point_law(spec, ks, POINT_DRAWS, 0, iv)["mean"]),
-                    f"resnet-points-{tag}", f"of the ReLU net over its points with its masks (symbolic.resnet_operator; "
+                    f"resnet-points-{tag}", f"of the ReLU net over its points with its masks (symbolic.resnet.operator; "
                     f"the input average a Monte Carlo over {POINT_DRAWS} draws)")
         return ((lambda ks, iv: resnet_operator.zero_padding_law(spec, ks, ZERO_PADDING_DRAWS, 0, iv)["mean"]),
-                f"resnet-points-{tag}", f"of the linear zero-padded net over its points (symbolic.resnet_operator; "
+                f"resnet-points-{tag}", f"of the linear zero-padded net over its points (symbolic.resnet.operator; "
                 f"the input average a Monte Carlo over {ZERO_PADDING_DRAWS} draws, against the circular net's exact law)")
     resnet_spectral.layer_moments(spec.with_(depth=1))  # raises for padding, shortcut, init
     return ((lambda ks, iv: resnet_spectral.s_bar(spec, ks, iv)), f"resnet-modes-{tag}",
-            "of the linear circular net, mode by mode (symbolic.resnet_spectral)")
+            "of the linear circular net, mode by mode (symbolic.resnet.spectral)")
 
 
 def resnet_boundary(spec: ArchSpec, depths, draws: int = ZERO_PADDING_DRAWS, seed: int = 0,
                     input_var: float = 1.0, tolerance: float = 0.05, progress=None) -> list[dict]:
     """The zero-padding boundary of a linear (or ReLU conv-mlp) residual net at each K in ``depths``, by the exact law
-    over the points (:func:`amutheory.symbolic.resnet_operator.boundary_ratio`; Monte Carlo over
+    over the points (:func:`amutheory.symbolic.resnet.operator.boundary_ratio`; Monte Carlo over
     ``draws`` input draws, the same for both paddings): per depth ``s_bar_ratio`` (zero / circular)
     with ``s_bar_ratio_se``, ``eta_ratio`` (its inverse square root), ``slope_shift`` (the boundary's
     shift of the local slope of eta*, from the neighbours ``K - 1, K + 1``) and ``constant_level``
     (``|slope_shift| <= tolerance``, the chains' criterion).  ``ValueError`` naming the field outside
     the law's scope."""
-    from amutheory.symbolic import resnet_operator
-
+    from amutheory.symbolic.resnet import operator as resnet_operator
     _check_spec(spec)
     if not tolerance > 0:
         raise ValueError(f"tolerance must be > 0, got {tolerance!r}")
@@ -925,12 +922,13 @@ def _predict_resnet_exact(spec, depths, statistic, protocol, C, notes, progress=
     (:func:`exact_resnet_law`: the dense net, with the stream Jacobian's spread, or a linear
     circular net mode by mode), nothing fitted.  The typical value (``statistic="geo"``) is the
     mean times ``exp(gap)``, ``gap = E ln s_bar - ln E s_bar`` at infinite width, nothing fitted
-    either: for a dense net in closed form (:func:`amutheory.symbolic.spread.dense_spread`: the
+    either: for a dense net in closed form (:func:`amutheory.symbolic.primitives.spread.dense_spread`: the
     loss directions' chi-square and the stem's, the same at every K), for a linear spatial net by
     Monte Carlo over :data:`SEED_DRAWS` joint draws of the inputs and the loss directions, common
-    to every K (:func:`amutheory.symbolic.resnet_spectral.seed_law`)."""
-    from amutheory.symbolic import resnet_dense, resnet_spectral, spread
-
+    to every K (:func:`amutheory.symbolic.resnet.spectral.seed_law`)."""
+    from amutheory.symbolic.resnet import dense as resnet_dense
+    from amutheory.symbolic.resnet import spectral as resnet_spectral
+    from amutheory.symbolic.primitives import spread
     fn, name, how = exact_resnet_law(spec)
     dense = spec.kernel == spec.spatial == spec.batch == 1
     iv = protocol.input_var
@@ -956,7 +954,7 @@ def _predict_resnet_exact(spec, depths, statistic, protocol, C, notes, progress=
         const["typical_gap"] = Constant("typical_gap", gap, "exact", expr=str(exprs["gap_log"]),
                                         note="E[ln s_bar] - ln E[s_bar]: the typical value is the mean times exp(gap)")
         notes.append("typical value: the mean times exp(typical_gap), the dense net's exact seed spread at infinite "
-                     "width (symbolic.spread.dense_spread); K-independent, so the slope is the mean's")
+                     "width (symbolic.primitives.spread.dense_spread); K-independent, so the slope is the mean's")
         s_bar, eta, slope = _block_law_values(lambda ks: fn(ks, iv) * np.exp(gap), [], depths, const, C, "mean")
     else:
         table = resnet_spectral.seed_table(spec, SEED_DRAWS, 0, iv)
@@ -967,7 +965,7 @@ def _predict_resnet_exact(spec, depths, statistic, protocol, C, notes, progress=
 
         deepest = resnet_spectral.seed_law(spec.with_(depth=max(depths)), table, iv)
         mc = (f"at K = {max(depths)}; Monte Carlo over {SEED_DRAWS} joint draws of the inputs and the loss "
-              "directions (symbolic.resnet_spectral.seed_law); error = its standard error")
+              "directions (symbolic.resnet.spectral.seed_law); error = its standard error")
         const["typical_gap"] = Constant("typical_gap", deepest["gap"], "monte-carlo", deepest["gap_se"],
                                         note=f"E[ln s_bar] - ln E[s_bar] {mc}")
         const["spread_var"] = Constant("spread_var", deepest["var"], "monte-carlo", deepest["var_se"],
@@ -984,11 +982,10 @@ def _predict_resnet_points(spec, depths, statistic, protocol, C, notes, name, ho
     """``constants="derive"`` for the laws over the points, computed once at every K the local slope
     needs: a linear zero-padded residual net is the circular net's exact law times the two paddings'
     ratio over :data:`ZERO_PADDING_DRAWS` joint draws of inputs and loss directions
-    (:func:`amutheory.symbolic.resnet_operator.zero_padding_law`); a ReLU conv-mlp net a plain Monte
-    Carlo over :data:`POINT_DRAWS` draws (:func:`~amutheory.symbolic.resnet_operator.point_law`).  The
+    (:func:`amutheory.symbolic.resnet.operator.zero_padding_law`); a ReLU conv-mlp net a plain Monte
+    Carlo over :data:`POINT_DRAWS` draws (:func:`~amutheory.symbolic.resnet.operator.point_law`).  The
     typical value adds the law's gap, Monte Carlo likewise."""
-    from amutheory.symbolic import resnet_operator
-
+    from amutheory.symbolic.resnet import operator as resnet_operator
     ks = np.asarray(depths, dtype=float)
     need = sorted({int(k) for k in np.concatenate([ks, np.maximum(ks - 1, 1), ks + 1])})
     relu = spec.activation == "relu"
@@ -1008,8 +1005,8 @@ def _predict_resnet_points(spec, depths, statistic, protocol, C, notes, name, ho
 
     deep = at[int(max(depths))]
     mc = (f"at K = {int(max(depths))}; Monte Carlo over {law['draws']} joint draws of the inputs and the loss "
-          + ("directions (symbolic.resnet_operator.point_law)" if relu else
-             "directions, both paddings on the same draws (symbolic.resnet_operator.zero_padding_law)")
+          + ("directions (symbolic.resnet.operator.point_law)" if relu else
+             "directions, both paddings on the same draws (symbolic.resnet.operator.zero_padding_law)")
           + "; error = its standard error")
     const = {"C": Constant("C", C, "convention", note="target one-step second moment"),
              "input_var": Constant("input_var", protocol.input_var, "convention", note="probe input variance")}
@@ -1034,7 +1031,7 @@ def _predict_resnet_points(spec, depths, statistic, protocol, C, notes, name, ho
 # --------------------------------------------------------------------------- transformers
 def transformer_predictor(spec: ArchSpec, law: str = "coherent"):
     """``(s_bar_fn(depths, *constants), constant names)`` of a transformer law (lambdified)."""
-    from amutheory.symbolic.resnet import law_predictor
+    from amutheory.symbolic.resnet.coherent import law_predictor
 
     derived = derive(spec, law=law)
     if law == "coherent":

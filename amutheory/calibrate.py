@@ -1,6 +1,6 @@
 """Calibration of the constants the theory cannot (yet) derive for conv chains.
 
-The derived per-layer law (:func:`amutheory.symbolic.expansion.layer_moment`, finite width)
+The derived per-layer law (:func:`amutheory.symbolic.primitives.expansion.layer_moment`, finite width)
 
     s_l = lambda^l (e + a (l-1+eps)^2-part + b T-part),   lambda = 1 + gamma / n,
 
@@ -28,8 +28,8 @@ import sympy as sp
 from scipy.optimize import least_squares
 
 from amutheory.constants import Constant
-from amutheory.symbolic.expansion import layer_moment
-from amutheory.symbolic.symbols import a, b, e, epsilon, l, lambda_
+from amutheory.symbolic.primitives.expansion import layer_moment
+from amutheory.symbolic.primitives.symbols import a, b, e, epsilon, l, lambda_
 
 _LAYER = sp.lambdify((l, a, b, e, epsilon, lambda_), layer_moment(True), modules="numpy")
 STATISTICS = ("mean", "geo")

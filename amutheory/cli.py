@@ -155,7 +155,7 @@ def _emit(args, obj: dict, text: str):
 # --------------------------------------------------------------------------- commands
 def cmd_derive(args):
     from amutheory.api import derive
-    from amutheory.symbolic.conv import derived_constants
+    from amutheory.symbolic.chain.conv import derived_constants
 
     spec = _spec(args)
     if spec.family == "resnet":
@@ -167,8 +167,8 @@ def cmd_derive(args):
     if args.finite_width:
         import sympy as sp
 
-        from amutheory.symbolic.expansion import finite_width_relative_correction
-        from amutheory.symbolic.symbols import L
+        from amutheory.symbolic.primitives.expansion import finite_width_relative_correction
+        from amutheory.symbolic.primitives.symbols import L
 
         fw = derive(spec, finite_width=True)
         R = finite_width_relative_correction()
@@ -231,7 +231,7 @@ def _derive_transformer(args, spec):
 
 def _derive_resnet(args, spec):
     from amutheory.api import derive
-    from amutheory.symbolic.resnet import branch_coefficients, forward_analysis
+    from amutheory.symbolic.resnet.coherent import branch_coefficients, forward_analysis
 
     if args.finite_width:
         raise CliError("derive: --finite-width is available for --family conv only")
@@ -271,9 +271,8 @@ def _boundary_constants(spec, input_var: float):
 def _boundary_dict(spec, depths, input_var: float, tolerance: float | None = None) -> dict:
     import sympy as sp
 
-    from amutheory.symbolic import boundary as bd
-
-    from amutheory.symbolic.kernel_law import boundary_law_method
+    from amutheory.symbolic.chain import boundary as bd
+    from amutheory.symbolic.chain.kernel_law import boundary_law_method
 
     consts = _boundary_constants(spec, input_var)
     kw = {} if tolerance is None else {"tolerance": tolerance}
@@ -317,7 +316,7 @@ def _resnet_boundary(args, depths):
                                                                   file=sys.stderr))
     rows = resnet_boundary(spec, depths, args.draws, 0, args.input_var, args.tolerance, progress)
     d = {"family": "resnet", "branch": spec.branch, "init": spec.init, "method": "points",
-         "law": f"exact infinite-width law of the {spec.activation} residual net over its points (symbolic.resnet_operator; "
+         "law": f"exact infinite-width law of the {spec.activation} residual net over its points (symbolic.resnet.operator; "
                 f"Monte Carlo over {args.draws} input draws, the same for both paddings, error in s_bar_ratio_se)",
          "dim": spec.dim, "kernel": spec.kernel, "spatial": spec.spatial, "batch": spec.batch,
          "slope_tolerance": args.tolerance, "per_depth": rows, "depths": depths}
@@ -466,8 +465,7 @@ def _spectral_dict(spec, input_var: float) -> dict | None:
     """The spectral law's expressions and exact constants, for a linear circular chain (else None)."""
     import sympy as sp
 
-    from amutheory.symbolic import spectral
-
+    from amutheory.symbolic.chain import spectral
     if not spectral.spectral_applies(spec):
         return None
     return {"mode_layer_moment": sp.sstr(spectral.mode_layer_moment()),

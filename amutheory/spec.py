@@ -18,7 +18,7 @@ FAMILIES = ("conv", "resnet", "transformer")
 #: residual branch types: ``conv`` = x + phi(W * x) (the AM-muP authors' block); ``conv-mlp`` =
 #: x + W2 phi(W1 * x) with a 1x1 W2; ``preact`` = x + W2 * phi(W1 * phi(x))
 BRANCHES = ("conv", "conv-mlp", "preact")
-#: residual init conventions (amutheory.symbolic.resnet documents each formula)
+#: residual init conventions (amutheory.symbolic.resnet.coherent documents each formula)
 INITS = ("k-last", "k-all", "k-squared", "sqrt-multiplier", "none")
 SHORTCUTS = ("identity", "projection")
 _RESNET_FIELDS = ("branch", "init", "shortcut")
@@ -110,7 +110,7 @@ class ArchSpec:
     outputs : 10               outputs of the linear head.
     readout : standard|mup     the head's weight variance: ``1/width`` (standard, the default) or
                                ``1/width^2`` (muP); it sets how eta* scales with width
-                               (:mod:`amutheory.symbolic.width`), not how it scales with depth.
+                               (:mod:`amutheory.symbolic.primitives.width`), not how it scales with depth.
     branch, init, shortcut     ResNets only (family "resnet", ``depth`` = K blocks): the branch
                                type (:data:`BRANCHES`), the init convention (:data:`INITS`) and
                                the skip path (identity, or a 1x1 projection in every block).

@@ -9,7 +9,7 @@ graph (:mod:`amutheory.graph`).  Every rule is ``lr_t = lr * depth_factor * widt
 rule               depth factor ``lr_t / lr`` at equal width
 =================  ==========================================================================
 ``am-mup``         the derived AM-muP law with its finite-depth corrections: conv chains
-                   ``sqrt(s_bar(L_r) / s_bar(L_t))`` of :func:`amutheory.symbolic.conv.conv_law`
+                   ``sqrt(s_bar(L_r) / s_bar(L_t))`` of :func:`amutheory.symbolic.chain.conv.conv_law`
                    with the derived MLP-limit constants (zero padding: times the boundary
                    factor); residual nets and transformers: the derived leading power of ``K``
                    (their constants are not derived; no corrections); ``nn.Module``\\ s and
@@ -29,7 +29,7 @@ rule               depth factor ``lr_t / lr`` at equal width
                    MLP-limit constants.
 =================  ==========================================================================
 
-Width (every rule): derived from the expansion (:mod:`amutheory.symbolic.width`).  The one-step
+Width (every rule): derived from the expansion (:mod:`amutheory.symbolic.primitives.width`).  The one-step
 moment of a hidden pre-activation is ``s ~ F^2 R``: squared Gram of its inputs (``F`` = fan-in)
 times the backward variance the readout sends down (``R = n_out v_out``, ``v_out`` the readout
 weight variance).  So ``width_factor = (F_r / F_t) sqrt(R_r / R_t)``; with this library's readout
@@ -154,7 +154,7 @@ def depth_measures(net, input_shape=None) -> DepthMeasures:
 
     if isinstance(net, ArchSpec):
         from amutheory.measure.models import build_model
-        from amutheory.symbolic.resnet_init import branch_multiplier, numeric
+        from amutheory.symbolic.resnet.init import branch_multiplier, numeric
 
         model = build_model(net, seed=0)
         rep = effective_depth(model, _spec_input_shape(net))
@@ -182,7 +182,7 @@ def _chain_constants(activation: str = "relu", width: int = 64) -> dict:
 def _chain_values(depths, constants: dict, quantity: str) -> np.ndarray:
     """The chain law's ``s_bar`` (``quantity="mean"``) or last-layer ``s_L`` (``"max"``) at
     (possibly non-integer) ``depths``."""
-    from amutheory.symbolic.conv import conv_law
+    from amutheory.symbolic.chain.conv import conv_law
 
     vals = {k: constants[k].value for k in ("a", "b", "e", "epsilon")}
     if quantity == "mean":
@@ -195,8 +195,8 @@ def _last_layer_fn():
     """Lambdified ``s_l`` of the chain law at ``l = L`` (the largest layer moment)."""
     import sympy as sp
 
-    from amutheory.symbolic.conv import conv_law
-    from amutheory.symbolic.symbols import L, a, b, e, epsilon, l
+    from amutheory.symbolic.chain.conv import conv_law
+    from amutheory.symbolic.primitives.symbols import L, a, b, e, epsilon, l
 
     return sp.lambdify((L, a, b, e, epsilon), conv_law(None).s_layer.subs(l, L), "numpy")
 
@@ -258,7 +258,7 @@ WIDTH_RULES = ("derived", "fan-in")
 def width_factors(ref: DepthMeasures, tgt: DepthMeasures, ref_spec=None, tgt_spec=None,
                   notes: list | None = None) -> dict:
     """``{"derived": (F_r/F_t) sqrt(R_r/R_t), "fan-in": F_r/F_t}`` (module docstring); notes a width change."""
-    from amutheory.symbolic.width import width_factor_fn
+    from amutheory.symbolic.primitives.width import width_factor_fn
 
     notes = [] if notes is None else notes
     # equal readout shapes: the same init is assumed, so the realised |W|^2 of two draws (which
@@ -267,7 +267,7 @@ def width_factors(ref: DepthMeasures, tgt: DepthMeasures, ref_spec=None, tgt_spe
     out = {"derived": float(width_factor_fn()(ref.fan_in, ref.readout, tgt.fan_in, r_t)),
            "fan-in": ref.fan_in / tgt.fan_in}
     if ref.fan_in != tgt.fan_in or ref.readout != r_t:
-        notes.append(f"width: derived rule lr ~ 1/(F sqrt(R)) (amutheory.symbolic.width): hidden fan-in F "
+        notes.append(f"width: derived rule lr ~ 1/(F sqrt(R)) (amutheory.symbolic.primitives.width): hidden fan-in F "
                      f"{ref.fan_in:g} -> {tgt.fan_in:g}, readout R {ref.readout:.4g} -> {r_t:.4g}; "
                      f"'fan-in' rule (1/F) gives {out['fan-in']:.4g} instead of {out['derived']:.4g}")
     if ref_spec is not None and tgt_spec is not None and (ref_spec.kernel, ref_spec.dim) != (tgt_spec.kernel,

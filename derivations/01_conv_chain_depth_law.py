@@ -15,8 +15,8 @@ import sympy as sp
 
 import amutheory
 from amutheory.activations import get_activation
-from amutheory.symbolic import expansion
-from amutheory.symbolic.symbols import L, a, b, e, epsilon, l, m
+from amutheory.symbolic.primitives import expansion
+from amutheory.symbolic.primitives.symbols import L, a, b, e, epsilon, l, m
 
 # %% [markdown]
 # ## 1. The Jacobian-product expansion

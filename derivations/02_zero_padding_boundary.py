@@ -3,7 +3,7 @@
 #
 # Run with `python derivations/02_zero_padding_boundary.py` (or open it as a notebook with
 # jupytext).  Every number is computed; the script ends by asserting that what it derived
-# agrees with `amutheory.symbolic.boundary`.
+# agrees with `amutheory.symbolic.chain.boundary`.
 #
 # **Setting.**  The conv chain of derivation 01, now with zero ("same") padding.  At criticality
 # the second moment of the pre-activation at position `p` of layer `l + 1` is the average of
@@ -22,8 +22,10 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import brentq
 
-from amutheory.symbolic import boundary, expansion
-from amutheory.symbolic.boundary import N_sym, k_sym, l_sym, s_sym, theta
+from amutheory.symbolic.chain import boundary
+
+from amutheory.symbolic.primitives import expansion
+from amutheory.symbolic.chain.boundary import N_sym, k_sym, l_sym, s_sym, theta
 
 np.set_printoptions(linewidth=110, precision=4, suppress=True)
 

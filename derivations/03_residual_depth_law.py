@@ -3,7 +3,7 @@
 #
 # Run with `python derivations/03_residual_depth_law.py` (or open it as a notebook with
 # jupytext).  Every number is computed; the script ends by asserting that what it derived by
-# hand (power counting, mean-field limits) agrees with `amutheory.symbolic.resnet`.
+# hand (power counting, mean-field limits) agrees with `amutheory.symbolic.resnet.coherent`.
 #
 # **Setting** (docs/theory.md section 7, `amutheory.measure.resnet`).  A stem conv (no activation),
 # then K residual blocks `x <- x + alpha(K) * branch(x)`, global average pooling and a linear
@@ -35,9 +35,9 @@ from amutheory import api
 from amutheory.activations import _q, get_activation
 from amutheory.measure.resnet import ResidualConvNet
 from amutheory.spec import BRANCHES, INITS, ArchSpec
-from amutheory.symbolic import resnet
-from amutheory.symbolic.resnet_init import BRANCH_LAYERS, K, branch_multiplier, layer_variance_factors
-from amutheory.symbolic.symbols import L
+from amutheory.symbolic.resnet import coherent as resnet
+from amutheory.symbolic.resnet.init import BRANCH_LAYERS, K, branch_multiplier, layer_variance_factors
+from amutheory.symbolic.primitives.symbols import L
 
 warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated")
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest, and immune to oversubscription
@@ -62,11 +62,11 @@ def spec_of(branch, init, activation="relu", **kw):
 # %% [markdown]
 # ## 1. The five init conventions and what they do to the branch variance
 #
-# `amutheory.symbolic.resnet_init` holds each convention as SymPy formulas in K: the variance
+# `amutheory.symbolic.resnet.init` holds each convention as SymPy formulas in K: the variance
 # factors `v_i(K)` of the branch layers and the multiplier `alpha(K)`.
 
 # %%
-header("1. init conventions (amutheory.symbolic.resnet_init)")
+header("1. init conventions (amutheory.symbolic.resnet.init)")
 print(f"{'init':16s} " + "  ".join(f"{b + ' v_i':>22s}" for b in BRANCHES) + f"  {'alpha':>10s}")
 for init in INITS:
     cells = [str(layer_variance_factors(init, b)) for b in BRANCHES]
@@ -588,7 +588,7 @@ for branch, init in (("conv-mlp", "k-squared"), ("conv-mlp", "k-last"), ("conv-m
 # `u_i = M_i g_i` with `M_i = (I + J_i) M_{i-1} (I + J_i)^T + src_i I`.  At infinite width the blocks'
 # weights are *free* (free probability), so two traces close the recursion:
 # `m1 = tau(M)`, `m2 = tau(M^2)`, `|u_i|^2 / n = G_i m2_i`
-# (`amutheory.symbolic.resnet_dense.block_recursion`):
+# (`amutheory.symbolic.resnet.dense.block_recursion`):
 #
 #     m1' = (1 + eps^2) m1 + src,
 #     m2' = (1 + eps^2)^2 m2 + lambda m1^2 + 2 (src (1 + eps^2) + src_cov) m1 + src^2 + src_var,
@@ -603,7 +603,7 @@ for branch, init in (("conv-mlp", "k-squared"), ("conv-mlp", "k-last"), ("conv-m
 
 # %%
 header("5c. the spread in the continuum: conv-mlp / k-last / ReLU")
-from amutheory.symbolic import resnet_dense as rd  # noqa: E402
+from amutheory.symbolic.resnet import dense as rd  # noqa: E402
 
 t, gam = sp.symbols("t gamma", positive=True)
 rec = rd.block_recursion("conv-mlp")
@@ -686,7 +686,7 @@ print(f"  coherent order         : {np.round(prof_coh, 4)}")
 # quarter of the blocks to the last: 0.0056 to 0.0027 at K = 32, and the block average falls from
 # 0.0122 (K = 2) to 0.0027 (K = 32).  So one common factor does not hold; one per part may.
 #
-# The **dense-shape law** (`amutheory.symbolic.resnet_dense.shape_predictor`, `predict --law
+# The **dense-shape law** (`amutheory.symbolic.resnet.dense.shape_predictor`, `predict --law
 # dense-shape`) takes each part's K-dependence from the dense law (spread, read-back, source
 # covariance: derived) and one calibrated factor per part: two constants where the coherent order
 # has three (`A, B, e0`).  That the factors are the same at every block is an assumption, not a
@@ -749,7 +749,7 @@ print(f"dense-shape law (rho_stream = 1, rho_own = 1/2): local slope of eta* at 
 # across the whole depth.  The free law of section 5c takes `D_j` free of what came before; that
 # holds for every other branch (their masks sit on fresh hidden vectors) but not here.
 #
-# **Follow one coordinate** (a tensor-program computation; `amutheory.symbolic.resnet_preact`).  At
+# **Follow one coordinate** (a tensor-program computation; `amutheory.symbolic.resnet.preact`).  At
 # infinite width each coordinate of a vector is a sum of independent Gaussian *sources* (the head's
 # gradient `g_K` and each block's `e_p`) times coefficients and masks of that coordinate.  The
 # update of the stream before block `j` is `sum_l kappa_l g_l + alpha sum_l Z_l`, coherent
@@ -759,14 +759,14 @@ print(f"dense-shape law (rho_stream = 1, rho_own = 1/2): local slope of eta* at 
 #
 # The stream coordinate is a Gaussian random walk (each block adds an independent Gaussian), so
 # `Cov(x_a, x_b) = q_min(a,b)`, the correlation is `sqrt(q_lo / q_hi)`, and the pair is the orthant
-# probability `1/4 + asin(rho) / (2 pi)` (the ReLU pair kernel of `amutheory.symbolic.kernel_law`,
+# probability `1/4 + asin(rho) / (2 pi)` (the ReLU pair kernel of `amutheory.symbolic.chain.kernel_law`,
 # integrated in polar coordinates).  Put the independent value `1/4` in its place and the
 # coordinate law is the free law, to rounding: two derivations of one law, which differ only in
 # the persistence.
 
 # %%
 header("5e. preact with ReLU: persistent stream masks (the coordinate law)")
-from amutheory.symbolic import resnet_preact as rp  # noqa: E402
+from amutheory.symbolic.resnet import preact as rp  # noqa: E402
 
 pair_expr = rp.mask_pair("relu")
 print("E[relu'(u)^2 relu'(v)^2] at correlation rho:", pair_expr)

@@ -3,7 +3,7 @@
 #
 # Run with `python derivations/05_transformer_depth_law.py` (or open it as a notebook with
 # jupytext).  Every number is computed; the script ends by asserting that what it derived by
-# hand agrees with `amutheory.graph`, `amutheory.symbolic.transformer` and the torch model.
+# hand agrees with `amutheory.graph`, `amutheory.symbolic.transformer.coherent` and the torch model.
 #
 # **Setting** (`amutheory.measure.transformer`).  Input `(B, c_in, T)`, read as T tokens.  An
 # embedding (bias-free linear `c_in -> n`), then K pre-LN blocks with two residual additions each,
@@ -35,11 +35,11 @@ from amutheory.graph import effective_depth
 from amutheory.measure.probe import draw_seed
 from amutheory.measure.transformer import PreLNTransformer, layer_norm
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import resnet
-from amutheory.symbolic.expansion import mean_moment as chain_mean_moment
-from amutheory.symbolic.resnet_init import K, branch_multiplier, layer_variance_factors
-from amutheory.symbolic.symbols import L
-from amutheory.symbolic.transformer import effective_depth_law, effective_depth_of_blocks, transformer_law
+from amutheory.symbolic.resnet import coherent as resnet
+from amutheory.symbolic.primitives.expansion import mean_moment as chain_mean_moment
+from amutheory.symbolic.resnet.init import K, branch_multiplier, layer_variance_factors
+from amutheory.symbolic.primitives.symbols import L
+from amutheory.symbolic.transformer.coherent import effective_depth_law, effective_depth_of_blocks, transformer_law
 
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 np.set_printoptions(linewidth=110, precision=4, suppress=True)
@@ -89,7 +89,7 @@ print("critical path at K = 2:", " -> ".join(traced[2].critical_path))
 #
 # ### 2a. The effective-depth law (the second paper's claim)
 #
-# Take the conv-chain law `s_bar(L)` (`amutheory.symbolic.expansion`: a coherent `l^2`, a
+# Take the conv-chain law `s_bar(L)` (`amutheory.symbolic.primitives.expansion`: a coherent `l^2`, a
 # fluctuation `l^3` and a local part per layer, averaged over L layers) and substitute
 # `L -> L_eff(K) = 2K + 2`.  The chain's `s_bar` is a cubic with leading term `b L^3 / 12`, so
 # `s_bar ~ b (2K)^3 / 12 = 2 b K^3 / 3` and `eta* = sqrt(C / s_bar) ~ K^(-3/2)`: the same exponent

@@ -3,7 +3,7 @@
 #
 # Run with `python derivations/06_width_rule.py` (or open it as a notebook with jupytext).  Every
 # number is computed; the script ends by asserting that what it derived agrees with
-# `amutheory.symbolic.width`, `amutheory.transfer` and the torch models.
+# `amutheory.symbolic.primitives.width`, `amutheory.transfer` and the torch models.
 #
 # The depth laws of derivations 01-05 fix `s_l` only up to an overall scale, the unit `a`.  Moving
 # a tuned learning rate to a *wider* net needs that scale's width dependence.  Three steps:
@@ -17,14 +17,14 @@ import sympy as sp
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
 from amutheory.stats import fit_loglog_slope
-from amutheory.symbolic import width as W
+from amutheory.symbolic.primitives import width as W
 from amutheory.transfer import transfer_lr
 
 # %% [markdown]
 # ## 1. The width in the expansion
 #
 # One SGD step changes layer `l` by `sum_{j<=l} J_{l<-j} K_{j-1} J_{l<-j}^T g_l`
-# (`amutheory.symbolic.expansion`).  Per factor:
+# (`amutheory.symbolic.primitives.expansion`).  Per factor:
 #
 # * `K_{j-1}`, the Gram of layer j's inputs: a same-position entry sums `F = n k^d` products
 #   (the fan-in), each `E[phi^2]`: `K ~ F E[phi^2]`;

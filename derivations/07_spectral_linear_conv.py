@@ -3,7 +3,7 @@
 #
 # Run with `python derivations/07_spectral_linear_conv.py` (or open it as a notebook with jupytext).
 # Every number is computed; the script ends by asserting that what it derived agrees with
-# `amutheory.symbolic.spectral`, a brute-force sum and a real probe.
+# `amutheory.symbolic.chain.spectral`, a brute-force sum and a real probe.
 #
 # Derivation 01 wrote `s_l` with a pair kernel `a + b (l - max(j, j'))` and left `a, b, e` to a
 # calibration.  For a *linear* chain with *circular* padding they can be derived, because such a
@@ -17,8 +17,8 @@ import sympy as sp
 
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import spectral as S
-from amutheory.symbolic.symbols import L, epsilon, l
+from amutheory.symbolic.chain import spectral as S
+from amutheory.symbolic.primitives.symbols import L, epsilon, l
 
 # %% [markdown]
 # ## 1. The update lives in the zero mode, its effect in every mode

@@ -17,8 +17,10 @@ import sympy as sp
 
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import boundary, kernel_law, operator_law
-from amutheory.symbolic.spectral import spectral_layer_moments
+from amutheory.symbolic.chain import boundary
+from amutheory.symbolic.chain import kernel_law
+from amutheory.symbolic.chain import operator_law
+from amutheory.symbolic.chain.spectral import spectral_layer_moments
 
 # %% [markdown]
 # ## 1. What a pairing does to positions

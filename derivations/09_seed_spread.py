@@ -3,7 +3,7 @@
 #
 # Run with `python derivations/09_seed_spread.py` (or open it as a notebook with jupytext).  Every
 # number is computed; the script ends by asserting that what it derived agrees with
-# `amutheory.symbolic.spread` and `amutheory.measure.loss_form`.
+# `amutheory.symbolic.primitives.spread` and `amutheory.measure.loss_form`.
 #
 # The depth laws are laws of the *mean* of `s_bar` over seeds.  The campaign also reports the
 # *typical* value (geometric mean), which sits `exp(E ln s_bar - ln E s_bar)` below it, and so far
@@ -18,9 +18,7 @@ import sympy as sp
 from amutheory.measure.loss_form import measure_loss_form, spread_decomposition
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import spread as S
-
-# %% [markdown]
+from amutheory.symbolic.primitives import spread as S  # %% [markdown]
 # ## 1. s_bar is a quadratic form in the loss directions
 #
 # The loss is `mean_b <r_b, f(x_b)>`, so its gradient, and with it every first-order change

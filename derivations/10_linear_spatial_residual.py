@@ -3,7 +3,7 @@
 #
 # Run with `python derivations/10_linear_spatial_residual.py` (or open it as a notebook with
 # jupytext).  Every number is computed; the script ends by asserting that what it derived agrees
-# with `amutheory.symbolic.resnet_spectral`.
+# with `amutheory.symbolic.resnet.spectral`.
 #
 # The dense law (derivation 03, section 5c) is exact for `kernel = spatial = batch = 1` and was
 # refused for the campaign's nets (kernel 3, 8 positions, batch 8), whose finite-K terms were
@@ -17,10 +17,9 @@ import torch
 
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import planar as P
-from amutheory.symbolic import resnet_dense as rd
-from amutheory.symbolic import resnet_spectral as rs
-
+from amutheory.symbolic.primitives import planar as P
+from amutheory.symbolic.resnet import dense as rd
+from amutheory.symbolic.resnet import spectral as rs
 torch.manual_seed(0)
 
 # %% [markdown]
@@ -179,7 +178,7 @@ print(f"measured / law: {ratio.mean():.3f} +- {ratio.std(ddof=1) / np.sqrt(len(r
 # a dense net it must give back the digamma closed forms of derivation 09:
 
 # %%
-from amutheory.symbolic import spread  # noqa: E402
+from amutheory.symbolic.primitives import spread  # noqa: E402
 
 dense_net = campaign.with_(kernel=1, spatial=1, batch=1, depth=8)
 dense_law = rs.seed_law(dense_net, rs.seed_table(dense_net, 40000, seed=1))

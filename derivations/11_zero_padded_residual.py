@@ -3,7 +3,7 @@
 #
 # Run with `python derivations/11_zero_padded_residual.py` (or open it as a notebook with
 # jupytext).  Every number is computed; the script ends by asserting that what it derived agrees
-# with `amutheory.symbolic.resnet_operator`.
+# with `amutheory.symbolic.resnet.operator`.
 #
 # Derivation 10 carried a linear residual net mode by mode, which needs circular padding: there
 # every conv is diagonal in the Fourier modes (and a ReLU mask would mix them anyway).  A zero-padded conv is not diagonal in any basis the
@@ -17,12 +17,11 @@ import torch
 
 from amutheory.measure.probe import draw_seed, probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import operator_law
-from amutheory.symbolic import operator_planar as O
-from amutheory.symbolic import planar as P
-from amutheory.symbolic import resnet_operator as ro
-from amutheory.symbolic import resnet_spectral as rs
-
+from amutheory.symbolic.chain import operator_law
+from amutheory.symbolic.primitives import operator_planar as O
+from amutheory.symbolic.primitives import planar as P
+from amutheory.symbolic.resnet import operator as ro
+from amutheory.symbolic.resnet import spectral as rs
 torch.manual_seed(0)
 
 # %% [markdown]
@@ -178,8 +177,8 @@ print("resnet slope shift between consecutive K:", np.round(shift, 4))
 # three masks at distinct points, against 200 000 channels drawn from the points' law:
 
 # %%
-from amutheory.symbolic import resnet_dense as rd  # noqa: E402
-from amutheory.symbolic.kernel_law import mask_kernel, mask_kernel3  # noqa: E402
+from amutheory.symbolic.resnet import dense as rd  # noqa: E402
+from amutheory.symbolic.chain.kernel_law import mask_kernel, mask_kernel3  # noqa: E402
 
 pts = 4
 A = rng.normal(size=(pts, 6))

@@ -1,4 +1,4 @@
-"""Zero-padding boundary model (amutheory.symbolic.boundary): exact identities, asymptotics vs
+"""Zero-padding boundary model (amutheory.symbolic.chain.boundary): exact identities, asymptotics vs
 exact finite-N numerics, and properties of the predicted zero/circular ratio.
 
 Kinds of evidence: exact symbolic identities (no tolerance); float identities that hold up to
@@ -14,8 +14,10 @@ import sympy as sp
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from amutheory.symbolic import boundary, expansion
-from amutheory.symbolic.boundary import N_sym, k_sym, l_sym
+from amutheory.symbolic.chain import boundary
+
+from amutheory.symbolic.primitives import expansion
+from amutheory.symbolic.chain.boundary import N_sym, k_sym, l_sym
 
 kernels = st.sampled_from([3, 5, 7])
 a_b = st.floats(min_value=0.1, max_value=10.0, allow_nan=False)

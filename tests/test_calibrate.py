@@ -89,7 +89,7 @@ def test_lognormal_model_recovers_law_of_the_mean_and_spread():
 def _resnet_profiles(e0, seeds=256, seed=5):
     """Per-seed s_bar of the conv-mlp/k-last residual law at K = 2, 4, 8, 16 times mean-one
     lognormal noise (sigma^2 = 0.2 + 0.01 K), each block's row set to it."""
-    from amutheory.symbolic.resnet import law_predictor
+    from amutheory.symbolic.resnet.coherent import law_predictor
 
     law = law_predictor("conv-mlp", "k-last")
     rng = np.random.default_rng(seed)
@@ -131,7 +131,7 @@ def test_bounded_spread_is_recovered_and_recorded():
     ``spread_power = -1``, which :func:`amutheory.api.mean_over_typical` then uses."""
     from amutheory.api import mean_over_typical
     from amutheory.calibrate import calibrate_law
-    from amutheory.symbolic.resnet import law_predictor
+    from amutheory.symbolic.resnet.coherent import law_predictor
 
     law = law_predictor("conv-mlp", "k-last")
     rng = np.random.default_rng(7)
@@ -176,7 +176,7 @@ def test_prediction_error_from_the_refits_covers_the_truth():
     from amutheory.api import predict
     from amutheory.calibrate import calibrate_law
     from amutheory.spec import ArchSpec
-    from amutheory.symbolic.resnet import weighted_predictor
+    from amutheory.symbolic.resnet.coherent import weighted_predictor
 
     spec = ArchSpec(family="resnet", dim=1, width=16, kernel=3, spatial=8, branch="conv-mlp", init="k-last",
                     activation="relu", depth=64)
@@ -205,7 +205,7 @@ def test_calibration_escapes_the_degenerate_minimum():
     in the good minimum."""
     from amutheory.calibrate import calibrate_law
     from amutheory.spec import ArchSpec
-    from amutheory.symbolic.resnet import weighted_predictor
+    from amutheory.symbolic.resnet.coherent import weighted_predictor
 
     geo = {2: 117.12, 4: 531.34, 8: 1128.5, 16: 1800.4, 32: 2299.8, 64: 2638.9}
     var = {2: 0.190, 4: 0.237, 8: 0.304, 16: 0.310, 32: 0.295, 64: 0.381}  # Var[ln s_bar] over the seeds

@@ -386,7 +386,7 @@ def test_resnet_results_hold_every_preactivation(resnet_run):
 
 def test_resnet_summary_follows_the_contract(resnet_run):
     from amutheory.api import derive
-    from amutheory.symbolic.resnet import forward_analysis
+    from amutheory.symbolic.resnet.coherent import forward_analysis
 
     out, summary, _ = resnet_run
     assert json.loads((out / "summary.json").read_text()) == summary
@@ -443,9 +443,9 @@ def test_resnet_summary_follows_the_contract(resnet_run):
     assert stable["passed_joint_with_calibration"] == all(verdicts)
     assert res["res-none"]["passed_joint_with_calibration"] is None
     # the per-block profile at the deepest K: measured from results.csv (preact: the W1 phi(x)
-    # pre-activation, every second one) and the calibrated law's (symbolic.resnet.read_profile)
+    # pre-activation, every second one) and the calibrated law's (symbolic.resnet.coherent.read_profile)
     from amutheory.campaign import load_measurement
-    from amutheory.symbolic.resnet import read_profile
+    from amutheory.symbolic.resnet.coherent import read_profile
 
     bp = stable["block_profile"]
     depth = max(RDEPTHS)
@@ -521,7 +521,7 @@ def test_resnet_resume_computes_nothing(resnet_run, tmp_path):
 def test_resnet_presets():
     from amutheory.spec import BRANCHES, INITS
 
-    from amutheory.symbolic.resnet import forward_analysis
+    from amutheory.symbolic.resnet.coherent import forward_analysis
 
     # K up to 64 (the issue) for every convention; forward-stable ones on to K = 256, calibrated on
     # K <= 64 and held out at 128 and 256; unstable ones (no law) keep K <= 64
@@ -546,7 +546,7 @@ def test_resnet_presets():
 
 @pytest.mark.parametrize("preset, width", [("resnet-wide", 128), ("resnet-wider", 256)])
 def test_resnet_wide_presets_are_quick_at_a_larger_width(preset, width):
-    from amutheory.symbolic.resnet import is_forward_stable
+    from amutheory.symbolic.resnet.coherent import is_forward_stable
 
     # the forward-stable residual configs of quick and nothing else, at n = 128 or 256: same names,
     # depths, calibration and seeds, so compare-widths can set the campaigns side by side

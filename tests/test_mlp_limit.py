@@ -11,9 +11,9 @@ import pytest
 
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import expansion
-from amutheory.symbolic.conv import derived_constants
-from amutheory.symbolic.symbols import a, b, epsilon, l
+from amutheory.symbolic.primitives import expansion
+from amutheory.symbolic.chain.conv import derived_constants
+from amutheory.symbolic.primitives.symbols import a, b, epsilon, l
 
 
 @pytest.mark.parametrize("activation", ["linear", "relu"])

@@ -1,4 +1,4 @@
-"""Residual nets (amutheory.symbolic.resnet, amutheory.measure.resnet, the CLI's resnet family).
+"""Residual nets (amutheory.symbolic.resnet.coherent, amutheory.measure.resnet, the CLI's resnet family).
 
 Kinds of evidence: exact SymPy identities (no tolerance); exponents checked against a power
 counting typed here by hand from the init table (not from the library); properties of the
@@ -23,9 +23,9 @@ from amutheory.cli import main
 from amutheory.measure.probe import draw_seed, first_order_change, sgd_step_change
 from amutheory.measure.resnet import ResidualConvNet
 from amutheory.spec import BRANCHES, INITS, ArchSpec
-from amutheory.symbolic import resnet
-from amutheory.symbolic.resnet_init import K, branch_multiplier, layer_variance_factors
-from amutheory.symbolic.symbols import L
+from amutheory.symbolic.resnet import coherent as resnet
+from amutheory.symbolic.resnet.init import K, branch_multiplier, layer_variance_factors
+from amutheory.symbolic.primitives.symbols import L
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:`torch\.jit\.script` is deprecated:DeprecationWarning")
 
@@ -315,7 +315,7 @@ def test_resnet_width_slope_script(tmp_path, capsys, validate_script):
 
 
 def test_is_forward_stable_agrees_with_forward_analysis():
-    from amutheory.symbolic.resnet import forward_analysis, is_forward_stable
+    from amutheory.symbolic.resnet.coherent import forward_analysis, is_forward_stable
 
     for act in ("relu", "linear"):
         for b in BRANCHES:

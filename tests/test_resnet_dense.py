@@ -1,4 +1,4 @@
-"""The exact dense residual law with the stream Jacobian's spread (amutheory.symbolic.resnet_dense).
+"""The exact dense residual law with the stream Jacobian's spread (amutheory.symbolic.resnet.dense).
 
 Kinds of evidence: SymPy identities (the coherent order keeps ``m2 = m1^2``); the free-product
 rule for ``rho4`` against random matrices; properties over random K, widths and conventions
@@ -18,8 +18,7 @@ from amutheory.api import predict
 from amutheory.cli import main
 from amutheory.measure.probe import draw_seed, probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import resnet_dense as rd
-
+from amutheory.symbolic.resnet import dense as rd
 pytestmark = pytest.mark.filterwarnings(r"ignore:`torch\.jit\.script` is deprecated:DeprecationWarning")
 
 #: every (branch, init, activation) the law covers

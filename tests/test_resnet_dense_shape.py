@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from amutheory.api import derive, measure, predict
 from amutheory.cli import main
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import resnet_dense as rd
-from amutheory.symbolic.resnet import is_forward_stable
+from amutheory.symbolic.resnet import dense as rd
+from amutheory.symbolic.resnet.coherent import is_forward_stable
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:`torch\.jit\.script` is deprecated:DeprecationWarning")
 

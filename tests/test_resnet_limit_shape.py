@@ -20,9 +20,9 @@ from amutheory.calibrate import calibrate_law
 from amutheory.cli import main
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import resnet_dense, resnet_operator, resnet_spectral
-
-
+from amutheory.symbolic.resnet import dense as resnet_dense
+from amutheory.symbolic.resnet import operator as resnet_operator
+from amutheory.symbolic.resnet import spectral as resnet_spectral
 def resnet(branch="conv-mlp", init="k-last", **kw):
     kw = {"kernel": 3, "spatial": 4, "batch": 2, "depth": 3, "width": 32, "input_channels": 3, "activation": "linear",
           **kw}

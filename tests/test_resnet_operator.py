@@ -1,5 +1,5 @@
-"""The exact law of linear residual nets over their points, either padding (amutheory.symbolic.resnet_operator),
-and the position-valued planar pairings it is built from (amutheory.symbolic.operator_planar).
+"""The exact law of linear residual nets over their points, either padding (amutheory.symbolic.resnet.operator),
+and the position-valued planar pairings it is built from (amutheory.symbolic.primitives.operator_planar).
 
 Kinds of evidence: the pairing rule at one point is the scalar planar count (Hypothesis over random
 words); the position-valued rule against random zero-padded conv matrices, free blocks included;
@@ -19,11 +19,10 @@ from amutheory.api import exact_resnet_law, predict
 from amutheory.cli import main
 from amutheory.measure.probe import draw_seed, probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import operator_planar as O
-from amutheory.symbolic import planar as P
-from amutheory.symbolic import resnet_operator as ro
-from amutheory.symbolic import resnet_spectral as rs
-
+from amutheory.symbolic.primitives import operator_planar as O
+from amutheory.symbolic.primitives import planar as P
+from amutheory.symbolic.resnet import operator as ro
+from amutheory.symbolic.resnet import spectral as rs
 INITS = ("k-last", "k-all", "k-squared", "sqrt-multiplier")
 CASES = [(b, i) for b in ro.BRANCHES for i in INITS]
 
@@ -351,7 +350,7 @@ def test_mask_loops_against_monte_carlo():
     """Products of kernels and ReLU masks in one channel loop (1 to 4 masks, one pair merging at a
     diagonal kernel) against 20 000 channels drawn from the points' Gaussian law: within 3% of the
     largest entry (the Monte Carlo's own error is ~1%)."""
-    from amutheory.symbolic.kernel_law import mask_kernel, mask_kernel3
+    from amutheory.symbolic.chain.kernel_law import mask_kernel, mask_kernel3
 
     rng = np.random.default_rng(0)
     pts, n = 4, 20000
@@ -378,8 +377,7 @@ def test_relu_conv_mlp_at_one_point_is_the_dense_free_law(init):
     :mod:`resnet_dense` (exact at infinite width for conv-mlp, and checked there against real dense
     nets), draw by draw: the law is homogeneous of degree 2 in ``q_0 = |x|^2 / c_in``.  1e-7: the
     mask functions clip correlations at 1."""
-    from amutheory.symbolic import resnet_dense as rd
-
+    from amutheory.symbolic.resnet import dense as rd
     for depth in (1, 3, 9):
         spec = linear("conv-mlp", init, activation="relu", kernel=1, spatial=1, batch=1, depth=depth, input_channels=5)
         x = np.random.default_rng(depth).normal(size=(1, 5, 1))

@@ -1,5 +1,5 @@
 """The coordinate law of dense pre-activation nets with persistent stream masks
-(amutheory.symbolic.resnet_preact).
+(amutheory.symbolic.resnet.preact).
 
 Kinds of evidence: SymPy (the mask pair is the Gaussian orthant probability) and SciPy's bivariate
 normal; exact identities over random K, widths and conventions (with independent masks the law is
@@ -21,9 +21,9 @@ from scipy import stats
 from test_resnet_dense import _assert_law_holds, _conditional_ratios, _mean_and_se, dense
 
 from amutheory.measure.models import build_model
-from amutheory.symbolic import resnet_dense as rd
-from amutheory.symbolic import resnet_preact as rp
-from amutheory.symbolic.resnet import _stream_path
+from amutheory.symbolic.resnet import dense as rd
+from amutheory.symbolic.resnet import preact as rp
+from amutheory.symbolic.resnet.coherent import _stream_path
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:`torch\.jit\.script` is deprecated:DeprecationWarning")
 

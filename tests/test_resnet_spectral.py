@@ -1,4 +1,4 @@
-"""The exact mode-by-mode law of linear circular residual nets (amutheory.symbolic.resnet_spectral).
+"""The exact mode-by-mode law of linear circular residual nets (amutheory.symbolic.resnet.spectral).
 
 Kinds of evidence: SymPy identities (at ``rho = D = 1`` every block formula is the dense law's);
 the planar pairing counts (``lambda_q``, ``rho_J``, the sources' spread and covariance) against
@@ -21,9 +21,8 @@ from amutheory.api import derive, exact_resnet_law, predict
 from amutheory.cli import main
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import resnet_dense as rd
-from amutheory.symbolic import resnet_spectral as rs
-
+from amutheory.symbolic.resnet import dense as rd
+from amutheory.symbolic.resnet import spectral as rs
 pytestmark = pytest.mark.filterwarnings(r"ignore:`torch\.jit\.script` is deprecated:DeprecationWarning")
 
 INITS = ("k-last", "k-all", "k-squared", "sqrt-multiplier")
@@ -289,8 +288,7 @@ def test_campaign_reports_the_exact_law_where_it_covers():
 def test_planar_trace_gives_the_free_poisson_moments(power):
     """``tau((W W^T)^p) = Catalan(p) s^p`` for a square Gaussian matrix (Marchenko-Pastur at ratio
     1), and a word pairing ``W`` with ``W`` (no transpose) is of lower order: 0."""
-    from amutheory.symbolic import planar as P
-
+    from amutheory.symbolic.primitives import planar as P
     s = sp.Symbol("s", positive=True)
     w = P.letter("W")
     word = P.mul(*[P.mul(w, P.adjoint(w))] * power)
@@ -300,11 +298,10 @@ def test_planar_trace_gives_the_free_poisson_moments(power):
 
 def test_seed_law_of_a_dense_net_is_the_closed_form():
     """At ``kernel = spatial = batch = 1`` the Monte Carlo seed law (40000 joint draws) gives back
-    the dense net's exact spread and gap (``symbolic.spread.dense_spread``: digamma closed forms
+    the dense net's exact spread and gap (``symbolic.primitives.spread.dense_spread``: digamma closed forms
     from a separate derivation) within 4 of its standard errors, and its draws' mean of ``s_bar``
     the exact mean."""
-    from amutheory.symbolic import spread
-
+    from amutheory.symbolic.primitives import spread
     spec = linear("conv-mlp", "k-last", kernel=1, spatial=1, batch=1, depth=8)
     law = rs.seed_law(spec, rs.seed_table(spec, 40000, seed=1))
     var, gap = spread.dense_spread(spec.outputs, spec.input_channels)

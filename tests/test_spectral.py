@@ -1,4 +1,4 @@
-"""The spectral law of linear circular conv chains (amutheory.symbolic.spectral): its symbolic
+"""The spectral law of linear circular conv chains (amutheory.symbolic.chain.spectral): its symbolic
 sums against brute force, its limits, the API/CLI path that uses it, and a measured check."""
 
 import json
@@ -14,8 +14,8 @@ from amutheory.api import predict
 from amutheory.cli import main
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import spectral as S
-from amutheory.symbolic.symbols import epsilon, l
+from amutheory.symbolic.chain import spectral as S
+from amutheory.symbolic.primitives.symbols import epsilon, l
 
 
 def _spec(**kw):

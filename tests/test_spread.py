@@ -29,8 +29,7 @@ from amutheory.measure.loss_form import (DECOMPOSITION_KEYS, PER_SEED_KEYS, loss
                                          sample_coupling, spread_decomposition)
 from amutheory.measure.probe import draw_seed, probe, s_layers_one
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import spread
-
+from amutheory.symbolic.primitives import spread
 pytestmark = pytest.mark.filterwarnings(r"ignore:`torch\.jit\.script` is deprecated:DeprecationWarning")
 
 
@@ -284,8 +283,7 @@ def test_measure_spread_cli(capsys):
 # --------------------------------------------------------------------------- dense nets: nothing fitted
 def test_dense_spread_is_built_from_the_chi_square_moments():
     """Against the closed form typed out here and the stem moment the dense law uses."""
-    from amutheory.symbolic import resnet_dense
-
+    from amutheory.symbolic.resnet import dense as resnet_dense
     m, f = 10, 3
     var, gap = spread.dense_spread(m, f)
     assert var == pytest.approx(special.polygamma(1, m / 2) + 4 * special.polygamma(1, f / 2), rel=1e-12)

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from amutheory.api import derive
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import expansion
-from amutheory.symbolic.law import ScalingLaw
-from amutheory.symbolic.symbols import L, a, b, e, epsilon, j, jp, l, lambda_
+from amutheory.symbolic.primitives import expansion
+from amutheory.symbolic.primitives.law import ScalingLaw
+from amutheory.symbolic.primitives.symbols import L, a, b, e, epsilon, j, jp, l, lambda_
 
 positive = st.floats(min_value=1e-3, max_value=10.0, allow_nan=False)
 small = st.floats(min_value=1e-3, max_value=0.5, allow_nan=False)  # e = epsilon = 0 gives s_1 = 0
@@ -97,7 +97,7 @@ def test_eta_star_decreases_with_depth(av, bv, ev, epsv, depth):
 @given(width=st.integers(1, 4096), kernel=st.sampled_from([1, 3, 5, 7]), spatial=st.integers(7, 64),
        dim=st.sampled_from([1, 2]), act=st.sampled_from(["linear", "relu"]))
 def test_leading_exponent_independent_of_n_k_N(width, kernel, spatial, dim, act):
-    from amutheory.symbolic.conv import derived_constants
+    from amutheory.symbolic.chain.conv import derived_constants
 
     spec = ArchSpec(dim=dim, width=width, kernel=kernel, spatial=spatial, activation=act)
     law = derive(spec).substitute({"epsilon": derived_constants(spec)["epsilon"].value})
@@ -106,7 +106,7 @@ def test_leading_exponent_independent_of_n_k_N(width, kernel, spatial, dim, act)
 
 def test_mlp_limit_ratio_is_derived_exactly():
     """v = 1 + v_D: 1 for linear, 2 for ReLU (free probability), from exact Gaussian integrals."""
-    from amutheory.symbolic.conv import derived_constants
+    from amutheory.symbolic.chain.conv import derived_constants
 
     assert derived_constants(ArchSpec(activation="linear"))["v_mlp"].value == 1.0
     assert derived_constants(ArchSpec(activation="relu"))["v_mlp"].value == 2.0
@@ -140,7 +140,7 @@ def test_finite_width_leading_term_is_four_fifths_L():
 def test_lognormal_slope_shift_is_minus_kappa_L_over_4():
     """``-p kappa L^p / 4``: ``-kappa L / 4`` for chains (p = 1), ``+kappa / (4 L)`` for
     forward-stable residual nets (p = -1, the spread settles)."""
-    from amutheory.symbolic.symbols import kappa, p
+    from amutheory.symbolic.primitives.symbols import kappa, p
 
     shift = expansion.lognormal_slope_shift()
     assert sp.simplify(shift + p * kappa * L**p / 4) == 0

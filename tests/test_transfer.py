@@ -65,7 +65,7 @@ def test_am_mup_on_conv_specs_has_finite_depth_corrections():
 
 
 def test_width_rule_is_derived_inverse_sqrt_width():
-    # s ~ F^2 R (amutheory.symbolic.width): F = 3n, R = 10/n, so eta* ~ n^(-1/2) at fixed kernel
+    # s ~ F^2 R (amutheory.symbolic.primitives.width): F = 3n, R = 10/n, so eta* ~ n^(-1/2) at fixed kernel
     ref = ArchSpec(depth=4, width=32)
     r = transfer_lr(0.05, ref, ref.with_(width=64))
     assert r.width_factor == pytest.approx(0.5**0.5, rel=1e-12)

@@ -1,4 +1,4 @@
-"""Pre-LN Transformers (amutheory.measure.transformer, amutheory.symbolic.transformer, the api).
+"""Pre-LN Transformers (amutheory.measure.transformer, amutheory.symbolic.transformer.coherent, the api).
 
 Kinds of evidence: the first-order probe against a real SGD step (float64, tolerance from the
 size of the second-order remainder); the traced graph's effective depth against a hand count;
@@ -27,10 +27,10 @@ from amutheory.measure.models import build_model
 from amutheory.measure.probe import draw_seed, first_order_change, probe, sgd_step_change
 from amutheory.measure.transformer import PreLNTransformer
 from amutheory.spec import INITS, ArchSpec
-from amutheory.symbolic import resnet
-from amutheory.symbolic.expansion import mean_moment as chain_mean_moment
-from amutheory.symbolic.symbols import L
-from amutheory.symbolic.transformer import effective_depth_law, effective_depth_of_blocks, transformer_law
+from amutheory.symbolic.resnet import coherent as resnet
+from amutheory.symbolic.primitives.expansion import mean_moment as chain_mean_moment
+from amutheory.symbolic.primitives.symbols import L
+from amutheory.symbolic.transformer.coherent import effective_depth_law, effective_depth_of_blocks, transformer_law
 
 
 def tspec(**kw):

@@ -1,4 +1,4 @@
-"""The width rule: its derivation (amutheory.symbolic.width), the models' readout and attention
+"""The width rule: its derivation (amutheory.symbolic.primitives.width), the models' readout and attention
 options it rests on, its measured check (a real probe at two widths), and the width sweeps of a
 campaign (written, analysed, resumed)."""
 
@@ -19,7 +19,7 @@ from amutheory.cli import main
 from amutheory.measure.models import build_model
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import width as W
+from amutheory.symbolic.primitives import width as W
 from amutheory.transfer import transfer_lr
 
 

@@ -5,7 +5,7 @@ B = 8, m = 10):
 
 (a) form:       ``amutheory.measure.loss_form.loss_form`` -- the ``B m`` columns of ``M``, probe
                 evaluations ``vmap``-ed ``--chunk`` at a time; then ``Var_r[ln s_bar]`` by the
-                derived quadrature (``amutheory.symbolic.spread.log_moments_of_spectrum``).
+                derived quadrature (``amutheory.symbolic.primitives.spread.log_moments_of_spectrum``).
 (b) loop:       the same columns one at a time (``first_order_change`` per basis direction), the
                 way one would write it without ``vmap``; must equal (a) to rounding.
 (c) Monte Carlo: ``--draws`` fresh loss directions, one probe evaluation each, and the sample
@@ -30,7 +30,7 @@ import torch
 from amutheory.measure.loss_form import loss_form, psd_spectrum
 from amutheory.measure.probe import draw_seed, first_order_change
 from amutheory.spec import ArchSpec
-from amutheory.symbolic.spread import log_moments_of_spectrum
+from amutheory.symbolic.primitives.spread import log_moments_of_spectrum
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _blocks import OneLineParser, timed  # noqa: E402

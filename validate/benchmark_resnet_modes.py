@@ -2,7 +2,7 @@
 
 For a linear residual net (default: conv-mlp/k-last, n = 128, k = 3, N = 8, B = 8, m = 10):
 
-(a) law:        ``amutheory.symbolic.resnet_spectral.s_bar`` at every depth of ``--depths``:
+(a) law:        ``amutheory.symbolic.resnet.spectral.s_bar`` at every depth of ``--depths``:
                 the infinite-width mean of ``s_bar``, nothing fitted, no sampling error.
 (b) probe:      the same mean measured on real nets, ``--seeds`` seeds at each depth (the
                 one-step probe, ``vmap``-ed): what one would do without the law, with its
@@ -29,8 +29,7 @@ import numpy as np
 
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import resnet_spectral as rs
-
+from amutheory.symbolic.resnet import spectral as rs
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _blocks import OneLineParser, positive_ints, spec_or_error, timed, use_threads  # noqa: E402
 

@@ -3,7 +3,7 @@
 For a zero-padded residual net (default: linear conv-mlp/k-last, n = 128, k = 3, N = 8, B = 8, m = 10;
 ``--activation relu`` for the ReLU law, whose channel loops hold up to three masks at distinct points):
 
-(a) law:    ``amutheory.symbolic.resnet_operator.draw_layer_moments`` for each of ``--seeds`` seeds'
+(a) law:    ``amutheory.symbolic.resnet.operator.draw_layer_moments`` for each of ``--seeds`` seeds'
             inputs and loss directions at every depth of ``--depths`` (``method="outer"``: a product
             ``A E_c B`` with a point projector is the outer product ``A[:, c] B[c, :]``);
 (b) stack:  the same law with the ``P`` point projectors as a stack of ``P x P`` matrices, every
@@ -34,9 +34,8 @@ import numpy as np
 
 from amutheory.measure.probe import draw_seed, probe
 from amutheory.spec import BRANCHES, ArchSpec
-from amutheory.symbolic import operator_planar
-from amutheory.symbolic import resnet_operator as ro
-
+from amutheory.symbolic.primitives import operator_planar
+from amutheory.symbolic.resnet import operator as ro
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _blocks import OneLineParser, positive_ints, spec_or_error, timed, use_threads  # noqa: E402
 

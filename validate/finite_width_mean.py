@@ -30,8 +30,7 @@ from amutheory import stats
 from amutheory.api import derived_mean
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import kernel_law
-
+from amutheory.symbolic.chain import kernel_law
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, positive_ints, read_rows  # noqa: E402
 

@@ -1,6 +1,6 @@
 """A residual campaign's measured nets against the exact law over their points, seed by seed.
 
-The law over the points (:func:`amutheory.symbolic.resnet_operator.draw_layer_moments`) is exact at
+The law over the points (:func:`amutheory.symbolic.resnet.operator.draw_layer_moments`) is exact at
 infinite width *given* a seed's inputs and loss directions, for linear residual nets and for ReLU
 ``conv-mlp`` nets, either padding.  Its mean over input draws is a Monte Carlo, too noisy at a
 useful cost to put beside a 96-seed campaign; but the campaign's seeds fix their own inputs and
@@ -36,8 +36,7 @@ import numpy as np
 
 from amutheory.measure.probe import law_given_seeds
 from amutheory.spec import ArchSpec, ProbeProtocol
-from amutheory.symbolic import resnet_operator
-
+from amutheory.symbolic.resnet import operator as resnet_operator
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _blocks import RESEED_FILE, OneLineParser, append_rows, positive_ints, read_rows, seed_s_bar  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Residual nets at several widths against the exact law over their points, seed by seed: is the law
 the infinite-width limit of these nets, and how large is their finite-width excess?
 
-The law over the points (:func:`amutheory.symbolic.resnet_operator.draw_layer_moments`) is derived at
+The law over the points (:func:`amutheory.symbolic.resnet.operator.draw_layer_moments`) is derived at
 infinite width *given* a seed's inputs and loss directions (linear residual nets, either padding;
 ReLU ``conv-mlp``).  At finite width ``n`` the measured mean sits above it by terms the law leaves
 out.  If the law is the limit, the measured / law ratio goes to 1 as ``n`` grows, like ``1 + c/n``
@@ -36,8 +36,7 @@ import scipy.stats
 
 from amutheory.measure.probe import law_given_seeds, probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import resnet_operator
-
+from amutheory.symbolic.resnet import operator as resnet_operator
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, positive_ints, read_rows, spec_or_error  # noqa: E402,E501
 from resnet_point_law import summarise  # noqa: E402

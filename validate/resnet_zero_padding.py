@@ -6,7 +6,7 @@ effects" fail at practical sizes).  A residual net with a forward-stable init mo
 ``O(1/K)`` per block, so the boundary's reach stays bounded as K grows and the ratio should settle
 to a constant: constant-level in K, though not close to 1 at small N.  This script measures that
 on real nets and, for linear nets, compares it with the exact law over the points
-(:func:`amutheory.symbolic.resnet_operator.draw_layer_moments`, given each seed's inputs and loss
+(:func:`amutheory.symbolic.resnet.operator.draw_layer_moments`, given each seed's inputs and loss
 directions, nothing fitted); the law covers linear nets and ReLU ``conv-mlp``, other ReLU branches are
 measured only.
 
@@ -38,8 +38,8 @@ import numpy as np
 from amutheory.campaign.bootstrap import _quantile_ci, ratio_bootstrap
 from amutheory.measure.probe import law_given_seeds, probe
 from amutheory.spec import BRANCHES, INITS, ArchSpec
-from amutheory.symbolic import resnet_operator
-from amutheory.symbolic.resnet import is_forward_stable
+from amutheory.symbolic.resnet import operator as resnet_operator
+from amutheory.symbolic.resnet.coherent import is_forward_stable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, positive_ints, read_rows  # noqa: E402

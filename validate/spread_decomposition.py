@@ -9,7 +9,7 @@ variance (:func:`amutheory.measure.loss_form.spread_decomposition`):
     E[ln s_bar] - ln E[s_bar] = gap_r + gap_net   (typical value below the mean, in logs)
 
 ``var_r`` and ``gap_r`` are *derived* from each seed's spectrum of ``M``
-(:mod:`amutheory.symbolic.spread`); the left sides are measured from the probe's own ``r``.
+(:mod:`amutheory.symbolic.primitives.spread`); the left sides are measured from the probe's own ``r``.
 At infinite width ``M = C (x) I_m``, so the loss directions spread ``ln s_bar`` by between
 ``psi'(B m / 2)`` (samples uncoupled) and ``psi'(m / 2)`` (all coupled) whatever the width (a
 range checked on random couplings, not proved): the script prints both.  A part that does not fall with the width is not a finite-width effect.
@@ -33,7 +33,7 @@ import numpy as np
 
 from amutheory.measure.loss_form import DECOMPOSITION_KEYS, PER_SEED_KEYS, measure_loss_form, spread_decomposition
 from amutheory.spec import ArchSpec, BRANCHES, INITS
-from amutheory.symbolic.spread import chi_square_var
+from amutheory.symbolic.primitives.spread import chi_square_var
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, positive_ints, read_rows  # noqa: E402

@@ -28,8 +28,8 @@ from amutheory.campaign.analysis_zero import _add_zero_padding_tables
 from amutheory.campaign.common import C_TARGET, STATISTICS, _f
 from amutheory.campaign.presets import CampaignConfig
 from amutheory.spec import ProbeProtocol
-from amutheory.symbolic.conv import conv_law, derived_constants
-from amutheory.symbolic.spectral import spectral_applies
+from amutheory.symbolic.chain.conv import conv_law, derived_constants
+from amutheory.symbolic.chain.spectral import spectral_applies
 
 
 def _eta(s):
@@ -212,7 +212,7 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
         cal_meas, cal_set = Measurement(spec, list(cfg.calibration_depths), meas.seeds,
                                         {d: meas.profiles[d] for d in cfg.calibration_depths},
                                         meas.C, meas.level), set(cfg.calibration_depths)
-    # a linear circular chain has a derived law (amutheory.symbolic.spectral): nothing is fitted for
+    # a linear circular chain has a derived law (amutheory.symbolic.chain.spectral): nothing is fitted for
     # the mean, and only the seed-spread line of the typical value uses the calibration depths
     how = "derive" if not cfg.is_zero and spectral_applies(spec) else "calibrate"
     out["constants_from"] = {"derive": "spectral law (derived; sigma^2 line of geo calibrated)",

@@ -2,7 +2,7 @@
 
 Residual configs (``spec.family == "resnet"``, ``depth`` = K blocks): their analysis
 (:func:`analyse_resnet_config`) asks the mean-field recursion first
-(:func:`amutheory.symbolic.resnet.forward_analysis`): forward-unstable conventions get no law
+(:func:`amutheory.symbolic.resnet.coherent.forward_analysis`): forward-unstable conventions get no law
 (``passed`` is ``None``; measured eta*, its local slopes and the stream growth are reported);
 stable ones are calibrated and compared as circular conv configs are
 (:mod:`amutheory.campaign.analysis`), plus the fitted exponent over the deepest three K and
@@ -30,8 +30,8 @@ PAPER_EXPONENT = -1.5
 def _stream_growth_rows(cfg: CampaignConfig, stream: dict, protocol: ProbeProtocol) -> list:
     """Per K: measured ``E[x_K^2] / E[x_0^2]`` of the residual stream (mean, min and max over
     :attr:`CampaignConfig.stream_seeds`; ``None`` where ``stream.csv`` lacks the nets) and the
-    mean-field recursion's (:func:`amutheory.symbolic.resnet.forward_analysis`)."""
-    from amutheory.symbolic.resnet import forward_analysis
+    mean-field recursion's (:func:`amutheory.symbolic.resnet.coherent.forward_analysis`)."""
+    from amutheory.symbolic.resnet.coherent import forward_analysis
 
     rows = []
     for d in cfg.depths:
@@ -91,13 +91,13 @@ def _mark_unstable(out: dict, cfg: CampaignConfig, meas: Measurement, reason: st
 
 def analyse_resnet_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtocol = ProbeProtocol(),
                           stream: dict | None = None) -> dict:
-    """A residual config: forward stability (mean field, :func:`amutheory.symbolic.resnet.forward_analysis`)
+    """A residual config: forward stability (mean field, :func:`amutheory.symbolic.resnet.coherent.forward_analysis`)
     and the measured stream growth first.  Forward-unstable conventions get no law (``passed``
     is ``None``, ``reason`` says why); stable ones are calibrated on ``cfg.calibration_depths``,
     predicted at every K and compared as conv configs are, plus the fitted exponent over the
     deepest three K and whether the paper's -3/2 lies in its CI (``claim_minus_three_halves``)."""
     from amutheory.api import derive
-    from amutheory.symbolic.resnet import forward_analysis
+    from amutheory.symbolic.resnet.coherent import forward_analysis
 
     spec = cfg.spec.with_(depth=max(cfg.depths))
     out = _resnet_base(cfg, spec, forward_analysis(spec, protocol.input_var))
@@ -169,12 +169,12 @@ DENSE_SHAPE_KEYS = ("law", "per_depth", "calibration", "constants", "fitted_expo
 def _dense_shape_comparison(cfg: CampaignConfig, spec: ArchSpec, meas: Measurement, protocol: ProbeProtocol,
                             derived: float) -> dict:
     """The calibrate-predict-compare of :func:`_compare_resnet` with the dense-shape law
-    (:func:`amutheory.symbolic.resnet_dense.shape_predictor`: the exact dense law's stream and own
+    (:func:`amutheory.symbolic.resnet.dense.shape_predictor`: the exact dense law's stream and own
     parts, each times a calibrated ``rho``) on the same calibration depths and seeds: ``covered`` (bool), the
     verdict keys of :data:`DENSE_SHAPE_KEYS`, or ``reason`` where the dense law does not cover the
     config (an activation without exact moments, a projection shortcut)."""
-    from amutheory.symbolic.resnet import forward_analysis
-    from amutheory.symbolic.resnet_dense import shape_predictor
+    from amutheory.symbolic.resnet.coherent import forward_analysis
+    from amutheory.symbolic.resnet.dense import shape_predictor
 
     try:
         shape_predictor(spec, protocol.input_var)
@@ -196,7 +196,7 @@ def _exact_law_comparison(cfg: CampaignConfig, spec: ArchSpec, meas: Measurement
     ``inside_ci_every_depth_mean`` and ``depths_inside_mean`` (``[inside, of]``, the mean over every
     K; the same for ``geo``); or ``reason`` where no exact law covers the config."""
     from amutheory.api import exact_resnet_law
-    from amutheory.symbolic.resnet import forward_analysis
+    from amutheory.symbolic.resnet.coherent import forward_analysis
 
     try:
         _, name, _ = exact_resnet_law(spec, monte_carlo=False)
@@ -220,12 +220,12 @@ PROFILE_POINTS = (0.2, 0.4, 0.6, 0.8, 1.0)
 def _block_profile(cfg: CampaignConfig, meas: Measurement, constants: dict, input_var: float) -> dict | None:
     """At the deepest K: ``s_i / s_K`` of the first branch layer's pre-activation (mean over seeds)
     at ``i / K`` in :data:`PROFILE_POINTS`, measured and by the calibrated coherent law
-    (:func:`amutheory.symbolic.resnet.read_profile`), with the local power ``d ln s_i / d ln i``
+    (:func:`amutheory.symbolic.resnet.coherent.read_profile`), with the local power ``d ln s_i / d ln i``
     between the points; ``measured_by_depth``: the measured shape at each of the deepest three K.
     The exponent depends only on how the profile scales with K; its shape in ``i / K`` is what the
     law's finite-K terms stand on.  A block whose law term vanishes (a negative ``e0``) gives a
     ``None`` local power."""
-    from amutheory.symbolic.resnet import preactivations_per_block, read_profile
+    from amutheory.symbolic.resnet.coherent import preactivations_per_block, read_profile
 
     if not constants or any(k not in constants for k in ("A", "B", "e0")):
         return None

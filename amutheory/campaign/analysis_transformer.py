@@ -2,7 +2,7 @@
 
 Per statistic: measured eta* per K, its log-log slope against the **effective depth**
 ``L_eff = 2K + 2`` over the deepest three K (seed-bootstrap 95% CI) and whether the paper's -3/2
-lies inside; then both candidate laws (:mod:`amutheory.symbolic.transformer`) are calibrated on
+lies inside; then both candidate laws (:mod:`amutheory.symbolic.transformer.coherent`) are calibrated on
 ``cfg.calibration_depths`` and checked at the held-out K exactly as residual configs are
 (:func:`amutheory.campaign.analysis_resnet._compare_resnet`): ``laws["coherent"]`` (absent for
 ``init="none"``, which has no closed-form law) and ``laws["effective-depth"]``.
@@ -21,7 +21,7 @@ from amutheory.campaign.analysis_resnet import PAPER_EXPONENT, _compare_resnet, 
 from amutheory.campaign.common import N_BOOT, STATISTICS, _f
 from amutheory.campaign.presets import CampaignConfig
 from amutheory.spec import ProbeProtocol
-from amutheory.symbolic.transformer import effective_depth_of_blocks
+from amutheory.symbolic.transformer.coherent import effective_depth_of_blocks
 
 
 def effective_depth_fit(meas: Measurement, depths: list, stat: str) -> dict:

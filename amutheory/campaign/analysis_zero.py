@@ -5,7 +5,7 @@ reference nets at ``calibration_depths`` (all of them calibrate ``a, b, e`` and 
 and zero-padded nets at ``depths`` (all held out: the law times the exact boundary ratio,
 :func:`amutheory.api.zero_padding_factor`, is predicted for them).  Besides the eta* comparison
 their summary holds the zero/circular ratio of ``s_bar`` (measured with a bootstrap CI vs
-predicted) and the boundary regime per depth (:func:`amutheory.symbolic.boundary.regime`).
+predicted) and the boundary regime per depth (:func:`amutheory.symbolic.chain.boundary.regime`).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _measured_slope_shifts(depths: list, ratio_rows: list, reps: np.ndarray, lev
     """``{depth: row keys}``: the measured slope shift of eta*, ``-(1/2) d ln ratio / d ln L``
     (local slope of the measured mean ratio over the measured depths, paired-bootstrap CI), and
     the model's on the same depth grid (the model's own ``slope_shift`` is a unit-step derivative)."""
-    from amutheory.symbolic.boundary import SLOPE_TOLERANCE
+    from amutheory.symbolic.chain.boundary import SLOPE_TOLERANCE
 
     if len(depths) < 2:
         return {}
@@ -70,10 +70,10 @@ def _measured_slope_shifts(depths: list, ratio_rows: list, reps: np.ndarray, lev
 
 
 def _regime_rows(cfg: CampaignConfig, constants: dict | None, measured: dict) -> list:
-    """Per zero depth: the boundary regime of the model (:func:`amutheory.symbolic.boundary.regime`
+    """Per zero depth: the boundary regime of the model (:func:`amutheory.symbolic.chain.boundary.regime`
     with the calibrated ``a, b, e, epsilon``) and the measured slope shift where there is one."""
-    from amutheory.symbolic.boundary import exact_regime, regime
-    from amutheory.symbolic.kernel_law import boundary_law_method
+    from amutheory.symbolic.chain.boundary import exact_regime, regime
+    from amutheory.symbolic.chain.kernel_law import boundary_law_method
 
     sp_ = cfg.spec
     vals = tuple(constants[k].value for k in ("a", "b", "e", "epsilon")) if constants else None

@@ -209,9 +209,9 @@ def _resnet(branch, init, activation, width, spatial, depths, seeds, calibration
 def _resnets(width, spatial, depths, seeds, calibration, stable_depths=(), stable_calibration=None):
     """Every (branch, init) pair with ReLU, and the three branches with ``k-last`` and a linear
     activation; forward-stable conventions (mean-field recursion,
-    :func:`amutheory.symbolic.resnet.is_forward_stable`) also get ``stable_depths`` and are
+    :func:`amutheory.symbolic.resnet.coherent.is_forward_stable`) also get ``stable_depths`` and are
     calibrated on ``stable_calibration`` (default ``calibration``)."""
-    from amutheory.symbolic.resnet import is_forward_stable
+    from amutheory.symbolic.resnet.coherent import is_forward_stable
 
     pairs = [(b, i, "relu") for i in INITS for b in BRANCHES] + [(b, "k-last", "linear") for b in BRANCHES]
     configs = []
@@ -226,7 +226,7 @@ def _resnets(width, spatial, depths, seeds, calibration, stable_depths=(), stabl
 
 def _stable_resnets(width, spatial, depths, seeds, calibration, stable_depths, stable_calibration):
     """The forward-stable configs of :func:`_resnets` alone."""
-    from amutheory.symbolic.resnet import is_forward_stable
+    from amutheory.symbolic.resnet.coherent import is_forward_stable
 
     return [cfg for cfg in _resnets(width, spatial, depths, seeds, calibration, stable_depths, stable_calibration)
             if is_forward_stable(cfg.spec)]

@@ -63,7 +63,7 @@ def write_report(path: Path, summary: dict) -> None:
         "line `sigma2_0 + kappa L` on the same depths; `epsilon` exact, `gamma = 0`.  Held-out depths "
         "are the independent check.",
         "* linear circular chains are not calibrated: their mean is the spectral law "
-        "(`amutheory.symbolic.spectral`), derived mode by mode in the Fourier basis and exact at infinite "
+        "(`amutheory.symbolic.chain.spectral`), derived mode by mode in the Fourier basis and exact at infinite "
         "width, with every constant computed from the spec and the probe (input statistics, batch, head); "
         "only the seed-spread line of the typical value is fitted on the calibration depths.  The finite-width "
         "excess of the mean (relative order l/n) is not in it.",

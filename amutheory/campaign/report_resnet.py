@@ -90,7 +90,7 @@ def _dense_shape_lines(resnets: list) -> list:
         return []
     lines = ["### The two calibrated laws at the held-out K", "",
              "`coherent`: the coherent order, `A, B, e0` calibrated; `dense-shape`: the stream and own parts of "
-             "the exact dense law (`amutheory.symbolic.resnet_dense.shape_predictor`), each times a calibrated "
+             "the exact dense law (`amutheory.symbolic.resnet.dense.shape_predictor`), each times a calibrated "
              "constant (`predict --law dense-shape`); same calibration K, seeds and spread model.  Errors of "
              "predicted eta* at the held-out K (`!`: outside the measured 95% CI); \"calibration rms\": the rms "
              "log residual of the fit at the calibration K.  \"picked\": the law with the lower residual "
@@ -134,7 +134,7 @@ def _exact_law_lines(resnets: list) -> list:
         return []
     lines = ["### The exact law (nothing fitted)", "",
              "`amutheory.api.exact_resnet_law`: the dense law, or for linear nets with circular padding the "
-             "mode-by-mode law (`amutheory.symbolic.resnet_spectral`), at infinite width; `predict --constants "
+             "mode-by-mode law (`amutheory.symbolic.resnet.spectral`), at infinite width; `predict --constants "
              "derive`.  The typical value is the mean times `exp(gap)` of the infinite-width seed law (inputs "
              "and loss directions; Monte Carlo for spatial nets).  Nothing is fitted, so every K is held out.  "
              "Errors of predicted eta* at the calibrated laws' held-out K (`!`: outside the measured 95% CI).", "",
@@ -202,10 +202,10 @@ def _resnet_report_lines(summary: dict, resnets: list) -> list:
         "* nets: a stem conv, K residual blocks `x <- x + alpha branch(x)` and the GAP + linear head "
         "(`amutheory.measure.resnet`); depth = K blocks.  Branches: `conv` = phi(W * x), `conv-mlp` = "
         "W2 phi(W1 * x) (W2 1x1), `preact` = W2 * phi(W1 * phi(x)); init conventions as in "
-        "`amutheory.symbolic.resnet_init`.  s_bar is the mean over every tensor entering an activation: "
+        "`amutheory.symbolic.resnet.init`.  s_bar is the mean over every tensor entering an activation: "
         "K per net (`conv`, `conv-mlp`) or 2K (`preact`, the stream too).",
         "* forward stability, growth and mechanism: the mean-field recursion of the stream "
-        "(`amutheory.symbolic.resnet.forward_analysis`); measured growth E[x_K^2]/E[x_0^2]: mean over the first "
+        "(`amutheory.symbolic.resnet.coherent.forward_analysis`); measured growth E[x_K^2]/E[x_0^2]: mean over the first "
         f"{STREAM_SEEDS} seeds' nets (the probe's weights and inputs), range over them in brackets.",
         "* forward-unstable conventions have no power law: nothing is fitted or predicted for them; their "
         "measured eta*, its local slopes (central differences in ln K, seed-bootstrap CI) and the stream "
@@ -216,7 +216,7 @@ def _resnet_report_lines(summary: dict, resnets: list) -> list:
         "over all K and over the deepest three.  The paper's -3/2 \"holds\" where it lies inside the "
         "deepest-three CI.  The law's slope is that of the predicted eta* over the same K: the derived "
         "exponent plus the finite-K terms (e0, fitted with either sign: the effective first correction of "
-        "relative order 1/K, `amutheory.symbolic.resnet`), which is what a fit over finite K measures; "
+        "relative order 1/K, `amutheory.symbolic.resnet.coherent`), which is what a fit over finite K measures; "
         "the derived exponent is the K -> infinity limit.  \"with the calibration's error\": the joint "
         "held-out test (chi-square and Bonferroni) with each prediction's own sampling error (sd of ln s_bar "
         "over the calibration's seed-bootstrap refits) added to the measurement's: a law that misses by more "

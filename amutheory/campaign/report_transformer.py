@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from amutheory.campaign.common import STATISTICS
 from amutheory.campaign.formatting import _ci, _g, _pct
-from amutheory.symbolic.transformer import effective_depth_of_blocks
+from amutheory.symbolic.transformer.coherent import effective_depth_of_blocks
 from amutheory.transfer import RULES
 
 

@@ -12,7 +12,7 @@ def _width_report_lines(summary: dict) -> list:
         return []
     lines = ["## Learning-rate transfer across width", "",
              "One net per family at a fixed depth, measured at every width.  Fitted exponent: least squares of "
-             "ln(mean s_bar) on ln n times -1/2, 95% seed-bootstrap CI; derived: `amutheory.symbolic.width` "
+             "ln(mean s_bar) on ln n times -1/2, 95% seed-bootstrap CI; derived: `amutheory.symbolic.primitives.width` "
              "(s ~ F^2 R: -1/2 for the standard `Var 1/n` readout, 0 for the muP `Var 1/n^2` one).  Transfer: "
              "from the measured eta* at the narrowest width, each width rule predicts eta*(n)/eta*(n_ref); "
              "'inside' = in the ratio's 95% CI (both seed sets resampled).  `derived` is the rule "

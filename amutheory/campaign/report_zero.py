@@ -42,7 +42,7 @@ def _threshold_sentence(rows: list, flag: str) -> str:
 
 
 def _constant_level_lines(zero: list) -> list:
-    from amutheory.symbolic.boundary import SLOPE_TOLERANCE
+    from amutheory.symbolic.chain.boundary import SLOPE_TOLERANCE
 
     model = [(c, [r for r in c["regime"] if "slope_shift" in r]) for c in zero]
     meas = [(c, [r for r in c["regime"] if r.get("slope_shift_meas") is not None]) for c in zero]

@@ -10,7 +10,7 @@ The analysis (:func:`analyse_width_sweep`) gives, per sweep,
 * ``eta*(n)`` (arithmetic mean over seeds, 95% seed-bootstrap CI) at every width;
 * the fitted exponent ``d ln eta* / d ln n``: least squares of ``ln mean s_bar`` on ``ln n``
   (:func:`amutheory.stats.fit_loglog_slope`, seeds resampled), times ``-1/2``; compared with the
-  exponent derived in :mod:`amutheory.symbolic.width` for the sweep's readout (``-1/2`` for the
+  exponent derived in :mod:`amutheory.symbolic.primitives.width` for the sweep's readout (``-1/2`` for the
   standard ``Var 1/n`` head, ``0`` for a muP ``Var 1/n^2`` head);
 * per width rule of :func:`amutheory.transfer.width_factors` (``derived``, ``fan-in``) the
   predicted ``eta*(n) / eta*(n_ref)`` against the measured ratio and its CI (both seed sets
@@ -122,7 +122,7 @@ def measure_width_sweeps(sweeps: list, out_dir, protocol: ProbeProtocol = ProbeP
 # --------------------------------------------------------------------------- analysis
 def analyse_width_sweep(sweep: WidthSweep, table: dict) -> dict:
     """Measured ``eta*(n)``, fitted width exponent and every width rule's transfer error (module docstring)."""
-    from amutheory.symbolic.width import eta_width_exponent
+    from amutheory.symbolic.primitives.width import eta_width_exponent
     from amutheory.transfer import depth_measures, width_factors
 
     missing = [w for w in sweep.widths if not _complete(sweep, w, table)]

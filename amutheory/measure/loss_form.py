@@ -8,7 +8,7 @@ seed's weights and inputs
 ``A_l`` the ``|h_l| x (B m)`` map from ``vec(r)`` (``B`` samples, ``m`` outputs) to ``Delta h_l``.
 The probe's ``s_bar`` is this form at the one ``r`` the seed draws; ``tr M = E_r[s_bar]`` is its
 average over loss directions, and the spectrum of ``M`` says how ``ln s_bar`` spreads over them
-(:mod:`amutheory.symbolic.spread`).  ``M`` is built column by column: column ``(b, o)`` is the
+(:mod:`amutheory.symbolic.primitives.spread`).  ``M`` is built column by column: column ``(b, o)`` is the
 probe's change for the loss direction ``e_(b,o)``, ``B m`` probe evaluations vectorised with
 ``vmap`` (``chunk`` at a time).
 """
@@ -24,7 +24,7 @@ from torch.func import vmap
 from amutheory import stats
 from amutheory.measure.probe import draw_seed, first_order_change
 from amutheory.spec import ArchSpec, ProbeProtocol
-from amutheory.symbolic.spread import log_moments_of_spectrum, participation_ratio
+from amutheory.symbolic.primitives.spread import log_moments_of_spectrum, participation_ratio
 
 
 def _check_chunk(chunk) -> int:

@@ -51,10 +51,9 @@ def draw_seed(spec: ArchSpec, seed: int, protocol: ProbeProtocol = ProbeProtocol
 def law_given_seeds(spec: ArchSpec, seeds, protocol: ProbeProtocol = ProbeProtocol()) -> list[float]:
     """The exact law over the points, ``E[s_bar | x, r]`` at infinite width, for each seed's own draw
     of inputs and loss directions (:func:`draw_seed`'s, so the values pair seed by seed with
-    :func:`probe`'s); :func:`amutheory.symbolic.resnet_operator.draw_layer_moments` raises a
+    :func:`probe`'s); :func:`amutheory.symbolic.resnet.operator.draw_layer_moments` raises a
     ``ValueError`` naming the reason for a net it does not cover."""
-    from amutheory.symbolic import resnet_operator
-
+    from amutheory.symbolic.resnet import operator as resnet_operator
     out = []
     for sd in seeds:
         _, x, r = draw_seed(spec, sd, protocol)

@@ -9,7 +9,7 @@ Branches (``phi`` the activation):
 * ``conv-mlp``: ``W2 phi(W1 * x)``, W2 1x1     pre-activation ``W1 * x``
 * ``preact``:   ``W2 * phi(W1 * phi(x))``      pre-activations ``x`` and ``W1 * phi(x)``
 
-Every weight is drawn with the init convention of :mod:`amutheory.symbolic.resnet_init`.
+Every weight is drawn with the init convention of :mod:`amutheory.symbolic.resnet.init`.
 ``preactivations`` returns every tensor that enters an activation function, in order.
 Training options (:func:`amutheory.measure.models.build_model`): ``norm`` after the branch's
 first conv (before its activation), ``dropout`` on the branch output before it is added.
@@ -24,7 +24,7 @@ from torch import nn
 
 from amutheory.measure.models import activation_fn, dropout_layer, norm_layer
 from amutheory.spec import TORCH_PADDING_MODE, ArchSpec
-from amutheory.symbolic.resnet_init import branch_multiplier, layer_variance_factors, numeric
+from amutheory.symbolic.resnet.init import branch_multiplier, layer_variance_factors, numeric
 
 
 def _conv(spec: ArchSpec, c_in: int, kernel: int, dtype, device):

@@ -17,7 +17,7 @@ fan-in init.  No positional encoding: the tokens are i.i.d. Gaussian, attention 
 equivariant, and nothing the probe measures depends on order.
 
 ``preactivations`` returns every tensor entering the MLP activation (one per block, ``(B, T,
-mlp_ratio n)``): the AM average of the law (:mod:`amutheory.symbolic.transformer`) runs over these.
+mlp_ratio n)``): the AM average of the law (:mod:`amutheory.symbolic.transformer.coherent`) runs over these.
 Attention logits enter a softmax, not ``phi``; they are left out of the average by that choice.
 Training option ``dropout``: on both branch outputs before they are added (off for the probe).
 """
@@ -32,7 +32,7 @@ from torch.nn import functional as F
 
 from amutheory.measure.models import activation_fn, dropout_layer
 from amutheory.spec import ArchSpec
-from amutheory.symbolic.resnet_init import branch_multiplier, layer_variance_factors, numeric
+from amutheory.symbolic.resnet.init import branch_multiplier, layer_variance_factors, numeric
 
 
 def _linear(fan_in: int, fan_out: int, variance_times_fan_in: float, generator, dtype, device) -> nn.Linear:

@@ -27,7 +27,7 @@ So the pair ``(j, j')`` with ``max(j, j') = m`` contributes ``w_j w_j' r^(m-1) f
     s_l = sum_q weight_q Q_l(r_q),     Q_l(r) = sum_m P(m) r^(m-1) f_(l-m)(r),
 
 ``P(m)`` the Gram weights of the pairs with that maximum.  The zero mode (``r = 1``) is the
-pair kernel ``a + b (l - m)`` of :mod:`amutheory.symbolic.expansion` with ``a = b = weight_0``:
+pair kernel ``a + b (l - m)`` of :mod:`amutheory.symbolic.primitives.expansion` with ``a = b = weight_0``:
 it alone grows like ``l^3``, so the exponent is -3/2.  Every other mode has ``r < 1`` and
 saturates at ``Q_oo(r)``: together they are the local part ``e``, reached exponentially
 (``r_1^l``, ``r_1 = (D_1 / k^d)^2``), which is why a cubic fitted on shallow nets overshoots
@@ -46,8 +46,8 @@ import sympy as sp
 
 from amutheory.constants import Constant
 from amutheory.spec import ArchSpec
-from amutheory.symbolic.expansion import layer_moment_core, pairs_with_max
-from amutheory.symbolic.symbols import L, a, b, e, epsilon, l, m
+from amutheory.symbolic.primitives.expansion import layer_moment_core, pairs_with_max
+from amutheory.symbolic.primitives.symbols import L, a, b, e, epsilon, l, m
 
 r = sp.Symbol("r", nonnegative=True)
 """``rho_q^2``: the per-layer decay of a mode's coupling to the zero mode."""
@@ -112,7 +112,7 @@ def zero_mode_is_pair_kernel() -> bool:
 # --------------------------------------------------------------------------- numbers of a spec
 def check_spectral_spec(spec: ArchSpec) -> None:
     """The law is derived for linear, circular-padding conv chains at the critical ``c = 1``."""
-    from amutheory.symbolic.operator_law import check_linear_chain
+    from amutheory.symbolic.chain.operator_law import check_linear_chain
 
     check_linear_chain(spec, "spectral law", " (modes do not mix)")
     if spec.padding != "circular":
@@ -122,7 +122,7 @@ def check_spectral_spec(spec: ArchSpec) -> None:
 
 def spectral_applies(spec: ArchSpec) -> bool:
     """Whether the spectral law is derived for ``spec`` (:func:`check_spectral_spec` passes)."""
-    from amutheory.symbolic.operator_law import passes
+    from amutheory.symbolic.chain.operator_law import passes
 
     return passes(check_spectral_spec, spec)
 
@@ -236,7 +236,7 @@ def spectral_constants(spec: ArchSpec, input_var: float = 1.0) -> dict[str, Cons
     w0 = float(weights[zero].sum())
     e_inf = float(sum(w * sat(x, eps) for x, w in zip(rates[~zero], weights[~zero])))
     r1 = float(rates[~zero].max()) if np.any(~zero) else 0.0
-    note = "spectral law of the linear circular chain (amutheory.symbolic.spectral), infinite width"
+    note = "spectral law of the linear circular chain (amutheory.symbolic.chain.spectral), infinite width"
     return {
         "a": Constant("a", w0, "exact", note=note + ": zero-mode weight"),
         "b": Constant("b", w0, "exact", note=note + ": b = a, the zero mode's Marchenko-Pastur growth"),

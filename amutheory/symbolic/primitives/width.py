@@ -1,6 +1,6 @@
 """How the one-step moment scales with width: the width rule of the learning rate.
 
-The expansion (:mod:`amutheory.symbolic.expansion`) writes the first-order change of layer ``l``
+The expansion (:mod:`amutheory.symbolic.primitives.expansion`) writes the first-order change of layer ``l``
 as ``sum_{j <= l} J_{l<-j} K_{j-1} J_{l<-j}^T g_l``.  Three of its factors carry the width; the
 pair sums ``tau(R R^T) tau((P^T P)^2)`` are normalised traces and do not (at leading order):
 
@@ -40,7 +40,7 @@ import functools
 import sympy as sp
 
 from amutheory.spec import READOUT_POWERS
-from amutheory.symbolic.symbols import n
+from amutheory.symbolic.primitives.symbols import n
 
 #: fan-in of a hidden layer, kernel size and dimension (the width ``n`` is the library's symbol)
 F = sp.Symbol("F", positive=True)

@@ -1,6 +1,6 @@
 """The exact infinite-width one-step law of a *linear spatial* residual net, mode by mode.
 
-The dense law (:mod:`amutheory.symbolic.resnet_dense`) is exact for ``kernel = spatial = batch =
+The dense law (:mod:`amutheory.symbolic.resnet.dense`) is exact for ``kernel = spatial = batch =
 1``.  For a linear net with circular padding the spatial and batch structure can be carried
 exactly too: a circular conv is diagonal in the spatial Fourier basis, the GAP head's gradient
 lives in the zero mode alone, and every one-step source of the stream is the same raw-input Gram
@@ -36,7 +36,7 @@ free, and two traces ``m1 = tau(M)``, ``m2 = tau(M M^*)`` close the recursion:
 ``lambda_q = tau(S_0 S_q) - tau(S_0) tau(S_q)`` (``S_q = (I + J(q))^* (I + J(q))``).  Every moment of
 the Gaussian layers here (``eps^2``, ``rho_J``, ``lambda_q``, the sources' trace, spread and
 covariance with the block's Jacobians) is counted by the planar pairings of
-:mod:`amutheory.symbolic.planar`, where a pairing of ``W_hat(0)`` with ``W_hat(q)`` costs ``rho_q``
+:mod:`amutheory.symbolic.primitives.planar`, where a pairing of ``W_hat(0)`` with ``W_hat(q)`` costs ``rho_q``
 (e.g. ``lambda_q = 2 rho eps^2 + rho^2 eps^4`` for ``conv``, ``2 rho eps^2 + 2 rho^2 eps^4`` for
 ``conv-mlp``); the free products around ``M`` are the dense law's.  Every formula is the dense law's
 at ``rho = D = 1`` (tested, in SymPy) and every count agrees with random conv matrices (tested).
@@ -69,7 +69,7 @@ source ``M_0``, an exact ``1/n`` relative to the blocks', is kept).
 **The seed law** (:func:`seed_table`, :func:`seed_law`): given the inputs, ``s_bar`` at infinite width
 is a quadratic form in the loss directions, so the whole law of ``ln s_bar`` over seeds (its gap
 to ``ln E s_bar``, its variance) is a Monte Carlo over joint draws of inputs and loss directions;
-at ``kernel = spatial = batch = 1`` it is the dense closed form of :mod:`amutheory.symbolic.spread`.
+at ``kernel = spatial = batch = 1`` it is the dense closed form of :mod:`amutheory.symbolic.primitives.spread`.
 
 **Measured** (README, "Residual networks"): on the campaign's three linear configs (kernel 3,
 N = 8, B = 8, K = 2..256), nothing fitted, the law of the mean and the typical value lie inside the
@@ -87,9 +87,9 @@ import numpy as np
 import sympy as sp
 
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import planar as P
-from amutheory.symbolic.resnet_dense import branch_constants, check_residual_spec
-from amutheory.symbolic.spectral import dirichlet, input_gram_moments
+from amutheory.symbolic.primitives import planar as P
+from amutheory.symbolic.resnet.dense import branch_constants, check_residual_spec
+from amutheory.symbolic.chain.spectral import dirichlet, input_gram_moments
 
 m1, m2 = sp.symbols("m1 m2", real=True)
 alpha, s1, s2 = sp.symbols("alpha s1 s2", positive=True)
@@ -115,7 +115,7 @@ def mode_block_recursion(branch: str) -> dict:
     alpha, s1, s2, rho, D_q, beta`` (module docstring): ``eps2`` (the block Jacobian's gain
     ``tau(J(0)^T J(0))``), ``rho_J``, ``lam`` (``lambda_q``), ``src``, ``src_var``, ``src_cov``,
     ``gain``, ``m1_next``, ``m2_next`` and the first layer's ``s_read``, ``s_own`` (in units of
-    ``G_i``).  Every Gaussian moment is a planar count (:mod:`amutheory.symbolic.planar`); the free
+    ``G_i``).  Every Gaussian moment is a planar count (:mod:`amutheory.symbolic.primitives.planar`); the free
     products around ``M`` are the dense law's."""
     if branch not in BRANCHES:
         raise ValueError(f"branch must be one of {', '.join(BRANCHES)}; got {branch!r}")
@@ -165,8 +165,8 @@ def _numeric_block(branch: str):
 
 def modes(spec: ArchSpec) -> dict[str, np.ndarray]:
     """The ``P = N^d`` Fourier modes of ``spec`` (mode 0 first): ``D`` (the taps' Dirichlet kernel,
-    :func:`amutheory.symbolic.spectral.dirichlet`), ``rho = D / k^d`` and ``weight = B + (c_in + 1)
-    [q = 0]``, the inputs' ``sum_{b,b'} E|xi|^2`` (:func:`amutheory.symbolic.spectral.input_gram_moments`)
+    :func:`amutheory.symbolic.chain.spectral.dirichlet`), ``rho = D / k^d`` and ``weight = B + (c_in + 1)
+    [q = 0]``, the inputs' ``sum_{b,b'} E|xi|^2`` (:func:`amutheory.symbolic.chain.spectral.input_gram_moments`)
     over ``c_in v^2 P^2 B``."""
     d = dirichlet(spec)
     weight = input_gram_moments(spec) / (spec.input_channels * spec.spatial ** (2 * spec.dim) * spec.batch)

@@ -25,8 +25,8 @@ Spectrum (derived in SymPy from the operator's symbol ``sigma(theta) = (1/k) sum
 for ``l (k^2-1) >~ N^2`` it decays like ``lambda_max^l`` instead.
 
 The correction to the one-step moment is derived *exactly* (at infinite width, any ``N, k, L``) for
-linear chains by :mod:`amutheory.symbolic.operator_law` and for ReLU chains by
-:mod:`amutheory.symbolic.kernel_law`; :func:`exact_ratio_and_shift` and :func:`exact_regime` use
+linear chains by :mod:`amutheory.symbolic.chain.operator_law` and for ReLU chains by
+:mod:`amutheory.symbolic.chain.kernel_law`; :func:`exact_ratio_and_shift` and :func:`exact_regime` use
 them.  What follows is the older position-local **model**, kept for activations without an exact
 law (GELU, tanh) and for comparison (measured, it under-states the loss).
 
@@ -61,8 +61,8 @@ import numpy as np
 import sympy as sp
 
 from amutheory.stats import central_eta_slope, eta_slope_between, integer_neighbours
-from amutheory.symbolic.expansion import pairs_with_max
-from amutheory.symbolic.symbols import epsilon, m
+from amutheory.symbolic.primitives.expansion import pairs_with_max
+from amutheory.symbolic.primitives.symbols import epsilon, m
 
 k_sym = sp.Symbol("k", positive=True, integer=True)
 N_sym = sp.Symbol("N", positive=True)
@@ -217,7 +217,7 @@ def layer_moments(a: float, b: float, e: float, eps: float, spatial: int, kernel
     """Per-layer ``s_l`` (``l = 1..L``) of the boundary model with constants ``a, b, e, epsilon``.
 
     The pair weights ``sum_{max(j,j') = m} w_j w_j'`` are the SymPy expression of
-    :func:`amutheory.symbolic.expansion.pairs_with_max` (lambdified); with circular padding this
+    :func:`amutheory.symbolic.primitives.expansion.pairs_with_max` (lambdified); with circular padding this
     equals the homogeneous law term by term."""
     f = boundary_factors(spatial, kernel, depth, dim, padding)
     beta, omega = f["beta"], f["omega"]
@@ -287,11 +287,11 @@ def regime(depth: int, kernel: int, spatial: int, dim: int = 1, constants=None,
 
 def exact_ratio_and_shift(spec, depths, input_var: float = 1.0, progress=None) -> dict:
     """The *exact* infinite-width zero/circular ratio of ``s_bar`` of ``spec``'s geometry
-    (:func:`amutheory.symbolic.kernel_law.exact_boundary_ratio`: the operator law for linear chains,
+    (:func:`amutheory.symbolic.chain.kernel_law.exact_boundary_ratio`: the operator law for linear chains,
     the kernel law for ReLU chains) at ``depths`` and the shift of ``d ln eta*/d ln L`` it causes
     (central difference over ``L -+ 1``, one-sided at ``L = 1``), computed in one input average.
     Keys: ``ratio``, ``ratio_se`` (Monte-Carlo), ``slope_shift``, ``method``, ``draws``."""
-    from amutheory.symbolic.kernel_law import exact_boundary_ratio
+    from amutheory.symbolic.chain.kernel_law import exact_boundary_ratio
 
     depths = [_check("depth", d) for d in depths]
     lo, hi = integer_neighbours(depths)

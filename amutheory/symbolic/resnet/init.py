@@ -17,7 +17,7 @@ convention           ``v_i(K)``                                    ``alpha(K)``
 ``k-last`` is the AM-muP paper's residual-aware init ``Var = c/(K fan_in)``; ``k-squared`` is
 what one of the authors' scripts does (weight std divided by K); ``sqrt-multiplier`` is the
 Depth-muP parametrisation.  The torch models (:mod:`amutheory.measure.resnet`) evaluate these
-SymPy expressions; the derivation (:mod:`amutheory.symbolic.resnet`) uses them symbolically.
+SymPy expressions; the derivation (:mod:`amutheory.symbolic.resnet.coherent`) uses them symbolically.
 """
 
 from __future__ import annotations

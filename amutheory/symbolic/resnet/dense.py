@@ -2,7 +2,7 @@
 
 Dense means one position and one sample (``kernel = spatial = batch = 1``): every conv is a
 matrix, and the law is the mean over seeds of ``s`` with nothing fitted.  It is the step past the
-coherent order of :mod:`amutheory.symbolic.resnet` that the held-out misses of the campaign ask
+coherent order of :mod:`amutheory.symbolic.resnet.coherent` that the held-out misses of the campaign ask
 for (README, "per-block profile"): there the stream Jacobian ``P = prod (I + J_j)`` was taken as
 the identity.
 
@@ -56,7 +56,7 @@ also weights ``m1, m2`` there), and for ``preact`` the stream itself is a pre-ac
 init.  ``preact`` with ReLU is not free: its stream masks ``phi'(x_j)`` persist from block to block
 (``x`` moves by ``O(K^{-1/2})`` per block), so ``M`` is not free of the next mask, and the measured
 ``s`` exceeds this free law by ~20% at K = 32.  :func:`layer_moments` hands that case to the
-coordinate law of :mod:`amutheory.symbolic.resnet_preact`, which carries the masks' persistence
+coordinate law of :mod:`amutheory.symbolic.resnet.preact`, which carries the masks' persistence
 exactly (and equals this law when the masks are made independent).  Spatial nets (``kernel, spatial > 1``)
 are refused too: there the stream's position-position correlation grows along depth and the
 position sums of the sources grow with it (measured: their profile is steeper than the dense
@@ -72,7 +72,7 @@ import numpy as np
 import sympy as sp
 
 from amutheory.spec import ArchSpec
-from amutheory.symbolic.resnet_init import K, branch_multiplier, layer_variance_factors
+from amutheory.symbolic.resnet.init import K, branch_multiplier, layer_variance_factors
 
 # symbols of one block: stream and trace moments before it, weights, activation moments
 q, m1, m2 = sp.symbols("q m1 m2", nonnegative=True)
@@ -100,7 +100,7 @@ def block_recursion(branch: str) -> dict:
     (``|delta|^2 / (n G_i)``), ``base`` and ``mean_read``, and ``s_first`` (the first branch layer's
     ``s`` in units of ``G_i``), split as ``s_first = s_read + s_own``: the stream's update read
     through ``W_1`` and the layer's own update (with its read-back of the stream).  The stream's
-    own ``s`` (``preact``) is ``G_{i-1} m2``; the stream's ``q`` path is the mean-field recursion of :mod:`amutheory.symbolic.resnet` (it carries the ReLU branch mean)."""
+    own ``s`` (``preact``) is ``G_{i-1} m2``; the stream's ``q`` path is the mean-field recursion of :mod:`amutheory.symbolic.resnet.coherent` (it carries the ReLU branch mean)."""
     if branch not in ("conv", "conv-mlp", "preact"):
         raise ValueError(f"branch must be conv, conv-mlp or preact; got {branch!r}")
     s1, s2 = c * v1, c * v2
@@ -217,7 +217,7 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True, p
     """Expected ``s`` (the probe's, per unit ``eta^2``) of every pre-activation of ``spec``, in the
     probe's order (per block: the stream, then the first layer, for ``preact``), nothing fitted: the
     free law (:func:`free_layer_moments`), and for ``preact`` with ReLU, where its stream masks are
-    not free, the coordinate law (:func:`amutheory.symbolic.resnet_preact.layer_moments`).
+    not free, the coordinate law (:func:`amutheory.symbolic.resnet.preact.layer_moments`).
     ``spread=False`` is the coherent order (``lambda = 0``), for comparison.  ``part``
     (:data:`PARTS`): ``"stream"`` or ``"own"`` keeps one of the two terms (they add up to ``"all"``)."""
     if part not in PARTS:
@@ -226,8 +226,8 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True, p
     if spec.branch == "preact" and spec.activation != "linear":
         if not spread:
             raise ValueError("spread: the coherent order is not defined for preact with ReLU (its law is the "
-                             "coordinate law of amutheory.symbolic.resnet_preact, which has no free spread term)")
-        from amutheory.symbolic.resnet_preact import layer_moments as coordinate_moments
+                             "coordinate law of amutheory.symbolic.resnet.preact, which has no free spread term)")
+        from amutheory.symbolic.resnet.preact import layer_moments as coordinate_moments
 
         return coordinate_moments(spec, input_var, part)
     return free_layer_moments(spec, input_var, spread, part)
@@ -239,7 +239,7 @@ def free_layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = Tr
     persist: ~20% low at K = 32) and is kept for comparison."""
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
-    from amutheory.symbolic.resnet import _stream_path  # the mean-field q path (with the ReLU mean)
+    from amutheory.symbolic.resnet.coherent import _stream_path  # the mean-field q path (with the ReLU mean)
 
     _check(spec)
     if not float(input_var) > 0:
@@ -312,7 +312,7 @@ def shape_predictor(spec: ArchSpec, input_var: float = 1.0):
     which is the coherent order's (section 5c).
 
     Covers what :func:`s_bar` covers (``ValueError`` naming the field otherwise); for ``preact``
-    with ReLU the twin's parts are the coordinate law's (:mod:`amutheory.symbolic.resnet_preact`),
+    with ReLU the twin's parts are the coordinate law's (:mod:`amutheory.symbolic.resnet.preact`),
     split by source: ``own`` is what the layer's own backward signal ``e_j`` brings, which for the
     linear ``preact`` nets, where both laws exist, differs from the free law's split (their sum
     does not)."""

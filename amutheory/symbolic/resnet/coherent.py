@@ -2,7 +2,7 @@
 
 Net (:mod:`amutheory.measure.resnet`): stem, ``K`` blocks ``x <- x + alpha y``, ``y`` the branch
 output, GAP head.  Branch weight layer ``i`` has ``Var = c v_i(K) / fan_in`` and the branch is
-multiplied by ``alpha(K)`` (:mod:`amutheory.symbolic.resnet_init`).
+multiplied by ``alpha(K)`` (:mod:`amutheory.symbolic.resnet.init`).
 
 **Forward pass (mean-field recursion, exact at infinite width).**  Per stream coordinate, mean
 ``mu`` and second moment ``q``.  A ``conv`` branch ``y = phi(W x)`` has ``E[y] = m(c v q)``,
@@ -54,9 +54,9 @@ import sympy as sp
 
 from amutheory.activations import get_activation
 from amutheory.spec import ArchSpec
-from amutheory.symbolic.law import ScalingLaw
-from amutheory.symbolic.resnet_init import K, branch_multiplier, layer_variance_factors
-from amutheory.symbolic.symbols import L
+from amutheory.symbolic.primitives.law import ScalingLaw
+from amutheory.symbolic.resnet.init import K, branch_multiplier, layer_variance_factors
+from amutheory.symbolic.primitives.symbols import L
 
 A_res = sp.Symbol("A", positive=True)
 B_res = sp.Symbol("B", positive=True)

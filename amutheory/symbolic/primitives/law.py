@@ -1,7 +1,7 @@
 """The depth law ``eta*(L) = sqrt(C / s_bar(L))`` as an object: expression, exponent,
 finite-depth corrections, local slope, LaTeX and a lambdified predictor.
 
-Everything is computed from ``s_bar(L)`` as :mod:`amutheory.symbolic.expansion` derives it:
+Everything is computed from ``s_bar(L)`` as :mod:`amutheory.symbolic.primitives.expansion` derives it:
 
 * ``exponent = lim_{L->oo} d ln eta* / d ln L = -(1/2) lim L s_bar'(L) / s_bar(L)``
   (a SymPy ``Rational``);
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
-from amutheory.symbolic.symbols import C, L, x
+from amutheory.symbolic.primitives.symbols import C, L, x
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The exact infinite-width one-step law of a dense *pre-activation* residual net, coordinate by
 coordinate: the stream masks persist from block to block.
 
-The free law of :mod:`amutheory.symbolic.resnet_dense` takes each block's stream mask
+The free law of :mod:`amutheory.symbolic.resnet.dense` takes each block's stream mask
 ``D_j = diag phi'(x_{j-1})`` free of everything before it.  For ``preact`` with ReLU that is false:
 the stream moves by ``O(K^{-1/2})`` per block, so ``x_{j-1}`` and ``x_{p-1}`` of one coordinate stay
 correlated over the whole depth, and the free law is ~20% low at K = 32 (measured).  This module
@@ -33,7 +33,7 @@ moment of that read, per source, is (:func:`block_expressions`, ``read``)
 the **mask pair** of the stream's two blocks.  The stream coordinate is a Gaussian random walk
 (independent increments: ``Cov(x_a, x_b) = q_{min(a, b)}``), so ``P_jp`` is the Gaussian orthant
 probability at correlation ``sqrt(q_lo / q_hi)`` (:func:`mask_pair`, from the ReLU pair kernel of
-:mod:`amutheory.symbolic.kernel_law`), ``E phi'^4`` on the diagonal.  With ``P_jp`` set to its
+:mod:`amutheory.symbolic.chain.kernel_law`), ``E phi'^4`` on the diagonal.  With ``P_jp`` set to its
 independent value ``D2x^2`` (``masks="independent"``) this law equals the free law to rounding, for
 ReLU and linear alike (tested): the free law is this law without the persistence.
 
@@ -44,7 +44,7 @@ ReLU and linear alike (tested): the free law is this law without the persistence
 other source.  The stream itself is a pre-activation, ``s_x = E[(Delta x_{j-1})^2]`` (all ``stream``).
 
 **Scope.**  Dense (``kernel = spatial = batch = 1``), ``preact``, linear or ReLU, identity shortcuts,
-forward-stable inits: what :func:`amutheory.symbolic.resnet_dense._check` admits for ``preact``.
+forward-stable inits: what :func:`amutheory.symbolic.resnet.dense._check` admits for ``preact``.
 Left out, as in the free law: ``O(1/n)``.
 """
 
@@ -76,11 +76,11 @@ MASKS = ("persistent", "independent")
 def mask_pair(activation: str) -> sp.Expr:
     """``E[phi'(u)^2 phi'(v)^2]`` of two unit Gaussians at correlation ``rho``: 1 (linear);
     ``(pi - acos rho) / (2 pi) = 1/4 + asin(rho) / (2 pi)`` (ReLU, the orthant probability, SymPy
-    integral in polar coordinates, :func:`amutheory.symbolic.kernel_law.relu_pair_kernels`)."""
+    integral in polar coordinates, :func:`amutheory.symbolic.chain.kernel_law.relu_pair_kernels`)."""
     if activation == "linear":
         return sp.Integer(1)
     if activation == "relu":
-        from amutheory.symbolic.kernel_law import relu_pair_kernels, theta
+        from amutheory.symbolic.chain.kernel_law import relu_pair_kernels, theta
 
         return sp.expand(relu_pair_kernels()["mask"].subs(theta, sp.acos(rho)).rewrite(sp.asin))
     raise ValueError(f"activation: the coordinate law needs linear or relu, got {activation!r}")
@@ -90,7 +90,7 @@ def mask_pair(activation: str) -> sp.Expr:
 def block_expressions(activation: str) -> dict:
     """One block's SymPy expressions, activation moments put in (``D2 = E phi'^2``, ``D4 = E phi'^4``,
     ``E phi^2 = mom q``, the same at the stream and at ``h``).  What the coordinate law shares with
-    the free law is taken from :func:`amutheory.symbolic.resnet_dense.block_recursion` (``preact``),
+    the free law is taken from :func:`amutheory.symbolic.resnet.dense.block_recursion` (``preact``),
     with its trace ``m1`` read as the coherent sum ``C_j``; what is new is the per-source read:
 
     * ``c``: the first layer's coherent factor ``base + mean_read = base + s1 D2 C_j``;
@@ -101,8 +101,7 @@ def block_expressions(activation: str) -> dict:
       ``kappa_j = src + eps^2 C_j`` added); ``eps2``: the backward gain;
     * ``e_var``: ``E_j`` per unit ``G_j`` (``s1 own``); ``unread``: one source's part of ``E[(Delta x)^2]``."""
     from amutheory.activations import _q, get_activation
-    from amutheory.symbolic import resnet_dense as rd
-
+    from amutheory.symbolic.resnet import dense as rd
     act = get_activation(activation)
     d2, d4 = act.exact_moment("dphi2"), act.exact_moment("dphi4")
     mom = sp.simplify(act.exact_moment("phi2") / _q)
@@ -170,11 +169,11 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, part: str = "all",
                   masks: str = "persistent") -> np.ndarray:
     """Expected ``s`` of every pre-activation of the dense ``preact`` net ``spec`` (per block: the
     stream, then the first layer), in the units and order of
-    :func:`amutheory.symbolic.resnet_dense.layer_moments`, which calls this for ``preact`` with ReLU.
+    :func:`amutheory.symbolic.resnet.dense.layer_moments`, which calls this for ``preact`` with ReLU.
     ``part``: ``"stream"`` or ``"own"`` keeps one of the two source groups (they add up to
     ``"all"``; the stream entries are all ``stream``).  ``masks="independent"``: the free law."""
-    from amutheory.symbolic.resnet import _stream_path
-    from amutheory.symbolic.resnet_dense import PARTS, _check, stem_fan_in, branch_constants, stem_moment
+    from amutheory.symbolic.resnet.coherent import _stream_path
+    from amutheory.symbolic.resnet.dense import PARTS, _check, stem_fan_in, branch_constants, stem_moment
 
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")

@@ -32,7 +32,7 @@ import functools
 import numpy as np
 import sympy as sp
 
-from amutheory.symbolic.symbols import L, a, b, e, epsilon, j, jp, kappa, l, lambda_, m, p, sigma2_0
+from amutheory.symbolic.primitives.symbols import L, a, b, e, epsilon, j, jp, kappa, l, lambda_, m, p, sigma2_0
 
 
 def gram_weight(index) -> sp.Expr:
@@ -121,7 +121,7 @@ def finite_width_relative_correction() -> sp.Expr:
 def lognormal_mean_factor() -> sp.Expr:
     """``E[s_bar] / typical(s_bar) = exp(sigma^2(L) / 2)`` for lognormal seeds with
     ``sigma^2(L) = sigma2_0 + kappa L^p`` (docs/theory.md section 8): ``p = 1`` for chains, ``p = -1``
-    for forward-stable residual nets (:data:`amutheory.symbolic.symbols` ``p``)."""
+    for forward-stable residual nets (:data:`amutheory.symbolic.primitives.symbols` ``p``)."""
     return sp.exp((sigma2_0 + kappa * L**p) / 2)
 
 

@@ -10,7 +10,7 @@ of ``W`` with ``W`` is of lower order in the width).  The covariance of a pair i
 the taps' Dirichlet kernel over their number) and ``s`` otherwise.
 
 Operators are linear combinations of words, ``{word: coefficient}``, with products by
-concatenation; :func:`tau` is linear.  This is what :mod:`amutheory.symbolic.resnet_spectral`
+concatenation; :func:`tau` is linear.  This is what :mod:`amutheory.symbolic.resnet.spectral`
 builds its block recursion from: every moment there is one call here, none typed by hand.
 """
 

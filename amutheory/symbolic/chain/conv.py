@@ -1,6 +1,6 @@
 """The conv-chain family: the depth law of homogeneous conv nets (circular or zero padding).
 
-``conv_law(spec)`` assembles the :class:`~amutheory.symbolic.law.ScalingLaw` from the derived
+``conv_law(spec)`` assembles the :class:`~amutheory.symbolic.primitives.law.ScalingLaw` from the derived
 expansion; ``derived_constants(spec)`` gives the constants that have a derivation:
 
 * ``epsilon`` (exact): the input layer's patch Gram relative to a hidden layer's,
@@ -19,9 +19,9 @@ from __future__ import annotations
 from amutheory.activations import get_activation
 from amutheory.constants import Constant
 from amutheory.spec import ArchSpec
-from amutheory.symbolic.expansion import layer_moment, mean_moment
-from amutheory.symbolic.law import ScalingLaw
-from amutheory.symbolic.symbols import a, b, e, epsilon, lambda_
+from amutheory.symbolic.primitives.expansion import layer_moment, mean_moment
+from amutheory.symbolic.primitives.law import ScalingLaw
+from amutheory.symbolic.primitives.symbols import a, b, e, epsilon, lambda_
 
 ASSUMPTIONS = [
     "homogeneous chain: every hidden layer has the same width, kernel and activation",
@@ -33,9 +33,9 @@ ASSUMPTIONS = [
 ZERO_PADDING_ASSUMPTIONS = [
     "zero padding: the law above is the N -> oo limit; at finite N it is multiplied by the exact "
     "infinite-width zero/circular ratio (linear chains: the operator law of "
-    "amutheory.symbolic.operator_law, input average exact; ReLU chains: the kernel law of "
-    "amutheory.symbolic.kernel_law, Monte Carlo over inputs, masks averaged independently of the "
-    "weights); other activations: the position-local model of amutheory.symbolic.boundary, which "
+    "amutheory.symbolic.chain.operator_law, input average exact; ReLU chains: the kernel law of "
+    "amutheory.symbolic.chain.kernel_law, Monte Carlo over inputs, masks averaged independently of the "
+    "weights); other activations: the position-local model of amutheory.symbolic.chain.boundary, which "
     "leaves out cross-position correlations",
     "zero padding regime: the boundary factor is constant-level only while L k^2 / N^2 << 1 (its "
     "deficit grows like k sqrt(L)/N, then like lambda_max^(2L), lambda_max = 1 - pi^2 (k^2-1)/(24 N^2)); "

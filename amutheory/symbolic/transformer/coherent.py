@@ -7,15 +7,15 @@ MLP pre-activations.
 1. :func:`effective_depth_law` -- the second paper's claim: the depth in the law is the effective
    depth, the shortest input -> output path, ``L_eff = 2K + 2`` for this net (embedding, two
    additions per block, head; computed by :mod:`amutheory.graph` and asserted in the tests).  The
-   law is the conv-chain expansion (:mod:`amutheory.symbolic.expansion`) with ``L -> L_eff(K)``
+   law is the conv-chain expansion (:mod:`amutheory.symbolic.primitives.expansion`) with ``L -> L_eff(K)``
    substituted by SymPy: ``eta* ~ K^(-3/2)``.
-2. :func:`transformer_law` -- the coherent leading order of :mod:`amutheory.symbolic.resnet`
+2. :func:`transformer_law` -- the coherent leading order of :mod:`amutheory.symbolic.resnet.coherent`
    applied to a pre-LN block.  ``LN`` reads the stream at unit scale, so every branch adds a
    bounded variance and a bounded update; both branches of a block move the stream along the
    same top gradient, which doubles ``C`` and only rescales the calibrated constants
    (``B (e0 + 2C(i-1))^2 = 4B (e0/2 + C(i-1))^2``).  For the conventions whose stream stays
    bounded (``k-last``, ``k-all``, ``k-squared``, ``sqrt-multiplier``) the block moment is that
-   of a two-layer (``conv-mlp``) branch, and the law is :func:`amutheory.symbolic.resnet.mean_moment`
+   of a two-layer (``conv-mlp``) branch, and the law is :func:`amutheory.symbolic.resnet.coherent.mean_moment`
    with the transformer's name and assumptions.  With ``init="none"`` the pre-LN stream grows like
    ``K`` and LN divides every branch's contribution by ``q_{i-1}``; the same leading order then
    gives ``s_bar -> constant`` (``eta* ~ K^0``), but the sums are digamma functions SymPy does not
@@ -30,9 +30,9 @@ import functools
 import sympy as sp
 
 from amutheory.spec import ArchSpec
-from amutheory.symbolic.law import ScalingLaw
-from amutheory.symbolic.resnet import CONSTANTS, mean_moment
-from amutheory.symbolic.symbols import L
+from amutheory.symbolic.primitives.law import ScalingLaw
+from amutheory.symbolic.resnet.coherent import CONSTANTS, mean_moment
+from amutheory.symbolic.primitives.symbols import L
 
 #: effective depth of the pre-LN net of K blocks: embedding + 2 additions per block + head
 BLOCK_WEIGHT = 2
@@ -69,7 +69,7 @@ def effective_depth_of_blocks(blocks):
 
 @functools.lru_cache(maxsize=None)
 def _effective_depth_s_bar() -> sp.Expr:
-    from amutheory.symbolic.expansion import mean_moment as chain_mean_moment
+    from amutheory.symbolic.primitives.expansion import mean_moment as chain_mean_moment
 
     return sp.expand(chain_mean_moment(False).subs(L, effective_depth_of_blocks(L)))
 
@@ -77,7 +77,7 @@ def _effective_depth_s_bar() -> sp.Expr:
 def effective_depth_law(spec: ArchSpec) -> ScalingLaw:
     """The chain law in the effective depth ``2K + 2`` (``L`` of the law = ``K`` blocks)."""
     _check_transformer(spec)
-    from amutheory.symbolic.symbols import a, b, e, epsilon
+    from amutheory.symbolic.primitives.symbols import a, b, e, epsilon
 
     return ScalingLaw(_effective_depth_s_bar(), (a, b, e, epsilon), list(EFFECTIVE_DEPTH_ASSUMPTIONS),
                       f"transformer-{spec.activation}-effective-depth")

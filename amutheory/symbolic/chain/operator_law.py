@@ -1,6 +1,6 @@
 """Exact infinite-width law of the *linear* conv chain for either padding: the operator form.
 
-The spectral law (:mod:`amutheory.symbolic.spectral`) needs a Fourier-diagonal convolution.  Its
+The spectral law (:mod:`amutheory.symbolic.chain.spectral`) needs a Fourier-diagonal convolution.  Its
 derivation does not: every step is a planar Wick pairing of the weights, and a pairing of the two
 copies of ``W_{i,t}`` forces the same tap ``t``, so the spatial part of each pairing is one of two
 maps on ``P x P`` kernels (``P = N^d`` positions, ``S_t`` the padded shift by tap ``t``):
@@ -10,7 +10,7 @@ maps on ``P x P`` kernels (``P = N^d`` positions, ``S_t`` the padded shift by ta
 
 With symmetric taps both act on ``vec X`` as ``k^-d sum_t S_t (x) S_t``, a symmetric matrix that
 moves along the diagonals ``a - beta = delta`` of a kernel: in 1D it is the direct sum over
-``delta`` of the averaging operator of :mod:`amutheory.symbolic.boundary` on a segment of
+``delta`` of the averaging operator of :mod:`amutheory.symbolic.chain.boundary` on a segment of
 ``N - |delta|`` sites (zero padding) or on the ring of ``N`` sites (circular padding), so
 ``T = T*`` and every power is one eigendecomposition per diagonal.
 
@@ -23,7 +23,7 @@ layers above it),
 
 ``Gamma`` the input Gram of two samples and ``K = n^2 o v_r k^(2d) / (B^3 P^3 C_0^2)`` (``o``
 outputs, ``v_r`` the head variance).  ``W(u)^2`` is the depth sum of
-:func:`amutheory.symbolic.expansion.pairs_with_max` (checked in SymPy).  For Gaussian inputs the
+:func:`amutheory.symbolic.primitives.expansion.pairs_with_max` (checked in SymPy).  For Gaussian inputs the
 input average is three Wick terms, each a sum over the kernel's diagonals:
 
     (A) B^2 C_0 s^4  sum_{a,beta}  G_u[a,a] Z_s[beta] T^{2u}[(a,beta),(a,beta)],
@@ -34,7 +34,7 @@ Circular padding: ``G = 1 1^T``, ``Z = I`` and the modes of ``T`` are the Fourie
 gives back the spectral law term by term (tests).  Zero padding: ``G_u`` is the backward profile
 of the boundary, ``Z_s`` the masked local gain, and ``T^{2u}`` the boundary-killed random walk of a
 *pair* of positions -- the cross-position correlations the position-local boundary model
-(:mod:`amutheory.symbolic.boundary`) leaves out.  In 2D every operator is a tensor product of two
+(:mod:`amutheory.symbolic.chain.boundary`) leaves out.  In 2D every operator is a tensor product of two
 1D ones and each Wick term factorises, so the 2D term is the square of the 1D one (exact).
 Everything here is the mean over seeds at infinite width; finite width adds relative ``O(l/n)``.
 """
@@ -48,15 +48,15 @@ import sympy as sp
 
 from amutheory.spec import ArchSpec
 from amutheory.stats import central_eta_slope, integer_neighbours
-from amutheory.symbolic.expansion import pairs_with_max
-from amutheory.symbolic.symbols import epsilon, j, m
+from amutheory.symbolic.primitives.expansion import pairs_with_max
+from amutheory.symbolic.primitives.symbols import epsilon, j, m
 
 u_sym = sp.Symbol("u", integer=True, positive=True)
 
 
 @functools.lru_cache(maxsize=None)
 def cut_weight() -> sp.Expr:
-    """``sum_{m <= u} P(m)`` (``P`` = :func:`~amutheory.symbolic.expansion.pairs_with_max`, ``P(1) =
+    """``sum_{m <= u} P(m)`` (``P`` = :func:`~amutheory.symbolic.primitives.expansion.pairs_with_max`, ``P(1) =
     epsilon^2``): the Gram weight of every updated pair below a cut at layer ``u``, summed in SymPy;
     it equals ``W(u)^2 = (epsilon + u - 1)^2`` (:func:`cut_weight_is_square`)."""
     total = epsilon**2 + sp.summation(pairs_with_max(m), (m, 2, u_sym))

@@ -1,6 +1,6 @@
 """Planar pairings with position operators: expectations over the channels, valued in kernels.
 
-:mod:`amutheory.symbolic.planar` counts normalised traces of words in Gaussian matrices when every
+:mod:`amutheory.symbolic.primitives.planar` counts normalised traces of words in Gaussian matrices when every
 operator is diagonal in the Fourier modes (circular padding), so that each mode is a scalar
 problem.  A zero-padded conv is not diagonal in any basis the layers share, so the positions have
 to be carried as matrices: a conv layer acts on a field over ``P`` points (sample, position) with
@@ -12,7 +12,7 @@ partial trace, ``E_n``).  At infinite width this is the sum over *non-crossing* 
 letters (``W`` with ``W^T``; ``W`` with ``W`` is of lower order), exactly as for scalars, except that
 a pair no longer contributes a number: it maps what it encloses, ``E_n[W X W^T] = s T(X)`` and
 ``E_n[W^T X W] = s T*(X)``, with ``T(X) = k^-d sum_t S_t X S_t^T`` the map of the chain laws
-(:mod:`amutheory.symbolic.operator_law`; a 1x1 layer's ``T`` is the identity).  This is
+(:mod:`amutheory.symbolic.chain.operator_law`; a 1x1 layer's ``T`` is the identity).  This is
 operator-valued free probability over the kernels: a conv layer is a circular element with
 covariance map ``s T``.
 
@@ -22,12 +22,12 @@ that encloses one of ``M^T, M`` but not the other separates them, and then only 
 (their joint cumulant would cross the pair); with no letter between them they give ``Phi`` of what
 lies between.  Atoms (named kernels, ``(x) I_n``) are deterministic.
 
-Operators are :mod:`amutheory.symbolic.planar`'s ``{word: coefficient}`` dictionaries, with the
+Operators are :mod:`amutheory.symbolic.primitives.planar`'s ``{word: coefficient}`` dictionaries, with the
 letter's second field saying what the letter is: ``"conv"`` (a k-tap layer), ``"1x1"``, ``"atom"``
 (a named kernel) or ``"M"``.  :func:`expectation` returns the sum over pairings as SymPy
 coefficients (products of the gains and the operator's own coefficients) of expression trees, which
 :func:`evaluate` computes on numpy kernels.  At ``P = 1`` every map is the identity and the rule is
-:mod:`amutheory.symbolic.planar`'s (tested).
+:mod:`amutheory.symbolic.primitives.planar`'s (tested).
 """
 
 from __future__ import annotations
@@ -37,8 +37,7 @@ import functools
 import numpy as np
 import sympy as sp
 
-from amutheory.symbolic import planar as P
-
+from amutheory.symbolic.primitives import planar as P
 LAYER_KINDS = ("conv", "1x1")
 
 

@@ -1,9 +1,9 @@
 """The exact infinite-width one-step law of a *linear* residual net over its points, either padding.
 
-The mode law (:mod:`amutheory.symbolic.resnet_spectral`) needs circular padding: there every conv is
+The mode law (:mod:`amutheory.symbolic.resnet.spectral`) needs circular padding: there every conv is
 diagonal in the Fourier modes.  A zero-padded conv is not, so this law carries the net's ``P = B
 N^d`` points (sample, position) as kernels, ``P x P`` matrices, and averages over the channels with
-the position-valued planar pairings of :mod:`amutheory.symbolic.operator_planar` (a pair of a k-tap
+the position-valued planar pairings of :mod:`amutheory.symbolic.primitives.operator_planar` (a pair of a k-tap
 layer maps what it encloses by ``s T``, ``T(X) = k^-d sum_t S_t X S_t^T`` with ``S_t`` the padded
 shift).  Given the inputs it is exact at infinite width; with circular padding it is the mode law
 draw by draw (tested to 1e-10).
@@ -38,11 +38,11 @@ paddings, so the boundary ratio :func:`boundary_ratio` is paired).
 **ReLU** (``conv-mlp`` only).  The mask ``D = phi'(h)`` sits in ``J = alpha W_2 D W_1``, in ``W_1``'s
 source ``W_2 D C_x D W_2^T`` and in its own error ``alpha D W_2^T g``.  Masks do not pair; those left in
 one channel loop average to the 2- and 3-point functions of ``h``'s Gaussian kernel ``K_h = s_1
-T(K_x)`` (orthant probabilities, :mod:`amutheory.symbolic.kernel_law`), with ``D S D = D S`` for a
+T(K_x)`` (orthant probabilities, :mod:`amutheory.symbolic.chain.kernel_law`), with ``D S D = D S`` for a
 diagonal ``S`` (``relu'^2 = relu'``), and the stream's kernel grows by ``alpha^2 s_2 V(K_h)`` (``V``
 the arc-cosine kernel).  The assumption beyond the linear law is the gradient independence of
 infinite-width analyses (masks free of the weights beside them); at one point it is the dense free
-law of :mod:`amutheory.symbolic.resnet_dense` to 1e-8, which real dense nets confirm.  ``conv`` with
+law of :mod:`amutheory.symbolic.resnet.dense` to 1e-8, which real dense nets confirm.  ``conv`` with
 ReLU is refused (its branch mean piles up on the stream), and so is ``preact`` (its stream masks
 persist from block to block: the dense net needs the coordinate law).
 
@@ -60,10 +60,10 @@ import numpy as np
 import sympy as sp
 
 from amutheory.spec import ArchSpec
-from amutheory.symbolic import operator_planar as O
-from amutheory.symbolic import planar as P
-from amutheory.symbolic.kernel_law import mask_kernel, mask_kernel3, value_kernel
-from amutheory.symbolic.resnet_dense import branch_constants, check_residual_spec
+from amutheory.symbolic.primitives import operator_planar as O
+from amutheory.symbolic.primitives import planar as P
+from amutheory.symbolic.chain.kernel_law import mask_kernel, mask_kernel3, value_kernel
+from amutheory.symbolic.resnet.dense import branch_constants, check_residual_spec
 
 alpha = sp.Symbol("alpha", positive=True)
 SYMBOLS = (alpha, O.gain("W1"), O.gain("W2"))
@@ -77,7 +77,7 @@ ACTIVATIONS = ("linear", "relu")
 RELU_REFUSED = {"conv": "a single-layer ReLU branch has a non-zero mean that piles up on the stream, which is "
                         "no kernel of centred fields",
                 "preact": "its stream masks persist from block to block, so they are not free of the stream's "
-                          "update (the dense net needs the coordinate law of symbolic.resnet_preact)"}
+                          "update (the dense net needs the coordinate law of symbolic.resnet.preact)"}
 
 
 def block_operators(branch: str, activation: str = "linear") -> dict:
@@ -328,8 +328,7 @@ def zero_padding_law(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, inp
     ``mean``, ``mean_se``, ``ratio``, ``ratio_se``, ``gap``, ``gap_se`` (arrays over ``depths``; the
     errors by the delta method, the circular seed law's included) and ``draws``.  ``progress(done,
     total)`` counts the ``2 draws`` recursions over both paddings."""
-    from amutheory.symbolic import resnet_spectral
-
+    from amutheory.symbolic.resnet import spectral as resnet_spectral
     check_spec(spec)
     ks = _depths(depths)
     zero, circ = spec.with_(padding="zero"), spec.with_(padding="circular")

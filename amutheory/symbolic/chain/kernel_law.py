@@ -1,6 +1,6 @@
 """Infinite-width law of linear and ReLU conv chains for either padding, one input draw at a time.
 
-The operator law (:mod:`amutheory.symbolic.operator_law`) averages a *linear* chain over its
+The operator law (:mod:`amutheory.symbolic.chain.operator_law`) averages a *linear* chain over its
 Gaussian inputs exactly, because everything is bilinear in the input Gram.  A ReLU chain is not,
 but for a *given* input the infinite-width chain is still a set of deterministic kernels over
 (sample, position) pairs, and the same planar pairings of the weights give the mean over weights.
@@ -41,7 +41,7 @@ import sympy as sp
 
 from amutheory.activations import get_activation
 from amutheory.spec import ArchSpec
-from amutheory.symbolic.operator_law import integer_depths, operator_applies, operator_s_bar
+from amutheory.symbolic.chain.operator_law import integer_depths, operator_applies, operator_s_bar
 
 rho, rho12, rho13, rho23, phi_ang, rr = sp.symbols("rho rho12 rho13 rho23 varphi r", real=True)
 theta = sp.Symbol("theta", positive=True)
