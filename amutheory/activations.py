@@ -12,7 +12,8 @@ quadrature's error bound attached.
 
 ``critical_c`` is the variance-preserving constant at unit pre-activation variance,
 ``c* = 1 / E[phi(z)^2]`` with ``z ~ N(0, 1)``: 1 (linear), 2 (ReLU, exactly critical: also
-``chi = 1``), ~2.352 (GELU), ~2.540 (tanh).  For GELU and tanh ``c*`` does not give
+``chi = 1``), ~2.352 (GELU), ~2.536 (tanh) -- the last two by quadrature
+(:meth:`Activation.critical_constant`).  For GELU and tanh ``c*`` does not give
 ``chi = 1``; ``chi(c*)`` is reported so a user sees how far from critical the net is.
 """
 

@@ -28,7 +28,7 @@ import sympy as sp
 from scipy.optimize import least_squares
 
 from amutheory.constants import Constant
-from amutheory.symbolic.primitives.expansion import layer_moment
+from amutheory.symbolic.primitives.expansion import layer_moment, log_spread, lognormal_mean_factor
 from amutheory.symbolic.primitives.symbols import a, b, e, epsilon, l, lambda_
 
 _LAYER = sp.lambdify((l, a, b, e, epsilon, lambda_), layer_moment(True), modules="numpy")
@@ -91,6 +91,19 @@ TARGETS = ("s_bar", "layers")
 MODELS = ("lognormal", "free-gamma")
 
 
+def spread_text(power: float) -> str:
+    """The spread model at ``power`` as the notes print it, ``sigma2_0 + kappa L^power`` written by
+    SymPy from :func:`~amutheory.symbolic.primitives.expansion.log_spread` (not typed)."""
+    return sp.sstr(log_spread(power))
+
+
+def lognormal_notes(power: float) -> list:
+    """The notes of a lognormal-model calibration at spread power ``power``: the model, with the
+    typical value's factor written by SymPy from
+    :func:`~amutheory.symbolic.primitives.expansion.lognormal_mean_factor`."""
+    return [f"model lognormal (law = mean, typical = law * {sp.sstr(1 / lognormal_mean_factor(power))})"]
+
+
 def calibrate(profiles: dict, epsilon_value: float, width: int, statistic: str = "mean",
               fit_gamma: bool = True, target: str = "s_bar", n_boot: int = 100, seed: int = 0,
               model: str = "lognormal") -> Calibration:
@@ -125,20 +138,19 @@ def calibrate(profiles: dict, epsilon_value: float, width: int, statistic: str =
 
     se, se_line = _bootstrap_sd(profiles, refit, (3, 2), n_boot, seed)
     note = (f"law of the mean: least squares on log of the geometric mean of s_bar(L) times "
-            f"exp(sigma^2(L)/2), depths {sorted(profiles)}"
+            f"{sp.sstr(lognormal_mean_factor(1))}, depths {sorted(profiles)}"
             + (f"; error = sd over {n_boot} seed-bootstrap refits" if n_boot else ""))
     vals = np.exp(fit.x)
     consts = {k: Constant(k, float(v), "calibrated", float(v * e), note=note)
               for k, v, e in zip(("a", "b", "e"), vals, se)}
     consts["epsilon"] = Constant("epsilon", epsilon_value, "exact")
     consts["gamma"] = Constant("gamma", 0.0, "convention", note="law of the mean: infinite-width law")
-    lnote = f"Var[ln s_bar] over seeds, straight line in L, depths {sorted(profiles)}"
+    lnote = f"Var[ln s_bar] over seeds = {spread_text(1)} (least squares), depths {sorted(profiles)}"
     consts["sigma2_0"] = Constant("sigma2_0", float(line[0]), "calibrated", float(se_line[0]), note=lnote)
     consts["kappa"] = Constant("kappa", float(line[1]), "calibrated", float(se_line[1]), note=lnote)
     rss = float(np.sum(fit.fun**2))
     return Calibration(consts, sorted(profiles), statistic, int(width), float(np.sqrt(rss / len(fit.fun))),
-                       ["model lognormal (law = mean, typical = law * exp(-sigma^2/2))",
-                        f"{dof} residual degrees of freedom in the fit of the law"])
+                       lognormal_notes(1) + [f"{dof} residual degrees of freedom in the fit of the law"])
 
 
 def _bootstrap_refits(profiles: dict, refit, n_boot: int, seed: int) -> list:
@@ -294,6 +306,31 @@ def calibrate_law(profiles: dict, s_bar_fn, names: tuple, statistic: str = "mean
     pre-activations per net).  ``spread``: ``"linear"`` (``sigma^2 = sigma2_0 + kappa L``: chains,
     whose per-layer log-fluctuations add up) or ``"bounded"`` (``sigma2_0 + kappa / L``: forward-stable
     residual nets, K blocks of variance O(1/K) each); recorded as the constant ``spread_power``."""
+    power, depths, is_signed = _check_law_inputs(profiles, names, statistic, signed, spread)
+    best, line = _fit_law(profiles, s_bar_fn, depths, is_signed, power)
+
+    def refit(resampled):
+        """Constants and spread line of one seed-resampled refit, started from the best fit."""
+        f, bl = _fit_law(resampled, s_bar_fn, depths, is_signed, power, best.x)
+        return _law_values(f.x, is_signed), bl
+
+    refits = _bootstrap_refits(profiles, refit, n_boot, seed)
+    se, se_line = _refit_sd(refits, (len(names), 2))
+    text = (note or "law of the mean") + (f": least squares on log geometric mean x "
+                                         f"{sp.sstr(lognormal_mean_factor(power))}, depths "
+                                         f"{sorted(profiles)}; error = sd over {n_boot} seed-bootstrap refits")
+    consts = _law_constants(names, _law_values(best.x, is_signed), se, text, line, se_line, power, spread,
+                            sorted(profiles))
+    rms = float(np.sqrt(np.mean(best.fun**2)))
+    draws = [{**dict(zip(names, map(float, v))), "sigma2_0": float(bl[0]), "kappa": float(bl[1])} for v, bl in refits]
+    return Calibration(consts, sorted(profiles), statistic, 0, rms,
+                       lognormal_notes(power)
+                       + [f"{len(depths) - len(names)} residual degrees of freedom in the fit of the law"], draws,
+                       dof=len(depths) - len(names))
+
+
+def _check_law_inputs(profiles, names: tuple, statistic: str, signed: tuple, spread: str) -> tuple:
+    """Check :func:`calibrate_law`'s arguments; returns ``(spread power, depths, which constants are signed)``."""
     if spread not in SPREAD_POWERS:
         raise ValueError(f"spread must be one of {', '.join(SPREAD_POWERS)}, got {spread!r}")
     power = SPREAD_POWERS[spread]
@@ -309,52 +346,44 @@ def calibrate_law(profiles: dict, s_bar_fn, names: tuple, statistic: str = "mean
     unknown = [k for k in signed if k not in names]
     if unknown:
         raise ValueError(f"signed names {unknown} are not among the constants {list(names)}")
-    is_signed = np.array([k in signed for k in names])
+    return power, depths, np.array([k in signed for k in names])
 
-    def values(p):
-        """Fit parameters to constants: exp for the positive ones, identity for the signed."""
-        return np.where(is_signed, p, np.exp(np.clip(p, -700, 700)))
 
-    def fit(prof, start=None):
-        line = _variance_line(prof, power)
-        geo = np.array([np.exp(np.log(np.asarray(prof[int(d)]).mean(axis=1)).mean()) for d in depths])
-        shrink = -(line[0] + line[1] * depths**power) / 2
+def _law_values(p, is_signed):
+    """Fit parameters to constants: exp for the positive ones, identity for the signed."""
+    return np.where(is_signed, p, np.exp(np.clip(p, -700, 700)))
 
-        def resid(p):
-            with np.errstate(over="ignore", invalid="ignore"):  # trial points far out overflow: huge residual
-                model = np.asarray(s_bar_fn(depths, *values(p)), float)
-            model = np.nan_to_num(model, nan=1e300, posinf=1e300)
-            return np.log(np.maximum(model, 1e-300)) + shrink - np.log(geo)
 
-        if start is not None:
-            return least_squares(resid, start, x_scale="jac"), line
-        # several starts: from a signed constant at 0 the fit can slide into a degenerate minimum (a
-        # residual law with B -> 0 and |e0| -> oo, B e0^2 finite, fitted 3x worse); keep the lowest cost
-        base = np.log(np.median(geo))
-        starts = [np.where(is_signed, sign, base) for sign in ((0.0, -1.0, 1.0) if is_signed.any() else (0.0,))]
-        return min((least_squares(resid, p0, x_scale="jac") for p0 in starts), key=lambda f: f.cost), line
+def _fit_law(prof: dict, s_bar_fn, depths, is_signed, power: float, start=None) -> tuple:
+    """``(least-squares fit, (sigma2_0, kappa))`` of the law of the mean to the geometric means of
+    ``prof`` shrunk by the fitted spread; from ``start``, else from several starts (lowest cost kept)."""
+    line = _variance_line(prof, power)
+    geo = np.array([np.exp(np.log(np.asarray(prof[int(d)]).mean(axis=1)).mean()) for d in depths])
+    shrink = -(line[0] + line[1] * depths**power) / 2
 
-    best, line = fit(profiles)
+    def resid(p):
+        with np.errstate(over="ignore", invalid="ignore"):  # trial points far out overflow: huge residual
+            model = np.asarray(s_bar_fn(depths, *_law_values(p, is_signed)), float)
+        model = np.nan_to_num(model, nan=1e300, posinf=1e300)
+        return np.log(np.maximum(model, 1e-300)) + shrink - np.log(geo)
 
-    def refit(resampled):
-        f, bl = fit(resampled, best.x)
-        return values(f.x), bl
+    if start is not None:
+        return least_squares(resid, start, x_scale="jac"), line
+    # several starts: from a signed constant at 0 the fit can slide into a degenerate minimum (a
+    # residual law with B -> 0 and |e0| -> oo, B e0^2 finite, and a worse fit); keep the lowest cost
+    base = np.log(np.median(geo))
+    starts = [np.where(is_signed, sign, base) for sign in ((0.0, -1.0, 1.0) if is_signed.any() else (0.0,))]
+    return min((least_squares(resid, p0, x_scale="jac") for p0 in starts), key=lambda f: f.cost), line
 
-    refits = _bootstrap_refits(profiles, refit, n_boot, seed)
-    se, se_line = _refit_sd(refits, (len(names), 2))
-    text = (note or "law of the mean") + (f": least squares on log geometric mean x exp(sigma^2/2), depths "
-                                         f"{sorted(profiles)}; error = sd over {n_boot} seed-bootstrap refits")
-    consts = {k: Constant(k, float(v), "calibrated", float(e_), note=text)
-              for k, v, e_ in zip(names, values(best.x), se)}
-    lnote = (f"Var[ln s_bar] over seeds, straight line in L{'' if power == 1 else '^' + format(power, 'g')}, "
-             f"depths {sorted(profiles)}")
+
+def _law_constants(names: tuple, values, se, text: str, line, se_line, power: float, spread: str,
+                   calibration_depths: list) -> dict:
+    """The calibrated constants ``names`` (values, errors ``se``, note ``text``), the spread line
+    ``sigma2_0, kappa`` (``line``, errors ``se_line``) and the convention ``spread_power``."""
+    consts = {k: Constant(k, float(v), "calibrated", float(e_), note=text) for k, v, e_ in zip(names, values, se)}
+    lnote = f"Var[ln s_bar] over seeds = {spread_text(power)} (least squares), depths {calibration_depths}"
     consts["sigma2_0"] = Constant("sigma2_0", float(line[0]), "calibrated", float(se_line[0]), note=lnote)
     consts["kappa"] = Constant("kappa", float(line[1]), "calibrated", float(se_line[1]), note=lnote)
     consts["spread_power"] = Constant("spread_power", power, "convention",
-                                      note=f"spread model {spread!r}: Var[ln s_bar] = sigma2_0 + kappa L^{power:g}")
-    rms = float(np.sqrt(np.mean(best.fun**2)))
-    draws = [{**dict(zip(names, map(float, v))), "sigma2_0": float(bl[0]), "kappa": float(bl[1])} for v, bl in refits]
-    return Calibration(consts, sorted(profiles), statistic, 0, rms,
-                       ["model lognormal (law = mean, typical = law * exp(-sigma^2/2))",
-                        f"{len(depths) - len(names)} residual degrees of freedom in the fit of the law"], draws,
-                       dof=len(depths) - len(names))
+                                      note=f"spread model {spread!r}: Var[ln s_bar] = {spread_text(power)}")
+    return consts

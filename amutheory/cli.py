@@ -1,7 +1,9 @@
-"""Command line: ``amutheory {derive,predict,measure,validate,boundary,depth,transfer,sweep} ...`` (also ``python -m amutheory``).
+"""Command line: ``amutheory {derive,predict,laws,measure,boundary,validate,compare-widths,depth,transfer,sweep} ...`` (also ``python -m amutheory``).
 
 Every command takes ``--json`` to print one JSON object (the contract in README.md) instead of
-text.  Bad input ends with one line ``amutheory: error: ...`` on stderr and exit status 2.
+text.  Bad input ends with one line ``amutheory: error: ...`` on stderr and exit status 2, before any
+work: every output path, number, size and memory estimate is checked first (:mod:`amutheory.preflight`).
+Every command takes ``--threads`` (torch threads, default 1).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def _padding(text: str) -> str:
 
 def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
     from amutheory.api import LAWS
+    from amutheory.laws import REGISTRY
 
     g = p.add_argument_group("architecture")
     g.add_argument("--family", default="conv", choices=FAMILIES, help="architecture family (default conv)")
@@ -85,12 +88,12 @@ def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
                    help="attention logits q.k/sqrt(d_h) (sqrt, default) or q.k/d_h (mup) (family transformer)")
     g.add_argument("--seq-len", type=int, default=None,
                    help="sequence length T (family transformer; alias of --spatial)")
-    g.add_argument("--law", default="coherent", choices=LAWS,
-                   help="transformer law: coherent leading order (default) or the chain law in the effective "
-                        "depth 2K+2 (the second paper's claim); residual nets (predict): coherent (A, B, e0 "
-                        "calibrated, default) or dense-shape (the exact dense law's stream and own parts, each times a "
-                        "calibrated rho) or selected (both calibrated on the same nets; the one whose fit of the "
-                        "calibration K has the lower residual standard error is kept)")
+    g.add_argument("--law", default="auto", choices=("auto",) + LAWS + tuple(REGISTRY), metavar="LAW",
+                   help="predict: auto (default) takes the most exact registered law that covers the net within "
+                        "--budget seconds (exact, then Monte Carlo, then calibrated) and says which and why; or a "
+                        "registered law (" + ", ".join(REGISTRY) + "; 'amutheory laws' lists them); or a family "
+                        "law: coherent, effective-depth (transformers: the chain law in 2K+2), dense-shape, selected, "
+                        "limit-shape (residual nets). derive: coherent (default) or effective-depth")
     g = p.add_argument_group("probe protocol (same defaults for predict and measure)")
     g.add_argument("--input-channels", type=int, default=3, help="input channels (default 3)")
     g.add_argument("--batch", type=int, default=8, help="batch size B of the SGD step (default 8)")
@@ -154,36 +157,20 @@ def _emit(args, obj: dict, text: str):
 
 # --------------------------------------------------------------------------- commands
 def cmd_derive(args):
-    from amutheory.api import derive
-    from amutheory.symbolic.chain.conv import derived_constants
+    from amutheory.api.summaries import chain_derivation
 
     spec = _spec(args)
     if spec.family == "resnet":
         return _derive_resnet(args, spec)
     if spec.family == "transformer":
         return _derive_transformer(args, spec)
-    law = derive(spec)
-    d = law.to_dict(order=args.order)
-    if args.finite_width:
-        import sympy as sp
-
-        from amutheory.symbolic.primitives.expansion import finite_width_relative_correction
-        from amutheory.symbolic.primitives.symbols import L
-
-        fw = derive(spec, finite_width=True)
-        R = finite_width_relative_correction()
-        d["s_bar_finite_width"] = sp.sstr(fw.s_bar)
-        d["s_layer_finite_width"] = sp.sstr(fw.s_layer)
-        d["finite_width_first_order"] = sp.sstr(R)
-        d["finite_width_first_order_leading"] = sp.sstr(sp.limit(R / L, L, sp.oo))
-        d["assumptions"] = d["assumptions"] + [fw.assumptions[-1]]
-    d["derived_constants"] = {k: c.to_dict() for k, c in derived_constants(spec, args.input_var).items()}
-    spectral = _spectral_dict(spec, args.input_var)
-    if spectral:
-        d["spectral"] = spectral
-    if spec.padding == "zero":
-        d["boundary"] = _boundary_dict(spec, args.depths or [], args.input_var)
-    lines = [f"law: {law.name}", f"s_bar(L) = {d['s_bar']}", f"eta*(L) = {d['eta_star']}",
+    if args.law not in ("auto", "coherent"):
+        raise CliError(f"derive: --law {args.law}: a conv chain derives one symbolic law (coherent); the other laws "
+                       "are predictors (predict --law ...)")
+    d = chain_derivation(spec, args.order, args.finite_width, args.depths or [], args.input_var,
+                         progress=lambda line: print(line, file=sys.stderr))
+    spectral = d.get("spectral")
+    lines = [f"law: {d['name']}", f"s_bar(L) = {d['s_bar']}", f"eta*(L) = {d['eta_star']}",
              f"leading exponent: {d['exponent']}   (eta* ~ {d['prefactor']} * L^({d['exponent']}))",
              "finite-depth corrections eta* = eta_0 L^exponent (1 + c_1/L + ...):"]
     lines += [f"  c_{k} = {c}" for k, c in enumerate(d["corrections"], 1)]
@@ -214,15 +201,12 @@ def cmd_derive(args):
 
 
 def _derive_transformer(args, spec):
-    from amutheory.api import derive
+    from amutheory.api.summaries import transformer_derivation
 
     if args.finite_width:
         raise CliError("derive: --finite-width is available for --family conv only")
-    law = derive(spec, law=args.law)
-    d = law.to_dict(order=args.order)
-    d["law"] = args.law
-    d["effective_depth"] = f"2*K + 2 (K = {spec.depth} blocks: {2 * spec.depth + 2})"
-    lines = [f"law: {law.name}  (K = number of pre-LN blocks)", f"s_bar(K) = {d['s_bar']}",
+    d = transformer_derivation(spec, args.order, "coherent" if args.law == "auto" else args.law)
+    lines = [f"law: {d['name']}  (K = number of pre-LN blocks)", f"s_bar(K) = {d['s_bar']}",
              f"leading exponent: {d['exponent']}   (eta* ~ K^({d['exponent']}))",
              f"effective depth: {d['effective_depth']}", "assumptions:"]
     lines += [f"  - {a_}" for a_ in d["assumptions"]]
@@ -230,81 +214,26 @@ def _derive_transformer(args, spec):
 
 
 def _derive_resnet(args, spec):
-    from amutheory.api import derive
-    from amutheory.symbolic.resnet.coherent import branch_coefficients, forward_analysis
+    from amutheory.api.summaries import resnet_derivation
 
     if args.finite_width:
         raise CliError("derive: --finite-width is available for --family conv only")
-    if args.law != "coherent":
+    if args.law not in ("auto", "coherent"):
         raise CliError(f"derive: --law {args.law} is not a symbolic residual law (dense-shape is calibrated: use "
                        "predict --law dense-shape; it shares the coherent law's exponent)")
-    fa = forward_analysis(spec, args.input_var)
-    co = branch_coefficients(spec.branch, spec.init)
-    extra = {"forward_stable": fa["forward_stable"], "mechanism": fa["mechanism"], "growth": fa["growth"],
-             "branch": spec.branch, "init": spec.init,
-             "variance_factors": [str(v) for v in co["v"]], "branch_multiplier": str(co["alpha"]),
-             "q_stream_mean_field": fa["q_stream"]}
-    if fa["forward_stable"]:
-        d = derive(spec).to_dict(order=args.order)
-    else:
-        d = {"name": f"resnet{spec.dim}d-{spec.branch}-{spec.init}-{spec.activation}", "exponent": None,
-             "eta_star": None, "eta_star_latex": None, "corrections": [], "s_bar": None,
-             "assumptions": ["forward pass not stable: " + fa["growth"]]}
-    d.update(extra)
-    lines = [f"law: {d['name']}", f"forward stable: {fa['forward_stable']} (stream {fa['growth']})",
-             f"mechanism: {fa['mechanism']}"]
-    if fa["forward_stable"]:
+    d = resnet_derivation(spec, args.order, args.input_var)
+    lines = [f"law: {d['name']}", f"forward stable: {d['forward_stable']} (stream {d['growth']})",
+             f"mechanism: {d['mechanism']}"]
+    if d["forward_stable"]:
         lines += [f"s_bar(K) = {d['s_bar']}", f"leading exponent of eta*(K): {d['exponent']}",
                   "corrections: " + ", ".join(d["corrections"])]
     lines += ["assumptions:"] + [f"  - {a}" for a in d["assumptions"]]
     _emit(args, d, "\n".join(lines))
 
 
-def _boundary_constants(spec, input_var: float):
-    """``(a, b, e, epsilon)`` for the boundary model without a measurement: the MLP limit."""
-    from amutheory.api import mlp_limit_constants
-
-    c = mlp_limit_constants(spec, input_var)
-    return tuple(c[k].value for k in ("a", "b", "e", "epsilon"))
-
-
-def _boundary_dict(spec, depths, input_var: float, tolerance: float | None = None) -> dict:
-    import sympy as sp
-
-    from amutheory.symbolic.chain import boundary as bd
-    from amutheory.symbolic.chain.kernel_law import boundary_law_method
-
-    consts = _boundary_constants(spec, input_var)
-    kw = {} if tolerance is None else {"tolerance": tolerance}
-    method = boundary_law_method(spec)
-    if method is not None and depths:
-        rows = bd.exact_regime(spec, depths, input_var, progress=lambda line: print(line, file=sys.stderr), **kw)
-    else:
-        rows = [bd.regime(L, spec.kernel, spec.spatial, spec.dim, consts, **kw) for L in depths]
-    law = {"operator": "exact infinite-width operator law (linear chain; input average exact)",
-           "kernel": "exact infinite-width kernel law (ReLU chain; Monte Carlo over inputs, error in "
-                     "s_bar_ratio_se)"}.get(method, "position-local mean-field model (no exact law for this "
-                                                "activation; it under-states the loss of ReLU chains)")
-    return {
-        "method": method or "local-model", "law": law,
-        "dim": spec.dim, "kernel": spec.kernel, "spatial": spec.spatial,
-        "top_eigenvalue": bd.top_eigenvalue(spec.spatial, spec.kernel),
-        "top_eigenvalue_asymptotic": float(bd.top_eigenvalue_asymptotic(2).subs(
-            {bd.k_sym: spec.kernel, bd.N_sym: spec.spatial})),
-        "top_eigenvalue_asymptotic_expr": sp.sstr(bd.top_eigenvalue_asymptotic(2)),
-        "regime_exponent_expr": sp.sstr(bd.regime_exponent()),
-        "early_deficit_expr": sp.sstr(bd.early_deficit_asymptotic()),
-        "constants_used": dict(zip(("a", "b", "e", "epsilon"), consts)),
-        "constants_source": "MLP limit (a = 1, b = v_mlp, e = 0, epsilon exact), used by the local model only "
-                            "(s_bar_ratio_local_model); the exact laws have no constants",
-        "slope_tolerance": tolerance if tolerance is not None else bd.SLOPE_TOLERANCE,
-        "per_depth": rows,
-    }
-
-
 def _resnet_boundary(args, depths):
     """``boundary --family resnet``: the exact law over the points of a linear residual net."""
-    from amutheory.api import resnet_boundary
+    from amutheory.api.summaries import resnet_boundary_summary
     from amutheory.spec import ArchSpec
 
     spec = ArchSpec(family="resnet", dim=args.dim, depth=depths[0], width=args.width, kernel=args.kernel,
@@ -314,12 +243,8 @@ def _resnet_boundary(args, depths):
         raise CliError(f"boundary: --draws must be >= 2, got {args.draws}")
     progress = None if args.quiet else (lambda done, total: print(f"[boundary] input draw {done}/{total}",
                                                                   file=sys.stderr))
-    rows = resnet_boundary(spec, depths, args.draws, 0, args.input_var, args.tolerance, progress)
-    d = {"family": "resnet", "branch": spec.branch, "init": spec.init, "method": "points",
-         "law": f"exact infinite-width law of the {spec.activation} residual net over its points (symbolic.resnet.operator; "
-                f"Monte Carlo over {args.draws} input draws, the same for both paddings, error in s_bar_ratio_se)",
-         "dim": spec.dim, "kernel": spec.kernel, "spatial": spec.spatial, "batch": spec.batch,
-         "slope_tolerance": args.tolerance, "per_depth": rows, "depths": depths}
+    d = resnet_boundary_summary(spec, depths, args.draws, args.input_var, args.tolerance, progress)
+    rows = d["per_depth"]
     _per_depth_keys(d, rows, ("eta_ratio", "s_bar_ratio", "s_bar_ratio_se", "slope_shift", "constant_level"))
     lines = [f"zero padding, residual {spec.branch}/{spec.init} ({spec.activation}), {spec.dim}D, k = {spec.kernel}, "
              f"N = {spec.spatial}, B = {spec.batch}",
@@ -347,6 +272,7 @@ def _claim_lines(d: dict, depth: str) -> list[str]:
 
 
 def cmd_boundary(args):
+    from amutheory.api.summaries import boundary_summary
     from amutheory.spec import ArchSpec
 
     if args.depths is None:
@@ -361,7 +287,8 @@ def cmd_boundary(args):
     spec = ArchSpec(dim=args.dim, depth=depths[0], width=args.width, kernel=args.kernel, spatial=args.spatial,
                     padding="zero", activation=args.activation, input_channels=args.input_channels,
                     batch=args.batch)
-    d = _boundary_dict(spec, depths, args.input_var, args.tolerance)
+    d = boundary_summary(spec, depths, args.input_var, args.tolerance,
+                         progress=lambda line: print(line, file=sys.stderr))
     rows = d["per_depth"]
     d["depths"] = depths
     _per_depth_keys(d, rows, ("eta_ratio", "s_bar_ratio", "regime_parameter", "slope_shift", "constant_level"))
@@ -428,17 +355,13 @@ def _sweep_rates(args) -> list[float]:
 
 
 def cmd_sweep(args):
+    from amutheory.preflight import check_training_memory
     from amutheory.train import run_sweep
 
-    for name in ("steps", "batch_size", "workers", "threads"):
-        if getattr(args, name) < 1:
-            raise CliError(f"sweep: --{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.refine < 0:
-        raise CliError(f"sweep: --refine must be >= 0, got {args.refine}")
-    if args.seed_start < 0:
-        raise CliError(f"sweep: --seed-start must be >= 0, got {args.seed_start}")
-    lrs = _sweep_rates(args)
+    lrs = _sweep_rates(args)  # the numbers, --out and --data-dir were checked by preflight
     template = _sweep_template(args)
+    if args.model is None and args.scheduler is None:  # a factory's nets, a remote cluster's memory: unknown
+        check_training_memory(template, args.depths, args.widths, len(lrs), args.workers, not args.loop)
     seeds = list(range(args.seed_start, args.seed_start + args.seeds))
     summary = run_sweep(template, args.depths, args.widths, lrs, seeds, args.out, score=args.score,
                         refine=args.refine, engine=args.engine, workers=args.workers, threads=args.threads,
@@ -461,39 +384,54 @@ def cmd_sweep(args):
     _emit(args, summary, "\n".join(lines))
 
 
-def _spectral_dict(spec, input_var: float) -> dict | None:
-    """The spectral law's expressions and exact constants, for a linear circular chain (else None)."""
-    import sympy as sp
-
-    from amutheory.symbolic.chain import spectral
-    if not spectral.spectral_applies(spec):
-        return None
-    return {"mode_layer_moment": sp.sstr(spectral.mode_layer_moment()),
-            "zero_mode_layer_moment": sp.sstr(spectral.mode_layer_moment(True)),
-            "mode_depth_sum": sp.sstr(spectral.mode_depth_sum()),
-            "saturated_mode_moment": sp.sstr(spectral.saturated_mode_moment()),
-            "constants": {k: c.to_dict() for k, c in spectral.spectral_constants(spec, input_var).items()},
-            "assumptions": ["linear chain, circular padding, critical c = 1: every Fourier mode is propagated "
-                            "on its own", "infinite width (planar Wick pairings); the mean over seeds",
-                            "Gaussian inputs of variance input_var, the canonical probe's loss and head"]}
-
-
 def cmd_predict(args):
     from amutheory.api import predict
 
     spec = _spec(args)
     pred = predict(spec, args.depths, constants=args.constants, calibration_depths=args.calibration_depths,
                    calibration_seeds=args.calibration_seeds, statistic=args.statistic,
-                   protocol=_protocol(args), C=args.C, progress=_progress(args), law=args.law)
+                   protocol=_protocol(args), C=args.C, progress=_progress(args), law=args.law, budget_s=args.budget)
     d = pred.to_dict()
-    lines = [f"law: {pred.law}  (statistic: {pred.statistic})",
-             f"{'L':>5} {'eta*':>12} {'s_bar':>12} {'dln eta*/dln L':>15}"]
+    lines = [f"law: {pred.law}  (statistic: {pred.statistic})"]
+    if pred.law_choice is not None:
+        lines.append(f"chosen: {pred.law_choice['reason']}")
+        lines += [f"  skipped {s['law']}: {s['reason']}" for s in pred.law_choice["skipped_for_cost"]]
+    lines.append(f"{'L':>5} {'eta*':>12} {'s_bar':>12} {'dln eta*/dln L':>15}")
     lines += [f"{L:>5} {e:>12.5g} {s:>12.5g} {sl:>15.4f}"
               for L, e, s, sl in zip(pred.depths, pred.eta_star, pred.s_bar, pred.local_slope)]
     lines.append("constants:")
     lines += [f"  {k} = {c.value:.6g} +- {c.error:.2g} [{c.source}]" for k, c in pred.constants.items()]
-    lines += [f"note: {n}" for n in pred.notes]
+    lines += [f"note: {n}" for n in pred.notes if not n.startswith("law chosen: ")]
     _emit(args, d, "\n".join(lines))
+
+
+def cmd_laws(args):
+    """``amutheory laws``: the registry; with ``--depths``, each law's coverage and cost for the net and
+    the default's choice."""
+    from amutheory.laws import REGISTRY, best_law, covering
+
+    if args.depths is None:
+        rows = [law.describe() for law in REGISTRY.values()]
+        lines = [f"{r['name']:28} {r['family']:12} {r['exactness']:12} {'default' if r['default_candidate'] else '':8} "
+                 f"{r['summary']}" for r in rows]
+        return _emit(args, {"laws": rows}, "\n".join(lines))
+    spec = _spec(args)
+    rows = []
+    for law, coverage in covering(spec):
+        row = {"law": law.name, "exactness": law.exactness, "covers": coverage.ok, "reason": coverage.reason,
+               "default_candidate": law.default_candidate}
+        if coverage:
+            row["cost"] = law.cost(spec, args.depths, calibration_depths=tuple(args.calibration_depths)).to_dict()
+        rows.append(row)
+    try:
+        choice = best_law(spec, args.depths, args.budget or 60.0,
+                          calibration_depths=tuple(args.calibration_depths)).to_dict()
+    except ValueError as exc:
+        choice = {"law": None, "reason": str(exc)}
+    lines = [f"{r['law']:28} {r['exactness']:12} " + (f"covers, ~{r['cost']['seconds']:.0f} s" if r["covers"] else
+                                                       f"does not cover: {r['reason']}") for r in rows]
+    lines.append(f"default: {choice['reason']}")
+    _emit(args, {"laws": rows, "choice": choice}, "\n".join(lines))
 
 
 def cmd_measure(args):
@@ -516,10 +454,23 @@ def cmd_measure(args):
             lines.append(f"fitted exponent ({s}): {d[f'fitted_exponent_{s}']:.3f}  95% CI [{lo:.3f}, {hi:.3f}]")
     if args.spread:
         lines += _measure_spread(args, spec, seeds, d)
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(d, fh, default=float)
+    written = _write_result(args.out, d) if args.out else None
     _emit(args, d, "\n".join(lines))
+    if written is not None:  # --out was checked first; a write that fails now still keeps the result
+        if not args.json:
+            print(json.dumps(d, default=float))
+        raise CliError(f"measure: could not write --out {args.out} ({written}); the result is on stdout")
+
+
+def _write_result(path: str, d: dict) -> str | None:
+    """Write ``d`` as JSON to ``path`` (atomically); ``None``, or why the write failed."""
+    from amutheory.outputs import write_text_atomically
+
+    try:
+        write_text_atomically(path, json.dumps(d, default=float))
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
 
 
 def _measure_spread(args, spec, seeds, d) -> list[str]:
@@ -545,7 +496,7 @@ def _measure_spread(args, spec, seeds, d) -> list[str]:
 
 #: ``validate`` presets that train (amutheory.protocol); the others are one-step campaigns
 PROTOCOL_PRESETS = ("protocol", "protocol-paper")
-_PROTOCOL_ONLY = ("workers", "threads", "engine", "scheduler", "data_dir")
+_PROTOCOL_ONLY = ("workers", "engine", "scheduler", "data_dir")
 _CAMPAIGN_ONLY = {"only": None, "chunk": 16, "fresh": False, "first_seed": 0, "dtype": "float64"}
 
 
@@ -557,10 +508,7 @@ def cmd_protocol(args):
         raise CliError(f"validate: --{used[0].replace('_', '-')} is an option of the one-step presets, not of "
                        f"{args.preset}")
     workers = min(2, os.cpu_count() or 1) if args.workers is None else args.workers
-    threads = 1 if args.threads is None else args.threads
-    for name, v in (("workers", workers), ("threads", threads)):
-        if v < 1:
-            raise CliError(f"validate: --{name} must be >= 1, got {v}")
+    threads = 1 if args.threads is None else args.threads  # workers and threads: checked by preflight
     out = args.out or f"results/{args.preset}"
     say = (lambda msg: None) if (args.json or args.quiet) else (lambda msg: print(msg, file=sys.stderr, flush=True))
     summary = run_protocol(args.preset, out, workers=workers, threads=threads, engine=args.engine or "local",
@@ -591,10 +539,6 @@ def cmd_validate(args):
                        f"({', '.join(PROTOCOL_PRESETS)}), not of {args.preset}")
     args.out = args.out or "results/quick"
     progress = None if (args.json or args.quiet) else (lambda msg: print(msg, file=sys.stderr, flush=True))
-    if args.chunk < 1:
-        raise CliError(f"validate: --chunk must be a positive integer, got {args.chunk}")
-    if args.first_seed < 0:
-        raise CliError(f"validate: --first-seed must be >= 0, got {args.first_seed}")
     summary = run_campaign(args.preset, args.out, protocol=_protocol(args), resume=not args.fresh,
                            progress=progress, only=args.only, chunk=args.chunk, seed_offset=args.first_seed)
     lines = [f"wrote {args.out}/report.md, results.csv, summary.json"]
@@ -710,15 +654,36 @@ def cmd_transfer(args):
     _emit(args, d, "\n".join(lines))
 
 
+#: the help of --threads (every command has the flag; derive and compare-widths run no torch)
+THREADS_HELP = ("torch threads of this process (default 1: on a 2-core machine two busy torch threads made "
+                "commands 5-40x slower; raise it where cores are idle)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="amutheory", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", metavar="{derive,predict,measure,validate,boundary,depth,transfer,sweep}",
+    sub = p.add_subparsers(dest="command", metavar="{derive,predict,laws,measure,boundary,validate,compare-widths,depth,transfer,sweep}",
                            parser_class=_Parser)
     common = _Parser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     common.add_argument("--compact", action="store_true", help="with --json: one line")
     common.add_argument("--quiet", action="store_true", help="no progress lines")
+    _derive_parser(sub, common)
+    _predict_parser(sub, common)
+    _laws_parser(sub, common)
+    _measure_parser(sub, common)
+    _boundary_parser(sub, common)
+    _validate_parser(sub, common)
+    _compare_widths_parser(sub, common)
+    _depth_parser(sub, common)
+    _transfer_parser(sub, common)
+    _sweep_parser(sub, common)
+    for command in sub.choices.values():  # sweep and validate have theirs (torch threads per worker)
+        if "--threads" not in command._option_string_actions:
+            command.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
+    return p
 
+
+def _derive_parser(sub, common) -> None:
     d = sub.add_parser("derive", parents=[common], help="derive the depth law symbolically",
                        description="Derive s_bar(L), eta*(L), the exponent and its 1/L corrections.")
     _arch_args(d, depths_required=False)
@@ -726,18 +691,20 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--finite-width", action="store_true", help="include the lambda^l finite-width factor")
     d.set_defaults(func=cmd_derive)
 
+
+def _predict_parser(sub, common) -> None:
     pr = sub.add_parser("predict", parents=[common], help="predict eta*(L) at given depths",
                         description="Predict eta*(L) from the derived law; constants derived or calibrated.")
     _arch_args(pr)
-    pr.add_argument("--constants", default="calibrate", choices=("calibrate", "derive", "mlp-limit"),
-                    help="calibrate a,b,e,gamma on a probe at --calibration-depths (default); 'derive': the "
-                         "exact infinite-width spectral law, nothing fitted (linear circular conv chains, c = 1; "
-                         "--statistic geo still fits the seed-spread line; residual nets: the exact dense law, "
-                         "--kernel 1 --spatial 1 --batch 1, or for --activation linear with circular padding the "
-                         "mode-by-mode law at any kernel, size and batch, and with --statistic geo their seed law, "
-                         "nothing fitted; with --padding zero the law over the points, B N^d <= 128, its input "
-                         "average a Monte Carlo whose error is reported); "
-                         "or the MLP-limit derivation only (s in units of a)")
+    pr.add_argument("--constants", default="auto", choices=("auto", "calibrate", "derive", "mlp-limit"),
+                    help="auto (default): the chosen law's own; calibrate: fit the law's constants on a probe at "
+                         "--calibration-depths (the default before laws were chosen); derive: the exact "
+                         "infinite-width law that covers the net, nothing fitted (linear chains: spectral or operator "
+                         "law; ReLU chains: the kernel law; residual nets: dense, mode-by-mode or over-the-points "
+                         "law); mlp-limit: the MLP-limit constants only (s in units of a)")
+    pr.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                    help="with --law auto: the longest a more exact law may take by its cost estimate before a "
+                         "cheaper one is taken (default 60)")
     pr.add_argument("--calibration-depths", type=_int_list, default=[2, 3, 4, 6],
                     help="depths the constants are fitted on, at least 4 (default 2,3,4,6)")
     pr.add_argument("--calibration-seeds", type=int, default=32, help="default 32")
@@ -745,6 +712,21 @@ def build_parser() -> argparse.ArgumentParser:
                     help="predict the seed mean (expectation, default) or the typical value (geo)")
     pr.set_defaults(func=cmd_predict)
 
+
+def _laws_parser(sub, common) -> None:
+    la = sub.add_parser("laws", parents=[common], help="list the registered laws; with --depths, which cover a net",
+                        description="The registered laws (name, family, exactness, whether the default may take "
+                                    "it); with architecture flags and --depths, each law's coverage and cost "
+                                    "estimate for that net and the law predict's default takes.")
+    _arch_args(la, depths_required=False)
+    la.add_argument("--calibration-depths", type=_int_list, default=[2, 3, 4, 6],
+                    help="calibration depths the calibrated laws' cost estimates assume (default 2,3,4,6)")
+    la.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                    help="the default's cost budget (default 60)")
+    la.set_defaults(func=cmd_laws)
+
+
+def _measure_parser(sub, common) -> None:
     me = sub.add_parser("measure", parents=[common], help="measure s_l and eta* with the one-step probe",
                         description="Measure the one-step update of real networks (torch, forward-mode AD).")
     _arch_args(me)
@@ -757,6 +739,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "costs batch x outputs probe evaluations per seed)")
     me.set_defaults(func=cmd_measure)
 
+
+def _boundary_parser(sub, common) -> None:
     bo = sub.add_parser("boundary", parents=[common], help="zero-padding boundary correction and its regime",
                         description="Predicted zero/circular eta* ratio per depth, the regime parameter "
                                     "L k^2/N^2 and whether 'constant-level' holds.")
@@ -782,6 +766,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="residual nets: input draws of the Monte-Carlo input average (default 32)")
     bo.set_defaults(func=cmd_boundary)
 
+
+def _validate_parser(sub, common) -> None:
     va = sub.add_parser("validate", parents=[common], help="run a validation campaign",
                         description="Derive, predict and measure a preset of configs; write a report.")
     va.add_argument("--preset", default="quick",
@@ -812,13 +798,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     tr = va.add_argument_group("training presets (protocol, protocol-paper)")
     tr.add_argument("--workers", type=int, default=None, help="worker processes (default min(2, cores))")
-    tr.add_argument("--threads", type=int, default=None, help="torch threads per worker (default 1)")
+    tr.add_argument("--threads", type=int, default=None,
+                    help="torch threads per worker of the training presets, of this process for the one-step "
+                         "presets (default 1: two busy threads per core are 5-40x slower)")
     tr.add_argument("--engine", default=None, choices=ENGINES, help="local process pool (default) or dask")
     tr.add_argument("--scheduler", default=None, metavar="ADDRESS", help="a running Dask scheduler (implies dask)")
     tr.add_argument("--data-dir", default=None, help="folder of the CIFAR-10 files for protocol-paper")
     tr.add_argument("--no-figures", action="store_true", help="skip the figures")
     va.set_defaults(func=cmd_validate)
 
+
+def _compare_widths_parser(sub, common) -> None:
     cw = sub.add_parser("compare-widths", parents=[common],
                         help="one campaign's configs at two or more widths: exponents and their n -> oo limit",
                         description="Read finished campaign folders measured at different widths (e.g. "
@@ -830,6 +820,8 @@ def build_parser() -> argparse.ArgumentParser:
     cw.add_argument("--out", default=None, help="also write the markdown table to this file")
     cw.set_defaults(func=cmd_compare_widths)
 
+
+def _depth_parser(sub, common) -> None:
     de = sub.add_parser("depth", parents=[common], help="effective depth of a torch model's computation graph",
                         description="Trace a torch.nn.Module with torch.fx; shortest/longest input -> output "
                                     "path (layers and residual additions), blocks and sum_p L_p^3.")
@@ -846,6 +838,8 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument("--plot", default=None, help="also draw the graph, critical path highlighted, to this file")
     de.set_defaults(func=cmd_depth)
 
+
+def _transfer_parser(sub, common) -> None:
     tr = sub.add_parser("transfer", parents=[common], help="transfer a tuned learning rate to another depth/width",
                         description="The learning rate for --to from --lr tuned at --from, by every depth rule "
                                     "(am-mup default, power, chen, depth-mup, completep, per-layer-mup).")
@@ -864,8 +858,6 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "per-layer-mup"), help="rule of 'lr' (default am-mup)")
     _arch_args(tr, depths_required=False)
     tr.set_defaults(func=cmd_transfer)
-    _sweep_parser(sub, common)
-    return p
 
 
 def _sweep_parser(sub, common) -> None:
@@ -910,7 +902,8 @@ def _sweep_parser(sub, common) -> None:
     g.add_argument("--engine", default="local", choices=ENGINES, help="local process pool (default) or dask")
     g.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                    help="worker processes (local pool or local Dask cluster; default min(2, cores))")
-    g.add_argument("--threads", type=int, default=1, help="torch threads per worker (default 1)")
+    g.add_argument("--threads", type=int, default=1,
+                   help="torch threads per worker (default 1: two busy threads per core are 5-40x slower)")
     g.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="a running Dask scheduler, e.g. tcp://10.0.0.1:8786 (implies --engine dask)")
     g.add_argument("--loop", action="store_true", help="train one run at a time instead of all rates at once")
@@ -933,8 +926,29 @@ def _on_sigterm(signum, frame):
     raise _Terminated()
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _use_threads(args) -> None:
+    """``torch.set_num_threads(--threads)`` once, before the command runs.  Torch is imported only
+    for a command that runs it from the start (derive stays torch-free); for the others the thread
+    count goes to ``OMP_NUM_THREADS``, which torch reads when a later step imports it."""
+    from amutheory.preflight import TORCH_COMMANDS, threads_of
+
+    threads = threads_of(args)
+    if args.command in TORCH_COMMANDS or "torch" in sys.modules:
+        import torch
+
+        torch.set_num_threads(threads)
+    else:
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+
+
 def main(argv=None) -> int:
     import signal
+
+    from amutheory.preflight import preflight
 
     parser = build_parser()
     if threading_main():
@@ -944,15 +958,19 @@ def main(argv=None) -> int:
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
-        if getattr(args, "seeds", 2) < 2:
-            raise CliError("--seeds must be >= 2")
+        preflight(args)  # every output path, number, size and memory estimate, before any work
+        _use_threads(args)
         args.func(args)
         return 0
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (ValueError, TypeError) as exc:
-        print(f"amutheory: error: {exc}", file=sys.stderr)
+        print(f"amutheory: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except MemoryError as exc:  # an estimate that fell short: still one line, never a traceback
+        print(f"amutheory: error: out of memory ({_one_line(exc) or 'MemoryError'}); lower the sizes",
+              file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("amutheory: interrupted (finished results are kept; rerun to resume)", file=sys.stderr)

@@ -9,6 +9,8 @@ safe to import in headless processes (``savefig`` renders with the Agg canvas).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
@@ -68,38 +70,77 @@ def plot_eta_star(config_result: dict) -> Figure:
             continue
         if not rows:
             continue
-        col = _COLORS[stat]
-        d = np.array([r["depth"] for r in rows], float)
-        cal = np.array([bool(r["calibration"]) for r in rows])
-        meas = np.array([r["eta_meas"] for r in rows], float)
-        lo = np.array([r["eta_meas_ci"][0] for r in rows], float)
-        hi = np.array([r["eta_meas_ci"][1] for r in rows], float)
-        pred = np.array([np.nan if r["eta_pred"] is None else r["eta_pred"] for r in rows], float)
+        eta = _eta_columns(rows)
         # slight horizontal offset so the two statistics' error bars do not overlap
         shift = 1.0 + (0.02 if k else -0.02)
-        ax.fill_between(d, lo, hi, color=col, alpha=0.15, lw=0)
-        for mask, filled in ((~cal, True), (cal, False)):
-            if mask.any():
-                ax.errorbar(d[mask] * shift, meas[mask], yerr=[meas[mask] - lo[mask], hi[mask] - meas[mask]],
-                            fmt="o", ms=5, color=col, mfc=col if filled else "white", capsize=2, lw=1,
-                            label=f"measured, {_LABELS[stat]}" + ("" if filled else " (calibration)"))
-        if curve.get(f"eta_{stat}") is not None:
-            ax.plot(curve["depths"], curve[f"eta_{stat}"], "-", color=col, lw=1.5,
-                    label=f"predicted, {_LABELS[stat]}")
-        elif np.isfinite(pred).any():
-            ax.plot(d, pred, "-", color=col, lw=1.5, label=f"predicted, {_LABELS[stat]}")
-        # ratio panel
-        axr.fill_between(d, pred / hi, pred / lo, color=col, alpha=0.15, lw=0)
-        for mask, filled in ((~cal, True), (cal, False)):
-            if mask.any():
-                axr.plot(d[mask] * shift, pred[mask] / meas[mask], "o", ms=5, color=col,
-                         mfc=col if filled else "white")
-        axr.plot(d, pred / meas, "-", color=col, lw=0.8, label=_LABELS[stat])
+        _plot_eta_panel(ax, stat, eta, shift, curve)
+        _plot_ratio_panel(axr, stat, eta, shift)
         if not cal_marked:
-            for dc in d[cal]:
-                ax.axvline(dc, color="0.8", lw=0.8, zorder=0)
-                axr.axvline(dc, color="0.8", lw=0.8, zorder=0)
+            _mark_calibration_depths(ax, axr, eta.d[eta.cal])
             cal_marked = True
+    _finish_eta_axes(ax, axr, config_result)
+    return fig
+
+
+class _EtaColumns(NamedTuple):
+    """The per-depth rows of one statistic as arrays (``pred`` NaN where there is no prediction)."""
+
+    d: np.ndarray
+    cal: np.ndarray
+    meas: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    pred: np.ndarray
+
+
+def _eta_columns(rows: list) -> _EtaColumns:
+    """Depths, calibration flags, measured eta* with its CI and predicted eta* of ``per_depth`` rows."""
+    return _EtaColumns(
+        d=np.array([r["depth"] for r in rows], float),
+        cal=np.array([bool(r["calibration"]) for r in rows]),
+        meas=np.array([r["eta_meas"] for r in rows], float),
+        lo=np.array([r["eta_meas_ci"][0] for r in rows], float),
+        hi=np.array([r["eta_meas_ci"][1] for r in rows], float),
+        pred=np.array([np.nan if r["eta_pred"] is None else r["eta_pred"] for r in rows], float))
+
+
+def _plot_eta_panel(ax, stat: str, eta: _EtaColumns, shift: float, curve: dict) -> None:
+    """Left panel, one statistic: measured eta* (band, error bars; open at calibration depths) and the prediction."""
+    col = _COLORS[stat]
+    ax.fill_between(eta.d, eta.lo, eta.hi, color=col, alpha=0.15, lw=0)
+    for mask, filled in ((~eta.cal, True), (eta.cal, False)):
+        if mask.any():
+            ax.errorbar(eta.d[mask] * shift, eta.meas[mask],
+                        yerr=[eta.meas[mask] - eta.lo[mask], eta.hi[mask] - eta.meas[mask]],
+                        fmt="o", ms=5, color=col, mfc=col if filled else "white", capsize=2, lw=1,
+                        label=f"measured, {_LABELS[stat]}" + ("" if filled else " (calibration)"))
+    if curve.get(f"eta_{stat}") is not None:
+        ax.plot(curve["depths"], curve[f"eta_{stat}"], "-", color=col, lw=1.5,
+                label=f"predicted, {_LABELS[stat]}")
+    elif np.isfinite(eta.pred).any():
+        ax.plot(eta.d, eta.pred, "-", color=col, lw=1.5, label=f"predicted, {_LABELS[stat]}")
+
+
+def _plot_ratio_panel(axr, stat: str, eta: _EtaColumns, shift: float) -> None:
+    """Right panel, one statistic: predicted / measured, with the measured CI mapped to the same ratio."""
+    col = _COLORS[stat]
+    axr.fill_between(eta.d, eta.pred / eta.hi, eta.pred / eta.lo, color=col, alpha=0.15, lw=0)
+    for mask, filled in ((~eta.cal, True), (eta.cal, False)):
+        if mask.any():
+            axr.plot(eta.d[mask] * shift, eta.pred[mask] / eta.meas[mask], "o", ms=5, color=col,
+                     mfc=col if filled else "white")
+    axr.plot(eta.d, eta.pred / eta.meas, "-", color=col, lw=0.8, label=_LABELS[stat])
+
+
+def _mark_calibration_depths(ax, axr, depths) -> None:
+    """A grey vertical line at each calibration depth, on both panels."""
+    for dc in depths:
+        ax.axvline(dc, color="0.8", lw=0.8, zorder=0)
+        axr.axvline(dc, color="0.8", lw=0.8, zorder=0)
+
+
+def _finish_eta_axes(ax, axr, config_result: dict) -> None:
+    """Log axes with integer depth ticks, labels, titles and legends of :func:`plot_eta_star`'s panels."""
     depths_all = [r["depth"] for stat in ("mean", "geo") for r in config_result.get("per_depth", {}).get(stat, [])]
     for a in (ax, axr):
         a.set_xscale("log")
@@ -115,7 +156,6 @@ def plot_eta_star(config_result: dict) -> Figure:
     axr.set_ylabel("predicted / measured  (band: measured 95% CI)")
     axr.set_title("open markers / grey lines: calibration depths")
     axr.legend(fontsize=7, loc="best")
-    return fig
 
 
 def plot_layer_profiles(spec, profiles_mean: dict, constants: dict, title: str | None = None) -> Figure:

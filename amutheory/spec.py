@@ -3,7 +3,9 @@
 An :class:`ArchSpec` describes one network of a family (here: homogeneous conv chains),
 a :class:`ProbeProtocol` the one-step measurement made on it.  Both are plain, frozen
 dataclasses; every field is checked in ``__post_init__`` and a violation raises
-``ValueError`` (wrong value) or ``TypeError`` (wrong type) naming the argument.
+``ValueError`` (wrong value) or ``TypeError`` (wrong type) naming the argument.  Sizes have upper
+bounds with a reason (:mod:`amutheory.limits`: depth <= 100 000, every other size <= 2^20); the
+command line's other numbers (seeds, chunk, ...) are checked by the helpers here too.
 
 The symbolic side reads numbers from these objects; the torch side builds models from them.
 """
@@ -13,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 import numbers
 from dataclasses import dataclass
+
+from amutheory.limits import MAX_DEPTH, MAX_SIZE, SEED_LIMIT
 
 FAMILIES = ("conv", "resnet", "transformer")
 #: residual branch types: ``conv`` = x + phi(W * x) (the AM-muP authors' block); ``conv-mlp`` =
@@ -45,13 +49,48 @@ DIMS = (1, 2)
 NORMS = ("none", "batch", "layer")
 
 
-def check_int(name: str, value, minimum: int) -> int:
-    """``value`` as an ``int`` >= ``minimum`` (TypeError for a non-integer, bools included)."""
+def check_int(name: str, value, minimum: int, maximum: int | None = None, why: str = "") -> int:
+    """``value`` as an ``int`` in ``[minimum, maximum]`` (TypeError for a non-integer, bools included);
+    ``why`` (the reason for the upper bound) is said when ``maximum`` is exceeded."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}{f' ({why})' if why else ''}, got {value}")
     return int(value)
+
+
+#: why a depth above :data:`MAX_DEPTH` is refused (:mod:`amutheory.limits`)
+DEPTH_WHY = "every law and the probe loop over the layers"
+#: why a size above :data:`MAX_SIZE` is refused
+SIZE_WHY = "no machine holds a net that large"
+
+
+def check_size(name: str, value) -> int:
+    """A size (width, spatial side, batch, channels, ...) in ``[1, MAX_SIZE]``."""
+    return check_int(name, value, 1, MAX_SIZE, SIZE_WHY)
+
+
+def check_depth(name: str, value) -> int:
+    """A depth (layers, or blocks) in ``[1, MAX_DEPTH]``."""
+    return check_int(name, value, 1, MAX_DEPTH, DEPTH_WHY)
+
+
+def check_depth_list(name: str, depths) -> list[int]:
+    """Every depth of ``depths`` (an iterable of integers) in ``[1, MAX_DEPTH]``; the list."""
+    return [check_depth(name, d) for d in depths]
+
+
+def check_seed_range(start, count, start_name: str = "seed_start", count_name: str = "seeds",
+                     minimum_count: int = 2) -> list[int]:
+    """Seeds ``start .. start + count - 1``: ``start >= 0``, ``count`` in ``[minimum_count, MAX_SIZE]``
+    (a CI needs two seeds) and every seed below :data:`amutheory.limits.SEED_LIMIT`."""
+    check_int(start_name, start, 0, SEED_LIMIT - 1, "seeds are 63-bit")
+    check_int(count_name, count, minimum_count, MAX_SIZE, SIZE_WHY)
+    if start + count > SEED_LIMIT:
+        raise ValueError(f"{start_name} + {count_name} must be <= 2^63 (seeds are 63-bit), got {start + count}")
+    return list(range(start, start + count))
 
 
 def check_number(name: str, value, *, positive: bool = False, minimum: float | None = None,
@@ -69,6 +108,15 @@ def check_number(name: str, value, *, positive: bool = False, minimum: float | N
     if below is not None and value >= below:
         raise ValueError(f"{name} must be < {below:g}, got {value:g}")
     return value
+
+
+def check_device(device) -> str:
+    """``cpu``, ``cuda`` or ``cuda:i`` (``i`` a device index); whether CUDA is there is asked later."""
+    ok = isinstance(device, str) and (device in ("cpu", "cuda") or (device.startswith("cuda:")
+                                                                   and device[5:].isdigit()))
+    if not ok:
+        raise ValueError(f"device must be 'cpu' or 'cuda[:i]', got {device!r}")
+    return device
 
 
 def check_choice(name: str, value, choices) -> str:
@@ -147,10 +195,12 @@ class ArchSpec:
             raise TypeError(f"dim must be an integer, got {type(self.dim).__name__} {self.dim!r}")
         if self.dim not in DIMS:
             raise ValueError(f"dim must be 1 or 2, got {self.dim}")
-        _check_int("depth", self.depth, 1)
-        _check_int("width", self.width, 1)
-        _check_int("kernel", self.kernel, 1)
-        _check_int("spatial", self.spatial, 1)
+        check_depth("depth", self.depth)
+        for name in ("width", "kernel", "spatial", "input_channels", "batch", "outputs", "heads", "mlp_ratio"):
+            check_size(name, getattr(self, name))
+        if self.spatial**self.dim > MAX_SIZE:
+            raise ValueError(f"spatial^dim (positions) must be <= {MAX_SIZE} ({SIZE_WHY}), got "
+                             f"{self.spatial}^{self.dim}")
         if self.family != "transformer":  # a transformer has no kernel (the field is ignored)
             if self.kernel % 2 == 0:
                 raise ValueError(f"kernel must be odd, got {self.kernel}")
@@ -162,15 +212,10 @@ class ArchSpec:
         _check_choice("activation", self.activation, ACTIVATIONS)
         if self.init_c is not None:
             _check_real("init_c", self.init_c)
-        _check_int("input_channels", self.input_channels, 1)
-        _check_int("batch", self.batch, 1)
-        _check_int("outputs", self.outputs, 1)
         _check_choice("readout", self.readout, tuple(READOUT_POWERS))
         _check_choice("branch", self.branch, BRANCHES)
         _check_choice("init", self.init, INITS)
         _check_choice("shortcut", self.shortcut, SHORTCUTS)
-        _check_int("heads", self.heads, 1)
-        _check_int("mlp_ratio", self.mlp_ratio, 1)
         _check_choice("attn_scale", self.attn_scale, ATTN_SCALES)
         if self.family == "transformer" and self.dim != 1:
             raise ValueError(f"dim must be 1 for a transformer (a sequence of spatial = T tokens), got {self.dim}")
@@ -230,5 +275,4 @@ class ProbeProtocol:
     def __post_init__(self):
         _check_real("input_var", self.input_var)
         _check_choice("dtype", self.dtype, ("float64", "float32"))
-        if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
-            raise ValueError(f"device must be 'cpu' or 'cuda[:i]', got {self.device!r}")
+        check_device(self.device)

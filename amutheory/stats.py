@@ -469,10 +469,10 @@ class HeldOutTest:
     ``z = Phi^-1(F_{t,n-1}(t))`` maps it to a standard normal; ``chi2 = sum z^2`` has ``k``
     degrees of freedom when the predictions are right; ``p_value = P(chi2_k >= chi2)``.
     ``bonferroni_inside[i]``: ``|t_i| <= t_{n-1}(1 - alpha/(2k))``, a family-wise level-``alpha``
-    check.  (Percentile-bootstrap intervals of a lognormal mean under-cover at n = 32 -- about
-    15% false rejections at nominal 5% in ``tests/test_stats.py`` -- which is why this test is
-    parametric.)  The prediction's own uncertainty (calibrated constants) is not included, so
-    the test errs on the side of rejecting."""
+    check.  (Percentile-bootstrap intervals of a lognormal mean under-cover at n = 32 -- a
+    simulation in ``tests/test_stats.py`` shows it, README "What the toolkit finds" reports the
+    rate -- which is why this test is parametric.)  The prediction's own uncertainty (calibrated
+    constants) is not included, so the test errs on the side of rejecting."""
 
     z: tuple
     chi2: float

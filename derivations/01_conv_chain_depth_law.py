@@ -3,7 +3,8 @@
 #
 # Run with `python derivations/01_conv_chain_depth_law.py` (or open it as a notebook with
 # jupytext).  Every step is computed, not typed; the script ends by asserting that what it
-# derived equals what `amutheory` returns.
+# derived equals what `amutheory` returns, and that the library's closed form is the brute-force
+# sum of the pair kernel.
 #
 # **Setting.**  A chain of L convolutions `h_l = W_l * x_{l-1}`, `x_l = phi(h_l)`, He fan-in
 # init `Var[W] = c / fan_in`, circular padding, a linear head.  One SGD step from the init
@@ -45,8 +46,8 @@ print("pair kernel:", kappa)
 # %%
 rng = np.random.default_rng(0)
 n, depth, samples = 128, 5, 100
-acc = np.zeros(depth + 1)
-for _ in range(samples):
+draws = np.zeros((samples, depth + 1))
+for sample in range(samples):
     W = [rng.normal(0, 1 / np.sqrt(n), (n, n)) for _ in range(depth + 1)]
     g = rng.normal(size=n) / np.sqrt(n)
     for layer in range(2, depth + 1):
@@ -56,11 +57,17 @@ for _ in range(samples):
             for k in range(j + 1, layer + 1):
                 P = W[k] @ P
             total += P @ (P.T @ g)
-        acc[layer] += total @ total
-ratios = acc[2:] / acc[2]
+        draws[sample, layer] = total @ total
+means = draws[:, 2:].mean(axis=0)
+ratios = means / means[0]
+# relative standard error of each ratio of sample means (the two errors added in quadrature; the
+# first ratio is 1 by construction)
+rel_se = draws[:, 2:].std(axis=0, ddof=1) / np.sqrt(samples) / means
+ratio_se = np.hypot(rel_se, rel_se[0])
+ratio_se[0] = 0.0
 exact = [float(expansion.layer_moment_core().subs({a: 1, b: 1, epsilon: 0, l: k})) for k in range(2, depth + 1)]
-print("Monte Carlo:", np.round(ratios, 2), " derived:", exact)
-assert np.allclose(ratios, exact, rtol=0.15)  # 100 samples at n = 128: ~5-10 % scatter
+print("Monte Carlo:", np.round(ratios, 2), "+-", np.round(ratios * ratio_se, 2), " derived:", exact)
+assert np.all(np.abs(ratios / exact - 1) <= 4 * ratio_se + 1e-12)
 
 # %% [markdown]
 # ## 2. Summing the pairs
@@ -106,8 +113,23 @@ print("GELU, c = 2: q_10 =", variance_map_trajectory("gelu", 2.0, 1.0, 10)[-1])
 # ## 5. Checks against the library
 
 # %%
-assert law.exponent == sp.Rational(-3, 2)
-assert sp.expand(s_bar - law.s_bar) == 0
+# the library's s_bar(L) against the brute-force sum, layer by layer and pair by pair, of section 1's
+# kernel (w_1 = epsilon, w_j = 1, weight a + b (l - max(j, j')) per pair, plus the local e per layer):
+# L s_bar(L) is a polynomial of degree 4 in L, so agreement at L = 1..6 is agreement at every L,
+# and the exponent -3/2 is its degree read off
+
+
+def brute_force_s_bar(depth):
+    w = lambda i: epsilon if i == 1 else 1  # noqa: E731
+    layers = [e + sum(w(j1) * w(j2) * (a + b * (layer - max(j1, j2)))
+                      for j1 in range(1, layer + 1) for j2 in range(1, layer + 1))
+              for layer in range(1, depth + 1)]
+    return sp.Add(*layers) / depth
+
+
+for depth in range(1, 7):
+    assert sp.expand(brute_force_s_bar(depth) - law.s_bar.subs(L, depth)) == 0, depth
+assert law.exponent == sp.Rational(-3, 2) == -sp.Rational(sp.degree(sp.expand(L * law.s_bar), L) - 1, 2)
 assert sp.Poly(s_bar, L).LC() == b / 12
 # the closed form of s_l is the double sum of the pair kernel (layer 6, symbol by symbol)
 double = sum(expansion.pair_kernel(6, j, k) for j in range(1, 7) for k in range(1, 7))

@@ -76,12 +76,13 @@ print(f"eta* ~ n^{eta_fit:.3f}  95% CI [{eta_ci[0]:.3f}, {eta_ci[1]:.3f}]   deri
 # ## 3. Where it stops: attention logits
 #
 # A transformer's MLP pre-activations also see the attention pattern, and one step changes the
-# logits `q.k / s` as well; that path is not in the three factors above.  What the `transfer`
-# campaign measures (K = 2, widths 32..256, 64 seeds, mean statistic): with `s = sqrt(d_h)` the
-# exponent is -0.57 [-0.63, -0.52], -1/2 outside its CI; with muP's `s = d_h` it is -0.47
-# [-0.53, -0.42], -1/2 inside.  So the extra width growth comes with the logit scale; a derivation
-# of its size is open.  `amutheory.transfer` applies the derived rule to both and the report shows
-# the error (+17% at 8x the reference width under `sqrt(d_h)`).
+# logits `q.k / s` as well; that path is not in the three factors above.  The `transfer` campaign
+# measures it (`amutheory validate --preset transfer`, its width sweeps; README "Transformers and
+# learning-rate transfer" reports the fitted width exponents with their CIs): with `s = sqrt(d_h)`
+# the measured exponent lies below -1/2, outside its CI, and with muP's `s = d_h` -1/2 is inside.
+# So the extra width growth comes with the logit scale; a derivation of its size is open.
+# `amutheory.transfer` applies the derived rule to both, and the campaign's report shows the
+# error it makes at the widest width under `sqrt(d_h)`.
 
 # %% [markdown]
 # ## Checks against the library

@@ -132,7 +132,7 @@ print(f"measured (n = 128, K = 4, 256 seeds): Var = {ls.var(ddof=1):.3f}, "
 # So a large, width-independent part of the spread, and of the typical-to-mean gap, is the loss
 # directions': the typical value sits `exp(gap_r)` below the mean at any width.  What the line
 # `sigma2_0 + kappa L^p` calibrates is this plus the net's part, and only the net's part can
-# carry the `L/n` growth of docs/theory.md section 8 (`validate/spread_decomposition.py` measures both
+# carry the `L/n` growth of docs/theory.md section 8 (`validate/studies/spread_decomposition.py` measures both
 # across widths and depths).
 #
 # ## Checks against the library

@@ -6,7 +6,8 @@
   not depend on which tests ran before it or on the machine's core count.
 * Hypothesis runs derandomized (a fixed seed per test, no example database): CI and every
   machine see the same examples, so a property test passes or fails reproducibly.
-* ``validate_script`` (fixture): loads a script of ``validate/`` as a module, by file name.
+* ``validate_script`` (fixture): loads a script of ``validate/`` or ``validate/studies/`` as a
+  module, by file name.
 * Tests listed in ``tests/slow_tests.txt`` (the slowest of a timed run) are marked ``slow``: the
   default ``python3 -m pytest`` skips them, ``python3 -m pytest -m "not gpu"`` (what ``.ci/run``
   runs) includes them.
@@ -76,12 +77,21 @@ def _reseed():
     yield
 
 
+#: where the scripts of ``validate/`` live: its entry points and benchmarks, and the one-question studies
+VALIDATE_DIRS = (pathlib.Path(__file__).parent.parent / "validate",
+                 pathlib.Path(__file__).parent.parent / "validate" / "studies")
+
+
 @pytest.fixture
 def validate_script():
-    """``load(name)``: the module of ``validate/<name>.py`` (scripts are not a package)."""
+    """``load(name)``: the module of ``validate/<name>.py`` or ``validate/studies/<name>.py`` (scripts
+    are not a package)."""
 
     def load(name: str):
-        path = pathlib.Path(__file__).parent.parent / "validate" / f"{name}.py"
+        found = [d / f"{name}.py" for d in VALIDATE_DIRS if (d / f"{name}.py").is_file()]
+        if len(found) != 1:
+            raise FileNotFoundError(f"{name}.py: {len(found)} matches in " + ", ".join(map(str, VALIDATE_DIRS)))
+        path = found[0]
         spec = importlib.util.spec_from_file_location(name, path)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)

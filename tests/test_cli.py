@@ -1,6 +1,7 @@
 """The CLI contract: JSON keys, one-line errors with exit status 2, --help for every command."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -169,3 +170,61 @@ def test_closed_output_pipe_is_not_a_traceback():
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+# --------------------------------------------------------------------------- outputs and threads
+TINY_MEASURE = ["measure", "--depths", "2", "--width", "4", "--spatial", "4", "--batch", "2", "--seeds", "2"]
+#: a measurement that takes many seconds: a bad --out must be refused before it starts
+LONG_MEASURE = ["measure", "--depths", "8,16,32", "--width", "64", "--seeds", "64"]
+
+
+@pytest.mark.parametrize("kind, needle", [
+    ("missing-folder", "does not exist"), ("folder", "is a folder"), ("file-as-parent", "is a file, not a folder"),
+    ("unwritable", "cannot write"), ("empty", "empty path"),
+])
+def test_measure_refuses_a_bad_out_before_any_probe(kind, needle, tmp_path, capsys):
+    """Every kind of bad --out ends in one line naming --out; no depth was measured (the progress
+    line of the first depth would be a second line on stderr)."""
+    (tmp_path / "a-file").write_text("x")
+    out = {"missing-folder": tmp_path / "nope" / "m.json", "folder": tmp_path, "unwritable": "/proc/m.json",
+           "file-as-parent": tmp_path / "a-file" / "m.json", "empty": ""}[kind]
+    code, stdout, err = run([*LONG_MEASURE, "--out", str(out)], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "--out" in lines[0] and needle in lines[0], err
+    assert stdout == "" and (tmp_path / "a-file").read_text() == "x"
+
+
+def test_measure_overwrites_an_existing_out_file(tmp_path, capsys):
+    target = tmp_path / "m.json"
+    target.write_text("old")
+    code, _, _ = run([*TINY_MEASURE, "--out", str(target), "--quiet"], capsys)
+    assert code == 0 and json.loads(target.read_text())["depths"] == [2]
+    assert [p.name for p in tmp_path.iterdir()] == ["m.json"]  # no temporary file left behind
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a device that is always full)")
+def test_measure_keeps_the_result_when_the_final_write_fails(capsys):
+    """--out passes the check (the device can be opened for writing) but every write fails (ENOSPC):
+    the result still reaches stdout, one line says the write failed, and the device is not replaced."""
+    code, stdout, err = run([*TINY_MEASURE, "--out", "/dev/full", "--json", "--compact"], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "could not write --out /dev/full" in lines[0]
+    assert json.loads(stdout)["depths"] == [2]
+    assert not os.path.isfile("/dev/full")
+
+
+@pytest.mark.parametrize("flags, threads", [([], 1), (["--threads", "2"], 2)])
+def test_threads_default_to_one_and_are_set_before_the_command(flags, threads, capsys):
+    import torch
+
+    torch.set_num_threads(3)  # anything else: the command must set its own
+    code, _, _ = run([*TINY_MEASURE, "--quiet", *flags], capsys)
+    assert code == 0 and torch.get_num_threads() == threads
+
+
+def test_derive_imports_no_torch():
+    """derive accepts --threads like every command but stays torch-free (it never needs torch)."""
+    script = ("import sys; from amutheory.cli import main; code = main(['derive', '--json', '--threads', '2']); "
+              "print('TORCH', 'torch' in sys.modules, code)")
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert res.stdout.strip().splitlines()[-1] == "TORCH False 0", res.stderr[-2000:]

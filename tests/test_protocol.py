@@ -25,7 +25,7 @@ ROOT = pathlib.Path(__file__).parent.parent
 
 # ----------------------------------------------------------------------------- registration
 def test_registration_names_the_preset_it_registered():
-    text = (ROOT / "validate" / "REGISTRATION_PROTOCOL.md").read_text()
+    text = (ROOT / "validate" / "plans" / "REGISTRATION_PROTOCOL.md").read_text()
     assert f"**`{fingerprint(PROTOCOL)}`**" in text, "the protocol preset changed without its registration"
     for s in PROTOCOL.studies:
         assert f"| {s.name} |" in text

@@ -279,7 +279,7 @@ def test_cli_derive_resnet_bad_init_one_line_exit_2(capsys):
     assert len(lines) == 1 and "--init" in lines[0] and "Traceback" not in err
 
 
-# --------------------------------------------------------------------------- validate/resnet_width_slope.py
+# --------------------------------------------------------------------------- validate/studies/resnet_width_slope.py
 def test_resnet_width_slope_script(tmp_path, capsys, validate_script):
     """Writes one CSV block per (width, K), resumes without re-measuring, refuses another set-up,
     exits 2 for a forward-unstable convention; its slope is -1/2 the least-squares slope of

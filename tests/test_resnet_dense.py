@@ -160,6 +160,17 @@ def test_expectation_over_the_stem_is_the_chi_square_moment():
     assert (q0**2).mean() == pytest.approx(rd.stem_moment(spec), rel=0.04)
 
 
+def test_stem_moment_is_its_expression():
+    """``stem_moment_expression()`` is ``1 + 2/(c_in k^d)`` (typed here), its ``sstr`` the formula an
+    API constant can carry, and ``stem_moment`` evaluates it for every stem (kernel and dimension too)."""
+    expr = rd.stem_moment_expression()
+    assert sp.simplify(expr - (1 + 2 / (rd.c_in * rd.k_stem**rd.d_stem))) == 0
+    assert sp.sstr(expr) == "1 + 2/(c_in*k**d)"
+    for kw in ({}, {"input_channels": 5}, {"kernel": 3, "spatial": 8, "dim": 2}):
+        spec = ArchSpec(family="resnet", **kw)
+        assert rd.stem_moment(spec) == pytest.approx(1 + 2 / (spec.input_channels * spec.kernel**spec.dim), rel=1e-15)
+
+
 @pytest.mark.parametrize("kw, word", [({"kernel": 3, "spatial": 8}, "kernel"), ({"batch": 8}, "batch"),
                                       ({"activation": "gelu"}, "activation"),
                                       ({"init": "none"}, "init"), ({"shortcut": "projection"}, "shortcut")])

@@ -1,6 +1,6 @@
 """The limit-shape law of residual nets: the exact infinite-width law times one calibrated amplitude
 (amutheory.api.limit_shape, limit_shape_predictor, predict(law="limit-shape")) and the script that puts
-it against a campaign's held-out depths (validate/resnet_limit_shape.py).
+it against a campaign's held-out depths (validate/studies/resnet_limit_shape.py).
 
 Kinds of evidence: the law's K-dependence is each exact law it wraps (the mode law, the dense law, the
 law over the points averaged over draws common to every K), value for value; a table given to the
@@ -126,7 +126,7 @@ def _campaign(tmp_path, configs: dict, depths=(2, 3, 4, 6), cal=(2, 3, 4), seeds
 
 
 def test_limit_shape_script_against_a_campaign_folder(tmp_path, capsys, validate_script):
-    """``validate/resnet_limit_shape.py``: the law at every campaign depth to a CSV, ``rho`` equal to
+    """``validate/studies/resnet_limit_shape.py``: the law at every campaign depth to a CSV, ``rho`` equal to
     :func:`calibrate_law` of the campaign's calibration profiles with that law, every other depth
     held out; a rerun reads the CSV (no recomputation: a doctored value shows); a config no exact law
     covers is left out; bad input is one line, exit 2."""

@@ -306,7 +306,7 @@ def test_three_point_contraction_is_the_einsum(shapes):
 
 
 def test_zero_padding_validation_script(tmp_path, capsys, validate_script):
-    """``validate/resnet_zero_padding.py``: one CSV block per (K, padding) with the law per seed, resumes
+    """``validate/studies/resnet_zero_padding.py``: one CSV block per (K, padding) with the law per seed, resumes
     without re-measuring, refuses another set-up, exits 2 for an unstable convention or bad input;
     its ratio is the seed means' ratio and its law ratio the per-seed laws', recomputed from the CSV."""
     import json
@@ -418,7 +418,7 @@ def test_relu_routing_and_the_campaign_switch():
 
 
 def test_point_law_script_against_a_campaign_folder(tmp_path, capsys, validate_script):
-    """``validate/resnet_point_law.py`` reads a campaign's measured ``s`` (nothing re-measured), puts
+    """``validate/studies/resnet_point_law.py`` reads a campaign's measured ``s`` (nothing re-measured), puts
     the law given each seed beside it, writes one CSV block per (config, K), resumes, and exits 2 with
     one line for a folder that is no campaign or a config it does not have."""
     import csv
@@ -485,7 +485,7 @@ def test_point_law_script_against_a_campaign_folder(tmp_path, capsys, validate_s
 
 
 def test_width_line_recovers_a_known_limit(validate_script):
-    """``limit_line`` of ``validate/resnet_width_law.py`` on synthetic seeds whose measured / law is
+    """``limit_line`` of ``validate/studies/resnet_width_law.py`` on synthetic seeds whose measured / law is
     ``a + c / n`` times independent noise (sd 0.05 per seed, 400 seeds per width): it returns ``a`` and
     ``c`` within 4 of their bootstrap standard errors (the 95% CI's half-width / 1.96) and its CI holds
     the true limit; a limit of 1.1 is excluded from holding 1 (its standard error is ~0.01).  The
@@ -509,7 +509,7 @@ def test_width_line_recovers_a_known_limit(validate_script):
 
 
 def test_width_law_script(tmp_path, capsys, validate_script):
-    """``validate/resnet_width_law.py`` measures real nets at each width, puts the law given each seed
+    """``validate/studies/resnet_width_law.py`` measures real nets at each width, puts the law given each seed
     beside them (written a chunk of seeds at a time), recomputes its ratios from those rows, measures
     only the seeds a rerun adds, resumes without measuring again, refuses another set-up in the same
     file, and exits 2 with one line for one width or a net the law does not cover."""

@@ -160,7 +160,7 @@ def test_measured_mean_matches_the_parameter_free_law():
     assert abs(s.mean() - float(zero_only)) > 3 * se + 0.06 * pred
 
 
-# --------------------------------------------------------------------------- validate/finite_width_mean.py
+# --------------------------------------------------------------------------- validate/studies/finite_width_mean.py
 def test_finite_width_script_writes_resumes_and_refuses(tmp_path, capsys, validate_script):
     fwm = validate_script("finite_width_mean")
     out = tmp_path / "fw.csv"

@@ -281,6 +281,15 @@ def test_measure_spread_cli(capsys):
 
 
 # --------------------------------------------------------------------------- dense nets: nothing fitted
+def test_the_module_docstring_quotes_the_derived_values():
+    """The figures of ``spread``'s docstring (``psi'(5)``; the dense net's variance and gap at the
+    probe's ``m = 10``, ``c_in = 3``) are what the code derives, to the digits quoted."""
+    doc = " ".join(spread.__doc__.split())
+    assert f"psi'(5) = {spread.chi_square_var(10):.3f}" in doc
+    var, gap = spread.dense_spread(10, 3)
+    assert f"they are {var:.2f} and {gap:.2f}" in doc
+
+
 def test_dense_spread_is_built_from_the_chi_square_moments():
     """Against the closed form typed out here and the stem moment the dense law uses."""
     from amutheory.symbolic.resnet import dense as resnet_dense

@@ -34,7 +34,19 @@ def test_core_equals_symbolic_double_sum(layer):
 
 @pytest.mark.parametrize("finite_width", [False, True])
 def test_exponent_is_exact_minus_three_halves(finite_width):
-    law = derive(ArchSpec())
+    """-3/2 exactly at infinite width.  The finite-width law carries ``lambda^l``: its exponent is
+    -3/2 in the ``n -> oo`` limit ``lambda = 1`` only; at fixed width (``lambda = 1.01``) the decay
+    of eta* between L = 1000 and 2000 is far steeper (exponential, not a power law)."""
+    law = derive(ArchSpec(), finite_width=finite_width)
+    assert (lambda_ in law.constants) == finite_width
+    if finite_width:
+        s_bar = law.predictor("s_bar")
+        values = {"a": 1.0, "b": 2.0, "e": 0.1, "epsilon": 0.1}
+        for lam, slope_range in ((1.0, (-1.51, -1.49)), (1.01, (-np.inf, -5.0))):
+            s = s_bar(np.array([1000.0, 2000.0]), **values, **{"lambda": lam})
+            slope = -0.5 * math.log(s[1] / s[0]) / math.log(2)
+            assert slope_range[0] < slope < slope_range[1], (lam, slope)
+        law = law.substitute({"lambda": 1})
     assert law.exponent == sp.Rational(-3, 2)
     assert isinstance(law.exponent, sp.Rational)
 
@@ -111,6 +123,42 @@ def test_mlp_limit_ratio_is_derived_exactly():
     assert derived_constants(ArchSpec(activation="linear"))["v_mlp"].value == 1.0
     assert derived_constants(ArchSpec(activation="relu"))["v_mlp"].value == 2.0
     assert derived_constants(ArchSpec(activation="relu"))["v_mlp"].source == "exact"
+
+
+@pytest.mark.parametrize("activation, closed", [
+    ("linear", {"epsilon": "c_in/(c*n)", "chi": "c", "v_mlp": "1", "kappa_fwd": "2"}),
+    ("relu", {"epsilon": "2*c_in/(c*n)", "chi": "c/2", "v_mlp": "2", "kappa_fwd": "5"}),
+])
+def test_derived_constants_come_from_their_expressions(activation, closed):
+    """Each derived constant's ``expr`` is the ``sstr`` of its SymPy expression, its value that
+    expression at the spec and the activation's moments; with the exact Gaussian moments put in,
+    the expressions are the closed forms typed here."""
+    from amutheory.activations import _q, get_activation
+    from amutheory.symbolic.chain import conv
+
+    act, exprs = get_activation(activation), conv.derived_expressions()
+    q1 = conv.c_he * conv.input_var_sym
+    moments = {sym: act.exact_moment(kind).subs(_q, q1) for sym, kind in
+               ((conv.E_phi2, "phi2"), (conv.E_phi4, "phi4"), (conv.E_dphi2, "dphi2"), (conv.E_dphi4, "dphi4"))}
+    for name, want in closed.items():
+        assert sp.simplify(exprs[name].subs(moments) - sp.sympify(want, locals=dict(
+            c_in=conv.c_in, c=conv.c_he, n=conv.n))) == 0, name
+    spec = ArchSpec(activation=activation, width=48, input_channels=5, init_c=1.7)
+    got = conv.derived_constants(spec, input_var=0.6)
+    point = {conv.c_in: 5, conv.input_var_sym: 0.6, conv.n: 48, conv.c_he: 1.7}
+    for name, expr in exprs.items():
+        assert got[name].expr == sp.sstr(expr)
+        assert got[name].value == pytest.approx(float(expr.subs(moments).subs(point)), rel=1e-12), name
+
+
+def test_activations_docstring_quotes_the_computed_critical_constants():
+    """The critical constants quoted in :mod:`amutheory.activations`' docstring are the computed
+    ones (quadrature for GELU and tanh), to the digits quoted."""
+    import amutheory.activations as A
+
+    doc = " ".join(A.__doc__.split())
+    for name in ("gelu", "tanh"):
+        assert f"~{A.get_activation(name).critical_c():.3f} ({name.upper() if name == 'gelu' else name})" in doc
 
 
 def test_correction_order_is_validated():

@@ -28,7 +28,8 @@ from amutheory.measure.probe import draw_seed, first_order_change, probe, sgd_st
 from amutheory.measure.transformer import PreLNTransformer
 from amutheory.spec import INITS, ArchSpec
 from amutheory.symbolic.resnet import coherent as resnet
-from amutheory.symbolic.primitives.expansion import mean_moment as chain_mean_moment
+from amutheory.symbolic.resnet import init as resnet_init
+from amutheory.symbolic.primitives.expansion import brute_force_mean_moment
 from amutheory.symbolic.primitives.symbols import L
 from amutheory.symbolic.transformer.coherent import effective_depth_law, effective_depth_of_blocks, transformer_law
 
@@ -203,13 +204,29 @@ def test_stream_second_moment_bounded_for_k_last_grows_for_none():
 EXPECTED_EXPONENTS = {"k-last": -1, "sqrt-multiplier": 0, "k-squared": -1, "k-all": sp.Rational(1, 2)}
 
 
+def two_branch_s_bar(init: str, blocks: int) -> sp.Expr:
+    """``s_bar`` of a pre-LN net of ``blocks`` blocks at coherent order, summed block by block: the
+    attention and the MLP branch both move the stream along the same gradient, ``alpha^2 (v_1 + v_2)``
+    each, and the MLP's first layer (variance ``v_1``) reads the stream and has its own update
+    ``alpha^2 v_2``."""
+    v1, v2 = (v.subs(resnet_init.K, blocks) for v in resnet_init.layer_variance_factors(init, "conv-mlp"))
+    alpha2 = resnet_init.branch_multiplier(init).subs(resnet_init.K, blocks) ** 2
+    per_block = [resnet.A_res * alpha2 * v2
+                 + resnet.B_res * v1 * (resnet.e0 + 2 * alpha2 * (v1 + v2) * (i - 1)) ** 2
+                 for i in range(1, blocks + 1)]
+    return sp.Add(*per_block) / blocks
+
+
 @pytest.mark.parametrize("init", sorted(EXPECTED_EXPONENTS))
 def test_transformer_law_exponents(init):
     spec = tspec(init=init)
     law = transformer_law(spec)
     assert law.exponent == EXPECTED_EXPONENTS[init]
-    # the coherent law is the two-layer (conv-mlp) residual law, under the transformer's name
-    assert sp.simplify(law.s_bar - resnet.mean_moment("conv-mlp", init)) == 0
+    # the coherent law against the block-by-block sum of the two-branch block: two branches double the
+    # stream's source, which the law carries as constants (B, e0) -> (4 B, e0 / 2)
+    rescaled = law.s_bar.subs({resnet.B_res: 4 * resnet.B_res, resnet.e0: resnet.e0 / 2}, simultaneous=True)
+    for blocks in (1, 2, 3, 5, 8):
+        assert sp.simplify(rescaled.subs(L, blocks) - two_branch_s_bar(init, blocks)) == 0, blocks
     assert api.derive(spec).exponent == EXPECTED_EXPONENTS[init]
     assert init in law.name
 
@@ -218,8 +235,11 @@ def test_effective_depth_law():
     spec = tspec()
     law = effective_depth_law(spec)
     assert law.exponent == sp.Rational(-3, 2)
-    # exactly the chain law with L replaced by 2K + 2 (the law's L counts blocks)
-    assert sp.expand(law.s_bar - chain_mean_moment(False).subs(L, 2 * L + 2)) == 0
+    # the chain's brute-force double sum of the pair kernel at depth 2K + 2 (the law's L counts blocks)
+    values = {"a": 0.7, "b": 1.3, "e": 0.4, "epsilon": 0.05}
+    s_bar = law.predictor("s_bar")
+    for blocks in (1, 2, 3, 6):
+        assert s_bar(blocks, **values) == pytest.approx(brute_force_mean_moment(2 * blocks + 2, values), rel=1e-12)
     assert api.derive(spec, law="effective-depth").exponent == sp.Rational(-3, 2)
     # it does not depend on the init convention (the claim is about the graph only)
     assert api.derive(spec.with_(init="none"), law="effective-depth").s_bar == law.s_bar

@@ -1,7 +1,7 @@
-"""What the measuring scripts of ``validate/`` share: a parser with one-line errors, comma-separated
-integer arguments, the seed/output/JSON options, appending a finished block of rows to a CSV
-(flushed and synced, so an interrupted run keeps every block it finished and a rerun resumes
-after it), and the benchmarks' median timing."""
+"""What the measuring scripts of ``validate/`` (its benchmarks and the studies of ``validate/studies/``)
+share: a parser with one-line errors, comma-separated integer arguments, the seed/output/JSON
+options, appending a finished block of rows to a CSV (flushed and synced, so an interrupted run
+keeps every block it finished and a rerun resumes after it), and the benchmarks' median timing."""
 
 from __future__ import annotations
 
@@ -101,14 +101,14 @@ def read_rows(path: Path, setup_of, key) -> list[dict]:
     return rows
 
 
-#: where ``validate/resnet_held_out_reseed.py`` writes a campaign's fresh seeds by default
+#: where ``validate/studies/resnet_held_out_reseed.py`` writes a campaign's fresh seeds by default
 RESEED_FILE = "held_out_reseed.csv"
 
 
 def seed_s_bar(folder: Path, fresh: bool | str = False) -> dict:
     """``{(config, K): {seed: s_bar}}`` of a campaign folder: its ``results.csv`` (``s_bar`` the mean
     of the seed's ``s_l`` over the layers; :func:`amutheory.campaign.results.read_results`) or, with
-    ``fresh``, its re-measured held-out seeds (``validate/resnet_held_out_reseed.py``): ``fresh=True``
+    ``fresh``, its re-measured held-out seeds (``validate/studies/resnet_held_out_reseed.py``): ``fresh=True``
     reads :data:`RESEED_FILE`, a string names another file of the folder (empty without it)."""
     import numpy as np
 

@@ -11,7 +11,7 @@ and run in their own fresh process (``spawn``) on one torch thread, so each peak
 the time per run, the ratio loop/vectorised, both peaks, and the largest relative difference of
 the records' scores (float32: rounding compounds over the steps, most near divergence).
 
-    python validate/benchmark_training.py                   # the README's table
+    python validate/benchmark_training.py                   # the table of docs/findings/training.md
     python validate/benchmark_training.py --widths 8,16 --dims 1 --steps 20 --json
 """
 

@@ -1,7 +1,7 @@
 """Write ``docs/findings/training.md`` from the training runs' own outputs (never typed by hand).
 
 Reads the digits sweep's ``summary.json`` (``amutheory sweep ... --out results/digits-sweep``, the
-command in ``validate/PLAN_DIGITS_SWEEP.md``) and the benchmark's JSON
+command in ``validate/plans/PLAN_DIGITS_SWEEP.md``) and the benchmark's JSON
 (``python validate/benchmark_training.py --json > results/benchmark_training.json``), copies the
 sweep's figures to ``docs/figures/`` and writes the page.
 
@@ -48,7 +48,7 @@ def benchmark_section(bench: dict) -> list[str]:
 def sweep_section(s: dict) -> list[str]:
     t = s["template"]
     lines = ["## A depth sweep on digits", "",
-             f"Planned in `validate/PLAN_DIGITS_SWEEP.md` before it ran. Command: `{SWEEP_COMMAND}`.", "",
+             f"Planned in `validate/plans/PLAN_DIGITS_SWEEP.md` before it ran. Command: `{SWEEP_COMMAND}`.", "",
              f"{s['cells']} cells of {t['steps']} steps, {s['forward_passes']} forward passes, "
              f"{s['train_seconds']:.0f} s of training over the workers, peak resident memory "
              f"{s['peak_rss_mb']:.0f} MB.", "",

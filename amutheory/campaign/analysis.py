@@ -19,6 +19,7 @@ analysis too (:mod:`amutheory.campaign.analysis_resnet`); the zero-padding table
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from amutheory.api import Measurement, predict
 from amutheory.campaign.analysis_zero import _add_zero_padding_tables
 from amutheory.campaign.common import C_TARGET, STATISTICS, _f
 from amutheory.campaign.presets import CampaignConfig
-from amutheory.spec import ProbeProtocol
+from amutheory.spec import ArchSpec, ProbeProtocol
 from amutheory.symbolic.chain.conv import conv_law, derived_constants
 from amutheory.symbolic.chain.spectral import spectral_applies
 
@@ -181,7 +182,37 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
     law = conv_law(spec)
     derived = derived_constants(spec, protocol.input_var)
     held = cfg.held_out_depths
-    out = {
+    out = _config_result(cfg, spec, law, derived, held)
+    cal_meas, cal_set = _calibration_measurement(out, cfg, spec, meas, reference)
+    # a linear circular chain has a derived law (amutheory.symbolic.chain.spectral): nothing is fitted for
+    # the mean, and only the seed-spread line of the typical value uses the calibration depths
+    how = "derive" if not cfg.is_zero and spectral_applies(spec) else "calibrate"
+    out["constants_from"] = {"derive": "spectral law (derived; sigma^2 line of geo calibrated)",
+                             "calibrate": "calibrated (lognormal model)"}[how]
+    plan = _Plan(cfg, spec, meas, protocol, how, cal_meas, derived)
+    used_constants = {}
+    passed_stats, rel_errs, joint_ok = {}, {}, {}
+    out["held_out_test"] = {}
+    dense = _dense_depths(cfg.depths, ZERO_CURVE_POINTS if cfg.is_zero else 40)
+    curve = {"depths": dense}
+    for stat in STATISTICS:
+        eta_pred, s_pred = _predict_statistic(out, plan, stat, curve, dense, used_constants)
+        rows = _eta_rows(cfg, meas, stat, eta_pred, s_pred, cal_set)
+        out["per_depth"][stat] = rows
+        passed_stats[stat], rel_errs[stat], joint_ok[stat] = _held_out_checks(out, meas, stat, rows)
+        out["fitted_exponents"][stat] = _exponent_fits(meas, stat, {"all": list(cfg.depths), "held_out": held},
+                                                       float(law.exponent))
+    _add_closing_notes(out, how, held)
+    out["prediction_curve"] = curve
+    _record_verdict(out, passed_stats, rel_errs, joint_ok)
+    if cfg.is_zero:
+        _add_zero_padding_tables(out, cfg, spec, meas, reference, used_constants, dense)
+    return out
+
+
+def _config_result(cfg: CampaignConfig, spec, law, derived: dict, held: list) -> dict:
+    """A config result's identifying keys (spec, depths, law, derived constants) and its empty tables."""
+    return {
         "name": cfg.name,
         "padding": spec.padding,
         "spec": spec.to_dict(),
@@ -202,44 +233,55 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
         "errors": [],
         "notes": [],
     }
+
+
+def _calibration_measurement(out: dict, cfg: CampaignConfig, spec, meas: Measurement,
+                             reference: Measurement | None) -> tuple:
+    """``(measurement to calibrate on, set of calibration depths)``: the circular ``reference`` for a
+    zero config (every depth held out; noted in ``out``), else ``meas`` at the calibration depths."""
     if cfg.is_zero:
         if reference is None:
             raise ValueError(f"[{cfg.name}] a zero-padding config needs the circular reference measurement")
-        cal_meas, cal_set = reference, set()
         out["notes"].append(f"zero padding: constants calibrated on circular-padding nets of the same geometry at "
                             f"depths {list(cfg.calibration_depths)}; every zero-padded depth is held out")
-    else:
-        cal_meas, cal_set = Measurement(spec, list(cfg.calibration_depths), meas.seeds,
-                                        {d: meas.profiles[d] for d in cfg.calibration_depths},
-                                        meas.C, meas.level), set(cfg.calibration_depths)
-    # a linear circular chain has a derived law (amutheory.symbolic.chain.spectral): nothing is fitted for
-    # the mean, and only the seed-spread line of the typical value uses the calibration depths
-    how = "derive" if not cfg.is_zero and spectral_applies(spec) else "calibrate"
-    out["constants_from"] = {"derive": "spectral law (derived; sigma^2 line of geo calibrated)",
-                             "calibrate": "calibrated (lognormal model)"}[how]
-    used_constants = {}
-    passed_stats, rel_errs, joint_ok = {}, {}, {}
-    out["held_out_test"] = {}
-    dense = _dense_depths(cfg.depths, ZERO_CURVE_POINTS if cfg.is_zero else 40)
-    curve = {"depths": dense}
-    for stat in STATISTICS:
-        try:
-            # one call for the measured depths and the dense curve (law_values is not cheap)
-            pred = predict(spec, sorted(set(cfg.depths) | set(dense)), constants=how, statistic=stat,
-                           protocol=protocol, C=meas.C, calibration_measurement=cal_meas)
-            eta_pred, s_pred = _record_prediction(out, cfg, pred, stat, curve, dense)
-            used_constants[stat] = pred.constants
-            out["law"] = pred.law if how == "derive" else out["law"]
-            out["mlp_limit_comparison"][stat] = _mlp_limit_row(pred.constants, derived["v_mlp"])
-        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
-            out["errors"].append(f"{stat}: calibration/prediction failed: {exc}")
-            eta_pred, s_pred = {}, {}
-            curve[f"eta_{stat}"] = None
-        rows = _eta_rows(cfg, meas, stat, eta_pred, s_pred, cal_set)
-        out["per_depth"][stat] = rows
-        passed_stats[stat], rel_errs[stat], joint_ok[stat] = _held_out_checks(out, meas, stat, rows)
-        out["fitted_exponents"][stat] = _exponent_fits(meas, stat, {"all": list(cfg.depths), "held_out": held},
-                                                       float(law.exponent))
+        return reference, set()
+    return Measurement(spec, list(cfg.calibration_depths), meas.seeds,
+                       {d: meas.profiles[d] for d in cfg.calibration_depths},
+                       meas.C, meas.level), set(cfg.calibration_depths)
+
+
+class _Plan(NamedTuple):
+    """What :func:`analyse_config` predicts with: the config, its spec, measurement and calibration."""
+
+    cfg: CampaignConfig
+    spec: ArchSpec
+    meas: Measurement
+    protocol: ProbeProtocol
+    how: str  # "derive" (spectral law) or "calibrate"
+    cal_meas: Measurement
+    derived: dict  # the derived constants (v_mlp: the MLP limit)
+
+
+def _predict_statistic(out: dict, plan: _Plan, stat: str, curve: dict, dense: list, used_constants: dict) -> tuple:
+    """Predict statistic ``stat`` at the measured depths and ``dense``, recorded into ``out`` and
+    ``curve``; returns ``(eta_pred, s_pred)``, both ``{}`` where calibration or prediction fails."""
+    try:
+        # one call for the measured depths and the dense curve (law_values is not cheap)
+        pred = predict(plan.spec, sorted(set(plan.cfg.depths) | set(dense)), constants=plan.how, statistic=stat,
+                       protocol=plan.protocol, C=plan.meas.C, calibration_measurement=plan.cal_meas)
+        eta_pred, s_pred = _record_prediction(out, plan.cfg, pred, stat, curve, dense)
+        used_constants[stat] = pred.constants
+        out["law"] = pred.law if plan.how == "derive" else out["law"]
+        out["mlp_limit_comparison"][stat] = _mlp_limit_row(pred.constants, plan.derived["v_mlp"])
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        out["errors"].append(f"{stat}: calibration/prediction failed: {exc}")
+        eta_pred, s_pred = {}, {}
+        curve[f"eta_{stat}"] = None
+    return eta_pred, s_pred
+
+
+def _add_closing_notes(out: dict, how: str, held: list) -> None:
+    """The notes on a spectral-law mean (every depth a check) and on a config without held-out depths."""
     if how == "derive":
         rows = out["per_depth"]["mean"]
         out["inside_ci_every_depth_mean"] = bool(rows and all(r["inside_ci"] for r in rows))
@@ -248,8 +290,3 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
                             f"{sum(r['inside_ci'] for r in rows)} of {len(rows)} depths")
     if not held:
         out["notes"].append("no held-out depths: nothing independent to check, passed is false")
-    out["prediction_curve"] = curve
-    _record_verdict(out, passed_stats, rel_errs, joint_ok)
-    if cfg.is_zero:
-        _add_zero_padding_tables(out, cfg, spec, meas, reference, used_constants, dense)
-    return out

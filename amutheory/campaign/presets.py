@@ -260,12 +260,13 @@ PRESETS = {
         _zero(1, "linear", 128, 8, 3, [2, 4, 8, 16], 32),
         _zero(2, "relu", 64, 8, 3, [2, 4, 8], 32),
         # residual nets: K blocks, K = 2..64 for every convention and on to 256 for the forward-stable
-        # ones: their local slopes still move by 0.1-0.2 between K = 32 and 64 (the law's 1/K terms),
-        # so the asymptotic exponent is tested over K = 64, 128, 256.  Calibrated (A, B, e0 and the
+        # ones: their local slopes still move between K = 32 and 64 (the law's 1/K terms; the
+        # campaign's report.md lists them), so the asymptotic exponent is tested over K = 64, 128, 256.  Calibrated (A, B, e0 and the
         # spread line) on K = 2..64, held out 128 and 256: as for the chains, the deepest calibration
         # depth is a quarter of the deepest depth.  Unstable conventions have no law (K <= 64).
-        # s_bar of a residual net is heavy-tailed over seeds (single seeds at 3-6x the mean at 32
-        # seeds), so 96 seeds: one such seed then moves the mean by ~5%, inside the CI it widens
+        # s_bar of a residual net is heavy-tailed over seeds (single seeds at several times the mean),
+        # so 96 seeds: one such seed then moves the mean a third as much as at 32, inside the CI it
+        # widens
         *_resnets(64, 8, [2, 4, 8, 16, 32, 64], 96, (2, 4, 8, 16), stable_depths=(128, 256),
                   stable_calibration=(2, 4, 8, 16, 32, 64)),
     ],
@@ -278,14 +279,14 @@ PRESETS = {
         *[_transformer(init, "relu", 32, 8, _T, 32) for init in ("none", "k-last", "sqrt-multiplier")],
     ],
     # the forward-stable residual nets of quick at twice its width (n = 128, same depths, calibration
-    # and seeds; CPU, ~75 core-minutes, ~50 min on 2 cores, ~14 GB peak): K / n <= 2, so that quick's
+    # and seeds; CPU, its time and memory in README "Residual networks"): K / n <= 2, so that quick's
     # exponent and held-out checks can be told apart from finite width (campaign.width_compare sets
     # the two side by side)
     "resnet-wide": _stable_resnets(128, 8, [2, 4, 8, 16, 32, 64], 96, (2, 4, 8, 16), stable_depths=(128, 256),
                                    stable_calibration=(2, 4, 8, 16, 32, 64)),
-    # the same at n = 256 (K / n <= 1): a third width for compare-widths' 1/n line.  ~4x the CPU time
-    # of resnet-wide per config (~17 min for one conv-mlp config on 2 cores), so on a CPU run it
-    # with --only; on a GPU, all of it
+    # the same at n = 256 (K / n <= 1): a third width for compare-widths' 1/n line.  Several times the
+    # CPU time of resnet-wide per config (README "Residual networks" times one config), so on a CPU
+    # run it with --only; on a GPU, all of it
     "resnet-wider": _stable_resnets(256, 8, [2, 4, 8, 16, 32, 64], 96, (2, 4, 8, 16), stable_depths=(128, 256),
                                     stable_calibration=(2, 4, 8, 16, 32, 64)),
     # meant for a GPU: pass protocol=ProbeProtocol(device="cuda")

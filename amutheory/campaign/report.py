@@ -26,6 +26,26 @@ def write_report(path: Path, summary: dict) -> None:
     circ = [c for c in summary["configs"]
             if c.get("padding", "circular") != "zero" and c.get("family", "conv") == "conv"]
     zero = [c for c in summary["configs"] if c.get("padding") == "zero" and c not in resnets]
+    lines += _headline_lines(summary, circ, zero, resnets)
+    lines += _what_was_run_lines(summary, pr)
+    lines += _config_table_lines(summary["configs"])
+    for c in circ:
+        lines += _circular_config_lines(c)
+    if zero:
+        lines += _zero_report_lines(summary, zero)
+    if resnets:
+        lines += _resnet_report_lines(summary, resnets)
+    if transformers:
+        lines += _transformer_report_lines(summary, transformers)
+    lines += _transfer_report_lines(summary)
+    lines += _width_report_lines(summary)
+    lines += _draw_group_lines(summary)
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def _headline_lines(summary: dict, circ: list, zero: list, resnets: list) -> list:
+    """The report's opening paragraphs: how many circular, zero-padding and residual configs passed."""
+    lines = []
     n_pass = sum(c["passed"] for c in circ)
     n_joint = sum(c.get("passed_joint", False) for c in circ)
     if circ:
@@ -49,7 +69,12 @@ def write_report(path: Path, summary: dict) -> None:
             f"the fitted CI over the deepest K for {sum(c['claim_minus_three_halves'] for c in resnets)}; see "
             "[Residual networks](#residual-networks)." + _independence_note(summary, [c["name"] for c in stable])
             + _null_note(summary, "resnet"), ""]
-    lines += [
+    return lines
+
+
+def _what_was_run_lines(summary: dict, pr: dict) -> list:
+    """The report's "What was run" section: probe, protocol ``pr``, calibration, joint check, timing."""
+    return [
         "## What was run", "",
         f"* probe: one SGD step from the init, first order in eta, `s_l` = mean square of "
         f"`J_theta h_l grad`; dtype {pr['dtype']}, device {pr['device']}, input variance "
@@ -76,11 +101,15 @@ def write_report(path: Path, summary: dict) -> None:
         f"({summary['timing']['blocks_computed']} blocks computed, "
         f"{summary['timing']['blocks_resumed']} taken from an earlier run); analysis "
         f"{summary['timing']['analysis_s']:.1f} s.", "",
-        "| config | padding | dim | activation | width | kernel | spatial | batch | seeds | depths "
-        "| calibration depths |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for c in summary["configs"]:
+
+
+def _config_table_lines(configs: list) -> list:
+    """The table of every config's spec, seeds and depths (a blank line after it)."""
+    lines = ["| config | padding | dim | activation | width | kernel | spatial | batch | seeds | depths "
+             "| calibration depths |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in configs:
         s = c["spec"]
         cal = f"{c['calibration_depths']} (circular nets)" if c.get("padding") == "zero" else c["calibration_depths"]
         lines.append(f"| {c['name']} | {s.get('padding', '-')} | {s.get('dim', 1)} | {s['activation']} | "
@@ -88,18 +117,7 @@ def write_report(path: Path, summary: dict) -> None:
                      f"{s['spatial']}{'x' + str(s['spatial']) if s.get('dim') == 2 else ''} | {s['batch']} | "
                      f"{c['seeds']} | {c['depths']} | {cal} |")
     lines.append("")
-    for c in circ:
-        lines += _circular_config_lines(c)
-    if zero:
-        lines += _zero_report_lines(summary, zero)
-    if resnets:
-        lines += _resnet_report_lines(summary, resnets)
-    if transformers:
-        lines += _transformer_report_lines(summary, transformers)
-    lines += _transfer_report_lines(summary)
-    lines += _width_report_lines(summary)
-    lines += _draw_group_lines(summary)
-    Path(path).write_text("\n".join(lines) + "\n")
+    return lines
 
 
 def _independence_note(summary: dict, names: list) -> str:
@@ -149,12 +167,18 @@ def _draw_group_lines(summary: dict) -> list:
 
 def _circular_config_lines(c: dict) -> list:
     """The section of one circular-padding config: verdict, tables of eta*, exponents, constants."""
+    return (_circular_verdict_lines(c) + _eta_table_lines(c) + _exponent_table_lines(c) + _constant_table_lines(c)
+            + _mlp_limit_lines(c) + _calibration_note_lines(c) + _figure_lines(c))
+
+
+def _circular_verdict_lines(c: dict) -> list:
+    """A circular config's heading, errors, notes, law and held-out verdicts."""
     lines = [f"## {c['name']}: {'PASSED' if c['passed'] else 'FAILED'}", ""]
     for err in c["errors"]:
         lines.append(f"* **error**: {err}")
     for note in c["notes"]:
         lines.append(f"* note: {note}")
-    lines += [
+    return lines + [
         f"* law `{c['law']}`, derived asymptotic exponent of eta*: **{c['derived_exponent']}**; constants: "
         f"{c.get('constants_from', 'calibrated (lognormal model)')}",
         f"* max relative error of eta* over held-out depths: {_pct(c['max_rel_error'])} (mean), "
@@ -168,6 +192,11 @@ def _circular_config_lines(c: dict) -> list:
         f"mean {c['outside_ci_calibration_depths_mean'] or 'none'}, "
         f"geo {c['outside_ci_calibration_depths_geo'] or 'none'}", "",
     ]
+
+
+def _eta_table_lines(c: dict) -> list:
+    """A circular config's tables of predicted and measured eta* per depth, one per statistic."""
+    lines = []
     for stat, title in (("mean", "arithmetic mean over seeds"), ("geo", "geometric mean over seeds")):
         lines += [f"### eta*, {title}", "",
                   "| depth | cal? | predicted eta* | measured eta* [95% CI] | rel. error | inside |",
@@ -177,12 +206,17 @@ def _circular_config_lines(c: dict) -> list:
                          f"{_g(r['eta_meas'], 5)} {_ci(r['eta_meas_ci'], 5)} | {_pct(r['rel_error'])} | "
                          f"{'yes' if r['inside_ci'] else '**no**'} |")
         lines.append("")
-    lines += ["### Fitted exponents of eta*(L)", "",
-              "Least-squares slope of ln eta* on ln L, 95% seed-bootstrap CI; compared with the derived "
-              f"asymptotic exponent {c['derived_exponent']} and with the calibrated law's own "
-              "least-squares slope over the same depths (finite-depth corrections make the two differ).", "",
-              "| statistic | depths | fitted exponent | 95% CI | derived in CI? | law's slope, same depths |",
-              "|---|---|---:|---|:---:|---:|"]
+    return lines
+
+
+def _exponent_table_lines(c: dict) -> list:
+    """A circular config's table of fitted eta*(L) exponents against the derived one and the law's slope."""
+    lines = ["### Fitted exponents of eta*(L)", "",
+             "Least-squares slope of ln eta* on ln L, 95% seed-bootstrap CI; compared with the derived "
+             f"asymptotic exponent {c['derived_exponent']} and with the calibrated law's own "
+             "least-squares slope over the same depths (finite-depth corrections make the two differ).", "",
+             "| statistic | depths | fitted exponent | 95% CI | derived in CI? | law's slope, same depths |",
+             "|---|---|---:|---|:---:|---:|"]
     for stat in STATISTICS:
         for key in ("all", "held_out"):
             fit = c["fitted_exponents"][stat][key]
@@ -193,23 +227,39 @@ def _circular_config_lines(c: dict) -> list:
                 continue
             lines.append(f"| {stat} | {key} {fit['depths']} | {fit['exponent']:.4f} | {_ci(fit['ci'])} | "
                          f"{'yes' if fit['derived_inside_ci'] else 'no'} | {_g(law_slope)} |")
-    lines += ["", "### Constants", "",
-              "| constant | statistic | value | error | source |", "|---|---|---:|---:|---|"]
+    return lines
+
+
+def _constant_table_lines(c: dict) -> list:
+    """A circular config's table of calibrated (per statistic) and derived constants."""
+    lines = ["", "### Constants", "",
+             "| constant | statistic | value | error | source |", "|---|---|---:|---:|---|"]
     for stat in STATISTICS:
         for k, v in c["constants"].get(stat, {}).items():
             if k in ("a", "b", "e", "gamma", "epsilon", "sigma2_0", "kappa", "r_1"):
                 lines.append(f"| {k} | {stat} | {_g(v['value'], 5)} | {_g(v['error'], 3)} | {v['source']} |")
     for k, v in c["derived_constants"].items():
         lines.append(f"| {k} | derived | {_g(v['value'], 5)} | {_g(v['error'], 3)} | {v['source']} |")
-    lines += ["", "MLP-limit comparison: the derivation gives b/a = v_mlp only in the MLP limit "
-              "(k = 1, one position, one sample); a conv chain is not expected to sit there.", "",
-              "| statistic | b/a (calibrated; derived for linear chains) | error | derived v_mlp | ratio |", "|---|---:|---:|---:|---:|"]
+    return lines
+
+
+def _mlp_limit_lines(c: dict) -> list:
+    """A circular config's comparison of b/a with the derived MLP-limit v_mlp."""
+    lines = ["", "MLP-limit comparison: the derivation gives b/a = v_mlp only in the MLP limit "
+             "(k = 1, one position, one sample); a conv chain is not expected to sit there.", "",
+             "| statistic | b/a (calibrated; derived for linear chains) | error | derived v_mlp | ratio |",
+             "|---|---:|---:|---:|---:|"]
     for stat in STATISTICS:
         m = c["mlp_limit_comparison"].get(stat)
         if m:
             lines.append(f"| {stat} | {_g(m['b_over_a'])} | {_g(m['b_over_a_error'], 3)} | {_g(m['v_mlp'])} | "
                          f"{_g(m['ratio_to_mlp_limit'])} |")
-    lines.append("")
+    return lines + [""]
+
+
+def _calibration_note_lines(c: dict) -> list:
+    """A circular config's line per statistic on how it was calibrated (method, notes, residual)."""
+    lines = []
     for stat in STATISTICS:
         cal = c["calibration"].get(stat)
         if cal:
@@ -218,5 +268,4 @@ def _circular_config_lines(c: dict) -> list:
             extra = "; ".join(cal.get("notes", []))
             lines.append(f"* calibration ({stat}): {how}" + (f"; {extra}" if extra else "")
                          + (f"; rms log residual {cal['residual_rms_log']:.3g}" if fitted_law else ""))
-    lines.append("")
-    return lines + _figure_lines(c)
+    return lines + [""]

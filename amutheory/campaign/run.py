@@ -100,8 +100,24 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     say = progress if progress is not None else (lambda msg: None)
     preset_name, configs, sweeps = _resolve(preset, only, width_sweeps, seed_offset)
     out = Path(out_dir)
-    csv_path = out / "results.csv"
     t_an = time.perf_counter()
+    results, transfer_tables, measured = _analyse_configs(configs, out, protocol, figures, say)
+    width_results = _analyse_width_sweeps(sweeps, out, say)
+    extra = _merge_figure_keys(_collapse_figure(out, results), _resnet_figure(out, results)) if figures else {}
+    timing = dict(timing or {"measure_s": 0.0, "blocks_computed": 0, "blocks_resumed": 0})
+    timing["analysis_s"] = time.perf_counter() - t_an
+    summary = _campaign_summary(preset_name, seed_offset, out, results, transfer_tables, measured,
+                                width_results if sweeps else None, protocol, timing, extra)
+    summary = _json_safe(summary)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, allow_nan=False))
+    write_report(out / "report.md", summary)
+    say(f"wrote {out / 'summary.json'}, {out / 'report.md'}")
+    return summary
+
+
+def _analyse_configs(configs: list, out: Path, protocol: ProbeProtocol, figures: bool, say) -> tuple:
+    """``(results, transfer tables, {name: measurement})`` of every config, from ``out/results.csv``."""
+    csv_path = out / "results.csv"
     results, transfer_tables, measured = [], [], {}
     blocks, _ = read_results(csv_path)
     stream = read_stream(out / STREAM_FILE)
@@ -110,42 +126,57 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
         say(f"[{cfg.name}] calibrating on depths {list(cfg.calibration_depths)}{where} and comparing")
         meas = load_measurement(csv_path, cfg, blocks=blocks)
         measured[cfg.name] = meas
-        if cfg.is_resnet:
-            res = analyse_resnet_config(cfg, meas, protocol, stream)
-        elif cfg.is_transformer:
-            res = analyse_transformer_config(cfg, meas, protocol)
-        else:
-            ref = load_measurement(csv_path, cfg, padding="circular", blocks=blocks) if cfg.is_zero else None
-            res = analyse_config(cfg, meas, protocol, reference=ref)
+        res = _analyse_one_config(cfg, meas, protocol, csv_path, blocks, stream)
         if not cfg.is_zero:
             try:
                 transfer_tables.append(transfer_rows(cfg, meas))
             except (ValueError, ArithmeticError) as exc:
                 res["errors"].append(f"transfer table failed: {type(exc).__name__}: {exc}")
         if figures and not cfg.is_transformer:
-            try:
-                res["figures"] = make_figures(out, cfg, meas, res)
-            except Exception as exc:  # a figure must not lose the numbers
-                res["errors"].append(f"figures failed: {type(exc).__name__}: {exc}")
-                res["figures"] = {}
+            _add_figures(res, out, cfg, meas)
         results.append(res)
-        if cfg.is_resnet:
-            say(_resnet_message(res))
-            continue
-        if cfg.is_transformer:
-            say(_transformer_message(res))
-            continue
-        say(f"[{cfg.name}] {'passed' if res['passed'] else 'FAILED'}: max rel. error (held-out, mean) "
+        say(_config_message(cfg, res))
+    return results, transfer_tables, measured
+
+
+def _analyse_one_config(cfg: CampaignConfig, meas, protocol: ProbeProtocol, csv_path: Path, blocks, stream) -> dict:
+    """The result of one config, by its family's analysis (zero configs with their circular references)."""
+    if cfg.is_resnet:
+        return analyse_resnet_config(cfg, meas, protocol, stream)
+    if cfg.is_transformer:
+        return analyse_transformer_config(cfg, meas, protocol)
+    ref = load_measurement(csv_path, cfg, padding="circular", blocks=blocks) if cfg.is_zero else None
+    return analyse_config(cfg, meas, protocol, reference=ref)
+
+
+def _add_figures(res: dict, out: Path, cfg: CampaignConfig, meas) -> None:
+    """Draw a config's figures into ``out`` and name them in ``res["figures"]`` (a failure becomes an error)."""
+    try:
+        res["figures"] = make_figures(out, cfg, meas, res)
+    except Exception as exc:  # a figure must not lose the numbers
+        res["errors"].append(f"figures failed: {type(exc).__name__}: {exc}")
+        res["figures"] = {}
+
+
+def _config_message(cfg: CampaignConfig, res: dict) -> str:
+    """The progress line of one analysed config: its verdict and headline numbers."""
+    if cfg.is_resnet:
+        return _resnet_message(res)
+    if cfg.is_transformer:
+        return _transformer_message(res)
+    return (f"[{cfg.name}] {'passed' if res['passed'] else 'FAILED'}: max rel. error (held-out, mean) "
             f"{_pct(res['max_rel_error'])}, fitted exponent {_g(res['fitted_exponent'])} "
             f"{_ci(res['fitted_exponent_ci'])} vs derived {res['derived_exponent']}"
             + (f"; zero/circular ratio {'passed' if res['passed_ratio'] else 'FAILED'}" if cfg.is_zero else ""))
-    width_results = _analyse_width_sweeps(sweeps, out, say)
-    extra = _merge_figure_keys(_collapse_figure(out, results), _resnet_figure(out, results)) if figures else {}
-    timing = dict(timing or {"measure_s": 0.0, "blocks_computed": 0, "blocks_resumed": 0})
-    timing["analysis_s"] = time.perf_counter() - t_an
+
+
+def _campaign_summary(preset_name: str, seed_offset: int, out: Path, results: list, transfer_tables: list,
+                      measured: dict, width_results: list | None, protocol: ProbeProtocol, timing: dict,
+                      extra: dict) -> dict:
+    """The summary dict of a campaign (before :func:`_json_safe`); ``width_results`` ``None``: no width sweeps."""
     conv = [r for r in results if r.get("family", "conv") == "conv"]
     resnets = [r for r in results if r.get("family") == "resnet"]
-    summary = {
+    return {
         "preset": preset_name,
         "seed_offset": int(seed_offset),  # every config's seeds shifted by this (0: the preset's)
         "out_dir": str(out),
@@ -161,7 +192,7 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
         "transfer": {"tables": transfer_tables, "summary": rule_summary(transfer_tables),
                      "best": best_rules(rule_summary(transfer_tables))},
         **({"width_transfer": {"sweeps": width_results, "summary": width_rule_summary(
-            [r for r in width_results if "error" not in r])}} if sweeps else {}),
+            [r for r in width_results if "error" not in r])}} if width_results is not None else {}),
         # configs whose seeds draw the same normals: their verdicts are not independent outcomes
         "draw_groups": draw_groups(measured),
         # the held-out pass counts against what an exact law would pass on the same seeds
@@ -174,11 +205,6 @@ def analyse_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
         "timing": timing,
         **extra,
     }
-    summary = _json_safe(summary)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, allow_nan=False))
-    write_report(out / "report.md", summary)
-    say(f"wrote {out / 'summary.json'}, {out / 'report.md'}")
-    return summary
 
 
 def _resolve(preset, only, width_sweeps, seed_offset: int) -> tuple[str, list, list]:

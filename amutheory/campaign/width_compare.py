@@ -114,7 +114,9 @@ def pooled_offsets(configs: list, extrapolations: list) -> dict | None:
 
     The configs of one campaign are *not* independent: seed ``s`` draws the same standard normals
     for every config of a branch type (the init conventions only rescale them), and their
-    ``ln s_bar`` correlate at 0.8-1.0 across conventions.  So the CI is a paired bootstrap: every
+    ``ln s_bar`` correlate strongly across conventions (:mod:`amutheory.campaign.draws` measures it:
+    the report's "Shared draws" section; README "Residual networks", "How many independent outcomes
+    these counts are").  So the CI is a paired bootstrap: every
     config's replicates were drawn by :func:`amutheory.stats.extrapolate_in_width` with the same
     bootstrap seed and the same seed count, hence the same resampled seed indices, and replicate
     ``b`` of the mean is the mean of the configs' replicates ``b``.  Only configs with the first

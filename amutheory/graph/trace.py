@@ -245,90 +245,154 @@ def trace_dag(model: nn.Module, input_shape=None, weights=None, *, leaf_modules=
         raise ValueError("the model's forward takes no input")
     source = placeholders[0]
     has_tensor = _run_shapes(gm, input_shape) if input_shape is not None else None
-
-    def is_meta(n) -> bool:  # carries shape/scalar metadata, not data
-        if has_tensor is not None:
-            return not has_tensor.get(n.name, False)
-        if n.op == "call_method" and n.target in _META_METHODS:
-            return True
-        if n.op == "call_function" and n.target is builtins.getattr and len(n.args) > 1 and n.args[1] in _META_ATTRS:
-            return True
-        if n.op == "call_function" and n.target in _SCALAR_FUNCS:
-            ins = [a for a in n.all_input_nodes if a.name in data]
-            return bool(ins) and all(meta.get(a.name, False) for a in ins)
-        return False
-
-    data: set[str] = set()  # nodes whose value depends on the input through data edges
-    meta: dict[str, bool] = {}
-    preds: dict[str, list[str]] = {}
-    kind: dict[str, str] = {}
-    weight: dict[str, float] = {}
-    target: dict[str, str] = {}
-    order: list[str] = []
-    sink = None
+    builder = _DagBuilder(gm, source, has_tensor, w, module_weights)
     for n in graph_nodes:
-        if n is source:
-            data.add(n.name)
-            meta[n.name] = False
-            preds[n.name], kind[n.name], weight[n.name], target[n.name] = [], "input", 0, n.name
-            order.append(n.name)
-            continue
-        if n.op in ("placeholder", "get_attr"):
-            continue
-        shape_only = ((n.op == "call_function" and n.target in _SHAPE_ONLY_FUNCS)
-                      or (n.op == "call_method" and n.target in _SHAPE_ONLY_METHODS))
-        ins = [] if shape_only else [a for a in n.all_input_nodes if a.name in data and not meta[a.name]]
-        if n.op == "output":
-            if not ins:
-                raise ValueError("the model's output does not depend on its input through data edges")
-            sink = n.name
-        elif not ins:
-            if any(a.name in data for a in n.all_input_nodes):
-                data.add(n.name)  # depends on the input's shape only
-                meta[n.name] = True
-            continue
-        data.add(n.name)
-        meta[n.name] = False if n.op == "output" else is_meta(n)
-        if meta[n.name]:
-            continue
-        k = "other"
-        if n.op == "output":
-            k = "output"
-        elif n.op == "call_module":
-            mod = gm.get_submodule(n.target)
-            if isinstance(mod, _NORM_TYPES):
-                k = "norm"
-            elif any(True for _ in mod.parameters()):
-                k = "layer"
-        elif n.op in ("call_function", "call_method"):
-            params = any(_is_param_attr(gm, a) for a in n.all_input_nodes)
-            is_add = (n.op == "call_function" and n.target in _ADD_FUNCS) or (
-                n.op == "call_method" and n.target in _ADD_METHODS)
-            if n.op == "call_function" and n.target in _NORM_FUNCS:  # with or without affine parameters
-                k = "norm"
-            elif params and ((n.op == "call_function" and n.target in _LAYER_FUNCS)
-                             or (n.op == "call_method" and n.target in _LAYER_METHODS)):
-                k = "layer"
-            elif is_add and len(ins) >= 2:
-                k = "residual"
-        wt = {"layer": w["layer"], "norm": w["norm"], "residual": w["residual"]}.get(k, 0)
-        if n.op == "call_module":
-            mod = gm.get_submodule(n.target)
-            for key in (n.target, type(mod).__name__):
-                if key in module_weights:
-                    wt = module_weights[key]
-                    break
-        preds[n.name], kind[n.name], weight[n.name] = [a.name for a in ins], k, wt
-        target[n.name] = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", str(n.target))
-        order.append(n.name)
-    if sink is None:
-        raise ValueError("the traced graph has no output")
-    # keep only nodes on some input -> output path
+        builder.add(n)
+    return builder.finish()
+
+
+def _is_meta_by_name(n, data: set, meta: dict) -> bool:
+    """Whether ``n`` carries shape/scalar metadata, judged by its op's name (no recorded run)."""
+    if n.op == "call_method" and n.target in _META_METHODS:
+        return True
+    if n.op == "call_function" and n.target is builtins.getattr and len(n.args) > 1 and n.args[1] in _META_ATTRS:
+        return True
+    if n.op == "call_function" and n.target in _SCALAR_FUNCS:
+        ins = [a for a in n.all_input_nodes if a.name in data]
+        return bool(ins) and all(meta.get(a.name, False) for a in ins)
+    return False
+
+
+def _is_shape_only(n) -> bool:
+    """Whether ``n`` takes only the shape of its arguments (``zeros_like``, ``new_zeros``, ...)."""
+    return ((n.op == "call_function" and n.target in _SHAPE_ONLY_FUNCS)
+            or (n.op == "call_method" and n.target in _SHAPE_ONLY_METHODS))
+
+
+def _function_kind(gm, n, ins: list) -> str:
+    """The weight kind of a ``call_function``/``call_method`` node: ``norm``, ``layer``, ``residual`` or ``other``."""
+    params = any(_is_param_attr(gm, a) for a in n.all_input_nodes)
+    is_add = (n.op == "call_function" and n.target in _ADD_FUNCS) or (
+        n.op == "call_method" and n.target in _ADD_METHODS)
+    if n.op == "call_function" and n.target in _NORM_FUNCS:  # with or without affine parameters
+        return "norm"
+    if params and ((n.op == "call_function" and n.target in _LAYER_FUNCS)
+                   or (n.op == "call_method" and n.target in _LAYER_METHODS)):
+        return "layer"
+    if is_add and len(ins) >= 2:
+        return "residual"
+    return "other"
+
+
+def _node_kind(gm, n, ins: list) -> str:
+    """The weight kind of a data node (one of :data:`KINDS` but ``input``); ``ins``: its data inputs."""
+    if n.op == "output":
+        return "output"
+    if n.op == "call_module":
+        mod = gm.get_submodule(n.target)
+        if isinstance(mod, _NORM_TYPES):
+            return "norm"
+        if any(True for _ in mod.parameters()):
+            return "layer"
+        return "other"
+    if n.op in ("call_function", "call_method"):
+        return _function_kind(gm, n, ins)
+    return "other"
+
+
+def _node_weight(gm, n, k: str, w: dict, module_weights: dict) -> float:
+    """The weight of node ``n`` of kind ``k``: ``w``'s for its kind, or a ``module_weights`` override."""
+    wt = {"layer": w["layer"], "norm": w["norm"], "residual": w["residual"]}.get(k, 0)
+    if n.op == "call_module":
+        mod = gm.get_submodule(n.target)
+        for key in (n.target, type(mod).__name__):
+            if key in module_weights:
+                wt = module_weights[key]
+                break
+    return wt
+
+
+def _target_name(n) -> str:
+    """A node's target as a string (a function's ``__name__``)."""
+    return n.target if isinstance(n.target, str) else getattr(n.target, "__name__", str(n.target))
+
+
+def _on_a_path(order: list, preds: dict, sink: str) -> list:
+    """The nodes of ``order`` on some input -> ``sink`` path, in order."""
     alive = {sink}
     for v in reversed(order):
         if v in alive:
             alive.update(preds[v])
-    order = [v for v in order if v in alive]
-    return WeightedDAG(nodes=order, preds={v: preds[v] for v in order}, weight={v: weight[v] for v in order},
-                       kind={v: kind[v] for v in order}, source=source.name, sink=sink,
-                       target={v: target[v] for v in order}, weights_used=w)
+    return [v for v in order if v in alive]
+
+
+class _DagBuilder:
+    """The walk of :func:`trace_dag` over the traced graph: which nodes carry data, their weights."""
+
+    def __init__(self, gm, source, has_tensor, w: dict, module_weights: dict):
+        """An empty walk of ``gm`` from input node ``source``; ``has_tensor``: :func:`_run_shapes`'s or ``None``."""
+        self.gm, self.source, self.has_tensor = gm, source, has_tensor
+        self.w, self.module_weights = w, module_weights
+        self.data: set[str] = set()  # nodes whose value depends on the input through data edges
+        self.meta: dict[str, bool] = {}
+        self.preds: dict[str, list[str]] = {}
+        self.kind: dict[str, str] = {}
+        self.weight: dict[str, float] = {}
+        self.target: dict[str, str] = {}
+        self.order: list[str] = []
+        self.sink = None
+
+    def is_meta(self, n) -> bool:
+        """Whether ``n`` carries shape/scalar metadata, not data."""
+        if self.has_tensor is not None:
+            return not self.has_tensor.get(n.name, False)
+        return _is_meta_by_name(n, self.data, self.meta)
+
+    def add(self, n) -> None:
+        """Take the next graph node (topological order): record it when it carries data from the input."""
+        if n is self.source:
+            self.data.add(n.name)
+            self.meta[n.name] = False
+            self.preds[n.name], self.kind[n.name], self.weight[n.name], self.target[n.name] = [], "input", 0, n.name
+            self.order.append(n.name)
+            return
+        if n.op in ("placeholder", "get_attr"):
+            return
+        ins = self._data_inputs(n)
+        if n.op == "output":
+            if not ins:
+                raise ValueError("the model's output does not depend on its input through data edges")
+            self.sink = n.name
+        elif not ins:
+            if any(a.name in self.data for a in n.all_input_nodes):
+                self.data.add(n.name)  # depends on the input's shape only
+                self.meta[n.name] = True
+            return
+        self.data.add(n.name)
+        self.meta[n.name] = False if n.op == "output" else self.is_meta(n)
+        if not self.meta[n.name]:
+            self._record(n, ins)
+
+    def _data_inputs(self, n) -> list:
+        """The inputs of ``n`` that carry data from the input (none for a shape-only op)."""
+        if _is_shape_only(n):
+            return []
+        return [a for a in n.all_input_nodes if a.name in self.data and not self.meta[a.name]]
+
+    def _record(self, n, ins: list) -> None:
+        """Put data node ``n`` (data inputs ``ins``) into the DAG with its kind and weight."""
+        k = _node_kind(self.gm, n, ins)
+        wt = _node_weight(self.gm, n, k, self.w, self.module_weights)
+        self.preds[n.name], self.kind[n.name], self.weight[n.name] = [a.name for a in ins], k, wt
+        self.target[n.name] = _target_name(n)
+        self.order.append(n.name)
+
+    def finish(self) -> WeightedDAG:
+        """The :class:`WeightedDAG` of the nodes on some input -> output path."""
+        if self.sink is None:
+            raise ValueError("the traced graph has no output")
+        order = _on_a_path(self.order, self.preds, self.sink)
+        return WeightedDAG(nodes=order, preds={v: self.preds[v] for v in order},
+                           weight={v: self.weight[v] for v in order}, kind={v: self.kind[v] for v in order},
+                           source=self.source.name, sink=self.sink, target={v: self.target[v] for v in order},
+                           weights_used=self.w)

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch.func import functional_call, grad, jvp, stack_module_state, vmap
 
+from amutheory.limits import check_probe
 from amutheory.measure.models import build_model
 from amutheory.spec import ArchSpec, ProbeProtocol
 
@@ -128,7 +129,9 @@ class ProbeResult:
 
 def probe(spec: ArchSpec, seeds, protocol: ProbeProtocol = ProbeProtocol(),
           chunk: int = 16) -> ProbeResult:
-    """``s_l`` of ``spec`` for every seed, ``chunk`` seeds vectorised at a time (``vmap``)."""
+    """``s_l`` of ``spec`` for every seed, ``chunk`` seeds vectorised at a time (``vmap``).  A probe
+    whose estimated peak memory exceeds what the device has free is refused with ``ValueError``
+    (:func:`amutheory.limits.check_probe`)."""
     if not isinstance(spec, ArchSpec):
         raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
     seeds = [int(s) for s in seeds]
@@ -136,6 +139,10 @@ def probe(spec: ArchSpec, seeds, protocol: ProbeProtocol = ProbeProtocol(),
         raise ValueError("seeds must not be empty")
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    if not isinstance(protocol, ProbeProtocol):
+        raise TypeError(f"protocol must be a ProbeProtocol, got {type(protocol).__name__}")
+    # refuse what would not fit before any net is built (amutheory.limits: a calibrated estimate)
+    check_probe(spec, min(chunk, len(seeds)), protocol.dtype, protocol.device)
     rows = []
     for start in range(0, len(seeds), chunk):
         block = seeds[start:start + chunk]

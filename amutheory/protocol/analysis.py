@@ -1,4 +1,4 @@
-"""The protocol's analysis, fixed before any run (``validate/REGISTRATION_PROTOCOL.md``): per study
+"""The protocol's analysis, fixed before any run (``validate/plans/REGISTRATION_PROTOCOL.md``): per study
 the optima and their fits, per claim a verdict, the zero-shot transfer of every rule, the bridge
 eta*_train / eta*_onestep against depth and horizon, and the cost of each route.
 

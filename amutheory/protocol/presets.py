@@ -5,7 +5,7 @@ widths) and, where asked, the one-step probe at the same depths.  A :class:`Clai
 studies a claim of the papers is checked on and how (:mod:`amutheory.protocol.verdicts`).  A
 :class:`TransferPlan` says which study is calibrated at which shallow depths and verified at which
 deeper ones.  A :class:`Protocol` holds all three; :func:`fingerprint` hashes it, so the
-registration file (``validate/REGISTRATION_PROTOCOL.md``) can name exactly what it registered and
+registration file (``validate/plans/REGISTRATION_PROTOCOL.md``) can name exactly what it registered and
 ``summary.json`` can say which protocol produced it.
 
 Presets: ``protocol`` (digits and synthetic data, CPU, under 20 minutes on 2 cores) and

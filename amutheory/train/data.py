@@ -214,7 +214,7 @@ def _data_folder(name: str, data_dir) -> Path:
 def _teacher_labels(x: torch.Tensor, spec, seed: int) -> torch.Tensor:
     """Argmax of the teacher's logits, each class's logit first standardised with its mean and
     std over a fixed reference batch (without that, the ReLU features' positive mean pooled
-    into the head makes one class win ~99% of the inputs)."""
+    into the head makes one class win nearly every input)."""
     from amutheory.measure.models import build_model
 
     teacher = build_model(spec, seed=seed + TEACHER_SEED_OFFSET, dtype=torch.float64)

@@ -10,18 +10,32 @@ expansion; ``derived_constants(spec)`` gives the constants that have a derivatio
 * ``chi`` and ``c``: the backward multiplier at the init constant, and the constant itself;
 * ``kappa_fwd``: per-layer fourth-moment excess of the forward pass (finite-width reference).
 
+Each is a SymPy expression in the activation's Gaussian moments at the first layer's pre-activation
+(:func:`derived_expressions`); ``derived_constants`` evaluates it and carries its ``sstr`` as the
+constant's ``expr``, so the formula a user reads is the one that made the number.
+
 ``a``, ``b``, ``e`` and ``gamma`` of a real conv chain (weight sharing, batch cross terms and
 spatial mixing move them off the MLP limit) are calibrated: :mod:`amutheory.calibrate`.
 """
 
 from __future__ import annotations
 
+import functools
+
+import sympy as sp
+
 from amutheory.activations import get_activation
 from amutheory.constants import Constant
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.primitives.expansion import layer_moment, mean_moment
 from amutheory.symbolic.primitives.law import ScalingLaw
-from amutheory.symbolic.primitives.symbols import a, b, e, epsilon, lambda_
+from amutheory.symbolic.primitives.symbols import a, b, e, epsilon, lambda_, n
+
+#: the input channels, the input variance and the He constant of :func:`derived_expressions`
+c_in, input_var_sym, c_he = sp.symbols("c_in input_var c", positive=True)
+#: the activation's Gaussian moments at the first layer's pre-activation ``h_1 ~ N(0, c input_var)``
+E_phi2, E_phi4 = sp.Symbol("E[phi^2]", positive=True), sp.Symbol("E[phi^4]", positive=True)
+E_dphi2, E_dphi4 = sp.Symbol("E[phi'^2]", positive=True), sp.Symbol("E[phi'^4]", positive=True)
 
 ASSUMPTIONS = [
     "homogeneous chain: every hidden layer has the same width, kernel and activation",
@@ -71,29 +85,52 @@ def conv_law(spec: ArchSpec | None = None, finite_width: bool = False) -> Scalin
     return ScalingLaw(mean_moment(False), (a, b, e, epsilon), assumptions, name, layer_moment(False))
 
 
+@functools.lru_cache(maxsize=None)
+def derived_expressions() -> dict[str, sp.Expr]:
+    """The derived constants of a conv chain as SymPy expressions in ``c_in``, ``input_var``, ``n``,
+    ``c`` and the activation's Gaussian moments at the first layer's pre-activation (``E[phi^2]``,
+    ``E[phi^4]``, ``E[phi'^2]``, ``E[phi'^4]``; module docstring):
+
+    * ``epsilon = c_in input_var / (n E[phi^2])``: the input layer's patch Gram over a hidden layer's;
+    * ``chi = c E[phi'^2]``: the backward multiplier (1 = critical);
+    * ``v_mlp = 1 + v_D``, ``v_D = c^2 E[phi'^4] / (c E[phi'^2])^2 - 1`` the normalised variance of
+      the diagonal factor ``c phi'(h)^2`` (:meth:`amutheory.activations.Activation.spectral_variance`);
+    * ``kappa_fwd = E[phi^4] / E[phi^2]^2 - 1`` (:meth:`~amutheory.activations.Activation.forward_kurtosis_excess`)."""
+    v_d = c_he**2 * E_dphi4 / (c_he * E_dphi2) ** 2 - 1
+    return {"epsilon": c_in * input_var_sym / (n * E_phi2), "chi": c_he * E_dphi2, "v_mlp": 1 + v_d,
+            "kappa_fwd": E_phi4 / E_phi2**2 - 1}
+
+
+@functools.lru_cache(maxsize=None)
+def _derived_fns() -> dict:
+    args = (c_in, input_var_sym, n, c_he, E_phi2, E_phi4, E_dphi2, E_dphi4)
+    return {k: sp.lambdify(args, v, "math") for k, v in derived_expressions().items()}
+
+
 def derived_constants(spec: ArchSpec, input_var: float = 1.0) -> dict[str, Constant]:
-    """The constants of ``spec`` that the theory derives (see module docstring)."""
+    """The constants of ``spec`` that the theory derives: :func:`derived_expressions` evaluated at
+    ``spec`` and the activation's moments at ``h_1 ~ N(0, c input_var)``, each with its expression
+    (``expr``) and, from the moments, its source and error."""
     if not isinstance(spec, ArchSpec):
         raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
     act = get_activation(spec.activation)
     c = spec.c
     q1 = c * input_var  # variance of h_1: fan-in c / fan_in times input variance
     phi2 = act.moment("phi2", q1)
-    eps = spec.input_channels * input_var / (spec.width * phi2.value)
     src = "exact" if phi2.source == "exact" else "quadrature"
-    out = {
+    moments = [act.moment(kind, q1).value for kind in ("phi2", "phi4", "dphi2", "dphi4")]
+    values = {k: float(fn(spec.input_channels, input_var, spec.width, c, *moments))
+              for k, fn in _derived_fns().items()}
+    exprs = {k: sp.sstr(v) for k, v in derived_expressions().items()}
+    eps = values["epsilon"]
+    vd, kf = act.spectral_variance(c, q1), act.forward_kurtosis_excess(q1)  # their errors
+    return {
         "c": Constant("c", c, "convention" if spec.init_c is not None else src,
                       note="He fan-in constant Var[W] = c / fan_in"),
-        "epsilon": Constant("epsilon", eps, src, eps * phi2.error / phi2.value,
-                            expr="c_in * input_var / (n * E[phi(h_1)^2])"),
-        "chi": Constant("chi", act.chi(c, q1), src, note="c E[phi'(h)^2]; 1 = critical"),
+        "epsilon": Constant("epsilon", eps, src, eps * phi2.error / phi2.value, expr=exprs["epsilon"]),
+        "chi": Constant("chi", values["chi"], src, expr=exprs["chi"], note="1 = critical"),
+        "v_mlp": Constant("v_mlp", values["v_mlp"], vd.source, vd.error, expr=exprs["v_mlp"],
+                          note="b/a in the MLP limit (k=1, N=1, B=1, n -> oo)"),
+        "kappa_fwd": Constant("kappa_fwd", values["kappa_fwd"], kf.source, kf.error, expr=exprs["kappa_fwd"],
+                              note="forward part of the finite-width excess gamma"),
     }
-    vd = act.spectral_variance(c, q1)
-    out["v_mlp"] = Constant("v_mlp", 1.0 + vd.value, vd.source, vd.error,
-                            expr="1 + c^2 E[phi'^4] / (c E[phi'^2])^2 - 1",
-                            note="b/a in the MLP limit (k=1, N=1, B=1, n -> oo)")
-    kf = act.forward_kurtosis_excess(q1)
-    out["kappa_fwd"] = Constant("kappa_fwd", kf.value, kf.source, kf.error,
-                                expr="E[phi^4]/E[phi^2]^2 - 1",
-                                note="forward part of the finite-width excess gamma")
-    return out

@@ -174,7 +174,8 @@ class ShiftMap:
 
 
 #: largest ``B P`` (samples x positions) the kernel law runs for: a cut costs ``O(B^2 P^3)`` and the
-#: kernels take ``O(L B^2 P^2)`` memory (1D N = 128 or 2D N = 11 at B = 8: seconds per input draw)
+#: kernels take ``O(L B^2 P^2)`` memory (at the bound: 1D N = 128 or 2D N = 11 at B = 8; README "Zero
+#: padding" times a run of ``amutheory boundary``, which reports each batch of draws as it goes)
 KERNEL_MAX_BP = 1024
 
 
@@ -317,8 +318,9 @@ def _diag_quadratic(G: np.ndarray, X: np.ndarray, Y: np.ndarray | None = None) -
 
 # --------------------------------------------------------------------------- input averages
 #: target relative Monte-Carlo standard error of a zero/circular ratio (draws are added in
-#: batches of :data:`DRAW_BATCH` until every depth meets it or :data:`MAX_DRAWS` is reached); the
-#: measured paired 95% CIs of the ratio are +-2..10% wide, so 0.4% is negligible against them
+#: batches of :data:`DRAW_BATCH` until every depth meets it or :data:`MAX_DRAWS` is reached); chosen
+#: small against the paired 95% CIs of the measured ratio (the zero-padding campaign's
+#: ``report.md``; README "Zero padding")
 MC_TARGET = 0.004
 DRAW_BATCH = 16
 MIN_DRAWS = 32
@@ -437,8 +439,9 @@ def exact_boundary_ratio(spec: ArchSpec, depths, input_var: float = 1.0, target:
             "method": method}
 
 
-#: target relative Monte-Carlo error of an absolute mean ``s_bar`` (the measured 95% CIs of a mean
-#: over 32-64 seeds are +-10..25% wide)
+#: target relative Monte-Carlo error of an absolute mean ``s_bar``: small against the 95% CI of a
+#: measured seed mean at the campaign's 32-64 seeds (``validate/studies/finite_width_mean.py``
+#: measures them; README "What the toolkit finds", the finite-width factor of the mean)
 MC_TARGET_MEAN = 0.02
 
 

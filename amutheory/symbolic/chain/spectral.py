@@ -196,8 +196,18 @@ def _sum_modes(depths, rates, weights, eps, fns, continuous: bool = False) -> np
     return out
 
 
+#: the input channels ``C_0`` and the width ``n`` of :func:`epsilon_expression`
+C_0, n_width = sp.symbols("C_0 n", positive=True, integer=True)
+
+
+def epsilon_expression() -> sp.Expr:
+    """``epsilon = C_0 / n``: the first layer's Gram weight against a hidden layer's (module
+    docstring)."""
+    return C_0 / n_width
+
+
 def _epsilon(spec: ArchSpec) -> float:
-    return spec.input_channels / spec.width
+    return float(epsilon_expression().subs({C_0: spec.input_channels, n_width: spec.width}))
 
 
 def spectral_layer_moments(spec: ArchSpec, layers, input_var: float = 1.0) -> np.ndarray:
@@ -241,7 +251,8 @@ def spectral_constants(spec: ArchSpec, input_var: float = 1.0) -> dict[str, Cons
         "a": Constant("a", w0, "exact", note=note + ": zero-mode weight"),
         "b": Constant("b", w0, "exact", note=note + ": b = a, the zero mode's Marchenko-Pastur growth"),
         "e": Constant("e", e_inf, "exact", note=note + ": saturated non-zero modes, l -> oo"),
-        "epsilon": Constant("epsilon", eps, "exact", note="C_0 / n: the input layer's Gram weight"),
+        "epsilon": Constant("epsilon", eps, "exact", expr=sp.sstr(epsilon_expression()),
+                            note="the input layer's Gram weight"),
         "gamma": Constant("gamma", 0.0, "convention", note="infinite width"),
         "r_1": Constant("r_1", r1, "exact", note="slowest non-zero mode: e(l) - e ~ r_1^l"),
         "modes": Constant("modes", float(len(rates)), "exact", note="modes with a non-zero weight"),

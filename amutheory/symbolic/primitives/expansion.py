@@ -118,11 +118,17 @@ def finite_width_relative_correction() -> sp.Expr:
     return sp.cancel(sp.summation(sp.expand(l * s), (l, 1, L)) / sp.summation(s, (l, 1, L)))
 
 
-def lognormal_mean_factor() -> sp.Expr:
-    """``E[s_bar] / typical(s_bar) = exp(sigma^2(L) / 2)`` for lognormal seeds with
-    ``sigma^2(L) = sigma2_0 + kappa L^p`` (docs/theory.md section 8): ``p = 1`` for chains, ``p = -1``
-    for forward-stable residual nets (:data:`amutheory.symbolic.primitives.symbols` ``p``)."""
-    return sp.exp((sigma2_0 + kappa * L**p) / 2)
+def log_spread(power=p) -> sp.Expr:
+    """``sigma^2(L) = Var[ln s_bar] = sigma2_0 + kappa L^p``, the seed spread of the lognormal model
+    (docs/theory.md section 8): ``p = 1`` for chains, ``p = -1`` for forward-stable residual nets
+    (:data:`amutheory.symbolic.primitives.symbols` ``p``); ``power`` puts a number in for ``p``."""
+    return sigma2_0 + kappa * L ** sp.nsimplify(power)
+
+
+def lognormal_mean_factor(power=p) -> sp.Expr:
+    """``E[s_bar] / typical(s_bar) = exp(sigma^2(L) / 2)`` for lognormal seeds with the spread
+    ``sigma^2(L)`` of :func:`log_spread`."""
+    return sp.exp(log_spread(power) / 2)
 
 
 def lognormal_slope_shift() -> sp.Expr:

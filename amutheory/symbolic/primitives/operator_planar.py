@@ -288,8 +288,9 @@ def _mask_loop(factors: tuple, k: Kernels, cache: dict):
 def _three_point(a: np.ndarray, b: np.ndarray, three: np.ndarray) -> np.ndarray:
     """``out[..., p, q] = sum_c a[..., p, c] b[..., c, q] three[p, c, q]``: the middle of a loop with
     three masks at distinct points.  ``O(P^4)`` on a stack either way; where one factor is a single
-    kernel it is folded into ``three`` and the rest is a stack of matrix products (BLAS; about 4x
-    the plain ``einsum``, which stays for two stacks and is the tests' reference, at ``P = 64``)."""
+    kernel it is folded into ``three`` and the rest is a stack of matrix products (BLAS: faster than
+    the plain ``einsum``, which stays for two stacks and is the tests' reference;
+    ``validate/benchmark_resnet_points.py --activation relu`` times both)."""
     if a.ndim == 2 and b.ndim == 3:  # fold a: out[s, :, q] = b[s, :, q] . (a o three)[:, :, q]^T
         folded = a[:, :, None] * three  # (p, c, q)
         return np.matmul(b.transpose(2, 0, 1), folded.transpose(2, 1, 0)).transpose(1, 2, 0)

@@ -22,7 +22,8 @@ Everything below follows from ``phi``:
   ``C`` a ``B x B`` coupling of the samples.  ``nu`` runs from ``m`` (every sample coupled, ``C``
   of rank one) to ``B m`` (``C ~ I``).  So even at infinite width the loss-direction draw alone
   spreads ``ln s_bar`` by ``psi'(nu/2)`` -- ``psi'(5) = 0.221`` for the probe's ``m = 10``
-  coupled outputs -- and puts the typical value ``exp(psi(nu/2) - ln(nu/2))`` below the mean:
+  coupled outputs (derived: :func:`chi_square_var` ``(10)``) -- and puts the typical value
+  ``exp(psi(nu/2) - ln(nu/2))`` below the mean:
   a spread that does not shrink with width.
 
 The participation ratio ``(tr M)^2 / tr(M^2)`` equals ``nu`` for equal eigenvalues; it is the
@@ -40,8 +41,9 @@ effective number of directions the form spreads over.
       E[ln s_bar] - ln E[s_bar] = [psi(m/2) - ln(m/2)] + 2 [psi(f/2) - ln(f/2)] - ln(1 + 2/f),
 
   the last term being ``ln E[(chi^2_f/f)^2]`` from the same Mellin moment at ``s = 2``.  For the
-  probe's ``m = 10``, ``c_in = 3``: 3.96 and -1.35 -- the typical value of a dense net is a quarter of
-  its mean, at any width.
+  probe's ``m = 10``, ``c_in = 3`` they are 3.96 and -1.35 (derived: :func:`dense_spread` ``(10, 3)``;
+  ``tests/test_spread.py`` holds these figures to it) -- the typical value of a dense net is a
+  quarter of its mean, at any width.
 """
 
 from __future__ import annotations

@@ -29,12 +29,12 @@ products ``rho4 = 1 + sum_f (r_f - 1)`` (:func:`fourth_moment_ratio`).  The cros
 Jacobian: the first layer's update reaches the stream through ``W_2 D^2 W_2^T`` (``D^2`` for ``conv``),
 which is also in ``J J^T``.  So ``tau(Src J J^T) = eps^2 src + src_cov``, ``src_cov`` the covariance
 (``alpha^4 base s1 s2^2 D4`` with Marchenko-Pastur's ``tau((W D^2 W^T)^2) = s^2 (D2^2 + D4)``;
-``alpha^4 q s1 (D4 - D2^2)`` for ``conv``).  It is ``O(1/K^2)`` per block and moves ``s`` by up to
-4% at K = 4 (ReLU conv-mlp; measured/law 1.031 +- 0.008 without it, 1.009 +- 0.008 with it, 400
-seeds). The coherent order is ``lambda = 0``, which keeps ``m2 = m1^2``: the spread ``lambda m1^2``
-is of order ``1/K`` per block, but it multiplies ``m1^2 ~ K^2`` and accumulates over ``K`` blocks,
-so it changes ``s`` at order one and steepens the per-block profile (a function of ``i/K``; the
-exponent is unchanged).
+``alpha^4 q s1 (D4 - D2^2)`` for ``conv``).  It is ``O(1/K^2)`` per block, so it matters at small K:
+real nets at K = 4 resolve it (README "Residual networks", "The spread, derived, for dense nets",
+gives measured/law with and without it).  The coherent order is ``lambda = 0``, which keeps
+``m2 = m1^2``: the spread ``lambda m1^2`` is of order ``1/K`` per block, but it multiplies
+``m1^2 ~ K^2`` and accumulates over ``K`` blocks, so it changes ``s`` at order one and steepens the
+per-block profile (a function of ``i/K``; the exponent is unchanged).
 
 **The first branch layer's pre-activation** ``h = W_1 x`` (``W_1 phi(x)`` for ``preact``) of block
 ``i`` reads the stream through ``g_{i-1} = g_i + J_i^T g_i``, whose second part holds its own
@@ -55,12 +55,13 @@ also weights ``m1, m2`` there), and for ``preact`` the stream itself is a pre-ac
 **Scope.**  Branches ``conv``, ``conv-mlp``, ``preact`` with linear or ReLU; every forward-stable
 init.  ``preact`` with ReLU is not free: its stream masks ``phi'(x_j)`` persist from block to block
 (``x`` moves by ``O(K^{-1/2})`` per block), so ``M`` is not free of the next mask, and the measured
-``s`` exceeds this free law by ~20% at K = 32.  :func:`layer_moments` hands that case to the
-coordinate law of :mod:`amutheory.symbolic.resnet.preact`, which carries the masks' persistence
-exactly (and equals this law when the masks are made independent).  Spatial nets (``kernel, spatial > 1``)
-are refused too: there the stream's position-position correlation grows along depth and the
-position sums of the sources grow with it (measured: their profile is steeper than the dense
-one), which this law does not carry.  Left out everywhere: the ``O(1/n)`` finite-width terms
+``s`` exceeds this free law, increasingly with K where the stream grows (README "Residual networks",
+"The spread, derived, for dense nets"; derivations/03, section 5e).  :func:`layer_moments` hands
+that case to the coordinate law of :mod:`amutheory.symbolic.resnet.preact`, which carries the
+masks' persistence exactly (and equals this law when the masks are made independent).  Spatial nets
+(``kernel, spatial > 1``) are refused too: there the stream's position-position correlation grows
+along depth and the position sums of the sources grow with it (measured: their profile is steeper
+than the dense one), which this law does not carry.  Left out everywhere: the ``O(1/n)`` finite-width terms
 (only the stem's source, ``f q_0 / n``, is kept, being exact) and ``O(K^{-2})`` non-free terms.
 """
 
@@ -72,6 +73,7 @@ import numpy as np
 import sympy as sp
 
 from amutheory.spec import ArchSpec
+from amutheory.symbolic.primitives.spread import dense_spread_expressions, fan_in_f
 from amutheory.symbolic.resnet.init import K, branch_multiplier, layer_variance_factors
 
 # symbols of one block: stream and trace moments before it, weights, activation moments
@@ -80,6 +82,8 @@ alpha, v1, v2, c = sp.symbols("alpha v1 v2 c", positive=True)
 #: moments at the branch pre-activation h: E phi'(h)^2, E phi'(h)^4, E phi(h)^2; and at the stream
 #: x (preact): E phi'(x)^2, E phi'(x)^4, E phi(x)^2
 D2h, D4h, Mh, D2x, D4x, Mx = sp.symbols("D2_h D4_h M_h D2_x D4_x M_x", positive=True)
+#: the stem's input channels, kernel and spatial dimension: its fan-in is ``f = c_in k^d``
+c_in, k_stem, d_stem = sp.symbols("c_in k d", positive=True, integer=True)
 
 #: homogeneous activations with exact Gaussian moments (``E phi'^2, E phi'^4`` constant, ``E phi^2``
 #: linear in the variance): the law's expectation over the stem's draw is exact for them
@@ -202,10 +206,26 @@ def stem_fan_in(spec: ArchSpec) -> int:
     return spec.input_channels * spec.kernel**spec.dim
 
 
+@functools.lru_cache(maxsize=None)
+def stem_moment_expression() -> sp.Expr:
+    """``E[q_0^2] / input_var^2`` in the symbols ``c_in, k, d`` (:data:`c_in`, :data:`k_stem`,
+    :data:`d_stem`): the stem's per-coordinate variance is ``input_var chi^2_f / f`` at infinite width
+    (``f = c_in k^d``, the stem's fan-in; the law's only average over the draw), so this is the
+    chi-square Mellin moment ``E[(chi^2_f / f)^2]`` that SymPy integrates in
+    :func:`amutheory.symbolic.primitives.spread.dense_spread_expressions`, at ``f = c_in k^d``:
+    ``1 + 2/(c_in k^d)``."""
+    moment = dense_spread_expressions()["stem_second_moment"]
+    return sp.simplify(moment.subs(fan_in_f, c_in * k_stem**d_stem))
+
+
+@functools.lru_cache(maxsize=None)
+def _stem_moment_fn():
+    return sp.lambdify((c_in, k_stem, d_stem), stem_moment_expression(), "math")
+
+
 def stem_moment(spec: ArchSpec) -> float:
-    """``E[q_0^2] / input_var^2 = 1 + 2/f``, ``f = c_in k^d``: the stem's per-coordinate variance is
-    ``input_var chi^2_f / f`` at infinite width (the law's only average over the draw)."""
-    return 1 + 2 / stem_fan_in(spec)
+    """:func:`stem_moment_expression` at ``spec``'s input channels, kernel and dimension."""
+    return float(_stem_moment_fn()(spec.input_channels, spec.kernel, spec.dim))
 
 
 #: the parts of :func:`layer_moments`: everything, the stream's update as read (the ``preact``
@@ -236,7 +256,8 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True, p
 def free_layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True, part: str = "all") -> np.ndarray:
     """The free law's :func:`layer_moments` (every block's operators free of what came before), for
     every net :func:`_check` admits; for ``preact`` with ReLU it is not the law (its stream masks
-    persist: ~20% low at K = 32) and is kept for comparison."""
+    persist, and it falls below the measured ``s`` as K grows: derivations/03, section 5e) and is kept
+    for comparison."""
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
     from amutheory.symbolic.resnet.coherent import _stream_path  # the mean-field q path (with the ReLU mean)

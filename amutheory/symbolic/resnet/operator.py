@@ -48,8 +48,8 @@ persist from block to block: the dense net needs the coordinate law).
 
 **Scope and cost.**  Identity shortcuts, every forward-stable init; any kernel, size, batch and
 dimension with ``B N^d <=`` :data:`MAX_POINTS`.  A block costs ``O(P^4)`` (``Phi`` on every point's
-diagonal): about 0.065 s at ``P = 64``.  Left out: the ``O(1/n)`` terms (the stem's own source, exact,
-is kept), as in the dense and mode laws.
+diagonal; ``validate/benchmark_resnet_points.py`` times it).  Left out: the ``O(1/n)`` terms (the
+stem's own source, exact, is kept), as in the dense and mode laws.
 """
 
 from __future__ import annotations

@@ -71,12 +71,13 @@ is a quadratic form in the loss directions, so the whole law of ``ln s_bar`` ove
 to ``ln E s_bar``, its variance) is a Monte Carlo over joint draws of inputs and loss directions;
 at ``kernel = spatial = batch = 1`` it is the dense closed form of :mod:`amutheory.symbolic.primitives.spread`.
 
-**Measured** (README, "Residual networks"): on the campaign's three linear configs (kernel 3,
-N = 8, B = 8, K = 2..256), nothing fitted, the law of the mean and the typical value lie inside the
-95% CI at 48 of 48 (config, K, statistic) at n = 128 and 45 of 48 at n = 64; real nets at n = 256
-give measured/law 1.01-1.02 (1024 seeds).  What is left is the ``O(1/n)`` excess of the measured
-``s`` (~+9% at n = 64, ~+5% at 128, ~+1.5% at 256) and of its spread (``Var ln s_bar`` ~+0.15 at
-n = 64, ~+0.08 at 128, ~+0.04 at 256).
+**Measured**: the residual campaign holds this law, nothing fitted, against its three linear
+configs at every K for the mean and the typical value (``amutheory validate``: the report's
+``exact_law``), and ``tests/test_resnet_spectral.py`` against real nets; README "Residual networks"
+("The exact law of *linear* spatial residual nets") reports both.  What the law leaves out shows
+there as an ``O(1/n)`` excess of the measured ``s`` and of its spread (``Var ln s_bar``) over the
+law's, shrinking as the width grows (``validate/studies/resnet_width_law.py`` measures it across
+widths).
 """
 
 from __future__ import annotations

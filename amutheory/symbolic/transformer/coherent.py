@@ -50,7 +50,8 @@ ASSUMPTIONS = [
 
 EFFECTIVE_DEPTH_ASSUMPTIONS = [
     "the second paper's claim: the chain law holds with L replaced by the effective depth "
-    "L_eff = 2K + 2 (shortest input -> output path: embedding, two residual additions per block, head)",
+    f"L_eff = {sp.sstr(BLOCK_WEIGHT * sp.Symbol('K') + STEM_AND_HEAD)} (shortest input -> output path: embedding, "
+    "two residual additions per block, head)",
     "chain constants a, b, e, epsilon calibrated on shallow nets (no derivation of them for attention)",
 ]
 

@@ -19,8 +19,8 @@ default ``results/resnet_width_slope_<branch>_<init>_<activation>.csv``) as soon
 done; a rerun with the same arguments skips the blocks already there (resume), and a run with
 another set-up into the same file is refused.  Bad input prints one line and exits 2.
 
-    python validate/resnet_width_slope.py                                    # conv-mlp, k-squared
-    python validate/resnet_width_slope.py --init k-all --widths 64,128 --depths 64,256 --json
+    python validate/studies/resnet_width_slope.py                                    # conv-mlp, k-squared
+    python validate/studies/resnet_width_slope.py --init k-all --widths 64,128 --depths 64,256 --json
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from amutheory.api import derive
 from amutheory.measure.probe import probe
 from amutheory.spec import BRANCHES, INITS, ArchSpec
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # validate/, for _blocks.py
 from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, positive_ints, read_rows  # noqa: E402
 
 COLUMNS = ("branch", "init", "activation", "spatial", "width", "depth", "seed", "s_bar")

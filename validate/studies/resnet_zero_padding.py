@@ -21,8 +21,8 @@ Every (depth, padding) is one block of seeds appended to ``--out`` (CSV, one lin
 the same arguments skips the blocks already there (resume), and a run with another set-up into the
 same file is refused.  Bad input prints one line and exits 2.
 
-    python validate/resnet_zero_padding.py                                  # conv-mlp k-last linear
-    python validate/resnet_zero_padding.py --activation relu --depths 2,8,32 --json
+    python validate/studies/resnet_zero_padding.py                                  # conv-mlp k-last linear
+    python validate/studies/resnet_zero_padding.py --activation relu --depths 2,8,32 --json
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from amutheory.spec import BRANCHES, INITS, ArchSpec
 from amutheory.symbolic.resnet import operator as resnet_operator
 from amutheory.symbolic.resnet.coherent import is_forward_stable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # validate/, for _blocks.py
 from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, positive_ints, read_rows  # noqa: E402
 
 COLUMNS = ("branch", "init", "activation", "spatial", "batch", "width", "depth", "padding", "seed", "s_bar", "law")

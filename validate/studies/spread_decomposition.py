@@ -17,9 +17,9 @@ range checked on random couplings, not proved): the script prints both.  A part 
 Every (width, depth) is one block of seeds appended to ``--out`` as soon as it is done; a rerun
 with the same arguments skips finished blocks (resume), and a file of another set-up is refused.
 
-    python validate/spread_decomposition.py                       # conv-mlp/k-squared/ReLU resnet
-    python validate/spread_decomposition.py --branch conv-mlp --init k-last --activation linear
-    python validate/spread_decomposition.py --family conv --depths 4,8,16 --widths 32,64,128
+    python validate/studies/spread_decomposition.py                       # conv-mlp/k-squared/ReLU resnet
+    python validate/studies/spread_decomposition.py --branch conv-mlp --init k-last --activation linear
+    python validate/studies/spread_decomposition.py --family conv --depths 4,8,16 --widths 32,64,128
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from amutheory.measure.loss_form import DECOMPOSITION_KEYS, PER_SEED_KEYS, measu
 from amutheory.spec import ArchSpec, BRANCHES, INITS
 from amutheory.symbolic.primitives.spread import chi_square_var
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # validate/, for _blocks.py
 from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, positive_ints, read_rows  # noqa: E402
 
 SETUP = ("family", "branch", "init", "activation", "kernel", "spatial", "batch", "outputs")

@@ -19,10 +19,10 @@ Every (config, K) is one block of seeds appended to ``--out`` (CSV; default
 ``<campaign>/point_law.csv``) as soon as it is done; a rerun resumes after the blocks already
 there.  Bad input prints one line and exits 2.
 
-    python validate/resnet_point_law.py --campaign results/resnet-wide
-    python validate/resnet_point_law.py --campaign results/quick --depths 4,16 --seeds 16 --json
-    python validate/resnet_point_law.py --campaign results/quick --depths 128 --fresh   # held_out_reseed.csv's seeds
-    python validate/resnet_point_law.py --campaign results/quick --depths 128 --fresh held_out_reseed_2000.csv
+    python validate/studies/resnet_point_law.py --campaign results/resnet-wide
+    python validate/studies/resnet_point_law.py --campaign results/quick --depths 4,16 --seeds 16 --json
+    python validate/studies/resnet_point_law.py --campaign results/quick --depths 128 --fresh   # held_out_reseed.csv's seeds
+    python validate/studies/resnet_point_law.py --campaign results/quick --depths 128 --fresh held_out_reseed_2000.csv
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import numpy as np
 from amutheory.measure.probe import law_given_seeds
 from amutheory.spec import ArchSpec, ProbeProtocol
 from amutheory.symbolic.resnet import operator as resnet_operator
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # validate/, for _blocks.py
 from _blocks import RESEED_FILE, OneLineParser, append_rows, positive_ints, read_rows, seed_s_bar  # noqa: E402
 
 COLUMNS = ("config", "padding", "depth", "seed", "s_bar", "law")
@@ -52,7 +52,7 @@ def parse(argv=None):
     p.add_argument("--seeds", type=int, default=32, help="the campaign's first seeds to use (default 32)")
     p.add_argument("--fresh", nargs="?", const=RESEED_FILE, default=None, metavar="FILE",
                    help=f"the fresh seeds of <campaign>/FILE (default {RESEED_FILE}; "
-                        "validate/resnet_held_out_reseed.py --out; the held-out K) instead of the campaign's own")
+                        "validate/studies/resnet_held_out_reseed.py --out; the held-out K) instead of the campaign's own")
     p.add_argument("--out", default=None, help="CSV written as it goes (default <campaign>/point_law.csv; with "
                    "--fresh point_law_fresh.csv, or point_law_<FILE stem>.csv for another FILE)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -65,7 +65,7 @@ def parse(argv=None):
     if args.fresh and Path(args.fresh).name != args.fresh:
         p.error(f"--fresh names a file inside the campaign folder, got the path {args.fresh!r}")
     if args.fresh and not (folder / args.fresh).exists():
-        p.error(f"--fresh: {folder} has no {args.fresh} (validate/resnet_held_out_reseed.py writes it)")
+        p.error(f"--fresh: {folder} has no {args.fresh} (validate/studies/resnet_held_out_reseed.py writes it)")
     return args
 
 

@@ -12,9 +12,9 @@ Every width is one block of seeds appended to ``--out`` (CSV, one line per seed)
 is done; a rerun with the same arguments skips the widths already there (resume), and a run
 with other arguments into the same file is refused.
 
-    python validate/finite_width_mean.py                          # L = 8, n = 32..256, 256 seeds
-    python validate/finite_width_mean.py --depth 16 --widths 64,128,256 --seeds 128 --json
-    python validate/finite_width_mean.py --activation relu --spatial 8 --depth 16 --widths 32,64,128,256
+    python validate/studies/finite_width_mean.py                          # L = 8, n = 32..256, 256 seeds
+    python validate/studies/finite_width_mean.py --depth 16 --widths 64,128,256 --seeds 128 --json
+    python validate/studies/finite_width_mean.py --activation relu --spatial 8 --depth 16 --widths 32,64,128,256
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from amutheory.api import derived_mean
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.chain import kernel_law
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # validate/, for _blocks.py
 from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, positive_ints, read_rows  # noqa: E402
 
 COLUMNS = ("depth", "width", "spatial", "kernel", "dim", "batch", "seed", "s_bar", "activation", "padding")

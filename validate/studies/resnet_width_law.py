@@ -19,9 +19,9 @@ Every ``--chunk`` of seeds of a (K, width) is appended to ``--out`` (CSV) as soo
 rerun with the same set-up measures only the seeds not yet there (so more ``--seeds`` adds to the
 blocks), a different set-up into the same file is refused.  Bad input prints one line and exits 2.
 
-    python validate/resnet_width_law.py                      # ReLU conv-mlp/k-last, N = 4, B = 1, K = 4
-    python validate/resnet_width_law.py --depths 16 --spatial 8 --batch 8 --widths 128,256,512 --seeds 128
-    python validate/resnet_width_law.py --activation linear --padding zero --json
+    python validate/studies/resnet_width_law.py                      # ReLU conv-mlp/k-last, N = 4, B = 1, K = 4
+    python validate/studies/resnet_width_law.py --depths 16 --spatial 8 --batch 8 --widths 128,256,512 --seeds 128
+    python validate/studies/resnet_width_law.py --activation linear --padding zero --json
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ import scipy.stats
 from amutheory.measure.probe import law_given_seeds, probe
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.resnet import operator as resnet_operator
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # validate/, for _blocks.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # validate/studies/, for resnet_point_law.py
 from _blocks import OneLineParser, add_block_options, append_rows, check_seeds, positive_ints, read_rows, spec_or_error  # noqa: E402,E501
 from resnet_point_law import summarise  # noqa: E402
 

@@ -4,7 +4,7 @@ The campaign's calibrated laws (coherent, dense-shape) fit their finite-K terms;
 held-out K = 128, 256 of several configs by 5-11% after fitting K <= 64 to a few percent.  Where an exact
 infinite-width law of the net exists (linear nets, mode by mode; spatial ReLU conv-mlp nets, over their
 points with the masks), it has every K-dependence with nothing fitted, and what it leaves out at finite
-width is measured to be a depth-independent ``1 + c/n`` (``validate/resnet_width_law.py``).  The
+width is measured to be a depth-independent ``1 + c/n`` (``validate/studies/resnet_width_law.py``).  The
 limit-shape law (:func:`amutheory.api.limit_shape_predictor`) is that law times one amplitude ``rho``,
 calibrated on the campaign's calibration depths with the campaign's lognormal model (the typical value
 is the law times ``exp(-sigma^2/2)``, ``sigma^2 = sigma2_0 + kappa / K``); every other K is held out.
@@ -15,7 +15,7 @@ re-measured) and each config the law covers: the law at every campaign depth (:f
 written to ``--out`` (CSV; default ``<campaign>/limit_shape.csv``) a config at a time as soon as it is
 done, so a rerun resumes; then per statistic the calibration, the prediction at every depth against the
 measured 95% CI (the campaign's own CIs and joint test), the test with the calibration's own error put in,
-and, where the campaign has ``held_out_reseed.csv`` (``validate/resnet_held_out_reseed.py``; ``--fresh-file``
+and, where the campaign has ``held_out_reseed.csv`` (``validate/studies/resnet_held_out_reseed.py``; ``--fresh-file``
 names another seed set's file), the held-out K against the CI of those fresh seeds and of both seed sets
 pooled.
 
@@ -24,12 +24,12 @@ With fresh seeds it also checks the rule "limit-shape where an exact law covers 
 over every forward-stable residual config of the campaigns given, per width, and puts the number of
 configs passing against what an exact law would pass on those seeds
 (:func:`amutheory.campaign.draws.pass_count_null`: the rows' sampling errors correlated as the fresh
-seeds' per-seed values say).  ``validate/PREREGISTERED.md`` is the check this was written for.  Bad input
+seeds' per-seed values say).  ``validate/plans/PREREGISTERED.md`` is the check this was written for.  Bad input
 prints one line and exits 2.
 
-    python validate/resnet_limit_shape.py --campaign results/quick --campaign results/resnet-wide
-    python validate/resnet_limit_shape.py --campaign results/quick --configs resnet-conv-mlp-k-all-relu --json
-    python validate/resnet_limit_shape.py --campaign results/quick --campaign results/quick-preact \
+    python validate/studies/resnet_limit_shape.py --campaign results/quick --campaign results/resnet-wide
+    python validate/studies/resnet_limit_shape.py --campaign results/quick --configs resnet-conv-mlp-k-all-relu --json
+    python validate/studies/resnet_limit_shape.py --campaign results/quick --campaign results/quick-preact \
         --fresh-file held_out_reseed_2000.csv
 """
 
@@ -56,7 +56,7 @@ from amutheory.campaign.presets import CampaignConfig
 from amutheory.campaign.results import load_measurement, read_results
 from amutheory.spec import ArchSpec, ProbeProtocol
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # validate/, for _blocks.py
 from _blocks import RESEED_FILE, OneLineParser, append_rows, read_rows, seed_s_bar  # noqa: E402
 
 COLUMNS = ("config", "width", "draws", "depth", "law", "log_shape_se")

@@ -17,9 +17,9 @@ Every (config, depth) is one block of seeds appended to ``--out`` (CSV; default
 ``DIR/held_out_reseed.csv``) as soon as it is done; a rerun resumes after the blocks already
 there, and a file of another campaign is refused.  Bad input prints one line and exits 2.
 
-    python validate/resnet_held_out_reseed.py --campaign results/resnet-wide --only resnet-preact-k-all-relu
-    python validate/resnet_held_out_reseed.py --campaign results/quick --seeds 48 --json
-    python validate/resnet_held_out_reseed.py --campaign results/resnet-wider --chunk 6   # n = 256: ~14 GB
+    python validate/studies/resnet_held_out_reseed.py --campaign results/resnet-wide --only resnet-preact-k-all-relu
+    python validate/studies/resnet_held_out_reseed.py --campaign results/quick --seeds 48 --json
+    python validate/studies/resnet_held_out_reseed.py --campaign results/resnet-wider --chunk 6   # n = 256: ~14 GB
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from amutheory.campaign.analysis_resnet import LAW_ROWS, selected_law
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec, ProbeProtocol
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # validate/, for _blocks.py
 from _blocks import (RESEED_FILE, OneLineParser, add_block_options, append_rows, check_seeds,  # noqa: E402
                      read_rows, seed_s_bar)
 

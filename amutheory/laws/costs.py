@@ -1,0 +1,66 @@
+"""Cost models of the laws: seconds on one core, from the shapes of the work.
+
+Each unit below is **calibrated**: timed on this project's 2-core AMD EPYC CPU machine (one torch
+thread, other work running beside it, so the estimates err on the long side) by
+``python validate/benchmark_law_costs.py``, which prints every estimate next to the time it measures.
+An estimate is meant to tell a one-minute job from a one-hour job, not to be accurate to 10%.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from amutheory.spec import ArchSpec
+
+#: seconds per (block x input draw) of the residual law over the points, at ``P = B N^d`` points
+#: (calibrated: ReLU conv-mlp, P = 16, 64, 128; the law recurses once up to the deepest K, so its cost
+#: grows with the deepest K, not with the number of depths).  Between and beyond the points the
+#: cost is interpolated log-log and extrapolated with the last slope.
+POINTS_UNIT = {16: 0.0125, 64: 0.51, 128: 40.0}
+#: the law over the points' fixed start-up (its SymPy block law), seconds
+POINTS_FIXED = 2.0
+#: seconds of the kernel law per unit of ``B^2 P^3`` and layer (calibrated: ReLU, zero padding, N = 8..32,
+#: B = 8), plus its fixed start-up
+KERNEL_UNIT, KERNEL_FIXED = 1.5e-7, 2.0
+#: seconds of the probe per ``width^2 x N^d x B`` and measured layer of one seed (calibrated: conv chains
+#: at width 256, N = 16, and residual nets at width 64, N = 8, batch 8, in float64), plus a fixed start-up
+PROBE_UNIT, PROBE_FIXED = 6e-9, 2.0
+#: seconds of a closed form or a finite sum over modes or positions, most of it the SymPy derivation and
+#: lambdify on a law's first use in a process (the sums themselves take under a second at the sizes covered)
+FINITE_SUM_SECONDS = 8.0
+
+
+def points_seconds(spec: ArchSpec, deepest: int, draws: int, paddings: int = 1) -> float:
+    """Seconds of the residual law over the points: ``draws x (deepest + 1) x unit(P)`` (the +1: the
+    neighbour the local slope reads), times ``paddings`` (zero and circular on the same draws: 2)."""
+    p = spec.batch * spec.positions
+    xs = np.log(list(POINTS_UNIT))
+    ys = np.log(list(POINTS_UNIT.values()))
+    lx = np.log(p)
+    if lx <= xs[0]:
+        unit = ys[0] + (lx - xs[0]) * (ys[1] - ys[0]) / (xs[1] - xs[0])
+    elif lx >= xs[-1]:
+        unit = ys[-1] + (lx - xs[-1]) * (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+    else:
+        unit = np.interp(lx, xs, ys)
+    return float(POINTS_FIXED + draws * (deepest + 1) * np.exp(unit) * paddings)
+
+
+def kernel_seconds(spec: ArchSpec, deepest: int) -> float:
+    """Seconds of the kernel law's input average: ``B^2 P^3`` per layer up to the deepest depth + 1."""
+    return KERNEL_FIXED + KERNEL_UNIT * spec.batch**2 * spec.positions**3 * (deepest + 1)
+
+
+def layers_of(spec: ArchSpec, depth: int) -> int:
+    """Pre-activations the probe measures in a net of ``depth`` (blocks for residual nets and Transformers)."""
+    if spec.family == "resnet":
+        from amutheory.symbolic.resnet.coherent import preactivations_per_block
+
+        return preactivations_per_block(spec.branch) * depth
+    return depth  # a conv chain's layers; a Transformer's blocks (one MLP pre-activation each)
+
+
+def probe_seconds(spec: ArchSpec, depths, seeds: int) -> float:
+    """Seconds of measuring ``seeds`` nets at each of ``depths`` with the probe."""
+    per_layer = PROBE_UNIT * spec.width**2 * spec.positions * spec.batch
+    return PROBE_FIXED + seeds * per_layer * sum(layers_of(spec, int(d)) for d in depths)

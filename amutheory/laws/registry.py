@@ -1,0 +1,102 @@
+"""The registry of every law and the choice of the best one for a spec.
+
+Adding a law is one module (a :class:`~amutheory.laws.contract.Law` subclass) and one line here
+(its instance in :data:`REGISTRY`'s tuple); ``ARCHITECTURE.md`` shows it step by step.
+
+:func:`best_law` takes, among the laws that cover a spec and may be chosen by default, the most
+exact (:data:`~amutheory.laws.contract.EXACTNESS`: exact, then Monte Carlo, then calibrated; ties in
+registry order) whose cost estimate fits the budget; a calibrated law is always within reach (it is
+what the default did before there was a choice).  The choice records which law, why, and each more
+exact law it passed over with the reason (not covering, not a default, or its cost estimate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from amutheory.laws import chain, resnet, transformer
+from amutheory.laws.contract import EXACTNESS, Law
+from amutheory.spec import ArchSpec
+
+#: every law, by name, in the order the choice breaks ties
+REGISTRY: dict[str, Law] = {law.name: law for law in (*chain.LAWS, *resnet.LAWS, *transformer.LAWS)}
+#: seconds a default prediction may spend on a more exact law (about a minute on 2 cores)
+DEFAULT_BUDGET_S = 60.0
+
+
+@dataclass
+class Choice:
+    """The law :func:`best_law` chose (``law``), the reason, and the laws passed over: ``skipped``
+    (covering and more exact, but over the budget: name, estimate, reason), ``not_default`` (covering
+    and more exact, but chosen only on request) and ``not_covering`` (name, reason)."""
+
+    law: Law
+    reason: str
+    skipped: list = field(default_factory=list)
+    not_default: list = field(default_factory=list)
+    not_covering: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"law": self.law.name, "exactness": self.law.exactness, "reason": self.reason,
+                "skipped_for_cost": self.skipped, "not_default": self.not_default, "not_covering": self.not_covering}
+
+
+def get_law(name: str) -> Law:
+    """The registered law called ``name`` (``ValueError`` listing the names otherwise)."""
+    if name not in REGISTRY:
+        raise ValueError(f"law: no law called {name!r}; registered: {', '.join(REGISTRY)}")
+    return REGISTRY[name]
+
+
+def laws_of(family: str) -> list[Law]:
+    """The registered laws of ``family``, most exact first (registry order within a class)."""
+    return sorted((law for law in REGISTRY.values() if law.family == family), key=lambda law: EXACTNESS.index(
+        law.exactness))
+
+
+def covering(spec: ArchSpec) -> list[tuple[Law, object]]:
+    """``(law, coverage)`` of every law of ``spec``'s family, most exact first."""
+    return [(law, law.covers(spec)) for law in laws_of(spec.family)]
+
+
+def best_law(spec: ArchSpec, depths, budget_s: float = DEFAULT_BUDGET_S, **cost_args) -> Choice:
+    """The most exact default law that covers ``spec`` within ``budget_s`` seconds (estimate).
+    ``cost_args``: ``calibration_depths``, ``calibration_seeds`` for the calibrated laws' estimates.
+    ``ValueError`` when no law of the family covers ``spec`` (with each law's reason)."""
+    if not budget_s > 0:
+        raise ValueError(f"budget_s must be > 0, got {budget_s!r}")
+    skipped, not_default, not_covering = [], [], []
+    for law, coverage in covering(spec):
+        if not coverage:
+            not_covering.append({"law": law.name, "reason": coverage.reason})
+            continue
+        if not law.default_candidate:
+            not_default.append({"law": law.name, "reason": law.not_default_because})
+            continue
+        cost = law.cost(spec, depths, **cost_args)
+        if cost.seconds > budget_s and law.exactness != "calibrated":
+            skipped.append({"law": law.name, "estimate_s": round(cost.seconds, 1), "cost": cost.to_dict(),
+                            "reason": f"estimated {_duration(cost.seconds)} > budget {_duration(budget_s)}"})
+            continue
+        return Choice(law, _reason(law, coverage, cost, skipped, budget_s), skipped, not_default, not_covering)
+    reasons = {}
+    for d in not_covering + not_default:
+        reasons.setdefault(d["reason"], []).append(d["law"])
+    why = "; ".join(f"{', '.join(laws)}: {reason}" for reason, laws in reasons.items())
+    raise ValueError(f"no law covers this {spec.family} net by default ({why})")
+
+
+def _reason(law: Law, coverage, cost, skipped: list, budget_s: float) -> str:
+    more_exact = [d["law"] for d in skipped]
+    words = f"{law.name}: the most exact law that covers this net" if not more_exact else (
+        f"{law.name}: the most exact law within the {_duration(budget_s)} budget ({', '.join(more_exact)} "
+        f"skipped for cost)")
+    return f"{words} [{law.exactness}; {coverage.reason}; estimated {_duration(cost.seconds)}]"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,270 @@
+"""What every command checks before any work: output paths, numbers, sizes and memory.
+
+:func:`preflight` runs in :func:`amutheory.cli.main` between parsing and the command, so a bad
+value ends the command in one line before anything is computed (never after a long probe, never
+with a traceback).  The rules themselves live in the spec layer (:mod:`amutheory.spec`: ranges,
+:mod:`amutheory.limits`: bounds and memory estimates, :mod:`amutheory.outputs`: paths); this module
+only says which flag each rule applies to.  The API refuses the same values: every spec field is
+checked by :class:`~amutheory.spec.ArchSpec` and the probe checks its memory itself
+(:func:`amutheory.measure.probe.probe`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+from amutheory import limits
+from amutheory.outputs import check_output_dir, check_output_file
+from amutheory.spec import (
+    SIZE_WHY, ArchSpec, check_depth, check_depth_list, check_int, check_number, check_seed_range, check_size,
+)
+
+#: the flags that lower the probe's memory (named in a memory refusal)
+PROBE_FLAGS = "--width, --spatial, --batch, --depths or --chunk"
+#: commands whose work runs torch from the start (main() sets their threads before they run)
+TORCH_COMMANDS = ("measure", "validate", "depth", "transfer", "sweep")
+#: seeds the API's predict measures at once when it calibrates (its measure's default chunk)
+CALIBRATION_CHUNK = 16
+#: orders of 1/L corrections derive computes (amutheory.symbolic.primitives.law)
+MAX_ORDER = 12
+
+
+def preflight(args) -> None:
+    """Every check of ``args.command`` (``ValueError`` with one line naming the flag); a command
+    without its own checks gets those of the flags it shares with the others."""
+    check_threads(args)
+    CHECKS.get(args.command, _shared)(args)
+
+
+def _shared(args) -> None:
+    """The flags several commands share: the architecture (when given), calibration depths, a budget."""
+    if hasattr(args, "family") and hasattr(args, "depths") and hasattr(args, "input_var"):
+        _arch(args)
+    if getattr(args, "calibration_depths", None) is not None:
+        check_depth_list("--calibration-depths", args.calibration_depths)
+    _positive("--budget", getattr(args, "budget", None))
+
+
+def threads_of(args) -> int:
+    """Torch threads of this process: ``--threads`` (default 1; ``validate`` leaves it unset)."""
+    return 1 if getattr(args, "threads", None) is None else args.threads
+
+
+def check_threads(args) -> None:
+    for flag in ("threads", "workers"):
+        value = getattr(args, flag, None)
+        if value is not None:
+            check_int(f"--{flag}", value, 1, limits.MAX_WORKERS, "more than any machine's cores")
+
+
+def _positive(flag: str, value) -> None:
+    if value is not None:
+        check_number(flag, value, positive=True)
+
+
+def _arch(args, depth: int | None = None):
+    """The spec of the architecture flags at ``depth`` (default the deepest of --depths), and
+    the probe protocol; --C and --input-var checked."""
+    from amutheory.cli import _protocol, _spec
+
+    if args.depths is not None:
+        check_depth_list("--depths", args.depths)
+    _positive("--C", getattr(args, "C", None))
+    _positive("--input-var", args.input_var)
+    if depth is None and args.depths:
+        depth = max(args.depths)
+    return _spec(args, depth=depth), _protocol(args)
+
+
+def check_probe(spec, chunk: int, seeds: int, protocol, lower: str = PROBE_FLAGS) -> None:
+    """The probe of ``spec`` at ``min(chunk, seeds)`` seeds at once fits in memory."""
+    limits.check_probe(spec, min(chunk, seeds), protocol.dtype, protocol.device, lower)
+
+
+def check_boundary_law(spec, depths) -> None:
+    """The exact zero-padding law of a conv chain at ``depths`` (and the neighbour its local slope
+    reads) fits in memory; a chain without an exact law takes the local model (no memory to speak of)."""
+    from amutheory.symbolic.chain.kernel_law import boundary_law_method
+
+    if not depths or spec.family != "conv":
+        return
+    zero = spec.with_(padding="zero", depth=max(depths))
+    method = boundary_law_method(zero)
+    deepest = max(depths) + 1
+    if method == "operator":
+        need, what = limits.operator_law_bytes(zero, deepest), f"the exact operator law at depth {deepest}"
+    elif method == "kernel":
+        need, what = limits.kernel_law_bytes(zero, deepest), f"the exact kernel law at depth {deepest}"
+    else:
+        return
+    limits.check_fits(need, what, "--depths, --spatial or --batch")
+
+
+def _derive(args) -> None:
+    spec, _ = _arch(args)
+    check_int("--order", args.order, 1, MAX_ORDER, "the series is computed to 1/L^12")
+    if spec.padding == "zero":
+        check_boundary_law(spec, args.depths)
+
+
+def _predict(args) -> None:
+    spec, protocol = _arch(args)
+    cal = check_depth_list("--calibration-depths", args.calibration_depths)
+    check_int("--calibration-seeds", args.calibration_seeds, 2, limits.MAX_SIZE, SIZE_WHY)
+    _positive("--budget", args.budget)
+    if args.constants in ("calibrate", "auto") or args.statistic == "geo":
+        cal_spec = spec.with_(padding="circular", depth=max(cal))
+        check_probe(cal_spec, CALIBRATION_CHUNK, args.calibration_seeds, protocol,
+                    "--width, --spatial, --batch or --calibration-depths")
+    if spec.padding == "zero":
+        check_boundary_law(spec, args.depths)
+
+
+def _measure(args) -> None:
+    spec, protocol = _arch(args)
+    check_seed_range(args.seed_start, args.seeds, "--seed-start", "--seeds")
+    check_size("--chunk", args.chunk)
+    check_probe(spec, args.chunk, args.seeds, protocol)
+    if args.out is not None:
+        check_output_file(args.out, "--out")
+
+
+def _boundary(args) -> None:
+    if args.depths is None:
+        raise ValueError("boundary: --depths is required")
+    depths = check_depth_list("--depths", args.depths)
+    check_number("--tolerance", args.tolerance, positive=True)
+    check_int("--draws", args.draws, 2, limits.MAX_SIZE, SIZE_WHY)
+    _positive("--input-var", args.input_var)
+    resnet = dict(branch=args.branch, init=args.init) if args.family == "resnet" else {}
+    spec = ArchSpec(family=args.family, dim=args.dim, depth=max(depths), width=args.width, kernel=args.kernel,
+                    spatial=args.spatial, padding="zero", activation=args.activation,
+                    input_channels=args.input_channels, batch=args.batch, **resnet)
+    check_boundary_law(spec, depths)
+
+
+def _validate(args) -> None:
+    from amutheory.cli import PROTOCOL_PRESETS
+    from amutheory.spec import ProbeProtocol
+
+    training = args.preset in PROTOCOL_PRESETS
+    check_size("--chunk", args.chunk)
+    check_int("--first-seed", args.first_seed, 0, limits.SEED_LIMIT - 1, "seeds are 63-bit")
+    _positive("--input-var", args.input_var)
+    protocol = ProbeProtocol(input_var=args.input_var, dtype=args.dtype, device=args.device)
+    _check_data_dir(args.data_dir)
+    _check_scheduler(args.scheduler)
+    configs = [] if training else _campaign_configs(args)
+    default = f"results/{args.preset if training else 'quick'}"
+    check_output_dir(default if args.out is None else args.out, "--out")
+    for cfg in configs:  # every config fits the probe at its deepest depth
+        deepest = max(cfg.depths + cfg.calibration_depths)
+        check_probe(cfg.spec.with_(depth=deepest), args.chunk, len(cfg.seed_list), protocol,
+                    f"--chunk (config {cfg.name})")
+
+
+def _campaign_configs(args) -> list:
+    """The configs of the one-step preset that run (those of --only; an unknown name is refused)."""
+    from amutheory.campaign.presets import resolve_preset, split_only
+
+    return resolve_preset(args.preset, split_only(args.preset, args.only))[1]
+
+
+def _check_data_dir(path) -> None:
+    if path is not None and not os.path.isdir(path):
+        raise ValueError(f"--data-dir {path}: not an existing folder")
+
+
+#: a Dask scheduler address: PROTOCOL://HOST:PORT
+_SCHEDULER = re.compile(r"[a-z][a-z0-9+.-]*://(\[[0-9a-fA-F:]+\]|[^\s/:\[\]]+):\d{1,5}/?")
+
+
+def _check_scheduler(address) -> None:
+    if address is not None and not _SCHEDULER.fullmatch(address):
+        raise ValueError(f"--scheduler must be an address like tcp://HOST:8786, got {address!r}")
+
+
+def _compare_widths(args) -> None:
+    if args.out is not None:
+        check_output_file(args.out, "--out", make_parents=True)
+
+
+def _depth(args) -> None:
+    check_number("--layer-weight", args.layer_weight, positive=True)
+    check_number("--residual-weight", args.residual_weight, minimum=0.0)
+    check_number("--norm-weight", args.norm_weight, minimum=0.0)
+    check_input_shape(args.input_shape, "--input-shape")
+    if any(not name.strip() for name in args.leaf or ()):
+        raise ValueError("--leaf: an empty name (give a module class or qualified name)")
+    if args.plot is not None:  # last: after the numbers
+        check_output_file(args.plot, "--plot")
+
+
+def check_input_shape(shape, flag: str) -> None:
+    """The zeros a traced model runs on (float32) fit in memory (the model's own memory is unknown)."""
+    if shape is not None:
+        limits.check_fits(4.0 * math.prod(shape), f"the input tensor of {flag} {','.join(map(str, shape))}", flag)
+
+
+def _transfer(args) -> None:
+    check_number("--lr", args.lr, positive=True)
+    for flag in ("from_depth", "to_depth"):
+        if getattr(args, flag) is not None:
+            check_depth(f"--{flag.replace('_', '-')}", getattr(args, flag))
+    if args.to_width is not None:
+        check_size("--to-width", args.to_width)
+    check_input_shape(args.input_shape, "--input-shape")
+    check_input_shape(args.to_input_shape, "--to-input-shape")
+    spec, _ = _arch(args, depth=args.from_depth)
+    if args.from_depth is not None and args.to_depth is not None:
+        target = spec.with_(depth=args.to_depth, width=args.to_width or spec.width)
+        for net in (spec, target):
+            limits.check_fits(limits.model_bytes(net, 1, "float64", optimizer_states=0),
+                              f"building the net of depth {net.depth}, width {net.width}",
+                              "--width, --spatial or the depths")
+
+
+def _sweep(args) -> None:
+    if args.depths is not None:
+        check_depth_list("--depths", args.depths)
+    for w in args.widths or []:
+        check_size("--widths", w)
+    for flag in ("steps", "batch_size"):
+        check_size(f"--{flag.replace('_', '-')}", getattr(args, flag))
+    check_int("--refine", args.refine, 0, limits.MAX_SIZE, SIZE_WHY)
+    if args.points is not None:
+        check_int("--points", args.points, 3, limits.MAX_SIZE, SIZE_WHY)
+    check_seed_range(args.seed_start, args.seeds, "--seed-start", "--seeds")
+    for flag in ("lrs", "lr_range"):
+        for v in getattr(args, flag) or []:
+            check_number(f"--{flag.replace('_', '-')}", v, positive=True)
+    check_number("--momentum", args.momentum, minimum=0.0, below=1.0)
+    check_number("--weight-decay", args.weight_decay, minimum=0.0)
+    check_number("--dropout", args.dropout, minimum=0.0, below=1.0)
+    _check_data_dir(args.data_dir)
+    _check_scheduler(args.scheduler)
+    check_output_dir(args.out, "--out")
+
+
+def check_training_memory(template, depths, widths, lrs: int, workers: int, vectorise: bool) -> None:
+    """The sweep's largest net, trained by ``workers`` processes at once (each on every rate at once
+    when ``vectorise``), fits in memory (weights, gradient, two optimizer states, activations)."""
+    net = template.spec.with_(depth=max(depths), width=max(widths))
+    per_run = limits.model_bytes(net, template.batch_size, template.dtype)
+    limits.check_fits(per_run * workers * (lrs if vectorise else 1),
+                      f"training depth {net.depth}, width {net.width} ({workers} workers"
+                      f"{f' x {lrs} rates at once' if vectorise else ''})",
+                      "--widths, --depths, --batch-size, --workers or use --loop", template.device)
+
+
+def _laws(args) -> None:
+    """The architecture flags are checked even without --depths (then unused): a bad value is never
+    silently ignored."""
+    _shared(args)
+
+
+CHECKS = {"derive": _derive, "predict": _predict, "laws": _laws, "measure": _measure, "boundary": _boundary,
+          "validate": _validate, "compare-widths": _compare_widths, "depth": _depth, "transfer": _transfer,
+          "sweep": _sweep}
