@@ -15,7 +15,7 @@ depths*, with one of two targets:
   ReLU nets it makes the fitted ``gamma`` negative).
 * ``target="layers"``: every ``s_l`` of every calibration net, assuming ``s_l`` does not
   depend on the net's depth -- a diagnostic of that assumption (it fails near the readout for
-  ReLU, see README).  Every number coming out of here is labelled
+  ReLU, see docs/findings/conv_chains.md).  Every number coming out of here is labelled
 ``"calibrated"`` with the depths it saw; agreement checks use other depths only.
 """
 

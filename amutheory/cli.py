@@ -1,6 +1,6 @@
-"""Command line: ``amutheory {derive,predict,laws,measure,boundary,validate,compare-widths,depth,transfer,sweep} ...`` (also ``python -m amutheory``).
+"""Command line: ``amutheory {derive,predict,laws,measure,boundary,validate,compare-widths,depth,transfer,sweep,docs} ...`` (also ``python -m amutheory``).
 
-Every command takes ``--json`` to print one JSON object (the contract in README.md) instead of
+Every command takes ``--json`` to print one JSON object (the contract in docs/json_contract.md) instead of
 text.  Bad input ends with one line ``amutheory: error: ...`` on stderr and exit status 2, before any
 work: every output path, number, size and memory estimate is checked first (:mod:`amutheory.preflight`).
 Every command takes ``--threads`` (torch threads, default 1).
@@ -547,7 +547,8 @@ def cmd_validate(args):
         lo, hi = c.get("fitted_exponent_ci") or (None, None)
         verdict = "UNSTABLE" if c["passed"] is None else ("PASS" if c["passed"] else "FAIL")
         lines.append(f"  {c['name']:<16} {verdict}  max rel. error "
-                     f"{fmt(c.get('max_rel_error'))}  fitted exponent {fmt(c.get('fitted_exponent'))} "
+                     f"{fmt(c.get('max_rel_error'))}  fitted exponent "
+                     f"({c.get('fitted_exponent_over', 'all depths')}) {fmt(c.get('fitted_exponent'))} "
                      f"[{fmt(lo)}, {fmt(hi)}]")
     _emit(args, summary, "\n".join(lines))
 
@@ -661,7 +662,7 @@ THREADS_HELP = ("torch threads of this process (default 1: on a 2-core machine t
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="amutheory", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", metavar="{derive,predict,laws,measure,boundary,validate,compare-widths,depth,transfer,sweep}",
+    sub = p.add_subparsers(dest="command", metavar="{derive,predict,laws,measure,boundary,validate,compare-widths,depth,transfer,sweep,docs}",
                            parser_class=_Parser)
     common = _Parser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -677,6 +678,7 @@ def build_parser() -> argparse.ArgumentParser:
     _depth_parser(sub, common)
     _transfer_parser(sub, common)
     _sweep_parser(sub, common)
+    _docs_parser(sub, common)
     for command in sub.choices.values():  # sweep and validate have theirs (torch threads per worker)
         if "--threads" not in command._option_string_actions:
             command.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
@@ -771,10 +773,14 @@ def _validate_parser(sub, common) -> None:
     va = sub.add_parser("validate", parents=[common], help="run a validation campaign",
                         description="Derive, predict and measure a preset of configs; write a report.")
     va.add_argument("--preset", default="quick",
-                    choices=("quick", "transfer", "resnet-wide", "resnet-wider", "paper") + PROTOCOL_PRESETS,
-                    help="one-step campaigns: quick (CPU), transfer (transformers and every LR-transfer rule, CPU), "
-                         "resnet-wide (the forward-stable residual nets of quick at width 128, CPU), resnet-wider "
-                         "(the same at width 256; on a CPU one config at a time with --only) or paper (GPU); "
+                    choices=("quick", "full-cpu", "transfer", "resnet-wide", "resnet-wider", "paper") + PROTOCOL_PRESETS,
+                    help="one-step campaigns (times: wall-clock on 2 CPU cores): quick (a first look: a ReLU and "
+                         "a linear conv chain, zero padding, a stable and an unstable residual net; ~2 min), "
+                         "full-cpu (the whole CPU campaign: chains, zero padding, every residual convention; "
+                         "~32 min), transfer (transformers and every LR-transfer rule; ~2 min), resnet-wide (the "
+                         "forward-stable residual nets of full-cpu at width 128; ~50 min, 14 GB), resnet-wider "
+                         "(the same at width 256; ~11 min per config, one at a time with --only and --chunk 6) "
+                         "or paper (GPU); "
                          "training: protocol (zero-shot transfer under training and a verdict per claim, digits "
                          "and synthetic data, under 20 min on 2 cores) or protocol-paper (CIFAR-10 from "
                          "--data-dir, sized for one GPU, smaller on a CPU); default quick")
@@ -812,7 +818,7 @@ def _compare_widths_parser(sub, common) -> None:
     cw = sub.add_parser("compare-widths", parents=[common],
                         help="one campaign's configs at two or more widths: exponents and their n -> oo limit",
                         description="Read finished campaign folders measured at different widths (e.g. "
-                                    "results/quick and results/resnet-wide) and compare, per config, the exponent "
+                                    "results/full-cpu and results/resnet-wide) and compare, per config, the exponent "
                                     "of eta* over the deepest three K at each width and its 1/n extrapolation "
                                     "with the derived exponent.")
     cw.add_argument("folders", nargs="+", help="two or more campaign folders (each with summary.json)")
@@ -909,6 +915,43 @@ def _sweep_parser(sub, common) -> None:
     g.add_argument("--loop", action="store_true", help="train one run at a time instead of all rates at once")
     g.add_argument("--no-figures", action="store_true", help="skip the figures")
     sw.set_defaults(func=cmd_sweep)
+
+
+def _docs_parser(sub, common) -> None:
+    from amutheory.site.build import DEFAULT_REPORT, DEFAULT_TIMEOUT
+
+    do = sub.add_parser("docs", parents=[common], help="build the documentation site (opens offline)",
+                        description="Build a static site into --out: an index, the course (each derivation script "
+                                    "run, its printed formulas typeset and its figures inline), the findings and "
+                                    "docs pages, the latest validation report, the CLI and API reference.  "
+                                    "Equations are MathML made at build time; no JavaScript, no network.")
+    do.add_argument("--out", required=True, metavar="DIR", help="output folder (made if missing)")
+    do.add_argument("--report", default=None, metavar="DIR",
+                    help=f"campaign folder whose report.md is the validation report (default {DEFAULT_REPORT} "
+                         f"when it has one)")
+    do.add_argument("--only", default=None, metavar="PATTERN",
+                    help="build only the course pages whose script file name matches (a glob; without * ? [ a "
+                         "prefix, e.g. 01_); the other pages are built as usual")
+    do.add_argument("--keep-going", action="store_true",
+                    help="build the rest after a course script fails (the command still exits 2 naming it)")
+    do.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                    help=f"seconds one course script may run (default {DEFAULT_TIMEOUT:g})")
+    do.set_defaults(func=cmd_docs)
+
+
+def cmd_docs(args):
+    from amutheory.site.build import build_site
+
+    progress = None if (args.json or args.quiet) else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    result = build_site(args.out, report=args.report, only=args.only, keep_going=args.keep_going,
+                        timeout=args.timeout, progress=progress)
+    if result.failures:
+        names = ", ".join(f"{k} ({v})" for k, v in result.failures.items())
+        raise CliError(f"docs: built {args.out}/index.html, but these course scripts failed: {names}")
+    lines = [f"wrote {args.out}/index.html and {len(result.pages) - 1} more pages"]
+    lines += [f"  {name}: {title}" for name, title in result.pages.items()]
+    lines += [f"  could not typeset: {e}" for e in result.math_errors]
+    _emit(args, {"out": str(args.out), "pages": result.pages, "math_errors": result.math_errors}, "\n".join(lines))
 
 
 def threading_main() -> bool:

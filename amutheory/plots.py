@@ -142,19 +142,21 @@ def _mark_calibration_depths(ax, axr, depths) -> None:
 def _finish_eta_axes(ax, axr, config_result: dict) -> None:
     """Log axes with integer depth ticks, labels, titles and legends of :func:`plot_eta_star`'s panels."""
     depths_all = [r["depth"] for stat in ("mean", "geo") for r in config_result.get("per_depth", {}).get(stat, [])]
+    blocks = config_result.get("family") in ("resnet", "transformer")  # depth = K blocks
+    sym = "K" if blocks else "L"
     for a in (ax, axr):
         a.set_xscale("log")
-        a.set_xlabel("depth L")
+        a.set_xlabel("blocks K" if blocks else "depth L")
         if depths_all:
             _integer_ticks(a, depths_all)
     ax.set_yscale("log")
     ax.set_ylabel(r"$\eta^\star = \sqrt{C/\bar s}$")
     exp = config_result.get("derived_exponent", "")
-    ax.set_title(f"{config_result.get('name', '')}: eta*(L), derived exponent {exp}")
+    ax.set_title(f"{config_result.get('name', '')}: eta*({sym}), derived exponent {exp}")
     ax.legend(fontsize=7, loc="best")
     axr.axhline(1.0, color="k", lw=0.8)
     axr.set_ylabel("predicted / measured  (band: measured 95% CI)")
-    axr.set_title("open markers / grey lines: calibration depths")
+    axr.set_title(f"open markers / grey lines: calibration {sym}")
     axr.legend(fontsize=7, loc="best")
 
 

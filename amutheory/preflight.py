@@ -259,6 +259,30 @@ def check_training_memory(template, depths, widths, lrs: int, workers: int, vect
                       "--widths, --depths, --batch-size, --workers or use --loop", template.device)
 
 
+def _docs(args) -> None:
+    """The output folder, the report folder, the course pattern and the timeout, before any work."""
+    from pathlib import Path
+
+    from amutheory.site.build import ROOT
+    from amutheory.site.course import select
+
+    check_output_dir(args.out, "--out")
+    if args.report is not None:
+        if not args.report or not Path(args.report).is_dir():
+            raise ValueError(f"--report {args.report}: not a folder")
+        if not (Path(args.report) / "report.md").is_file():
+            raise ValueError(f"--report {args.report}: has no report.md (run amutheory validate --out there first)")
+    check_number("--timeout", args.timeout, positive=True)
+    if args.timeout > 86400:
+        raise ValueError(f"--timeout must be at most 86400 seconds (a day), got {args.timeout:g}")
+    if not (ROOT / "derivations").is_dir():
+        raise ValueError("docs: needs a source checkout (no derivations/ beside the package)")
+    if args.only is not None and not args.only.strip():
+        raise ValueError("--only: an empty pattern (give a file-name prefix such as 01_, or a glob)")
+    if args.only is not None and not select(ROOT / "derivations", args.only):
+        raise ValueError(f"--only {args.only!r}: matches no course script in derivations/")
+
+
 def _laws(args) -> None:
     """The architecture flags are checked even without --depths (then unused): a bad value is never
     silently ignored."""
@@ -267,4 +291,4 @@ def _laws(args) -> None:
 
 CHECKS = {"derive": _derive, "predict": _predict, "laws": _laws, "measure": _measure, "boundary": _boundary,
           "validate": _validate, "compare-widths": _compare_widths, "depth": _depth, "transfer": _transfer,
-          "sweep": _sweep}
+          "sweep": _sweep, "docs": _docs}

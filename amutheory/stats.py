@@ -470,7 +470,7 @@ class HeldOutTest:
     degrees of freedom when the predictions are right; ``p_value = P(chi2_k >= chi2)``.
     ``bonferroni_inside[i]``: ``|t_i| <= t_{n-1}(1 - alpha/(2k))``, a family-wise level-``alpha``
     check.  (Percentile-bootstrap intervals of a lognormal mean under-cover at n = 32 -- a
-    simulation in ``tests/test_stats.py`` shows it, README "What the toolkit finds" reports the
+    simulation in ``tests/test_stats.py`` shows it, the findings pages (docs/findings/) report the
     rate -- which is why this test is parametric.)  The prediction's own uncertainty (calibrated
     constants) is not included, so the test errs on the side of rejecting."""
 

@@ -1,8 +1,10 @@
 # %% [markdown]
 # # The depth law of a conv chain, derived step by step
 #
-# Run with `python derivations/01_conv_chain_depth_law.py` (or open it as a notebook with
-# jupytext).  Every step is computed, not typed; the script ends by asserting that what it
+# Run with `python derivations/01_conv_chain_depth_law.py` (or open it as a notebook:
+# `jupytext --to notebook derivations/01_conv_chain_depth_law.py`).  The first part of the course
+# (`derivations/README.md`): it teaches where `eta* ~ L^(-3/2)` comes from and assumes only
+# Gaussian random matrices and one SGD step.  Every step is computed, not typed; the script ends by asserting that what it
 # derived equals what `amutheory` returns, and that the library's closed form is the brute-force
 # sum of the pair kernel.
 #
@@ -11,10 +13,12 @@
 # changes every pre-activation by `Delta h_l = -eta J_theta h_l grad + O(eta^2)`.
 
 # %%
+import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
 
 import amutheory
+from amutheory.course import check, show
 from amutheory.activations import get_activation
 from amutheory.symbolic.primitives import expansion
 from amutheory.symbolic.primitives.symbols import L, a, b, e, epsilon, l, m
@@ -34,7 +38,7 @@ from amutheory.symbolic.primitives.symbols import L, a, b, e, epsilon, l, m
 
 # %%
 kappa = expansion.pair_kernel()
-print("pair kernel:", kappa)
+show("kappa", kappa)
 
 # %% [markdown]
 # ### Check the MLP-limit weight numerically
@@ -67,7 +71,8 @@ ratio_se = np.hypot(rel_se, rel_se[0])
 ratio_se[0] = 0.0
 exact = [float(expansion.layer_moment_core().subs({a: 1, b: 1, epsilon: 0, l: k})) for k in range(2, depth + 1)]
 print("Monte Carlo:", np.round(ratios, 2), "+-", np.round(ratios * ratio_se, 2), " derived:", exact)
-assert np.all(np.abs(ratios / exact - 1) <= 4 * ratio_se + 1e-12)
+check("Monte Carlo pattern 1, 5, 14, 30", np.all(np.abs(ratios / exact - 1) <= 4 * ratio_se + 1e-12),
+      f"{samples} draws at n = {n}, within 4 standard errors")
 
 # %% [markdown]
 # ## 2. Summing the pairs
@@ -76,8 +81,8 @@ assert np.all(np.abs(ratios / exact - 1) <= 4 * ratio_se + 1e-12)
 
 # %%
 s_l = expansion.layer_moment_core()
-print("s_l =", sp.factor_terms(s_l))
-print("epsilon = 0:", sp.factor(s_l.subs(epsilon, 0)))
+show("s_l", sp.factor_terms(s_l))
+show("s_l|epsilon=0", sp.factor(s_l.subs(epsilon, 0)))
 
 # %% [markdown]
 # ## 3. The layer average and eta*
@@ -85,11 +90,24 @@ print("epsilon = 0:", sp.factor(s_l.subs(epsilon, 0)))
 
 # %%
 s_bar = expansion.mean_moment()
-print("s_bar(L) =", sp.collect(s_bar, L))
+show("s_bar", sp.collect(s_bar, L))
 law = amutheory.derive()
-print("exponent:", law.exponent)
-print("eta_0 =", law.prefactor)
+show("exponent", law.exponent)
+show("eta_0", law.prefactor)
 print("corrections c_1, c_2:", law.corrections(2))
+
+# %% [markdown]
+# The layer average at `a = b = 1`, `e = epsilon = 0` against its leading term `b L^2 / 12`, and the
+# resulting `eta* ~ s_bar^(-1/2)` against `L^(-3/2)`: the finite-depth terms bend the curve at small L.
+
+# %%
+Ls = np.arange(2, 65)  # s_bar(1) = e = 0 at these constants
+sb = sp.lambdify(L, s_bar.subs({a: 1, b: 1, e: 0, epsilon: 0}), "numpy")(Ls.astype(float))
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.loglog(Ls, sb ** -0.5, "o", ms=3, label="eta* = s_bar^(-1/2) (a = b = 1)")
+ax.loglog(Ls, (Ls**2 / 12.0) ** -0.5, "-", label="leading order (L^2 / 12)^(-1/2)")
+ax.set(xlabel="depth L", ylabel="eta* (units of sqrt(C))", title="the depth law of a conv chain")
+ax.legend()
 
 # %% [markdown]
 # ## 4. Constants from the activation
@@ -129,12 +147,15 @@ def brute_force_s_bar(depth):
 
 for depth in range(1, 7):
     assert sp.expand(brute_force_s_bar(depth) - law.s_bar.subs(L, depth)) == 0, depth
-assert law.exponent == sp.Rational(-3, 2) == -sp.Rational(sp.degree(sp.expand(L * law.s_bar), L) - 1, 2)
-assert sp.Poly(s_bar, L).LC() == b / 12
+check("s_bar = brute-force pair sum", True, "L = 1..6, symbol by symbol (degree 4: every L)")
+check("exponent -3/2 read off the degree",
+      law.exponent == sp.Rational(-3, 2) == -sp.Rational(sp.degree(sp.expand(L * law.s_bar), L) - 1, 2), str(law.exponent))
+check("leading coefficient b/12", sp.Poly(s_bar, L).LC() == b / 12)
 # the closed form of s_l is the double sum of the pair kernel (layer 6, symbol by symbol)
 double = sum(expansion.pair_kernel(6, j, k) for j in range(1, 7) for k in range(1, 7))
-assert sp.expand(sp.piecewise_fold(double) - s_l.subs(l, 6)) == 0
+check("s_l = double sum of the pair kernel", sp.expand(sp.piecewise_fold(double) - s_l.subs(l, 6)) == 0, "layer 6")
 # first-order correction of eta* and of the local slope agree
-assert sp.simplify(law.local_slope_series(1)[1] + law.corrections(1)[0]) == 0
-assert get_activation("relu").spectral_variance(2.0).value == 1.0
+check("eta* correction = local-slope correction",
+      sp.simplify(law.local_slope_series(1)[1] + law.corrections(1)[0]) == 0)
+check("ReLU v_D at c = 2 is 1", get_activation("relu").spectral_variance(2.0).value == 1.0)
 print("all derivation checks passed")

@@ -3,7 +3,7 @@ exact finite-N numerics, and properties of the predicted zero/circular ratio.
 
 Kinds of evidence: exact symbolic identities (no tolerance); float identities that hold up to
 rounding (1e-12); asymptotic statements checked against exact eigenvalues / operator powers with
-bounds derived in ``derivations/02_zero_padding_boundary.py`` (each stated where used).
+bounds derived in ``derivations/03_zero_padding_boundary.py`` (each stated where used).
 """
 
 import math

@@ -145,7 +145,7 @@ def test_kernel_law_predicts_the_measured_relu_boundary_ratio(relu_pair):
 
 def test_kernel_law_predicts_the_measured_relu_mean(relu_pair):
     """The infinite-width mean of s_bar against 96 seeds of width 128 at L = 4 (L/n = 1/32): within
-    3 standard errors of the measured mean plus 5% for finite width (measured, derivations/08:
+    3 standard errors of the measured mean plus 5% for finite width (measured, derivations/04:
     mean/law = 1.00-1.05 at L/n <= 1/16)."""
     spec, z, _ = relu_pair
     law = kernel_law.exact_boundary_ratio(spec, [4])["zero"][0]

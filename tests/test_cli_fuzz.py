@@ -37,12 +37,14 @@ VALID = {
     ("*", "--input-var"): {HUGE}, ("*", "--C"): {HUGE}, ("*", "--init-c"): {HUGE}, ("*", "--lr"): {HUGE},
     ("*", "--lrs"): {HUGE}, ("*", "--tolerance"): {HUGE}, ("*", "--budget"): {HUGE},
     ("depth", "--leaf"): {"0"},  # the first submodule of the context's nn.Sequential
+    ("docs", "--only"): {"0"},  # a prefix of the course scripts 01_ .. 09_
 }
 #: (command, flag) -> kind of path: "file" (a file the command writes; its folder must exist),
 #: "file-made" (a file whose missing folders the command makes), "dir" (a folder it writes into, made
 #: if missing) or "input-dir" (a folder it reads)
 PATH_FLAGS = {("measure", "--out"): "file", ("depth", "--plot"): "file", ("compare-widths", "--out"): "file-made",
-              ("validate", "--out"): "dir", ("sweep", "--out"): "dir", ("*", "--data-dir"): "input-dir"}
+              ("validate", "--out"): "dir", ("sweep", "--out"): "dir", ("*", "--data-dir"): "input-dir",
+              ("docs", "--out"): "dir", ("docs", "--report"): "input-dir"}
 #: the word a refusal uses for a flag when it is not the flag's own name
 ALIASES = {"--seq-len": ("spatial",), "--from-depth": ("depth",), "--to-depth": ("depth",),
            "--to-width": ("width",), "model": ("model", "factory", "depth:"), "folders": ("campaign folder",),
@@ -98,6 +100,7 @@ def _context(command: str, flag: str, places: dict) -> list[str]:
         "transfer": ["--lr", "0.1", "--from-depth", "2", "--to-depth", "4", "--width", "4", "--spatial", "4"],
         "sweep": ["--depths", "2", "--width", "4", "--lrs", "0.1", "--out", str(root / "s"), "--steps", "2",
                   "--seeds", "2", "--workers", "1", "--batch-size", "4", "--no-figures"],
+        "docs": ["--out", str(root / "site")],
     }.get(command, [])
 
 

@@ -132,6 +132,28 @@ def test_cli_depth_json(capsys, tmp_path):
     assert code == 0 and json.loads(out)["effective_depth"] == 2
 
 
+def test_dag_figure_names_the_critical_path_and_has_a_legend():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from amutheory.graph.depth import dag_figure
+
+    factory, kw, shape, eff, *_ = zoo.EXPECTED["resnet"]
+    model = factory(**kw)
+    rep = effective_depth(model, shape)
+    fig = dag_figure(trace_dag(model, shape), rep.critical_path)
+    try:
+        ax = fig.axes[0]
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert {"parameterised layer", "residual addition", "normalisation", "other node"} <= set(labels)
+        assert any(lab.startswith("critical path") and f"effective depth {eff:g}" in lab for lab in labels)
+        assert "shortest" not in ax.get_title()
+    finally:
+        plt.close(fig)
+
+
 @pytest.mark.parametrize("args, needle", [
     (["depth", "no/such/file.py:f", "--input-shape", "1,3"], "no such file"),
     (["depth", f"{ZOO}:Nope", "--input-shape", "1,3"], "no attribute"),

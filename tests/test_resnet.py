@@ -5,7 +5,7 @@ counting typed here by hand from the init table (not from the library); properti
 lambdified law over random constants; the mean-field forward recursion (stability classes,
 exact homogeneity); the torch model against the probe and the mean-field recursion, with
 tolerances justified where used.  The derivation of all of this is
-``derivations/03_residual_depth_law.py``.
+``derivations/06_residual_coherent_law.py``.
 """
 
 import json

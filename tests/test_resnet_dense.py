@@ -4,7 +4,7 @@ Kinds of evidence: SymPy identities (the coherent order keeps ``m2 = m1^2``); th
 rule for ``rho4`` against random matrices; properties over random K, widths and conventions
 (the spread only adds; exact scalings); and real dense residual nets (torch, the one-step probe)
 against the law with nothing fitted, plus a control that the coherent order is rejected by the
-same data.  The derivation is ``derivations/03_residual_depth_law.py``, section 5c.
+same data.  The derivation is ``derivations/07_residual_dense_law.py``, section 5c.
 """
 
 import numpy as np

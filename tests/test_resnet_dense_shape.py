@@ -7,7 +7,7 @@ and both constants 1 the law *is* the dense law); properties over random K, widt
 and conventions (its local slope tends to the coherent order's derived exponent, which it shares);
 real spatial nets (torch, the one-step probe) calibrated on shallow K and checked at a held-out
 K; errors and the CLI.  What the law assumes (the position and batch sums the same at every block) is
-in the module docstring and ``derivations/03_residual_depth_law.py``, section 5d.
+in the module docstring and ``derivations/07_residual_dense_law.py``, section 5d.
 """
 
 import math

@@ -7,7 +7,7 @@ the law with circular padding is the mode law draw by draw (Hypothesis over bran
 kernels, sizes, batches, dimensions and depths); real zero-padded nets (torch, the one-step probe)
 against the law given each seed's inputs and loss directions, nothing fitted; the boundary ratio's
 saturation in K; the API and CLI routes and their errors.  The derivation is
-``derivations/11_zero_padded_residual.py``.
+``derivations/10_zero_padded_residual.py``.
 """
 
 import numpy as np

@@ -6,7 +6,7 @@ normal; exact identities over random K, widths and conventions (with independent
 the free law, for ReLU and linear; its parts add up; persistence only adds); the stream of real
 torch nets (its masks' pair frequencies are the random walk's); and real dense preact/ReLU nets
 (the one-step probe) against the law with nothing fitted, with the free law rejected by the same
-data.  The derivation is ``derivations/03_residual_depth_law.py``, section 5e.
+data.  The derivation is ``derivations/08_residual_preact_masks.py``.
 """
 
 import json

@@ -6,7 +6,7 @@ random conv matrices; the input Gram's moments against Monte Carlo; properties o
 widths, kernels, spatial sizes, batches and dimensions (the dense law at ``k = N = B = 1``, the
 derived exponent, eta* falling with K); real nets (torch, the one-step probe) against the law with
 nothing fitted; the API, CLI and campaign routes.  The derivation is
-``derivations/10_linear_spatial_residual.py``.
+``derivations/09_linear_spatial_residual.py``.
 """
 
 import json

@@ -6,7 +6,7 @@ spec validation; init conventions read back from the weights (exact same-seed ra
 independent-seed sample variances with tolerances from the chi^2 spread); the forward stream's
 second moment (bounded vs linear growth); exponents of the two symbolic laws against a hand table;
 the prediction pipeline end to end; and a Hypothesis property over small random shapes.  The
-derivation behind all of this is ``derivations/05_transformer_depth_law.py``.
+derivation behind all of this is ``derivations/12_transformer_depth_law.py``.
 
 Sizes are tiny (width <= 64, K <= 16 only in the forward-only stream test, <= 8 seeds) so the
 file runs in seconds on two CPU cores.

@@ -1,13 +1,14 @@
-"""Write ``docs/findings/protocol.md`` and the README's "Does the learning rate transfer?" section
+"""Write ``docs/findings/protocol.md`` (and, with ``--readme FILE``, a block of tables in that file)
 from a protocol run's ``summary.json`` (never typed by hand).
 
 Reads ``results/protocol/summary.json`` (``amutheory validate --preset protocol --out
 results/protocol``, registered in ``validate/plans/REGISTRATION_PROTOCOL.md``), copies its figures to
-``docs/figures/protocol_*.png``, writes the findings page, and replaces the README's block between
-``<!-- protocol:begin -->`` and ``<!-- protocol:end -->`` with the verdict, transfer and cost tables.
+``docs/figures/protocol_*.png`` and writes the findings page; with ``--readme FILE`` it also replaces
+the block between ``<!-- protocol:begin -->`` and ``<!-- protocol:end -->`` in FILE with the verdict,
+transfer and cost tables (the README itself links to the findings page instead).
 
     python validate/protocol_findings.py
-    python validate/protocol_findings.py --run results/protocol --readme README.md
+    python validate/protocol_findings.py --run results/protocol --readme some_page.md
     python validate/protocol_findings.py --recheck /tmp/protocol-again   # + a second run's comparison
 """
 
@@ -92,7 +93,7 @@ def readme_block(summary: dict) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", default="results/protocol")
-    p.add_argument("--readme", default=str(ROOT / "README.md"))
+    p.add_argument("--readme", default=None, help="also replace the protocol block of this markdown file")
     p.add_argument("--out", default=str(ROOT / "docs" / "findings" / "protocol.md"))
     p.add_argument("--recheck", default=None, metavar="FOLDER",
                    help="a second run of the same protocol: compare its records and verdicts with --run's")
@@ -103,9 +104,9 @@ def main(argv=None) -> int:
         print(f"error: {path} not found; run `{COMMAND}` first", file=sys.stderr)
         return 2
     summary = json.loads(path.read_text())
-    readme = Path(a.readme)
-    text = readme.read_text()
-    if BEGIN not in text or END not in text:
+    readme = Path(a.readme) if a.readme else None
+    text = readme.read_text() if readme else ""
+    if readme and (BEGIN not in text or END not in text):
         print(f"error: {readme} has no {BEGIN} ... {END} block", file=sys.stderr)
         return 2
     figures = ROOT / "docs" / "figures"
@@ -116,9 +117,10 @@ def main(argv=None) -> int:
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     extra = recheck_lines(run, Path(a.recheck)) if a.recheck else None
     Path(a.out).write_text(findings_page(summary, extra))
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    readme.write_text(text[:start] + readme_block(summary) + text[end:])
-    print(f"wrote {a.out} and the README block")
+    if readme:
+        start, end = text.index(BEGIN), text.index(END) + len(END)
+        readme.write_text(text[:start] + readme_block(summary) + text[end:])
+    print(f"wrote {a.out}" + (f" and the block in {readme}" if readme else ""))
     return 0
 
 

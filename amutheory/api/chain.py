@@ -147,7 +147,7 @@ def derived_mean(spec: ArchSpec, depths: list, input_var: float, progress=None) 
                 "kernel law (exact at infinite width given the input; input average by Monte Carlo, "
                 f"{got['draws']} draws, relative error <= {100 * worst:.1f}%; masks averaged independently of the "
                 "weights): nothing fitted for the mean" + tail + " (for ReLU they grow with L/n and are large: measured by "
-                "validate/studies/finite_width_mean.py, reported in the README's findings)")
+                "validate/studies/finite_width_mean.py, reported in docs/findings/conv_chains.md)")
     if spec.activation == "relu":
         from amutheory.symbolic.chain.kernel_law import check_kernel_spec
 

@@ -83,7 +83,7 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
         notes.append("limit-shape law: the exact infinite-width law of this net (every K-dependence derived, nothing "
                      "fitted in it) times one calibrated amplitude rho, the finite width's excess 1 + c/n taken "
                      "depth-independent (how far that holds is measured by validate/studies/resnet_width_law.py and "
-                     "resnet_limit_shape.py, reported in the README's residual-network findings); " + fn.how)
+                     "resnet_limit_shape.py, reported in docs/findings/residual_networks.md); " + fn.how)
     calib = _block_calibration(spec, constants, fn, names, calibration_depths, calibration_seeds, statistic,
                                protocol, C, progress, calibration_measurement, f"resnet law {name}",
                                "residual nets", signed=signed, spread="bounded")

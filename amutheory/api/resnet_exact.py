@@ -234,7 +234,7 @@ def _predict_resnet_exact(spec, depths, statistic, protocol, C, notes, progress=
                                        note=f"Var[ln s_bar] over seeds {mc}")
         notes.append("typical value: the mean times exp(gap(K)), the seed law of the linear spatial net at infinite "
                      "width (inputs and loss directions; the same draws at every K), nothing fitted; finite width "
-                     "adds spread (measured by validate/studies/spread_decomposition.py; README, seed spread)")
+                     "adds spread (measured by validate/studies/spread_decomposition.py; docs/findings/seed_spread.md)")
         s_bar, eta, slope = _block_law_values(typical, [], depths, const, C, "mean")
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, name, statistic, C, None,
                       notes)

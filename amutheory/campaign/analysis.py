@@ -169,6 +169,8 @@ def _record_verdict(out: dict, passed_stats: dict, rel_errs: dict, joint_ok: dic
     all_fit = out["fitted_exponents"]["mean"]["all"]
     out["fitted_exponent"] = all_fit["exponent"] if all_fit else None
     out["fitted_exponent_ci"] = all_fit["ci"] if all_fit else None
+    # what fitted_exponent is fitted over (the progress and summary lines name it)
+    out["fitted_exponent_over"] = "all K" if out.get("family") == "resnet" else "all depths"
 
 
 def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtocol = ProbeProtocol(),

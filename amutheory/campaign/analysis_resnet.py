@@ -83,7 +83,8 @@ def _mark_unstable(out: dict, cfg: CampaignConfig, meas: Measurement, reason: st
         out["fitted_exponents"][stat] = None
     out.update(passed=None, passed_mean=None, passed_geo=None, passed_joint=None, passed_joint_with_calibration=None,
                block_profile=None, max_rel_error=None,
-               max_rel_error_geo=None, fitted_exponent=None, fitted_exponent_ci=None, prediction_curve=None,
+               max_rel_error_geo=None, fitted_exponent=None, fitted_exponent_ci=None, fitted_exponent_over="all K",
+               prediction_curve=None,
                claim_minus_three_halves=False, reason=reason)
     out["notes"].append(f"{reason}: no power law is fitted or predicted; eta*, its local slopes and the "
                         "stream growth are shown for information")

@@ -67,6 +67,7 @@ def analyse_transformer_config(cfg: CampaignConfig, meas: Measurement,
         out["laws"][law_name] = copy.deepcopy(res)
     fit = out["effective_depth_fit"]["mean"]
     out["fitted_exponent"], out["fitted_exponent_ci"] = fit["exponent"], fit["ci"]
+    out["fitted_exponent_over"] = "L_eff, deepest 3 K"  # ln eta* on ln L_eff over the deepest three K
     out["claim_minus_three_halves"] = fit["paper_inside_ci"]
     verdicts = [r.get("passed") for r in out["laws"].values() if r.get("passed") is not None]
     out["passed"] = any(verdicts) if verdicts else None

@@ -40,7 +40,8 @@ def make_figures(out_dir: Path, cfg: CampaignConfig, meas: Measurement, result: 
     written["eta_star"] = names["eta_star"]
     exact = result.get("exact_law") or {}
     if cfg.is_resnet and exact.get("covered"):  # the exact law of the mean (nothing fitted), its own figure
-        fig = plots.plot_eta_star({**exact, "name": f"{cfg.name}, exact law (mean: nothing fitted)"})
+        fig = plots.plot_eta_star({**exact, "family": result.get("family"),
+                                   "name": f"{cfg.name}, exact law (mean: nothing fitted)"})
         fig.savefig(out_dir / names["eta_star_exact"], dpi=110)
         written["eta_star_exact"] = names["eta_star_exact"]
     consts = result["constants"].get("mean")

@@ -1,7 +1,8 @@
 """Campaign configs and presets.
 
 A :class:`CampaignConfig` is one line of a campaign (a base spec, its depths, calibration depths
-and seeds); :data:`PRESETS` holds the named campaigns (``quick`` on a CPU, ``paper`` for a GPU)
+and seeds); :data:`PRESETS` holds the named campaigns (``quick``: a few minutes on a CPU,
+``full-cpu``: the whole CPU campaign, ``paper`` for a GPU)
 built from the small builders below, and :func:`resolve_preset` turns a name or a list of configs
 into the configs to run.  A :class:`WidthSweep` is one net measured at several widths (fixed depth);
 :data:`WIDTH_SWEEPS` holds the ones a preset runs after its configs.
@@ -248,7 +249,22 @@ _PZ = [2, 4, 8, 16, 32, 64]
 #: Width is fixed per config (circular configs: 8 x the deepest depth), so the law is compared at
 #: fixed width.  Zero-padding configs are named ``zero<dim>d-<activation>-N<spatial>-k<kernel>``.
 PRESETS = {
+    # a first look, ~2 min on 2 CPU cores (tests/test_campaign.py bounds its probe cost): the derived
+    # laws checked on real nets at held-out depths (the deepest twice the deepest calibration depth) on
+    # a calibrated ReLU chain (-3/2), the exact spectral law of a linear chain, one zero-padding config,
+    # one forward-stable residual net and one forward-unstable one (the report shows both).  Narrower,
+    # shallower, fewer seeds and configs than full-cpu, the whole CPU campaign
     "quick": [
+        _conv("conv1d-relu", 1, "relu", 128, 8, [2, 3, 4, 6, 8, 12, 16], [2, 4, 8], 32),
+        _conv("conv1d-linear", 1, "linear", 128, 8, [2, 3, 4, 6, 8, 12, 16], [2, 4, 8], 32),
+        _zero(1, "relu", 128, 8, 3, [2, 4, 8], 32),
+        # calibrated on K <= 64 and held out at K = 128, as full-cpu's (which also holds out 256)
+        _resnet("conv-mlp", "k-last", "relu", 64, 8, [2, 4, 8, 16, 32, 64, 128], 32, (2, 4, 8, 16, 32, 64)),
+        _resnet("conv-mlp", "none", "relu", 64, 8, [2, 4, 8, 16, 32, 64], 32, (2, 4, 8, 16)),
+    ],
+    # the whole CPU campaign (~32 min on 2 cores; the quick preset before issue 33): chains, zero
+    # padding over N and k, every residual convention
+    "full-cpu": [
         _conv("conv1d-relu", 1, "relu", 256, 16, _Q1, [2, 4, 8, 16], 32),
         _conv("conv1d-linear", 1, "linear", 256, 16, _Q1, [2, 4, 8, 16], 32),
         # calibrate() fits a, b, e to s_bar at the calibration depths (>= 3 of them); the deepest
@@ -278,8 +294,8 @@ PRESETS = {
         _resnet("conv-mlp", "sqrt-multiplier", "relu", 64, 8, [2, 4, 8, 16, 32], 32),
         *[_transformer(init, "relu", 32, 8, _T, 32) for init in ("none", "k-last", "sqrt-multiplier")],
     ],
-    # the forward-stable residual nets of quick at twice its width (n = 128, same depths, calibration
-    # and seeds; CPU, its time and memory in README "Residual networks"): K / n <= 2, so that quick's
+    # the forward-stable residual nets of full-cpu at twice its width (n = 128, same depths, calibration
+    # and seeds; CPU, its time and memory in README "Residual networks"): K / n <= 2, so that full-cpu's
     # exponent and held-out checks can be told apart from finite width (campaign.width_compare sets
     # the two side by side)
     "resnet-wide": _stable_resnets(128, 8, [2, 4, 8, 16, 32, 64], 96, (2, 4, 8, 16), stable_depths=(128, 256),
@@ -313,6 +329,7 @@ def _width(name, spec, widths, seeds):
 #: fixed depth, every width; the depth is kept small so that even the narrowest width has L/n <= 1/8
 WIDTH_SWEEPS = {
     "quick": [],
+    "full-cpu": [],
     "transfer": [
         _width("width-conv1d-relu", ArchSpec(dim=1, depth=4, width=32, kernel=3, spatial=16, activation="relu"),
                (32, 64, 128, 256), 64),

@@ -15,7 +15,8 @@ def _resnet_message(res: dict) -> str:
     deep = (res["fitted_exponents"].get("mean") or {}).get("deepest")
     verdict = "no law" if res["passed"] is None else ("passed" if res["passed"] else "FAILED")
     return (f"[{res['name']}] {verdict}: max rel. error (held-out, mean) {_pct(res['max_rel_error'])}, fitted "
-            f"exponent (deepest K) {_g(deep and deep['exponent'])} {_ci(deep and deep['ci'])} vs derived "
+            f"exponent (deepest 3 K) {_g(deep and deep['exponent'])} {_ci(deep and deep['ci'])}, "
+            f"(all K) {_g(res['fitted_exponent'])} {_ci(res['fitted_exponent_ci'])} vs derived "
             f"{res['derived_exponent']}")
 
 

@@ -13,7 +13,8 @@ def _transformer_message(res: dict) -> str:
     fit = res["effective_depth_fit"]["mean"]
     laws = ", ".join(f"{k}: {'n/a' if v.get('passed') is None else ('passed' if v['passed'] else 'FAILED')}"
                      f" ({_pct(v.get('max_rel_error'))})" for k, v in res["laws"].items())
-    return (f"[{res['name']}] eta* vs effective depth: exponent {_g(fit['exponent'])} {_ci(fit['ci'])} "
+    return (f"[{res['name']}] eta* vs effective depth: fitted exponent (L_eff, deepest 3 K) {_g(fit['exponent'])} "
+            f"{_ci(fit['ci'])} "
             f"(-3/2 {'inside' if fit['paper_inside_ci'] else 'outside'}); laws {laws}")
 
 
@@ -82,8 +83,10 @@ def _transfer_report_lines(summary: dict) -> list:
                          f"{r['inside']}/{r['n']} |")
     lines.append("")
     for t in tr["tables"]:
-        lines += [f"### {t['name']} (reference depth {t['reference_depth']})", "",
-                  "| depth | measured ratio [95% CI] | " + " | ".join(RULES) + " |",
+        # residual nets and Transformers: depth = K blocks; conv chains: L layers
+        sym = "K" if t.get("family") in ("resnet", "transformer") else "L"
+        lines += [f"### {t['name']} (reference depth {sym} = {t['reference_depth']})", "",
+                  f"| {sym} | measured ratio eta*({sym})/eta*({sym}_ref) [95% CI] | " + " | ".join(RULES) + " |",
                   "|---:|---|" + "---:|" * len(RULES)]
         for row in t["rows"]:
             cells = [f"{_pct(row['rules'][k]['error'])}{'' if row['rules'][k]['inside'] else '*'}" for k in RULES]

@@ -17,6 +17,7 @@ from amutheory.campaign.analysis_resnet import analyse_resnet_config
 from amutheory.campaign.analysis_transformer import analyse_transformer_config
 from amutheory.campaign.report_transformer import _transformer_message
 from amutheory.campaign.transfer_table import best_rules, rule_summary, transfer_rows
+from amutheory.symbolic.resnet.coherent import is_forward_stable
 from amutheory.campaign.width_sweep import (WIDTH_FILE, analyse_width_sweep, measure_width_sweeps,
                                             read_width_results, width_rule_summary)
 from amutheory.campaign.common import C_TARGET, LEVEL, _json_safe
@@ -127,7 +128,10 @@ def _analyse_configs(configs: list, out: Path, protocol: ProbeProtocol, figures:
         meas = load_measurement(csv_path, cfg, blocks=blocks)
         measured[cfg.name] = meas
         res = _analyse_one_config(cfg, meas, protocol, csv_path, blocks, stream)
-        if not cfg.is_zero:
+        if cfg.is_resnet and not is_forward_stable(cfg.spec):
+            res.setdefault("notes", []).append("no transfer table: the forward pass is not stable, so there is no "
+                                               "depth law for a transfer rule to carry")
+        elif not cfg.is_zero:
             try:
                 transfer_tables.append(transfer_rows(cfg, meas))
             except (ValueError, ArithmeticError) as exc:
@@ -165,7 +169,7 @@ def _config_message(cfg: CampaignConfig, res: dict) -> str:
     if cfg.is_transformer:
         return _transformer_message(res)
     return (f"[{cfg.name}] {'passed' if res['passed'] else 'FAILED'}: max rel. error (held-out, mean) "
-            f"{_pct(res['max_rel_error'])}, fitted exponent {_g(res['fitted_exponent'])} "
+            f"{_pct(res['max_rel_error'])}, fitted exponent (all depths) {_g(res['fitted_exponent'])} "
             f"{_ci(res['fitted_exponent_ci'])} vs derived {res['derived_exponent']}"
             + (f"; zero/circular ratio {'passed' if res['passed_ratio'] else 'FAILED'}" if cfg.is_zero else ""))
 

@@ -75,6 +75,6 @@ def rule_summary(tables: list) -> dict:
 
 
 def best_rules(summary: dict) -> dict:
-    """Per family, the rule with the smallest median |error| (the evidence the README cites)."""
+    """Per family, the rule with the smallest median |error| (the evidence docs/findings/transformers_and_transfer.md cites)."""
     return {fam: min(rules, key=lambda k: rules[k]["median_abs_error"] if rules[k]["median_abs_error"] is not None
                      else np.inf) for fam, rules in summary.items()}

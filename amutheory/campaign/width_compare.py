@@ -2,8 +2,9 @@
 
 A campaign compares the infinite-width law with nets of one width ``n``.  Where the derived
 exponent falls outside the measured CI, the question is whether the law is wrong or the width is
-too small for the depths measured (``K / n`` up to 4 in the quick preset).  :func:`compare_widths`
-reads finished campaign folders measured at different widths (``results/quick`` at n = 64 and
+too small for the depths measured (``K / n`` up to 4 in the full-cpu preset).  :func:`compare_widths`
+reads finished campaign folders measured at different widths (a ``full-cpu`` run, e.g. ``results/quick``
+as that preset's output was called before issue 33, at n = 64 and
 ``results/resnet-wide`` at n = 128, say), matches their configs by name (same spec apart from the
 width, same depths and seeds) and gives, per config:
 
@@ -115,7 +116,7 @@ def pooled_offsets(configs: list, extrapolations: list) -> dict | None:
     The configs of one campaign are *not* independent: seed ``s`` draws the same standard normals
     for every config of a branch type (the init conventions only rescale them), and their
     ``ln s_bar`` correlate strongly across conventions (:mod:`amutheory.campaign.draws` measures it:
-    the report's "Shared draws" section; README "Residual networks", "How many independent outcomes
+    the report's "Shared draws" section; docs/findings/residual_networks.md, "How many independent outcomes
     these counts are").  So the CI is a paired bootstrap: every
     config's replicates were drawn by :func:`amutheory.stats.extrapolate_in_width` with the same
     bootstrap seed and the same seed count, hence the same resampled seed indices, and replicate

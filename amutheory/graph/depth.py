@@ -141,11 +141,23 @@ def effective_depth(model, input_shape=None, weights=None, *, leaf_modules=(), m
 
 
 def plot_dag(dag: WeightedDAG, path: str, critical: list[str] | None = None) -> None:
-    """Draw the DAG (columns = topological level) with a shortest path in red; writes ``path``."""
+    """Draw the DAG (columns = topological level) with the critical path (``critical``, default one
+    minimal-length input -> output path: its length is the effective depth) in red and a legend of
+    the node colours; writes ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    fig = dag_figure(dag, critical)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def dag_figure(dag: WeightedDAG, critical: list[str] | None = None):
+    """The figure :func:`plot_dag` writes (a matplotlib ``Figure``; the caller closes it)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     crit = critical if critical is not None else shortest_path(dag)[1]
     on = set(zip(crit, crit[1:]))
@@ -155,7 +167,7 @@ def plot_dag(dag: WeightedDAG, path: str, critical: list[str] | None = None) -> 
     rows: dict[int, int] = {}
     pos = {}
     crit_set = set(crit)
-    for v in dag.nodes:  # the shortest path on row 0, the other nodes above it
+    for v in dag.nodes:  # the critical path on row 0, the other nodes above it
         if v in crit_set:
             pos[v] = (level[v], 0)
             rows.setdefault(level[v], 1)
@@ -174,7 +186,13 @@ def plot_dag(dag: WeightedDAG, path: str, critical: list[str] | None = None) -> 
         ax.annotate(f"{v} ({dag.weight[v]:g})", pos[v], fontsize=6, rotation=30, xytext=(3, 3),
                     textcoords="offset points")
     ax.set_axis_off()
-    ax.set_title("computation graph: blue layer, green residual add, orange norm; red = shortest path", pad=20)
+    crit_len = sum(dag.weight[v] for v in crit)
+    kinds = {"layer": "parameterised layer", "residual": "residual addition", "norm": "normalisation"}
+    handles = [Line2D([], [], ls="none", marker="o", color=colour[k], label=label) for k, label in kinds.items()]
+    handles.append(Line2D([], [], ls="none", marker="o", color="0.4", label="other node"))
+    handles.append(Line2D([], [], color="red", lw=2.5,
+                          label=f"critical path (minimal input -> output length = effective depth {crit_len:g})"))
+    ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=2, frameon=False)
+    ax.set_title("computation graph (columns: topological level; node label: name (weight))", pad=40)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig

@@ -64,8 +64,8 @@ class ChainKernel(PredictedLaw):
     legacy = ("derive", "coherent")
     default_candidate = False
     not_default_because = ("its left-out finite-width terms grow with L/n and are large for ReLU chains at the widths "
-                           "the probe runs (measured by validate/studies/finite_width_mean.py, reported in README's "
-                           "'What the toolkit finds'), so the default calibrates ReLU chains; ask for it with "
+                           "the probe runs (measured by validate/studies/finite_width_mean.py, reported in "
+                           "docs/findings/conv_chains.md), so the default calibrates ReLU chains; ask for it with "
                            "law='chain-kernel' (--law chain-kernel) or constants='derive'")
 
     def _covers(self, spec):

@@ -1,7 +1,7 @@
 """``summary.json``, ``report.md`` and the figures of a protocol run, written from its summary.
 
 :func:`markdown_sections` gives the report's tables (verdicts, zero-shot transfer, the papers'
-segmented scheme, the bridge, the cost), so the README's and the findings page's section can be
+segmented scheme, the bridge, the cost), so the findings page (and any page with a protocol block) can be
 generated from the same summary (``python validate/protocol_findings.py``), never typed.
 """
 

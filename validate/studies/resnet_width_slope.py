@@ -1,7 +1,7 @@
 """Does the measured exponent of a residual net move to the derived one as the width grows?
 
 At fixed width ``n`` the campaign fits ``ln eta*`` on ``ln K`` up to K = 256, i.e. up to
-``K / n = 4`` at the quick preset's n = 64.  The derived exponent
+``K / n = 4`` at the full-cpu preset's n = 64.  The derived exponent
 (:func:`amutheory.api.derive`, the infinite-width coherent law) is a statement about
 ``K -> oo`` after ``n -> oo``.  This script measures the slope of ``ln eta*`` (``= -1/2`` the
 slope of ``ln s_bar``, ``s_bar`` the arithmetic mean over seeds) between the same depths at
@@ -10,8 +10,9 @@ says whether the derived exponent lies inside it.  A slope that moves toward the
 exponent as ``n`` grows, at fixed K, is a finite-width effect; one that does not is not.
 
 This script is the quick check of one convention between a few K with fresh seeds; the campaign
-counterpart is the ``resnet-wide`` preset (every forward-stable convention of ``quick`` at n = 128,
-all K) with ``amutheory compare-widths results/quick results/resnet-wide``, which also extrapolates
+counterpart is the ``resnet-wide`` preset (every forward-stable convention of ``full-cpu`` at n = 128,
+all K) with ``amutheory compare-widths results/quick results/resnet-wide`` (``results/quick``: a
+``full-cpu`` run, the preset's name before issue 33), which also extrapolates
 the exponent to ``n -> oo``.
 
 Every (width, depth) is one block of seeds appended to ``--out`` (CSV, one line per seed;
@@ -48,7 +49,7 @@ def parse(argv=None):
     p.add_argument("--branch", default="conv-mlp", choices=BRANCHES, help="default conv-mlp")
     p.add_argument("--init", default="k-squared", choices=INITS, help="default k-squared")
     p.add_argument("--activation", default="relu", choices=("relu", "linear"), help="default relu")
-    p.add_argument("--spatial", type=int, default=8, help="N (default 8, as the quick preset)")
+    p.add_argument("--spatial", type=int, default=8, help="N (default 8, as the full-cpu preset)")
     p.add_argument("--widths", type=positive_ints, default=[64, 128], help="default 64,128")
     p.add_argument("--depths", type=positive_ints, default=[64, 256], help="K values, >= 2 of them (default 64,256)")
     add_block_options(p, 96, 3000, None, "(width, depth)")

@@ -40,17 +40,17 @@ every pair ``(j, j')`` of updated layers with ``m = max(j, j')`` contributes to 
 with ``< . >`` the mean over positions.  Circular padding has ``A 1 = 1``, so ``beta = omega = 1``
 and the homogeneous law comes back exactly.  What the model leaves out: cross-position
 correlations of the pre-activations (the spatially coherent mode that ReLU's non-zero mean
-feeds) -- measured, it under-states the boundary loss of ReLU chains; see README.
+feeds) -- measured, it under-states the boundary loss of ReLU chains; see docs/findings/zero_padding.md.
 
 Regime: the top layer's own factor ``beta_L`` decays like ``lambda_max^(2L)``, but the ratio of
 ``s_bar`` is dominated at large ``L`` by the shallow layers (``l <~ 1/(1 - lambda_max)``) and decays
 like ``C lambda_max^L L^-4`` (``lambda_max^L = exp(-L pi^2 (k^2-1)/(24 N^2))`` at leading order;
-derivations/02 checks the ratio of successive depths against ``lambda (1 - 4/L)``).  While
+derivations/03 checks the ratio of successive depths against ``lambda (1 - 4/L)``).  While
 ``L k^2 << N^2`` the deficit grows like ``k sqrt(L) / N`` instead.  Either way the correction is
 "constant-level" (the paper's claim) only while ``L k^2 / N^2 << 1``: :func:`regime` measures it
 by the shift of the local slope of ``eta*`` the boundary factor causes; with the tolerance
 :data:`SLOPE_TOLERANCE` the model's threshold is a fixed value of ``L (k^2-1) / N^2``, the same for
-every ``k`` (computed, not measured: derivations/02 prints it and checks it lies near 0.05).
+every ``k`` (computed, not measured: derivations/03 prints it and checks it lies near 0.05).
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def early_deficit_asymptotic() -> sp.Expr:
     ``l (k^2-1) << N^2``).  It converges slowly and from above: the exact deficit is
     ``(2/N) [sqrt(2 sigma_s^2 l / pi) - delta_k / 2] + o(1)`` with the box's effective extension
     ``delta_k`` (exactly 1 for k = 3; for larger k computed numerically, not in closed form), so the
-    ratio exact/asymptotic approaches 1 only like ``1 - c_k / sqrt(l)``: derivations/02 computes
+    ratio exact/asymptotic approaches 1 only like ``1 - c_k / sqrt(l)``: derivations/03 computes
     ``delta_k`` for k = 3, 5, 7 and the ratio along ``l``."""
     return sp.simplify(2 / N_sym * sp.sqrt(2 * l_sym * step_variance() / sp.pi))
 

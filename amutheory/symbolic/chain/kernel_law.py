@@ -28,7 +28,7 @@ the input average of this expression is the operator law exactly (tests: the mea
 converges to it); for circular padding the operator law is the spectral law.  What the ReLU law
 assumes beyond the linear one: that the masks may be averaged as if independent of the weights
 they sit between (the gradient-independence assumption of infinite-width analyses) -- measured,
-not proved, here (derivations/08, the campaign).  The input average is a Monte-Carlo mean over
+not proved, here (derivations/04, the campaign).  The input average is a Monte-Carlo mean over
 draws, reported with its standard error.
 """
 
@@ -174,7 +174,7 @@ class ShiftMap:
 
 
 #: largest ``B P`` (samples x positions) the kernel law runs for: a cut costs ``O(B^2 P^3)`` and the
-#: kernels take ``O(L B^2 P^2)`` memory (at the bound: 1D N = 128 or 2D N = 11 at B = 8; README "Zero
+#: kernels take ``O(L B^2 P^2)`` memory (at the bound: 1D N = 128 or 2D N = 11 at B = 8; docs/findings/zero_padding.md "Zero
 #: padding" times a run of ``amutheory boundary``, which reports each batch of draws as it goes)
 KERNEL_MAX_BP = 1024
 
@@ -320,7 +320,7 @@ def _diag_quadratic(G: np.ndarray, X: np.ndarray, Y: np.ndarray | None = None) -
 #: target relative Monte-Carlo standard error of a zero/circular ratio (draws are added in
 #: batches of :data:`DRAW_BATCH` until every depth meets it or :data:`MAX_DRAWS` is reached); chosen
 #: small against the paired 95% CIs of the measured ratio (the zero-padding campaign's
-#: ``report.md``; README "Zero padding")
+#: ``report.md``; docs/findings/zero_padding.md)
 MC_TARGET = 0.004
 DRAW_BATCH = 16
 MIN_DRAWS = 32
@@ -441,7 +441,7 @@ def exact_boundary_ratio(spec: ArchSpec, depths, input_var: float = 1.0, target:
 
 #: target relative Monte-Carlo error of an absolute mean ``s_bar``: small against the 95% CI of a
 #: measured seed mean at the campaign's 32-64 seeds (``validate/studies/finite_width_mean.py``
-#: measures them; README "What the toolkit finds", the finite-width factor of the mean)
+#: measures them; docs/findings/conv_chains.md, the finite-width factor of the mean)
 MC_TARGET_MEAN = 0.02
 
 

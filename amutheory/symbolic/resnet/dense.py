@@ -3,7 +3,7 @@
 Dense means one position and one sample (``kernel = spatial = batch = 1``): every conv is a
 matrix, and the law is the mean over seeds of ``s`` with nothing fitted.  It is the step past the
 coherent order of :mod:`amutheory.symbolic.resnet.coherent` that the held-out misses of the campaign ask
-for (README, "per-block profile"): there the stream Jacobian ``P = prod (I + J_j)`` was taken as
+for (docs/findings/residual_networks.md, "per-block profile"): there the stream Jacobian ``P = prod (I + J_j)`` was taken as
 the identity.
 
 **Set-up.**  ``g_i`` is the stream gradient after block ``i`` (``g_K`` = head weights times the loss
@@ -30,7 +30,7 @@ Jacobian: the first layer's update reaches the stream through ``W_2 D^2 W_2^T`` 
 which is also in ``J J^T``.  So ``tau(Src J J^T) = eps^2 src + src_cov``, ``src_cov`` the covariance
 (``alpha^4 base s1 s2^2 D4`` with Marchenko-Pastur's ``tau((W D^2 W^T)^2) = s^2 (D2^2 + D4)``;
 ``alpha^4 q s1 (D4 - D2^2)`` for ``conv``).  It is ``O(1/K^2)`` per block, so it matters at small K:
-real nets at K = 4 resolve it (README "Residual networks", "The spread, derived, for dense nets",
+real nets at K = 4 resolve it (docs/findings/residual_networks.md, "The spread, derived, for dense nets",
 gives measured/law with and without it).  The coherent order is ``lambda = 0``, which keeps
 ``m2 = m1^2``: the spread ``lambda m1^2`` is of order ``1/K`` per block, but it multiplies
 ``m1^2 ~ K^2`` and accumulates over ``K`` blocks, so it changes ``s`` at order one and steepens the
@@ -55,8 +55,8 @@ also weights ``m1, m2`` there), and for ``preact`` the stream itself is a pre-ac
 **Scope.**  Branches ``conv``, ``conv-mlp``, ``preact`` with linear or ReLU; every forward-stable
 init.  ``preact`` with ReLU is not free: its stream masks ``phi'(x_j)`` persist from block to block
 (``x`` moves by ``O(K^{-1/2})`` per block), so ``M`` is not free of the next mask, and the measured
-``s`` exceeds this free law, increasingly with K where the stream grows (README "Residual networks",
-"The spread, derived, for dense nets"; derivations/03, section 5e).  :func:`layer_moments` hands
+``s`` exceeds this free law, increasingly with K where the stream grows (docs/findings/residual_networks.md,
+"The spread, derived, for dense nets"; derivations/08_residual_preact_masks.py).  :func:`layer_moments` hands
 that case to the coordinate law of :mod:`amutheory.symbolic.resnet.preact`, which carries the
 masks' persistence exactly (and equals this law when the masks are made independent).  Spatial nets
 (``kernel, spatial > 1``) are refused too: there the stream's position-position correlation grows
@@ -256,7 +256,7 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True, p
 def free_layer_moments(spec: ArchSpec, input_var: float = 1.0, spread: bool = True, part: str = "all") -> np.ndarray:
     """The free law's :func:`layer_moments` (every block's operators free of what came before), for
     every net :func:`_check` admits; for ``preact`` with ReLU it is not the law (its stream masks
-    persist, and it falls below the measured ``s`` as K grows: derivations/03, section 5e) and is kept
+    persist, and it falls below the measured ``s`` as K grows: derivations/08_residual_preact_masks.py) and is kept
     for comparison."""
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
@@ -329,7 +329,7 @@ def shape_predictor(spec: ArchSpec, input_var: float = 1.0):
     the factors functions of ``i / K``, which changes the ``O(1/K)`` terms, not the exponent.  So it
     is a calibrated model with the dense law's K-dependence (spread, read-back, source covariance)
     and two constants in place of the coherent order's three; the held-out depths of the campaign
-    test it (``derivations/03_residual_depth_law.py``, section 5d).  Its exponent is the dense law's,
+    test it (``derivations/07_residual_dense_law.py``, section 5d).  Its exponent is the dense law's,
     which is the coherent order's (section 5c).
 
     Covers what :func:`s_bar` covers (``ValueError`` naming the field otherwise); for ``preact``

@@ -5,7 +5,7 @@ The free law of :mod:`amutheory.symbolic.resnet.dense` takes each block's stream
 ``D_j = diag phi'(x_{j-1})`` free of everything before it.  For ``preact`` with ReLU that is false:
 the stream moves by ``O(K^{-1/2})`` per block, so ``x_{j-1}`` and ``x_{p-1}`` of one coordinate stay
 correlated over the whole depth, and the free law falls below the measured ``s`` as K grows where
-the stream grows (README "Residual networks", "The spread, derived, for dense nets", reports the
+the stream grows (docs/findings/residual_networks.md, "The spread, derived, for dense nets", reports the
 ratios; ``tests/test_resnet_preact.py`` checks both laws against real nets).  This module
 follows one stream coordinate instead (a tensor-program computation): at infinite width every
 vector's coordinates are i.i.d., and each is a sum of independent Gaussian *sources* times

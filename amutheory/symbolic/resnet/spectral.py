@@ -73,7 +73,7 @@ at ``kernel = spatial = batch = 1`` it is the dense closed form of :mod:`amutheo
 
 **Measured**: the residual campaign holds this law, nothing fitted, against its three linear
 configs at every K for the mean and the typical value (``amutheory validate``: the report's
-``exact_law``), and ``tests/test_resnet_spectral.py`` against real nets; README "Residual networks"
+``exact_law``), and ``tests/test_resnet_spectral.py`` against real nets; docs/findings/residual_networks.md
 ("The exact law of *linear* spatial residual nets") reports both.  What the law leaves out shows
 there as an ``O(1/n)`` excess of the measured ``s`` and of its spread (``Var ln s_bar``) over the
 law's, shrinking as the width grows (``validate/studies/resnet_width_law.py`` measures it across

@@ -5,7 +5,7 @@
 # number is computed; the script ends by asserting that what it derived agrees with
 # `amutheory.symbolic.primitives.width`, `amutheory.transfer` and the torch models.
 #
-# The depth laws of derivations 01-05 fix `s_l` only up to an overall scale, the unit `a`.  Moving
+# The depth laws of derivations 01-12 fix `s_l` only up to an overall scale, the unit `a`.  Moving
 # a tuned learning rate to a *wider* net needs that scale's width dependence.  Three steps:
 # (1) read the width off the Jacobian-product expansion, (2) check the pieces on real nets,
 # (3) see where the rule stops: the attention logits of a transformer.
@@ -14,6 +14,7 @@
 import numpy as np
 import sympy as sp
 
+from amutheory.course import check
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
 from amutheory.stats import fit_loglog_slope
@@ -59,7 +60,7 @@ spec = ArchSpec(depth=4, width=32, kernel=3, spatial=16, activation="relu", batc
 std = probe(spec, [0, 1, 2]).s
 mup = probe(spec.with_(readout="mup"), [0, 1, 2]).s
 print("max |s_mup n / s_std - 1| =", float(np.abs(mup * spec.width / std - 1).max()))
-assert np.allclose(mup * spec.width, std, rtol=1e-10)
+check('np.allclose(mup * spec.width, std, rtol=1e-10)', np.allclose(mup * spec.width, std, rtol=1e-10))
 
 # %% [markdown]
 # (b) The width itself: `eta*` of one ReLU conv chain at widths 32..128 (depth 4, so L/n <= 1/8).
@@ -88,11 +89,11 @@ print(f"eta* ~ n^{eta_fit:.3f}  95% CI [{eta_ci[0]:.3f}, {eta_ci[1]:.3f}]   deri
 # ## Checks against the library
 
 # %%
-assert sp.simplify(scale - W.F**2 * W.q_phi**2 * W.chi_phi * W.R) == 0
-assert W.eta_width_exponent("standard") == sp.Rational(-1, 2) and W.eta_width_exponent("mup") == 0
-assert eta_ci[0] <= -0.5 <= eta_ci[1], (eta_fit, eta_ci)
+check('sp.simplify(scale - W.F ** 2 * W.q_phi ** 2 * W.chi_phi * W.R) == 0', sp.simplify(scale - W.F**2 * W.q_phi**2 * W.chi_phi * W.R) == 0)
+check("W.eta_width_exponent('standard') == sp.Rational(-1, 2) and W.eta_widt...", W.eta_width_exponent("standard") == sp.Rational(-1, 2) and W.eta_width_exponent("mup") == 0)
+check('eta_ci[0] <= -0.5 <= eta_ci[1]', eta_ci[0] <= -0.5 <= eta_ci[1], str((eta_fit, eta_ci)))
 r = transfer_lr(0.1, spec, spec.with_(width=128))
-assert abs(r.width_factor - 0.5) < 1e-12 and abs(r.width_rules["fan-in"] - 0.25) < 1e-12
+check("abs(r.width_factor - 0.5) < 1e-12 and abs(r.width_rules['fan-in'] - 0...", abs(r.width_factor - 0.5) < 1e-12 and abs(r.width_rules["fan-in"] - 0.25) < 1e-12)
 r = transfer_lr(0.1, spec.with_(readout="mup"), spec.with_(width=128, readout="mup"))
-assert abs(r.width_factor - 1.0) < 1e-12
+check('abs(r.width_factor - 1.0) < 1e-12', abs(r.width_factor - 1.0) < 1e-12)
 print("all derivation checks passed")

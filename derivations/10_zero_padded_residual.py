@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Residual nets over their points: zero padding, and ReLU masks in the loops
 #
-# Run with `python derivations/11_zero_padded_residual.py` (or open it as a notebook with
+# Run with `python derivations/10_zero_padded_residual.py` (or open it as a notebook with
 # jupytext).  Every number is computed; the script ends by asserting that what it derived agrees
 # with `amutheory.symbolic.resnet.operator`.
 #
@@ -15,6 +15,7 @@
 import numpy as np
 import torch
 
+from amutheory.course import check
 from amutheory.measure.probe import draw_seed, probe
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.chain import operator_law
@@ -55,9 +56,9 @@ print("max |W x - conv(x)| =", np.abs(y - conv(x).detach().numpy()[0].T.ravel())
 #
 #     E_n[W X W^T] = s k^-1 sum_t S_t X S_t^T = s T(X),
 #
-# the map of the chain laws (derivation 08).  A longer word is the sum over its *non-crossing*
+# the map of the chain laws (derivation 04).  A longer word is the sum over its *non-crossing*
 # pairings, each pair mapping what lies between its letters: operator-valued free probability
-# over the kernels, which at one point is the scalar planar count of derivation 10.  Against random
+# over the kernels, which at one point is the scalar planar count of derivation 09.  Against random
 # matrices (n = 300):
 
 # %%
@@ -110,7 +111,7 @@ for expr, coef in law["phi"].terms.items():
 # ## 4. Circular padding: the mode law, draw by draw
 #
 # With circular padding `T` commutes with the shifts and the whole recursion is diagonal in the
-# modes.  Given the same inputs, the law over the points must give the mode law of derivation 10,
+# modes.  Given the same inputs, the law over the points must give the mode law of derivation 09,
 # which was derived with scalar counts in Fourier space:
 
 # %%
@@ -158,7 +159,7 @@ print(f"zero / circular: measured {meas_ratio:.3f}, law {law_ratio:.3f}")
 # ## 6. The boundary in K: a residual net settles, a chain does not
 #
 # A chain carries every update through all the layers above it, each of which loses the
-# boundary again: its zero/circular ratio falls like `lambda_max^L` (derivation 08).  A residual
+# boundary again: its zero/circular ratio falls like `lambda_max^L` (derivation 04).  A residual
 # net with a forward-stable init moves its stream by `O(1/K)` per block; the stream Jacobian stays
 # `O(1)` away from the identity however deep the net, so the boundary's reach, and the ratio,
 # settle as K grows.  The ratio is not 1 (at N = 8 the patch deficit of the edges is large), but
@@ -203,7 +204,7 @@ loop_error = np.abs(loop_law - loop_mc).max() / np.abs(loop_mc).max()
 print(f"E_n[D X D Z D]: orthant law vs 200 000 channels, max error {loop_error:.4f} of the largest entry")
 
 # %% [markdown]
-# At one point (kernel = spatial = batch = 1) the ReLU law is the dense free law of derivation 03,
+# At one point (kernel = spatial = batch = 1) the ReLU law is the dense free law of derivations/07_residual_dense_law.py,
 # section 5c, which real dense nets confirm:
 
 # %%
@@ -218,17 +219,17 @@ print("ReLU at one point / dense free law:", np.round(one_point / free_law, 9))
 # ## 8. Checks against the library
 
 # %%
-assert np.abs(y - conv(x).detach().numpy()[0].T.ravel()).max() < 1e-12
-assert pair_error < 0.05  # one draw at n = 300: O(1/n) fluctuations and non-planar terms
-assert abs(float(np.sum(one)) - 2 * s**2) < 1e-12
-assert len(law["phi"].terms) == 12
-assert abs(points / mode - 1) < 1e-10
+check('np.abs(y - conv(x).detach().numpy()[0].T.ravel()).max() < 1e-12', np.abs(y - conv(x).detach().numpy()[0].T.ravel()).max() < 1e-12)
+check('pair_error < 0.05', pair_error < 0.05)  # one draw at n = 300: O(1/n) fluctuations and non-planar terms
+check('abs(float(np.sum(one)) - 2 * s ** 2) < 1e-12', abs(float(np.sum(one)) - 2 * s**2) < 1e-12)
+check("len(law['phi'].terms) == 12", len(law["phi"].terms) == 12)
+check('abs(points / mode - 1) < 1e-10', abs(points / mode - 1) < 1e-10)
 for pad in ("zero", "circular"):
     # 4 standard errors of the seed mean, plus 5% for the O(1/n) terms the law leaves out
-    assert abs(measured[pad].mean() / predicted[pad].mean() - 1) < 4 * ratio_se[pad] + 0.05, pad
-assert abs(meas_ratio / law_ratio - 1) < 0.08
-assert res[0] > res[-1] > 0.5 and abs(shift[-1]) < 0.01 and abs(shift[-1]) < abs(shift[0]) / 4
-assert chain_ratio[-1] < 0.01  # the chain's boundary keeps eating the update
-assert loop_error < 0.02  # 200 000 channels: a Monte-Carlo error of order 200000^(-1/2) ~ 0.002 per entry
-assert np.allclose(one_point, free_law, rtol=1e-7)
+    check('abs(measured[pad].mean() / predicted[pad].mean() - 1) < 4 * ratio_se[...', abs(measured[pad].mean() / predicted[pad].mean() - 1) < 4 * ratio_se[pad] + 0.05, str(pad))
+check('abs(meas_ratio / law_ratio - 1) < 0.08', abs(meas_ratio / law_ratio - 1) < 0.08)
+check('res[0] > res[-1] > 0.5 and abs(shift[-1]) < 0.01 and (abs(shift[-1]) ...', res[0] > res[-1] > 0.5 and abs(shift[-1]) < 0.01 and abs(shift[-1]) < abs(shift[0]) / 4)
+check('chain_ratio[-1] < 0.01', chain_ratio[-1] < 0.01)  # the chain's boundary keeps eating the update
+check('loop_error < 0.02', loop_error < 0.02)  # 200 000 channels: a Monte-Carlo error of order 200000^(-1/2) ~ 0.002 per entry
+check('np.allclose(one_point, free_law, rtol=1e-07)', np.allclose(one_point, free_law, rtol=1e-7))
 print("all derivation checks passed")

@@ -15,6 +15,7 @@
 import numpy as np
 import sympy as sp
 
+from amutheory.course import check, show
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.chain import spectral as S
@@ -50,7 +51,8 @@ from amutheory.symbolic.primitives.symbols import L, a, b, e, epsilon, l
 #   `f_m = f_(m-1) + r^m` with `r = rho_q^2`.  SymPy solves it:
 
 # %%
-print("f_i(r) =", S.backward_moment(), "     f_i(1) =", S.backward_moment(sp.Integer(1)))
+show("f_i", S.backward_moment())
+show("f_i(1)", S.backward_moment(sp.Integer(1)))
 
 # %% [markdown]
 # A pair `(j, j')` with `max = m` then carries `w_j w_j' r^(m-1) f_(l-m)(r)` (the `rho` powers of the
@@ -101,18 +103,18 @@ print("local slope:  ", np.round(S.spectral_slope(spec, depths), 3))
 for layer in (1, 3, 7):
     exact = S.brute_force_spectral_layer(spec, layer)
     # float64 closed form vs term-by-term sum: the (1 - r)^-3 of the closed form costs ~3 digits
-    assert abs(S.spectral_layer_moments(spec, [layer])[0] / exact - 1) < 1e-8
-assert S.zero_mode_is_pair_kernel()
+    check('abs(S.spectral_layer_moments(spec, [layer])[0] / exact - 1) < 1e-08', abs(S.spectral_layer_moments(spec, [layer])[0] / exact - 1) < 1e-8)
+check('S.zero_mode_is_pair_kernel()', S.zero_mode_is_pair_kernel())
 # the constants are the deep-layer limit of the law: past l ~ 1/(1 - r_1) the non-zero modes have
 # saturated and s_l is derivation 01's conv law with these a, b, e, epsilon, to rounding (a 1% error
 # in a, b or e would show as several times e here)
 conv_layer = sp.lambdify((l, a, b, e, epsilon), layer_moment(False), "numpy")
 for layer in (400, 1000):
     deep = conv_layer(layer, *(consts[k].value for k in ("a", "b", "e", "epsilon")))
-    assert abs(S.spectral_layer_moments(spec, [layer])[0] - deep) < 1e-6 * consts["e"].value, layer
-assert consts["e"].value > 0
-assert sp.limit(Q.subs({l: 4, epsilon: sp.Rational(1, 5)}), S.r, 1) == Q0.subs({l: 4, epsilon: sp.Rational(1, 5)})
-assert abs(S.spectral_slope(spec, [1e6])[0] + 1.5) < 1e-3
+    check('abs(S.spectral_layer_moments(spec, [layer])[0] - deep) < 1e-06 * cons...', abs(S.spectral_layer_moments(spec, [layer])[0] - deep) < 1e-6 * consts["e"].value, str(layer))
+check("consts['e'].value > 0", consts["e"].value > 0)
+check('sp.limit(Q.subs({l: 4, epsilon: sp.Rational(1, 5)}), S.r, 1) == Q0.su...', sp.limit(Q.subs({l: 4, epsilon: sp.Rational(1, 5)}), S.r, 1) == Q0.subs({l: 4, epsilon: sp.Rational(1, 5)}))
+check('abs(S.spectral_slope(spec, [1000000.0])[0] + 1.5) < 0.001', abs(S.spectral_slope(spec, [1e6])[0] + 1.5) < 1e-3)
 
 # 128 seeds of the real probe at L = 3: the mean lies within 3 standard errors of the parameter-free
 # law, plus an allowance of 5% of it for the finite-width excess the law leaves out (of relative
@@ -123,5 +125,5 @@ s = probe(small, range(128)).s_bar
 pred = S.spectral_s_bar(small, [3])[0]
 se = s.std(ddof=1) / np.sqrt(len(s))
 print(f"L = 3: law {pred:.4g}, measured mean {s.mean():.4g} +- {se:.2g} (s.e.)")
-assert abs(s.mean() - pred) <= 3 * se + 0.05 * pred
+check('abs(s.mean() - pred) <= 3 * se + 0.05 * pred', abs(s.mean() - pred) <= 3 * se + 0.05 * pred)
 print("all derivation checks passed")

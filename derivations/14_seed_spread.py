@@ -15,10 +15,13 @@
 import numpy as np
 import sympy as sp
 
+from amutheory.course import check, show
 from amutheory.measure.loss_form import measure_loss_form, spread_decomposition
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
-from amutheory.symbolic.primitives import spread as S  # %% [markdown]
+from amutheory.symbolic.primitives import spread as S
+
+# %% [markdown]
 # ## 1. s_bar is a quadratic form in the loss directions
 #
 # The loss is `mean_b <r_b, f(x_b)>`, so its gradient, and with it every first-order change
@@ -115,7 +118,7 @@ dense_var = var.subs(nu, m_) + 4 * var.subs(nu, f_)
 dense_gap = gap.subs(nu, m_) + 2 * gap.subs(nu, f_) - sp.log(stem2)
 print("E[(chi2_f/f)^2]          =", stem2)
 print("Var[ln s_bar]            =", dense_var)
-print("E ln s_bar - ln E s_bar  =", sp.simplify(dense_gap))
+show("gap_dense", sp.simplify(dense_gap))  # E ln s_bar - ln E s_bar
 v_dense, g_dense = (float(e.subs({m_: 10, f_: 3})) for e in (dense_var, dense_gap))
 print(f"probe's m = 10, c_in = 3: Var = {v_dense:.3f}, gap = {g_dense:.3f} "
       f"(the typical value is {np.exp(g_dense):.2f} of the mean, at any width)")
@@ -139,20 +142,20 @@ print(f"measured (n = 128, K = 4, 256 seeds): Var = {ls.var(ddof=1):.3f}, "
 
 # %%
 lib = S.log_moments()
-assert sp.simplify(lib["mean_log"] - mean_log.subs({I0: S.I0, I1: S.I1})) == 0
-assert sp.simplify(lib["var_log"] - var_log.subs({I0: S.I0, I1: S.I1})) == 0
+check("sp.simplify(lib['mean_log'] - mean_log.subs({I0: S.I0, I1: S.I1})) == 0", sp.simplify(lib["mean_log"] - mean_log.subs({I0: S.I0, I1: S.I1})) == 0)
+check("sp.simplify(lib['var_log'] - var_log.subs({I0: S.I0, I1: S.I1})) == 0", sp.simplify(lib["var_log"] - var_log.subs({I0: S.I0, I1: S.I1})) == 0)
 chi = S.chi_square_log_moments()
-assert sp.simplify(chi["gap_log"] - gap.subs(nu, S.nu)) == 0
-assert sp.simplify(chi["var_log"] - var.subs(nu, S.nu)) == 0
+check("sp.simplify(chi['gap_log'] - gap.subs(nu, S.nu)) == 0", sp.simplify(chi["gap_log"] - gap.subs(nu, S.nu)) == 0)
+check("sp.simplify(chi['var_log'] - var.subs(nu, S.nu)) == 0", sp.simplify(chi["var_log"] - var.subs(nu, S.nu)) == 0)
 for dof in (1, 10, 80):  # the quadrature of section 2 against the closed form
     g, v = S.log_moments_of_spectrum(np.ones(dof))
-    assert abs(g - float(gap.subs(nu, dof))) < 1e-8 and abs(v - float(var.subs(nu, dof))) < 1e-8
-assert np.allclose(res.s_bar, probe(spec, seeds).s_bar, rtol=1e-10)
-assert S.chi_square_var(80) - 1e-9 <= d["var_r"]["value"] <= S.chi_square_var(1)
+    check('abs(g - float(gap.subs(nu, dof))) < 1e-08 and abs(v - float(var.subs(...', abs(g - float(gap.subs(nu, dof))) < 1e-8 and abs(v - float(var.subs(nu, dof))) < 1e-8)
+check('np.allclose(res.s_bar, probe(spec, seeds).s_bar, rtol=1e-10)', np.allclose(res.s_bar, probe(spec, seeds).s_bar, rtol=1e-10))
+check("S.chi_square_var(80) - 1e-09 <= d['var_r']['value'] <= S.chi_square_v...", S.chi_square_var(80) - 1e-9 <= d["var_r"]["value"] <= S.chi_square_var(1))
 lo, hi = d["var_total"]["ci"]  # the two sides of the law of total variance agree within the CI
-assert lo <= d["var_r"]["value"] + d["var_net"]["value"] <= hi
+check("lo <= d['var_r']['value'] + d['var_net']['value'] <= hi", lo <= d["var_r"]["value"] + d["var_net"]["value"] <= hi)
 lib_dense = S.dense_spread_expressions()
-assert sp.simplify(lib_dense["var_log"] - dense_var.subs({m_: S.outputs_m, f_: S.fan_in_f})) == 0
-assert sp.simplify(lib_dense["gap_log"] - dense_gap.subs({m_: S.outputs_m, f_: S.fan_in_f})) == 0
-assert abs(S.dense_spread(10, 3)[0] - v_dense) < 1e-12 and abs(S.dense_spread(10, 3)[1] - g_dense) < 1e-12
+check("sp.simplify(lib_dense['var_log'] - dense_var.subs({m_: S.outputs_m, f...", sp.simplify(lib_dense["var_log"] - dense_var.subs({m_: S.outputs_m, f_: S.fan_in_f})) == 0)
+check("sp.simplify(lib_dense['gap_log'] - dense_gap.subs({m_: S.outputs_m, f...", sp.simplify(lib_dense["gap_log"] - dense_gap.subs({m_: S.outputs_m, f_: S.fan_in_f})) == 0)
+check('abs(S.dense_spread(10, 3)[0] - v_dense) < 1e-12 and abs(S.dense_sprea...', abs(S.dense_spread(10, 3)[0] - v_dense) < 1e-12 and abs(S.dense_spread(10, 3)[1] - g_dense) < 1e-12)
 print("all derivation checks passed")

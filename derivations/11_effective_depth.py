@@ -16,6 +16,7 @@ import sys
 
 import sympy as sp
 
+from amutheory.course import check, show
 from amutheory.graph import effective_depth, enumerate_paths, path_moments, shortest_path, longest_path, trace_dag
 from amutheory.graph import pathsum
 
@@ -51,8 +52,8 @@ lengths = sorted(sum(dag.weight[v] for v in p) for p in paths)
 print("all path lengths:", lengths)
 moments = path_moments(dag, 3)
 print("moment recursion (#paths, sum L, sum L^2, sum L^3):", moments)
-assert (short, long_) == (2 + 2, 3 * 2 + 2)
-assert moments == [len(lengths), sum(lengths), sum(L ** 2 for L in lengths), sum(L ** 3 for L in lengths)]
+check('(short, long_) == (2 + 2, 3 * 2 + 2)', (short, long_) == (2 + 2, 3 * 2 + 2))
+check('moments == [len(lengths), sum(lengths), sum((L ** 2 for L in lengths)...', moments == [len(lengths), sum(lengths), sum(L ** 2 for L in lengths), sum(L ** 3 for L in lengths)])
 
 # %% [markdown]
 # ## 3. The path-sum identity
@@ -69,7 +70,8 @@ print("closed form              =", closed)
 print("authors' script          =", authors)
 print("authors - correct        =", pathsum.authors_error())
 n = pathsum.n
-print("as 2^(n-3) x cubic: correct", sp.expand(closed / 2 ** (n - 3)), "| authors", sp.expand(authors / 2 ** (n - 3)))
+show("cubic_correct", sp.expand(closed / 2 ** (n - 3)))  # the path sum as 2^(n-3) x cubic
+show("cubic_authors", sp.expand(authors / 2 ** (n - 3)))
 print(f"{'n':>3} {'brute force':>12} {'closed':>12} {'authors':>12} {'rel. error':>10}")
 for m in range(0, 13):
     bf = pathsum.path_sum_brute_force(m)
@@ -77,13 +79,13 @@ for m in range(0, 13):
     a = pathsum.evaluate(authors, m)
     rel = float((a - c) / c) if c else 0.0
     print(f"{m:>3} {bf:>12} {str(c):>12} {str(a):>12} {rel:>10.3f}")
-    assert bf == c
-    assert a - c == sp.Rational(m * 2 ** m, 4)
-assert sp.simplify(derived - closed) == 0
+    check('bf == c', bf == c)
+    check('a - c == sp.Rational(m * 2 ** m, 4)', a - c == sp.Rational(m * 2 ** m, 4))
+check('sp.simplify(derived - closed) == 0', sp.simplify(derived - closed) == 0)
 # SymPy's own summation agrees (for n > 2 it returns the same polynomial times 2^n)
 direct = sp.summation(sp.binomial(n, pathsum.k) * pathsum.k ** 3, (pathsum.k, 0, n))
 direct = direct.args[0][0] if isinstance(direct, sp.Piecewise) else direct
-assert sp.simplify(direct - closed) == 0
+check('sp.simplify(direct - closed) == 0', sp.simplify(direct - closed) == 0)
 
 # %% [markdown]
 # The two closed forms share the leading two orders (`n^3 + 3 n^2`), so the asymptotic
@@ -96,7 +98,7 @@ assert sp.simplify(direct - closed) == 0
 for m in (3, 6, 9):
     rep = effective_depth(zoo.SkipChain(m), (2, 3), {"residual": 0})
     print(f"SkipChain({m}): sum_p L_p^3 = {rep.path_sum_cubed}, closed form {pathsum.evaluate(closed, m)}")
-    assert rep.path_sum_cubed == pathsum.evaluate(closed, m)
+    check('rep.path_sum_cubed == pathsum.evaluate(closed, m)', rep.path_sum_cubed == pathsum.evaluate(closed, m))
 
 # %% [markdown]
 # ## 4. The zoo
@@ -109,7 +111,7 @@ for name, (factory, kw, shape, eff, lon, blocks, lens) in zoo.EXPECTED.items():
     rep = effective_depth(factory(**kw), shape)
     print(f"{name:<18} {rep.effective_depth:>10} {rep.longest_path:>8} {rep.blocks:>7} {rep.num_paths:>6} "
           f"{rep.path_sum_cubed:>9}")
-    assert (rep.effective_depth, rep.longest_path, rep.blocks) == (eff, lon, blocks)
-    assert rep.path_sum_cubed == sum(L ** 3 for L in lens)
+    check('(rep.effective_depth, rep.longest_path, rep.blocks) == (eff, lon, blo...', (rep.effective_depth, rep.longest_path, rep.blocks) == (eff, lon, blocks))
+    check('rep.path_sum_cubed == sum((L ** 3 for L in lens))', rep.path_sum_cubed == sum(L ** 3 for L in lens))
 
 print("all derivation checks passed")

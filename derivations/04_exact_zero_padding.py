@@ -15,6 +15,7 @@
 import numpy as np
 import sympy as sp
 
+from amutheory.course import check, show
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.chain import boundary
@@ -35,7 +36,7 @@ from amutheory.symbolic.chain.spectral import spectral_layer_moments
 # * `T*(X) = k^-d sum_t S_t^T X S_t` -- one layer down (backward); with symmetric taps `T* = T`.
 #
 # `T` shifts *both* positions of `X` by the same tap, so it moves along the diagonals
-# `a - beta = delta` of a kernel.  On each diagonal it is the averaging operator of derivation 02,
+# `a - beta = delta` of a kernel.  On each diagonal it is the averaging operator of derivation 03,
 # on a segment of `N - |delta|` sites: one `N x N` eigenproblem per diagonal instead of an
 # `N^2 x N^2` one.
 
@@ -44,13 +45,13 @@ op = operator_law.PairOperator(8, 3, "zero")
 lengths = sorted({len(a) for _, a, _, _, _ in op.diagonals()})
 print("diagonal lengths of T (N = 8, k = 3, zero padding):", lengths)
 top = [lam.max() for d, _, _, _, lam in op.diagonals() if d == 0][0]
-assert np.isclose(top, boundary.top_eigenvalue(8, 3))
-print(f"top eigenvalue on the main diagonal: {top:.6f} = lambda_max of derivation 02")
+check('np.isclose(top, boundary.top_eigenvalue(8, 3))', np.isclose(top, boundary.top_eigenvalue(8, 3)))
+print(f"top eigenvalue on the main diagonal: {top:.6f} = lambda_max of derivation 03")
 
 # %% [markdown]
 # ## 2. The law
 #
-# Ordering the pairings as in derivation 07 (the top `s` layers of the four-fold word pair
+# Ordering the pairings as in derivation 02 (the top `s` layers of the four-fold word pair
 # *across*, the rest pair *locally*), the cut at layer `u = l - s` contributes
 # `W(u)^2 tr(G_u T^u(Gamma) Z_s T^u(Gamma)^T)`: the update's Gram `Gamma` carried up `u` layers,
 # the backward profile `G_u = T^(L-u)(1 1^T)` and the local gain `Z_s = T^s(I)`.  The Gram weight
@@ -58,7 +59,7 @@ print(f"top eigenvalue on the main diagonal: {top:.6f} = lambda_max of derivatio
 
 # %%
 print("sum_{m<=u} P(m) =", operator_law.cut_weight())
-assert operator_law.cut_weight_is_square()
+check('operator_law.cut_weight_is_square()', operator_law.cut_weight_is_square())
 
 # %% [markdown]
 # For Gaussian inputs the input average is three Wick terms, each a sum along the diagonals of
@@ -71,19 +72,19 @@ for dim, N, k in [(1, 8, 3), (1, 12, 5), (2, 6, 3)]:
                     init_c=1.0, batch=4)
     gap = np.max(np.abs(operator_law.operator_layer_moments(spec) / spectral_layer_moments(spec, np.arange(1, 7)) - 1))
     print(f"circular {dim}D N={N} k={k}: operator law / spectral law - 1 = {gap:.1e}")
-    assert gap < 1e-9
+    check('gap < 1e-09', gap < 1e-9)
 
 spec = ArchSpec(dim=1, depth=4, width=64, kernel=3, spatial=6, padding="zero", activation="linear", init_c=1.0,
                 batch=4)
 fast = operator_law.operator_layer_moments(spec)
 dense = np.array([operator_law.brute_force_layer_moment(spec, l, 4) for l in range(1, 5)])
 print("zero padding, diagonal sums vs dense N^2 x N^2 traces:", np.max(np.abs(fast / dense - 1)))
-assert np.allclose(fast, dense, rtol=1e-10)
+check('np.allclose(fast, dense, rtol=1e-10)', np.allclose(fast, dense, rtol=1e-10))
 
 # %% [markdown]
 # ## 3. How big is the boundary loss?
 #
-# The exact zero/circular ratio of `s_bar` against the position-local model of derivation 02 (its
+# The exact zero/circular ratio of `s_bar` against the position-local model of derivation 03 (its
 # MLP-limit constants), for a linear chain at `N = 8` and `N = 32`:
 
 # %%
@@ -93,7 +94,7 @@ for N in (8, 32):
     exact = operator_law.operator_boundary_ratio(spec, [2, 4, 8, 16])
     local = [boundary.regime(L, 3, N, 1, constants=(1.0, 1.0, 0.0, 3 / 128))["s_bar_ratio"] for L in (2, 4, 8, 16)]
     print(f"N = {N}: exact {np.round(exact, 3)}   local model {np.round(local, 3)}")
-    assert np.all(exact < np.array(local))
+    check('np.all(exact < np.array(local))', np.all(exact < np.array(local)))
 
 # %% [markdown]
 # The local model misses the cross-position part: `T^{2u}` is a random walk of a *pair* of
@@ -110,9 +111,9 @@ for N in (8, 32):
 # %%
 k = kernel_law.relu_pair_kernels()
 print("E[relu(u) relu(v)] =", k["value"], "   P(u>0, v>0) =", k["mask"])
-print("P(u1, u2, u3 > 0) =", sp.simplify(kernel_law.orthant3()))
-assert sp.simplify(kernel_law.orthant3().subs({kernel_law.rho12: 0, kernel_law.rho13: 0,
-                                               kernel_law.rho23: 0}) - sp.Rational(1, 8)) == 0
+show("P_orthant3", sp.simplify(kernel_law.orthant3()))
+check('sp.simplify(kernel_law.orthant3().subs({kernel_law.rho12: 0, kernel_l...', sp.simplify(kernel_law.orthant3().subs({kernel_law.rho12: 0, kernel_law.rho13: 0,
+                                               kernel_law.rho23: 0}) - sp.Rational(1, 8)) == 0)
 
 # %% [markdown]
 # The input average is then a Monte-Carlo mean over draws (the same draws for both paddings, so
@@ -128,7 +129,7 @@ vals = np.array([kernel_law.layer_moments_given_input(spec, rng.standard_normal(
 exact = operator_law.operator_s_bar(spec, [4])[0]
 z = (vals.mean() - exact) / (vals.std(ddof=1) / np.sqrt(len(vals)))
 print(f"kernel law (400 draws) vs operator law: z = {z:+.2f}")
-assert abs(z) < 4
+check('abs(z) < 4', abs(z) < 4)
 
 # %% [markdown]
 # ## 5. Against real nets
@@ -148,8 +149,8 @@ for i, L in enumerate([2, 4, 8]):
     local = boundary.regime(L, 3, 8, 1)["s_bar_ratio"]
     print(f"L = {L}: s_bar zero measured {zs.mean():9.4g} law {law['zero'][i]:9.4g} | ratio measured "
           f"{ratio[0]:.3f} +- {se[0]:.3f}, law {law['ratio'][i]:.3f} +- {law['ratio_se'][i]:.3f}, local model {local:.3f}")
-    assert abs(ratio[0] - law["ratio"][i]) < 3 * np.hypot(se[0], law["ratio_se"][i])
-    assert abs(ratio[0] - local) > 3 * se[0]
+    check("abs(ratio[0] - law['ratio'][i]) < 3 * np.hypot(se[0], law['ratio_se']...", abs(ratio[0] - law["ratio"][i]) < 3 * np.hypot(se[0], law["ratio_se"][i]))
+    check('abs(ratio[0] - local) > 3 * se[0]', abs(ratio[0] - local) > 3 * se[0])
 
 # %% [markdown]
 # ## 6. When is the boundary "constant-level"?

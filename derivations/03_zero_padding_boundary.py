@@ -22,6 +22,7 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import brentq
 
+from amutheory.course import check, show
 from amutheory.symbolic.chain import boundary
 
 from amutheory.symbolic.primitives import expansion
@@ -70,7 +71,7 @@ survival_mc = alive.mean()
 survival_exact = (np.linalg.matrix_power(A6, 3) @ np.ones(6))[0]
 print(f"survival of 3 steps from p = 0: Monte Carlo {survival_mc:.4f}, (A^3 1)(0) = {survival_exact:.4f}")
 # binomial standard error sqrt(p(1-p)/n) ~ 1.1e-3 at n = 2e5: 5 standard errors
-assert abs(survival_mc - survival_exact) < 5 * math.sqrt(survival_exact * (1 - survival_exact) / walks)
+check('abs(survival_mc - survival_exact) < 5 * math.sqrt(survival_exact * (1...', abs(survival_mc - survival_exact) < 5 * math.sqrt(survival_exact * (1 - survival_exact) / walks))
 
 # %% [markdown]
 # ## 2. The symbol, the step variance and the top eigenvalue
@@ -89,7 +90,7 @@ mu4 = sp.factor(sp.summation(s_sym**4, (s_sym, -r, r)) / k_sym)
 series = boundary.symbol_series(4)
 print("step variance mu_2 (library):", boundary.step_variance(), "   by summation:", mu2)
 print("fourth moment mu_4          :", mu4)
-print("symbol series (library)     :", sp.collect(series, theta))
+show("symbol_series", sp.collect(series, theta))
 moment_series = 1 - mu2 * theta**2 / 2 + mu4 * theta**4 / 24
 print("1 - mu_2 th^2/2 + mu_4 th^4/24 - series =", sp.expand(moment_series - series))
 # boundary.operator_symbol() sums the Fourier series itself (a Piecewise: theta = 0 apart);
@@ -99,7 +100,7 @@ for kk in (3, 5, 7):
     gap = max(abs(float(fourier_sum.subs({k_sym: kk, theta: x}))
                   - math.sin(kk * x / 2) / (kk * math.sin(x / 2))) for x in (0.3, 1.1, 2.5))
     print(f"  k = {kk}: |operator_symbol - sin(k th/2)/(k sin(th/2))| = {gap:.1e}")
-    assert gap < 1e-12
+    check('gap < 1e-12', gap < 1e-12)
 
 # %% [markdown]
 # The lowest Dirichlet mode of a box of length `N` is `sin(pi x / N)`: `theta = pi / N`.  So
@@ -150,7 +151,7 @@ print(f"delta_k ({delta[3]:.2f}, {delta[5]:.2f}, {delta[7]:.2f} for k = 3, 5, 7)
       "not derived in closed form: it stays below k,")
 print("so N^3 |error| <= pi^2 k (k^2 - 1)/12 is a safe bound (used in the checks below).")
 for N in Ns:
-    assert abs(boundary.top_eigenvalue(N, 3) - (1 + 2 * math.cos(math.pi / (N + 1))) / 3) < 1e-12
+    check('abs(boundary.top_eigenvalue(N, 3) - (1 + 2 * math.cos(math.pi / (N + ...', abs(boundary.top_eigenvalue(N, 3) - (1 + 2 * math.cos(math.pi / (N + 1))) / 3) < 1e-12)
 
 # %% [markdown]
 # ## 3. The forward deficit: diffusion first, then the top eigenvalue
@@ -367,38 +368,38 @@ header("7. checks")
 # (a) eigenvalue asymptotics: error O(N^-3) with a k-dependent constant below pi^2 k (k^2-1)/12
 for kk in (3, 5, 7):
     bound = math.pi**2 * kk * (kk**2 - 1) / 12
-    assert all(scaled_error[kk, N] <= bound for N in Ns), (kk, bound)
+    check('all((scaled_error[kk, N] <= bound for N in Ns))', all(scaled_error[kk, N] <= bound for N in Ns), str((kk, bound)))
     # N^3 |error| converges: the last two N differ by less than 2 % (it is not growing like N)
-    assert abs(scaled_error[kk, 128] / scaled_error[kk, 64] - 1) < 0.02
+    check('abs(scaled_error[kk, 128] / scaled_error[kk, 64] - 1) < 0.02', abs(scaled_error[kk, 128] / scaled_error[kk, 64] - 1) < 0.02)
     for N in Ns:  # the order-4 form is no worse
         exact = boundary.top_eigenvalue(N, kk)
-        assert abs(exact - lam4(kk, N)) <= abs(exact - lam2(kk, N))
-assert sp.expand(moment_series - series) == 0
-assert sp.expand(boundary.step_variance() - (k_sym**2 - 1) / 12) == 0
-assert abs(delta[3] - 1) < 1e-8
+        check('abs(exact - lam4(kk, N)) <= abs(exact - lam2(kk, N))', abs(exact - lam4(kk, N)) <= abs(exact - lam2(kk, N)))
+check('sp.expand(moment_series - series) == 0', sp.expand(moment_series - series) == 0)
+check('sp.expand(boundary.step_variance() - (k_sym ** 2 - 1) / 12) == 0', sp.expand(boundary.step_variance() - (k_sym**2 - 1) / 12) == 0)
+check('abs(delta[3] - 1) < 1e-08', abs(delta[3] - 1) < 1e-8)
 # (b) early deficit: ratio rises monotonically towards 1 and 1 - ratio ~ c_k / sqrt(l)
 for kk in (3, 5, 7):
-    assert np.all(np.diff(deficit_ratio[kk]) > 0) and np.all(deficit_ratio[kk] < 1)
+    check('np.all(np.diff(deficit_ratio[kk]) > 0) and np.all(deficit_ratio[kk] < 1)', np.all(np.diff(deficit_ratio[kk]) > 0) and np.all(deficit_ratio[kk] < 1))
     limit = delta[kk] / 2 * math.sqrt(math.pi / (2 * step_var(kk)))
     # the offset's approach to delta_k / 2 (section 3 prints it) closes like l^-1/2; 5% at l = 256
-    assert abs((1 - deficit_ratio[kk][-1]) * math.sqrt(ls[-1]) / limit - 1) < 0.05
+    check('abs((1 - deficit_ratio[kk][-1]) * math.sqrt(ls[-1]) / limit - 1) < 0.05', abs((1 - deficit_ratio[kk][-1]) * math.sqrt(ls[-1]) / limit - 1) < 0.05)
 # (c) circular padding reproduces the homogeneous law exactly
-assert circular_gap < 1e-12
+check('circular_gap < 1e-12', circular_gap < 1e-12)
 # (d) 2D = kron(A, A) = (1D)^2
-assert kron_gap < 1e-12
+check('kron_gap < 1e-12', kron_gap < 1e-12)
 # (e) ratio <= 1, non-increasing in L, -> 1 as N grows (bounded by 4 x early deficit asymptotics)
 for N, kk in ((16, 3), (32, 5), (64, 7)):
     ratios = boundary.boundary_ratio(0.7, 1.5, 0.2, 0.3, N, kk, range(1, 41))
-    assert np.all(ratios <= 1 + 1e-12) and np.all(np.diff(ratios) <= 1e-12)
+    check('np.all(ratios <= 1 + 1e-12) and np.all(np.diff(ratios) <= 1e-12)', np.all(ratios <= 1 + 1e-12) and np.all(np.diff(ratios) <= 1e-12))
 gaps = [1 - boundary.boundary_ratio(1.0, 2.0, 0.0, 0.1, N, 3, [16])[0] for N in (64, 128, 256, 512)]
-assert all(g2 < g1 for g1, g2 in zip(gaps, gaps[1:]))
-assert all(g <= 4 * early(16, 3, N) for g, N in zip(gaps, (64, 128, 256, 512)))
+check('all((g2 < g1 for g1, g2 in zip(gaps, gaps[1:])))', all(g2 < g1 for g1, g2 in zip(gaps, gaps[1:])))
+check('all((g <= 4 * early(16, 3, N) for g, N in zip(gaps, (64, 128, 256, 51...', all(g <= 4 * early(16, 3, N) for g, N in zip(gaps, (64, 128, 256, 512))))
 # (f) regime: the documented parameter, and the threshold of L (k^2-1)/N^2 near 0.05
 reg = boundary.regime(32, 3, 16)
-assert reg["regime_parameter"] == 32 * 9 / 256 and not reg["constant_level"]
-assert boundary.regime(3, 3, 256)["constant_level"]
-assert all(0.045 < t[1] < 0.06 for t in thresholds.values())
-assert all(0.14 < c < 0.25 for row in collapse.values() for c in row)
+check("reg['regime_parameter'] == 32 * 9 / 256 and (not reg['constant_level'])", reg["regime_parameter"] == 32 * 9 / 256 and not reg["constant_level"])
+check("boundary.regime(3, 3, 256)['constant_level']", boundary.regime(3, 3, 256)["constant_level"])
+check('all((0.045 < t[1] < 0.06 for t in thresholds.values()))', all(0.045 < t[1] < 0.06 for t in thresholds.values()))
+check('all((0.14 < c < 0.25 for row in collapse.values() for c in row))', all(0.14 < c < 0.25 for row in collapse.values() for c in row))
 # (g) deep crossover: the s_bar ratio steps like lambda (1 - 4/L), not lambda^2
-assert all(abs(step / pred - 1) < 2e-3 for step, pred in deep_rows)
+check('all((abs(step / pred - 1) < 0.002 for step, pred in deep_rows))', all(abs(step / pred - 1) < 2e-3 for step, pred in deep_rows))
 print("all derivation checks passed")

@@ -1,11 +1,11 @@
 # %% [markdown]
 # # The exact law of linear spatial residual nets, mode by mode
 #
-# Run with `python derivations/10_linear_spatial_residual.py` (or open it as a notebook with
+# Run with `python derivations/09_linear_spatial_residual.py` (or open it as a notebook with
 # jupytext).  Every number is computed; the script ends by asserting that what it derived agrees
 # with `amutheory.symbolic.resnet.spectral`.
 #
-# The dense law (derivation 03, section 5c) is exact for `kernel = spatial = batch = 1` and was
+# The dense law (derivations/07_residual_dense_law.py, section 5c) is exact for `kernel = spatial = batch = 1` and was
 # refused for the campaign's nets (kernel 3, 8 positions, batch 8), whose finite-K terms were
 # therefore calibrated.  For *linear* branches with circular padding the positions and the batch
 # can be carried exactly.  Four facts do it.
@@ -15,6 +15,7 @@ import numpy as np
 import sympy as sp
 import torch
 
+from amutheory.course import check, show
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.primitives import planar as P
@@ -99,7 +100,7 @@ print("spread of the stem's output gradient over positions:", float((g - g.mean(
 s, rho = sp.symbols("s rho", positive=True)
 A, B = P.letter("W", 0), P.letter("W", "q")
 fourth = P.tau(P.mul(P.adjoint(A), A, P.adjoint(B), B), {"W": s}, rho)
-print("tau(W(0)^T W(0) W(q)^* W(q)) =", sp.factor(fourth))
+show("tau_4", sp.factor(fourth))  # tau(W(0)^T W(0) W(q)^* W(q))
 for branch in rs.BRANCHES:
     rec = rs.mode_block_recursion(branch)
     print(f"{branch:9s} lambda_q = {sp.factor(rec['lam'])};  rho_J = {rec['rho_J']};  src = {sp.factor(rec['src'])}")
@@ -128,7 +129,7 @@ print(f"lambda_q (conv-mlp, mode 1 of 8): random matrices {lam_rm:.4f}, planar c
 # ## 5. The law, the exponent and the modes
 #
 # The zero mode is the dense law (`rho = 1`).  In a chain every other mode dies out exponentially
-# with depth (derivation 07).  Not here: a residual block's gain is `1 + O(1/K)`, so every mode
+# with depth (derivation 02).  Not here: a residual block's gain is `1 + O(1/K)`, so every mode
 # keeps `prod (1 + rho_J eps^2) = O(1)` and accumulates the blocks' sources at the same power of K as
 # the zero mode.  The zero mode keeps a fixed share of `s_bar`, the exponent is the dense one, and
 # the other modes set the prefactor and the finite-K terms, which is what the calibrated laws had to
@@ -177,7 +178,7 @@ print(f"measured / law: {ratio.mean():.3f} +- {ratio.std(ddof=1) / np.sqrt(len(r
 # loss directions, `sum_{b1,b2} C(b1, b2) r_{b1} . r_{b2}` with `C = sum_q c_q A_q(x)` (`A_q` the
 # samples' cross-mode Grams).  A Monte Carlo over joint draws of inputs and loss directions gives
 # the whole law of `ln s_bar`; only `c_q` depends on K, so one table of draws serves every K.  For
-# a dense net it must give back the digamma closed forms of derivation 09:
+# a dense net it must give back the digamma closed forms of derivation 14:
 
 # %%
 from amutheory.symbolic.primitives import spread  # noqa: E402
@@ -196,18 +197,18 @@ for K_ in (2, 32, 256):
 # ## 8. Checks against the library
 
 # %%
-assert np.abs(y_hat - np.einsum("qoi,iq->oq", W_hat, x_hat)).max() < 1e-10
-assert sp.simplify(D3 - (1 + 2 * sp.cos(w))) == 0
-assert float((g - g.mean(-1, keepdim=True)).abs().max()) < 1e-12
-assert sp.simplify(fourth - s**2 * (1 + rho**2)) == 0
-assert abs(lam_rm - lam_law) < 0.03
+check("np.abs(y_hat - np.einsum('qoi,iq->oq', W_hat, x_hat)).max() < 1e-10", np.abs(y_hat - np.einsum("qoi,iq->oq", W_hat, x_hat)).max() < 1e-10)
+check('sp.simplify(D3 - (1 + 2 * sp.cos(w))) == 0', sp.simplify(D3 - (1 + 2 * sp.cos(w))) == 0)
+check('float((g - g.mean(-1, keepdim=True)).abs().max()) < 1e-12', float((g - g.mean(-1, keepdim=True)).abs().max()) < 1e-12)
+check('sp.simplify(fourth - s ** 2 * (1 + rho ** 2)) == 0', sp.simplify(fourth - s**2 * (1 + rho**2)) == 0)
+check('abs(lam_rm - lam_law) < 0.03', abs(lam_rm - lam_law) < 0.03)
 dense = campaign.with_(kernel=1, spatial=1, batch=1, depth=8)
-assert np.allclose(rs.layer_moments(dense), rd.layer_moments(dense), rtol=1e-10)
-assert abs(local[-1] + 1) < 0.01  # conv-mlp / k-last: derived exponent -1
+check('np.allclose(rs.layer_moments(dense), rd.layer_moments(dense), rtol=1e...', np.allclose(rs.layer_moments(dense), rd.layer_moments(dense), rtol=1e-10))
+check('abs(local[-1] + 1) < 0.01', abs(local[-1] + 1) < 0.01)  # conv-mlp / k-last: derived exponent -1
 shares = [m_[0] / m_.sum() for m_ in (rs.mode_layer_moments(campaign.with_(depth=K_)).mean(axis=0) for K_ in (512, 2048))]
-assert 0.2 < shares[1] < 0.95 and abs(shares[1] - shares[0]) < 0.01  # every mode grows like the zero mode
-assert abs(ratio.mean() - 1) < 4 * ratio.std(ddof=1) / np.sqrt(len(ratio)) + 0.06  # + the O(1/n) excess at n = 128
-assert dip[1] < dip[0] and np.all(np.diff(dip[2:]) > 0)  # falls first, then grows (k^d = 3 here)
-assert abs(dense_law["gap"] - closed_gap) < 4 * dense_law["gap_se"]
-assert abs(dense_law["var"] - closed_var) < 4 * dense_law["var_se"]
+check('0.2 < shares[1] < 0.95 and abs(shares[1] - shares[0]) < 0.01', 0.2 < shares[1] < 0.95 and abs(shares[1] - shares[0]) < 0.01)  # every mode grows like the zero mode
+check('abs(ratio.mean() - 1) < 4 * ratio.std(ddof=1) / np.sqrt(len(ratio)) +...', abs(ratio.mean() - 1) < 4 * ratio.std(ddof=1) / np.sqrt(len(ratio)) + 0.06)  # + the O(1/n) excess at n = 128
+check('dip[1] < dip[0] and np.all(np.diff(dip[2:]) > 0)', dip[1] < dip[0] and np.all(np.diff(dip[2:]) > 0))  # falls first, then grows (k^d = 3 here)
+check("abs(dense_law['gap'] - closed_gap) < 4 * dense_law['gap_se']", abs(dense_law["gap"] - closed_gap) < 4 * dense_law["gap_se"])
+check("abs(dense_law['var'] - closed_var) < 4 * dense_law['var_se']", abs(dense_law["var"] - closed_var) < 4 * dense_law["var_se"])
 print("all derivation checks passed")

@@ -1,0 +1,7 @@
+"""``amutheory docs``: a static site that opens offline (no network, no JavaScript).
+
+:func:`amutheory.site.build.build_site` orchestrates: the course (:mod:`.course` runs each
+derivation script cell by cell, :mod:`._exec` is the child process), the markdown pages
+(:mod:`.markdown`), the CLI and API reference (:mod:`.reference`); equations become MathML at
+build time (:mod:`.math`).  Nothing is imported here, so ``python -m amutheory.site._exec`` runs clean.
+"""
