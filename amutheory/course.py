@@ -14,7 +14,7 @@ import os
 
 import sympy as sp
 
-__all__ = ["show", "fast", "check"]
+__all__ = ["show", "fast", "check", "section"]
 
 
 def _latex_name(name: str) -> str:
@@ -42,3 +42,15 @@ def check(name: str, ok, detail: str = "") -> None:
     print(f"check {name}: {'PASS' if passed else 'FAIL'}" + (f" ({detail})" if detail else ""))
     if not passed:
         raise AssertionError(f"check {name} failed" + (f": {detail}" if detail else ""))
+
+
+_START = None
+
+
+def section(title: str) -> None:
+    """Print a section banner with the seconds since the first banner (parts print their progress)."""
+    import time
+
+    global _START
+    _START = time.perf_counter() if _START is None else _START
+    print("\n" + "=" * 90 + f"\n{title}   [t = {time.perf_counter() - _START:.1f} s]\n" + "=" * 90)

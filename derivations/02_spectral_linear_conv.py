@@ -20,7 +20,7 @@ from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.chain import spectral as S
 from amutheory.symbolic.primitives.expansion import layer_moment
-from amutheory.symbolic.primitives.symbols import L, a, b, e, epsilon, l
+from amutheory.symbolic.primitives.symbols import a, b, e, epsilon, l
 
 # %% [markdown]
 # ## 1. The update lives in the zero mode, its effect in every mode
@@ -63,10 +63,11 @@ show("f_i(1)", S.backward_moment(sp.Integer(1)))
 # %%
 Q = S.mode_layer_moment()
 Q0 = S.mode_layer_moment(True)
-print("Q_l(r) =", Q)
-print("Q_l(1) =", Q0)
+show("Q_l", Q)
+show("Q_l(1)", Q0)
 print("Q_l(1) is derivation 01's pair kernel with a = b = 1:", S.zero_mode_is_pair_kernel())
-print("Q_oo(r) =", S.saturated_mode_moment(), "  (0 <= r < 1)")
+show("Q_oo", S.saturated_mode_moment())
+print("  (Q_oo = Q_l as l -> oo, for 0 <= r < 1)")
 
 # %% [markdown]
 # So the zero mode *is* the conv law of derivation 01 with `b / a = 1` (the MLP limit's `v` for a
@@ -89,6 +90,26 @@ depths = np.array([2, 4, 8, 16, 32, 64, 256, 4096])
 print("L:            ", depths)
 print("eta* (C = 1): ", np.round(1 / np.sqrt(S.spectral_s_bar(spec, depths)), 6))
 print("local slope:  ", np.round(S.spectral_slope(spec, depths), 3))
+
+# %%
+import matplotlib.pyplot as plt  # noqa: E402
+
+fine = np.unique(np.round(np.geomspace(2, 4096, 40)).astype(int))
+fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 4))
+ax0.loglog(fine, 1 / np.sqrt(S.spectral_s_bar(spec, fine)), "-", label="spectral law eta* = s_bar^(-1/2)")
+ref = 1 / np.sqrt(S.spectral_s_bar(spec, [4096])[0]) * (fine / 4096.0) ** -1.5
+ax0.loglog(fine, ref, "--", label="L^(-3/2) through L = 4096")
+ax0.set_xlabel("depth L")
+ax0.set_ylabel("eta* (C = 1)")
+ax0.set_title("linear circular conv chain: eta* against depth")
+ax0.legend()
+ax1.semilogx(fine, S.spectral_slope(spec, fine), "-", label="local slope d ln eta* / d ln L")
+ax1.axhline(-1.5, color="k", ls="--", label="-3/2 (zero mode)")
+ax1.set_xlabel("depth L")
+ax1.set_ylabel("local slope")
+ax1.set_title("the slope reaches -3/2 only at hundreds of layers")
+ax1.legend()
+fig.tight_layout()
 
 # %% [markdown]
 # The exponent is -3/2 (the zero mode), but `e` is large: `e / a` is the depth scale below which the

@@ -22,17 +22,13 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import brentq
 
-from amutheory.course import check, show
+from amutheory.course import check, section, show
 from amutheory.symbolic.chain import boundary
 
 from amutheory.symbolic.primitives import expansion
 from amutheory.symbolic.chain.boundary import N_sym, k_sym, l_sym, s_sym, theta
 
 np.set_printoptions(linewidth=110, precision=4, suppress=True)
-
-
-def header(text):
-    print("\n" + "=" * 90 + "\n" + text + "\n" + "=" * 90)
 
 
 # lambdified library expressions (one source of truth: the SymPy expressions)
@@ -52,7 +48,7 @@ step_var = sp.lambdify(k_sym, boundary.step_variance(), "numpy")
 # `p` survives `l` steps.
 
 # %%
-header("1. the averaging operator A (N = 6, k = 3)")
+section("1. the averaging operator A (N = 6, k = 3)")
 A6 = boundary.averaging_operator(6, 3)
 print("k * A (zero padding):\n", np.round(3 * A6).astype(int))
 print("A 1, zero padding    :", A6 @ np.ones(6))
@@ -83,13 +79,14 @@ check('abs(survival_mc - survival_exact) < 5 * math.sqrt(survival_exact * (1...'
 # We derive mu_2 and mu_4 by symbolic summation and compare with the library's series.
 
 # %%
-header("2. symbol, step variance, top eigenvalue")
+section("2. symbol, step variance, top eigenvalue")
 r = (k_sym - 1) / 2
 mu2 = sp.factor(sp.summation(s_sym**2, (s_sym, -r, r)) / k_sym)
 mu4 = sp.factor(sp.summation(s_sym**4, (s_sym, -r, r)) / k_sym)
 series = boundary.symbol_series(4)
-print("step variance mu_2 (library):", boundary.step_variance(), "   by summation:", mu2)
-print("fourth moment mu_4          :", mu4)
+show("mu_2", boundary.step_variance())
+print("   (the library's step variance; by summation:", mu2, ")")
+show("mu_4", mu4)
 show("symbol_series", sp.collect(series, theta))
 moment_series = 1 - mu2 * theta**2 / 2 + mu4 * theta**4 / 24
 print("1 - mu_2 th^2/2 + mu_4 th^4/24 - series =", sp.expand(moment_series - series))
@@ -114,8 +111,8 @@ for kk in (3, 5, 7):
 # `lambda_max = (1 + 2 cos(pi/(N + 1)))/3` exactly.
 
 # %%
-print("lambda_max, order 2:", boundary.top_eigenvalue_asymptotic(2))
-print("lambda_max, order 4:", boundary.top_eigenvalue_asymptotic(4))
+show("lambda_max_2", boundary.top_eigenvalue_asymptotic(2))
+show("lambda_max_4", boundary.top_eigenvalue_asymptotic(4))
 N10 = 10
 v = np.sin(np.pi * (np.arange(N10) + 1) / (N10 + 1))
 lam_k3 = (1 + 2 * math.cos(math.pi / (N10 + 1))) / 3
@@ -163,8 +160,8 @@ for N in Ns:
 # gives `sqrt(2 mu_2 l / pi)` per wall, so `1 - <A^l 1> ~ (2/N) sqrt(2 mu_2 l / pi)`.
 
 # %%
-header("3. forward deficit vs the diffusion asymptotics (N = 2048)")
-print("library:", boundary.early_deficit_asymptotic())
+section("3. forward deficit vs the diffusion asymptotics (N = 2048)")
+show("d_early", boundary.early_deficit_asymptotic())
 N_big, ls = 2048, np.array([16, 32, 64, 128, 256])
 deficit_ratio = {}
 for kk in (3, 5, 7):
@@ -205,6 +202,22 @@ for ll in (4, 16, 64, 128, 256, 512, 1024, 2048, 4096):
 print("the diffusion form holds (ratio rising towards 1) until l (k^2-1)/N^2 ~ 1; beyond ~2 the")
 print("eigenvalue form takes over and the diffusion form (growing like sqrt(l)) becomes useless.")
 
+# %%
+import matplotlib.pyplot as plt  # noqa: E402
+
+l_axis = np.arange(1, 4097)
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.loglog(l_axis * (k_small**2 - 1) / N_small**2, d_small[l_axis], "-", label="exact 1 - <A^l 1>")
+ax.loglog(l_axis * (k_small**2 - 1) / N_small**2, early(l_axis, k_small, N_small), "--",
+          label="diffusion (2/N) sqrt(2 mu_2 l / pi)")
+ax.loglog(l_axis * (k_small**2 - 1) / N_small**2, 1 - c0 * lam**l_axis, ":", label="eigenvalue 1 - c_0 lambda_max^l")
+ax.set_ylim(1e-3, 1.5)
+ax.set_xlabel("l (k^2 - 1) / N^2")
+ax.set_ylabel("forward deficit 1 - <A^l 1>")
+ax.set_title(f"zero padding, N = {N_small}, k = {k_small}: diffusion, then the top eigenvalue")
+ax.legend()
+fig.tight_layout()
+
 # %% [markdown]
 # ## 4. The model of the one-step moment
 #
@@ -226,7 +239,7 @@ print("eigenvalue form takes over and the diffusion form (growing like sqrt(l)) 
 # (`d` stays below the diffusion form) `1 - ratio <= (8/N) sqrt(L (k^2-1) / (6 pi))`.
 
 # %%
-header("4. the boundary model: beta_l, omega_t, s_l")
+section("4. the boundary model: beta_l, omega_t, s_l")
 f16 = boundary.boundary_factors(16, 3, 8)
 print("N = 16, k = 3, L = 8:  beta_l  =", f16["beta"])
 print("                      omega_t =", f16["omega"])
@@ -251,6 +264,17 @@ for N, kk in ((16, 3), (32, 3), (64, 3), (32, 5), (64, 7), (256, 3)):
     print(f"  {N:3d}  {kk}   " + "  ".join(f"{x:.4f}" for x in ratios))
 print("the ratio is below 1, falls with depth and rises towards 1 with N (checked at the end).")
 
+# %%
+fig, ax = plt.subplots(figsize=(6, 4))
+L_axis = np.array([4, 8, 16, 32, 64])
+for N, kk in ((16, 3), (32, 3), (64, 3), (32, 5), (64, 7), (256, 3)):
+    ax.semilogx(L_axis, boundary.boundary_ratio(1.0, 2.0, 0.0, 0.1, N, kk, L_axis), "o-", label=f"N = {N}, k = {kk}")
+ax.set_xlabel("depth L")
+ax.set_ylabel("s_bar(zero) / s_bar(circular)")
+ax.set_title("boundary model: zero/circular ratio of s_bar")
+ax.legend(fontsize=8)
+fig.tight_layout()
+
 # %% [markdown]
 # ## 5. Two dimensions: a tensor product
 #
@@ -260,7 +284,7 @@ print("the ratio is below 1, falls with depth and rises towards 1 with N (checke
 # 2D factor is the square of the 1D one -- exactly.  We check it with an explicit 2D operator.
 
 # %%
-header("5. 2D = tensor product of two 1D operators")
+section("5. 2D = tensor product of two 1D operators")
 kron_gap = 0.0
 for N, kk, depth in ((12, 3, 6), (10, 5, 5), (9, 7, 4)):
     A = boundary.averaging_operator(N, kk)
@@ -290,7 +314,7 @@ for N, kk, depth in ((12, 3, 6), (10, 5, 5), (9, 7, 4)):
 # difference at `L <= 2` would divide 0 by 0; we start at `L = 3`.
 
 # %%
-header("6. the regime: slope shift vs L k^2 / N^2")
+section("6. the regime: slope shift vs L k^2 / N^2")
 print("   L   k    N    L k^2/N^2   slope shift   shift/sqrt(L k^2/N^2)   constant-level")
 for depth, kk, N in ((4, 3, 64), (16, 3, 64), (64, 3, 64), (8, 5, 128), (32, 5, 128), (16, 7, 128),
                      (64, 7, 128), (32, 3, 16), (8, 7, 16)):
@@ -298,6 +322,19 @@ for depth, kk, N in ((4, 3, 64), (16, 3, 64), (64, 3, 64), (8, 5, 128), (32, 5, 
     print(f"  {depth:3d}  {kk}  {N:4d}   {reg['regime_parameter']:8.4f}     {reg['slope_shift']:+.4f}"
           f"            {reg['slope_shift'] / math.sqrt(reg['regime_parameter']):.3f}"
           f"                 {reg['constant_level']}")
+
+fig, ax = plt.subplots(figsize=(6, 4))
+for kk, N in ((3, 64), (5, 128), (7, 128), (3, 16)):
+    L_grid = [L_ for L_ in (3, 4, 8, 16, 32, 64) if L_ * kk**2 / N**2 <= 1.5]
+    regs = [boundary.regime(L_, kk, N) for L_ in L_grid]
+    ax.loglog([r_["regime_parameter"] for r_ in regs], [abs(r_["slope_shift"]) for r_ in regs], "o-",
+              label=f"k = {kk}, N = {N}")
+ax.axhline(boundary.SLOPE_TOLERANCE, color="k", ls="--", label="SLOPE_TOLERANCE")
+ax.set_xlabel("L k^2 / N^2")
+ax.set_ylabel("|slope shift| of eta*")
+ax.set_title("boundary model: slope shift against L k^2 / N^2")
+ax.legend(fontsize=8)
+fig.tight_layout()
 
 print("\ncollapse: at fixed L k^2/N^2 the shift / sqrt(L k^2/N^2) settles as N grows")
 collapse = {}
@@ -364,7 +401,7 @@ for depth in (200, 400, 800):
 # ## 7. Checks against the library
 
 # %%
-header("7. checks")
+section("7. checks")
 # (a) eigenvalue asymptotics: error O(N^-3) with a k-dependent constant below pi^2 k (k^2-1)/12
 for kk in (3, 5, 7):
     bound = math.pi**2 * kk * (kk**2 - 1) / 12

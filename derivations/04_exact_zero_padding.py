@@ -58,7 +58,8 @@ print(f"top eigenvalue on the main diagonal: {top:.6f} = lambda_max of derivatio
 # of every pair below the cut sums in SymPy to a square:
 
 # %%
-print("sum_{m<=u} P(m) =", operator_law.cut_weight())
+show("W(u)^2", operator_law.cut_weight())
+print("   (= sum_{m<=u} P(m), the Gram weight of the pairs below the cut)")
 check('operator_law.cut_weight_is_square()', operator_law.cut_weight_is_square())
 
 # %% [markdown]
@@ -88,6 +89,9 @@ check('np.allclose(fast, dense, rtol=1e-10)', np.allclose(fast, dense, rtol=1e-1
 # MLP-limit constants), for a linear chain at `N = 8` and `N = 32`:
 
 # %%
+import matplotlib.pyplot as plt  # noqa: E402
+
+fig, ax = plt.subplots(figsize=(6, 4))
 for N in (8, 32):
     spec = ArchSpec(dim=1, depth=4, width=128, kernel=3, spatial=N, padding="zero", activation="linear",
                     init_c=1.0)
@@ -95,6 +99,13 @@ for N in (8, 32):
     local = [boundary.regime(L, 3, N, 1, constants=(1.0, 1.0, 0.0, 3 / 128))["s_bar_ratio"] for L in (2, 4, 8, 16)]
     print(f"N = {N}: exact {np.round(exact, 3)}   local model {np.round(local, 3)}")
     check('np.all(exact < np.array(local))', np.all(exact < np.array(local)))
+    line, = ax.semilogx([2, 4, 8, 16], exact, "o-", label=f"exact (pair operator), N = {N}")
+    ax.semilogx([2, 4, 8, 16], local, "s--", color=line.get_color(), label=f"position-local model, N = {N}")
+ax.set_xlabel("depth L")
+ax.set_ylabel("s_bar(zero) / s_bar(circular)")
+ax.set_title("linear chain, k = 3: the exact boundary loss against the local model")
+ax.legend(fontsize=8)
+fig.tight_layout()
 
 # %% [markdown]
 # The local model misses the cross-position part: `T^{2u}` is a random walk of a *pair* of
@@ -110,7 +121,9 @@ for N in (8, 32):
 
 # %%
 k = kernel_law.relu_pair_kernels()
-print("E[relu(u) relu(v)] =", k["value"], "   P(u>0, v>0) =", k["mask"])
+show("E_relu_uv", k["value"])
+show("P_uv_pos", k["mask"])
+print("   (E[relu(u) relu(v)] and P(u > 0, v > 0))")
 show("P_orthant3", sp.simplify(kernel_law.orthant3()))
 check('sp.simplify(kernel_law.orthant3().subs({kernel_law.rho12: 0, kernel_l...', sp.simplify(kernel_law.orthant3().subs({kernel_law.rho12: 0, kernel_law.rho13: 0,
                                                kernel_law.rho23: 0}) - sp.Rational(1, 8)) == 0)
@@ -142,6 +155,7 @@ check('abs(z) < 4', abs(z) < 4)
 spec = ArchSpec(dim=1, depth=4, width=128, kernel=3, spatial=8, padding="zero", activation="relu")
 law = kernel_law.exact_boundary_ratio(spec, [2, 4, 8])
 print(f"kernel law: {law['draws']} input draws")
+measured_ratio, measured_se, local_ratio = [], [], []
 for i, L in enumerate([2, 4, 8]):
     zs = probe(spec.with_(depth=L), range(64)).s_bar
     cs = probe(spec.with_(depth=L, padding="circular"), range(64)).s_bar
@@ -151,6 +165,21 @@ for i, L in enumerate([2, 4, 8]):
           f"{ratio[0]:.3f} +- {se[0]:.3f}, law {law['ratio'][i]:.3f} +- {law['ratio_se'][i]:.3f}, local model {local:.3f}")
     check("abs(ratio[0] - law['ratio'][i]) < 3 * np.hypot(se[0], law['ratio_se']...", abs(ratio[0] - law["ratio"][i]) < 3 * np.hypot(se[0], law["ratio_se"][i]))
     check('abs(ratio[0] - local) > 3 * se[0]', abs(ratio[0] - local) > 3 * se[0])
+    measured_ratio.append(ratio[0])
+    measured_se.append(se[0])
+    local_ratio.append(local)
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.errorbar([2, 4, 8], measured_ratio, yerr=measured_se, fmt="o", capsize=3, label="real nets (64 seeds)")
+ax.errorbar([2, 4, 8], law["ratio"], yerr=law["ratio_se"], fmt="-", capsize=3, label="kernel law")
+ax.plot([2, 4, 8], local_ratio, "s--", label="position-local model")
+ax.set_xscale("log")
+ax.set_xlabel("depth L")
+ax.set_ylabel("s_bar(zero) / s_bar(circular)")
+ax.set_title("ReLU, N = 8, k = 3: the kernel law against measured ratios")
+ax.legend()
+fig.tight_layout()
 
 # %% [markdown]
 # ## 6. When is the boundary "constant-level"?
@@ -162,10 +191,19 @@ for i, L in enumerate([2, 4, 8]):
 # their CIs; README "Zero padding"):
 
 # %%
+fig, ax = plt.subplots(figsize=(6, 4))
 for N, k_ in [(16, 3), (64, 3), (64, 5)]:
     rows = boundary.exact_regime(ArchSpec(dim=1, kernel=k_, spatial=N, padding="zero", activation="linear",
                                           init_c=1.0, width=128), [2, 8, 32])
     print(f"linear N={N} k={k_}: " + ", ".join(
         f"L={r['depth']}: L k^2/N^2={r['regime_parameter']:.3g} shift {r['slope_shift']:+.3f}" for r in rows))
+    ax.loglog([r["regime_parameter"] for r in rows], [abs(r["slope_shift"]) for r in rows], "o-",
+              label=f"N = {N}, k = {k_}")
+ax.axhline(boundary.SLOPE_TOLERANCE, color="k", ls="--", label="SLOPE_TOLERANCE")
+ax.set_xlabel("L k^2 / N^2")
+ax.set_ylabel("|slope shift| of eta* (exact law)")
+ax.set_title("linear chain, zero padding: when is the boundary constant-level?")
+ax.legend()
+fig.tight_layout()
 
 print("all derivation checks passed")

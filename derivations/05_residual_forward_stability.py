@@ -32,7 +32,7 @@ from amutheory.measure.resnet import ResidualConvNet
 from amutheory.spec import BRANCHES, INITS, ArchSpec
 from amutheory.symbolic.resnet import coherent as resnet
 from amutheory.symbolic.resnet.init import K, branch_multiplier, layer_variance_factors
-from amutheory.course import check
+from amutheory.course import check, section, show
 
 warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated")
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest, and immune to oversubscription
@@ -44,10 +44,6 @@ ACTS = ("relu", "linear")
 def pretty(expr):
     """SymPy's E and exp(2) as e and e^2 (the stream-growth limits)."""
     return sp.sstr(expr).replace("exp(2)", "e^2").replace("E", "e")
-
-
-def header(text):
-    print("\n" + "=" * 90 + f"\n{text}   [t = {time.perf_counter() - T0:.1f} s]\n" + "=" * 90)
 
 
 def spec_of(branch, init, activation="relu", **kw):
@@ -62,7 +58,7 @@ def spec_of(branch, init, activation="relu", **kw):
 # factors `v_i(K)` of the branch layers and the multiplier `alpha(K)`.
 
 # %%
-header("1. init conventions (amutheory.symbolic.resnet.init)")
+section("1. init conventions (amutheory.symbolic.resnet.init)")
 print(f"{'init':16s} " + "  ".join(f"{b + ' v_i':>22s}" for b in BRANCHES) + f"  {'alpha':>10s}")
 for init in INITS:
     cells = [str(layer_variance_factors(init, b)) for b in BRANCHES]
@@ -139,7 +135,7 @@ for act in ACTS:
 # `d mu/dt = sqrt(K q / pi)`.  Derived in SymPy:
 
 # %%
-header("2. mean-field recursion of the stream; the ReLU mean on the identity path")
+section("2. mean-field recursion of the stream; the ReLU mean on the identity path")
 relu = get_activation("relu")
 m_relu = lambda s: relu.exact_moment("phi1").subs(_q, s)  # noqa: E731
 M_relu = second_moment_fn("relu")
@@ -148,9 +144,10 @@ s_in = 2 * q / K  # c v q at c = 2, v = 1/K
 dmu_dt = sp.simplify(K * m_relu(s_in))
 dq_dt = sp.simplify(K * (M_relu(s_in) + 2 * mu * m_relu(s_in)))
 dsigma2_dt = sp.simplify(dq_dt - 2 * mu * dmu_dt)  # sigma^2 = q - mu^2
-print("d mu/dt      =", dmu_dt)
-print("d q/dt       =", dq_dt)
-print("d sigma^2/dt =", dsigma2_dt, "  (the variance around the mean only grows like q itself)")
+show("mudot", dmu_dt)
+show("qdot", dq_dt)
+show("sigma2dot", dsigma2_dt)
+print("   (dot = d/dt; sigma2 = q - mu^2, the variance around the mean, only grows like q itself)")
 
 # %% [markdown]
 # Once the mean dominates (`q ~ mu^2`), `d mu/dt = sqrt(K/pi) mu`: the mean feeds itself at rate
@@ -268,6 +265,18 @@ for branch, init in (("conv-mlp", "k-last"), ("preact", "k-last"), ("conv", "k-l
         print(f"{branch + '/' + init:22s} {blocks:3d} {mf:19.3f} {vals.mean():12.3f} +- {se:5.3f} "
               f"{vals.mean() / mf:7.3f} {abs(vals.mean() - mf) / se:9.2f}")
 
+# %%
+import matplotlib.pyplot as plt  # noqa: E402
+
+fig, ax = plt.subplots(figsize=(6, 4))
+for branch in ("conv-mlp", "preact", "conv"):
+    ks_t = (4, 8, 16)
+    line, = ax.semilogy(ks_t, [torch_rows[branch, kb][0] for kb in ks_t], "-", label=f"{branch}/k-last mean field")
+    ax.errorbar(ks_t, [torch_rows[branch, kb][1] for kb in ks_t], yerr=[torch_rows[branch, kb][2] for kb in ks_t],
+                fmt="o", color=line.get_color(), capsize=3, label=f"{branch}/k-last torch (8 seeds)")
+ax.set(xlabel="blocks K", ylabel="q_K / q_0", title="ReLU stream growth: mean-field recursion against real nets")
+ax.legend(fontsize=8)
+
 # %% [markdown]
 # The mean-field growth and the seed average agree within the seed noise (the ratio and
 # |gap| / standard error columns above) -- for the bounded `conv-mlp`/`preact` streams and for the
@@ -282,8 +291,6 @@ for branch, init in (("conv-mlp", "k-last"), ("preact", "k-last"), ("conv", "k-l
 # continuum's `2/sqrt(pi)`.
 
 # %%
-import matplotlib.pyplot as plt  # noqa: E402
-
 ks_settle = sorted(settle)
 fig, ax = plt.subplots(figsize=(6, 4))
 ax.semilogx(ks_settle, [settle[k][0] for k in ks_settle], "o-", label="ln q_K / sqrt(K) (recursion)")
@@ -295,7 +302,7 @@ ax.legend()
 # ## Checks: the hand-derived forward pass against the library's recursion, the ODE and real nets
 
 # %%
-header("checks")
+section("checks")
 for branch in BRANCHES:
     for init in INITS:
         for act in ACTS:

@@ -32,22 +32,13 @@ from amutheory.spec import BRANCHES, INITS, ArchSpec
 from amutheory.symbolic.resnet import coherent as resnet
 from amutheory.symbolic.resnet.init import BRANCH_LAYERS, K, branch_multiplier, layer_variance_factors
 from amutheory.symbolic.primitives.symbols import L
-from amutheory.course import check
+from amutheory.course import check, section, show
 
 warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated")
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest, and immune to oversubscription
 np.set_printoptions(linewidth=110, precision=4, suppress=True)
 T0 = time.perf_counter()
 ACTS = ("relu", "linear")
-
-
-def pretty(expr):
-    """SymPy's E and exp(2) as e and e^2 (the stream-growth limits)."""
-    return sp.sstr(expr).replace("exp(2)", "e^2").replace("E", "e")
-
-
-def header(text):
-    print("\n" + "=" * 90 + f"\n{text}   [t = {time.perf_counter() - T0:.1f} s]\n" + "=" * 90)
 
 
 def spec_of(branch, init, activation="relu", **kw):
@@ -87,7 +78,7 @@ def spec_of(branch, init, activation="relu", **kw):
 # read off the leading power, does not depend on it (section 6 checks it for e0 = -1, 0, 2).
 
 # %%
-header("3. one-step update: the coherent sum s_bar(K)")
+section("3. one-step update: the coherent sum s_bar(K)")
 A, B, e0, i = resnet.A_res, resnet.B_res, resnet.e0, resnet.i_blk
 v1, v2, alpha, C_sym = sp.symbols("v1 v2 alpha C", positive=True)
 own_generic = {1: alpha**2, 2: alpha**2 * v2}
@@ -110,10 +101,11 @@ def hand_mean_moment(branch, init):
     return sp.simplify(sp.summation(hand_block_moment(branch, init), (i, 1, K)) / (per * K))
 
 
-print("generic block moment (two-layer branch):",
-      A * own_generic[2] + B * v1 * (e0 + alpha**2 * C_generic[2] * (i - 1)) ** 2)
+print("generic block moment (two-layer branch):")
+show("s_i", A * own_generic[2] + B * v1 * (e0 + alpha**2 * C_generic[2] * (i - 1)) ** 2)
 for branch, init in (("conv-mlp", "k-last"), ("conv-mlp", "k-all"), ("preact", "k-all")):
-    print(f"  s_bar(K), {branch}/{init}:", sp.factor(hand_mean_moment(branch, init)))
+    print(f"  s_bar(K), {branch}/{init}:")
+    show("sbar_" + branch.replace("-", "") + "_" + init.replace("-", ""), sp.factor(hand_mean_moment(branch, init)))
 
 # %% [markdown]
 # **Power counting.**  Write `D = alpha^2 C K` (the whole coherent stream change).  The mean of
@@ -218,7 +210,7 @@ for branch in BRANCHES:
 # `W x = (w x)/sqrt(K)` is `sqrt(K)` times smaller.  Checked on the torch model (width 16, K = 3):
 
 # %%
-header("4. Depth-muP: conv/sqrt-multiplier == conv/k-last, lr eta*K on the branch")
+section("4. Depth-muP: conv/sqrt-multiplier == conv/k-last, lr eta*K on the branch")
 blocks, eta = 3, 1e-2  # K = 3: sqrt(K) is not a power of two, so the rescaling really rounds
 sp_sm = spec_of("conv", "sqrt-multiplier", width=16, spatial=6, batch=4, depth=blocks)
 sp_kl = sp_sm.with_(init="k-last")
@@ -292,7 +284,7 @@ print(f"|Delta h_sqrt| / |Delta h_klast| per block = {np.round(dh_ratio, 10)}")
 # (+1/2) and `preact`/`k-squared` (-1).  Local slopes `d ln eta*/d ln K` between neighbouring K:
 
 # %%
-header("5. measured eta*(K): width 32, spatial 6, 12 seeds")
+section("5. measured eta*(K): width 32, spatial 6, 12 seeds")
 measured = {}
 for branch, init in (("conv-mlp", "k-all"), ("preact", "k-squared")):
     t_start = time.perf_counter()
@@ -336,7 +328,7 @@ ax.legend()
 # included.
 
 # %%
-header("5b. per-block profile s_i / s_K of the law at i/K = 0.2 .. 1 (A = 0, B = 1, e0 = 0)")
+section("5b. per-block profile s_i / s_K of the law at i/K = 0.2 .. 1 (A = 0, B = 1, e0 = 0)")
 xs = np.array([0.2, 0.4, 0.6, 0.8, 1.0])
 law_shape = {}
 for branch, init in (("conv-mlp", "k-squared"), ("conv-mlp", "k-last"), ("conv-mlp", "sqrt-multiplier")):
@@ -345,6 +337,15 @@ for branch, init in (("conv-mlp", "k-squared"), ("conv-mlp", "k-last"), ("conv-m
         law_shape[branch, init, kb] = prof[(xs * kb).astype(int) - 1] / prof[-1]
     print(f"{branch}/{init}: " + "   ".join(f"K = {kb}: {np.round(law_shape[branch, init, kb], 4)}"
                                            for kb in (64, 256, 1024)))
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 4))
+for branch, init in (("conv-mlp", "k-squared"), ("conv-mlp", "k-last"), ("conv-mlp", "sqrt-multiplier")):
+    for kb, style in ((64, ":"), (1024, "-")):
+        ax.plot(xs, law_shape[branch, init, kb], "o" + style, label=f"{init}, K = {kb}")
+ax.plot(xs, xs**2, "k--", label="x^2")
+ax.set(xlabel="block position x = i / K", ylabel="s_i / s_K", title="conv-mlp / ReLU: the law's per-block profile")
+ax.legend(fontsize=8)
 
 # %% [markdown]
 # With `A = e0 = 0` the law's shape is `((i - 1)/(K - 1))^2` times the stream weights.  For
@@ -370,7 +371,7 @@ for branch, init in (("conv-mlp", "k-squared"), ("conv-mlp", "k-last"), ("conv-m
 # ## Checks: hand power counting against the library's law, Depth-muP in float64, and a real probe
 
 # %%
-header("checks")
+section("checks")
 for branch in BRANCHES:
     for init in INITS:
         lib = resnet.mean_moment(branch, init)

@@ -29,22 +29,13 @@ import torch
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.resnet import coherent as resnet
 from amutheory.symbolic.resnet.init import K
-from amutheory.course import check
+from amutheory.course import check, section, show
 
 warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated")
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest, and immune to oversubscription
 np.set_printoptions(linewidth=110, precision=4, suppress=True)
 T0 = time.perf_counter()
 ACTS = ("relu", "linear")
-
-
-def pretty(expr):
-    """SymPy's E and exp(2) as e and e^2 (the stream-growth limits)."""
-    return sp.sstr(expr).replace("exp(2)", "e^2").replace("E", "e")
-
-
-def header(text):
-    print("\n" + "=" * 90 + f"\n{text}   [t = {time.perf_counter() - T0:.1f} s]\n" + "=" * 90)
 
 
 def spec_of(branch, init, activation="relu", **kw):
@@ -74,7 +65,7 @@ def spec_of(branch, init, activation="relu", **kw):
 # (`mu1 = m1/K`, `mu2 = m2/K^2`, `gamma = lim K eps^2`, `kappa(t) = lim src`) SymPy solves it.
 
 # %%
-header("5c. the spread in the continuum: conv-mlp / k-last / ReLU")
+section("5c. the spread in the continuum: conv-mlp / k-last / ReLU")
 from amutheory.symbolic.resnet import dense as rd  # noqa: E402
 
 t, gam = sp.symbols("t gamma", positive=True)
@@ -83,15 +74,19 @@ relu_moments = {rd.D2h: sp.Rational(1, 2), rd.D4h: sp.Rational(1, 2), rd.Mh: rd.
 kl = {rd.alpha: 1, rd.v1: 1, rd.v2: 1 / K, rd.c: 2}
 gamma_kl = sp.limit(K * rec["eps2"].subs(relu_moments).subs(kl), K, sp.oo)
 kappa_over_q = sp.limit(rec["src"].subs(relu_moments).subs(kl) / rd.q, K, sp.oo)
-print(f"gamma = lim K eps^2 = {gamma_kl};  src -> {kappa_over_q} q;  the stream q(t) = q_0 e^(gamma t)")
+show("gamma", gamma_kl)
+show("kappa", kappa_over_q * rd.q)
+print("   (gamma = lim K eps^2, kappa = lim src;  the stream q(t) = q_0 e^(gamma t))")
 mu1, mu2 = sp.Function("mu1"), sp.Function("mu2")
 kappa = sp.exp(gam * t)  # src at block t K: q(t) / q_0
 sol1 = sp.dsolve(sp.Eq(mu1(t).diff(t), gam * mu1(t) + kappa), ics={mu1(0): 0}).rhs
 sol2 = sp.dsolve(sp.Eq(mu2(t).diff(t), 2 * gam * mu2(t) + 2 * gam * sol1**2 + 2 * kappa * sol1),
                  ics={mu2(0): 0}).rhs
 spread_factor = sp.simplify(sol2 / sol1**2)
-print(f"mu1(t) = {pretty(sp.simplify(sol1))};  mu2(t) = {pretty(sp.simplify(sol2))}")
-print(f"mu2 / mu1^2 = {pretty(spread_factor)}   (the coherent order: 1)")
+show("mu_1", sp.simplify(sol1))
+show("mu_2", sp.simplify(sol2))
+show("R_spread", spread_factor)
+print("   (R_spread = mu_2 / mu_1^2; the coherent order: 1)")
 # the first layer reads sigma_1 G_i m2: G_i ~ e^(gamma (1 - t)); the profile s(t)/s(1)
 profile_expr = sp.simplify(sol2 * sp.exp(-gam * t) / (sol2 * sp.exp(-gam * t)).subs(t, 1))
 coherent_expr = sp.simplify(sol1**2 * sp.exp(-gam * t) / (sol1**2 * sp.exp(-gam * t)).subs(t, 1))
@@ -105,6 +100,22 @@ print(f"profile s_i/s_K at i/K = {xs_c}:")
 print(f"  continuum, with spread : {np.round(prof_cont, 4)}")
 print(f"  library, K = {K_big}      : {np.round(lib_prof, 4)}")
 print(f"  coherent order         : {np.round(prof_coh, 4)}")
+
+# %%
+import matplotlib.pyplot as plt  # noqa: E402
+
+x_fine = np.linspace(0.01, 1.0, 100)
+f_cont = sp.lambdify(t, profile_expr.subs(gam, gamma_kl), "numpy")
+f_coh = sp.lambdify(t, coherent_expr.subs(gam, gamma_kl), "numpy")
+lib_full = rd.layer_moments(spec_of("conv-mlp", "k-last", depth=K_big, width=256, kernel=1, spatial=1, batch=1))
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.plot(np.arange(1, K_big + 1) / K_big, lib_full / lib_full[-1], "-", lw=3, alpha=0.5,
+        label=f"library recursion, K = {K_big}")
+ax.plot(x_fine, f_cont(x_fine), "--", label="continuum with the spread")
+ax.plot(x_fine, f_coh(x_fine), ":", label="coherent order")
+ax.set(xlabel="block position t = i / K", ylabel="s_i / s_K",
+       title="dense conv-mlp / k-last / ReLU: the spread steepens the profile")
+ax.legend()
 
 # %% [markdown]
 # So `mu2 = mu1^2 (1 + 2 gamma t / 3)`: the spread multiplies the stream term by
@@ -171,7 +182,7 @@ print(f"  coherent order         : {np.round(prof_coh, 4)}")
 # (k-squared), whose non-zero branch mean the spatial sums weight far more than the dense net does.
 
 # %%
-header("5d. spatial sums: the conv's covariance map keeps offsets; the zero mode survives W^T")
+section("5d. spatial sums: the conv's covariance map keeps offsets; the zero mode survives W^T")
 n_pos, taps = 6, 3
 Kp = sp.Matrix(n_pos, n_pos, lambda a, b: sp.Symbol(f"K_{a}{b}"))
 S_map = sp.Matrix(n_pos, n_pos, lambda a, b: sp.Rational(1, taps) * sum(
@@ -204,6 +215,10 @@ part_stream = rd.layer_moments(twin_spec, part="stream")
 part_own = rd.layer_moments(twin_spec, part="own")
 print("dense twin, conv-mlp/k-last/ReLU, K = 32: share of the own part at blocks 1, 8, 16, 32:",
       np.round((part_own / (part_stream + part_own))[[0, 7, 15, 31]], 3))
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.plot(np.arange(1, 33), part_own / (part_stream + part_own), "o-", label="own part / (own + stream)")
+ax.set(xlabel="block i", ylabel="share of s_i", title="dense twin, conv-mlp / k-last / ReLU, K = 32: the own part")
+ax.legend()
 shape_fn = rd.shape_predictor(spec_of("conv-mlp", "k-last", width=64, kernel=3, spatial=8, batch=8))
 big = shape_fn([4096, 8192], 1.0, 0.5)
 shape_slope = -0.5 * math.log(big[1] / big[0]) / math.log(2)
@@ -216,7 +231,7 @@ print(f"dense-shape law (rho_stream = 1, rho_own = 1/2): local slope of eta* at 
 # ## Checks: the continuum against the library's discrete recursion, and the parts against the whole
 
 # %%
-header("checks")
+section("checks")
 # section 5c: the continuum solution is mu1^2 (1 + 2 gamma t/3) (exact SymPy identity); gamma = 2
 # for conv-mlp/k-last/ReLU at c = 2; the library's discrete recursion at K = 4096 approaches the
 # continuum profile (own-term and grid corrections O(1/K) ~ 1e-3 at x = 0.2; 1% is loose on

@@ -28,22 +28,13 @@ import torch
 
 from amutheory.spec import INITS, ArchSpec
 from amutheory.symbolic.resnet import coherent as resnet
-from amutheory.course import check
+from amutheory.course import check, section, show
 
 warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated")
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest, and immune to oversubscription
 np.set_printoptions(linewidth=110, precision=4, suppress=True)
 T0 = time.perf_counter()
 ACTS = ("relu", "linear")
-
-
-def pretty(expr):
-    """SymPy's E and exp(2) as e and e^2 (the stream-growth limits)."""
-    return sp.sstr(expr).replace("exp(2)", "e^2").replace("E", "e")
-
-
-def header(text):
-    print("\n" + "=" * 90 + f"\n{text}   [t = {time.perf_counter() - T0:.1f} s]\n" + "=" * 90)
 
 
 def spec_of(branch, init, activation="relu", **kw):
@@ -78,11 +69,12 @@ from amutheory.symbolic.resnet import dense as rd  # noqa: E402
 # the persistence.
 
 # %%
-header("5e. preact with ReLU: persistent stream masks (the coordinate law)")
+section("5e. preact with ReLU: persistent stream masks (the coordinate law)")
 from amutheory.symbolic.resnet import preact as rp  # noqa: E402
 
 pair_expr = rp.mask_pair("relu")
-print("E[relu'(u)^2 relu'(v)^2] at correlation rho:", pair_expr)
+show("P_mask_pair", pair_expr)
+print("   (= E[relu'(u)^2 relu'(v)^2] at correlation rho)")
 rng = np.random.default_rng(3)
 walk_spec = spec_of("preact", "k-last", depth=8, width=64, kernel=1, spatial=1, batch=1)
 walk_q = np.asarray(resnet._stream_path(walk_spec, 8, 1.0))[:8]
@@ -113,6 +105,21 @@ for init_ in ("k-last", "k-all", "k-squared", "sqrt-multiplier"):
 big_preact = [rd.layer_moments(spec_of("preact", "k-last", depth=k_, width=64, kernel=1, spatial=1,
                                        batch=1)).mean() for k_ in (1024, 2048)]
 preact_slope = -0.5 * math.log(big_preact[1] / big_preact[0]) / math.log(2)
+import matplotlib.pyplot as plt  # noqa: E402
+
+fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 4))
+ax0.plot(np.arange(2, 9), law_pairs[0, 1:], "o-", label="coordinate law (orthant probability)")
+ax0.plot(np.arange(2, 9), walk_pairs[0, 1:], "x", ms=9, label="simulated random walk (200000 coordinates)")
+ax0.axhline(0.25, color="k", ls="--", label="independent masks (free law)")
+ax0.set(xlabel="block j", ylabel="P(mask on at block 1 and at block j)",
+        title="preact / k-last / ReLU, K = 8: the mask pair")
+ax0.legend(fontsize=8)
+for init_ in ("k-last", "k-all", "k-squared", "sqrt-multiplier"):
+    ax1.semilogx((8, 32, 128), [persist_ratio[init_, k_] for k_ in (8, 32, 128)], "o-", label=init_)
+ax1.axhline(1.0, color="k", ls="--")
+ax1.set(xlabel="blocks K", ylabel="s_bar persistent / s_bar free", title="preact / ReLU: persistence against the free law")
+ax1.legend(fontsize=8)
+fig.tight_layout()
 print(f"preact/k-last/ReLU coordinate law: local slope of eta* at K = 1024..2048 = {preact_slope:.4f} "
       f"(derived exponent {resnet.resnet_law(spec_of('preact', 'k-last')).exponent})")
 
@@ -142,7 +149,7 @@ print(f"preact/k-last/ReLU coordinate law: local slope of eta* at K = 1024..2048
 # ## Checks: the mask pair against a simulated random walk, and the free law as its limit
 
 # %%
-header("checks")
+section("checks")
 # the mask pair is the orthant probability (exact, SymPy); a simulated random walk with
 # 200000 coordinates matches every pair (a frequency's sd is <= 0.5/sqrt(200000) = 0.0011; 0.005 is
 # ~4.5 sd); with independent masks the coordinate law is the free law (rounding); persistence

@@ -11,6 +11,7 @@
 # can be carried exactly.  Four facts do it.
 
 # %%
+import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
 import torch
@@ -48,7 +49,8 @@ print("max |y_hat - W_hat x_hat| =", np.abs(y_hat - np.einsum("qoi,iq->oq", W_ha
 # %%
 w = sp.Symbol("omega", real=True)
 D3 = sp.simplify(sum(sp.exp(sp.I * w * t) for t in (-1, 0, 1)).rewrite(sp.cos))
-print("D(omega) for k = 3:", D3, "; rho over the 8 modes:", np.round(rs.modes(ArchSpec(
+show("D_3", D3)  # D(omega) for k = 3
+print("rho over the 8 modes:", np.round(rs.modes(ArchSpec(
     family="resnet", spatial=8, kernel=3, activation="linear"))["rho"], 3))
 
 # %% [markdown]
@@ -103,7 +105,10 @@ fourth = P.tau(P.mul(P.adjoint(A), A, P.adjoint(B), B), {"W": s}, rho)
 show("tau_4", sp.factor(fourth))  # tau(W(0)^T W(0) W(q)^* W(q))
 for branch in rs.BRANCHES:
     rec = rs.mode_block_recursion(branch)
-    print(f"{branch:9s} lambda_q = {sp.factor(rec['lam'])};  rho_J = {rec['rho_J']};  src = {sp.factor(rec['src'])}")
+    print(f"{branch}:")
+    show(f"lambda_q_{branch}", sp.factor(rec["lam"]))
+    show(f"rho_J_{branch}", rec["rho_J"])
+    show(f"src_{branch}", sp.factor(rec["src"]))
 
 # %% [markdown]
 # At `rho = D = 1` (a 1x1 conv, one mode) every expression is the dense law's, and every count
@@ -139,12 +144,25 @@ print(f"lambda_q (conv-mlp, mode 1 of 8): random matrices {lam_rm:.4f}, planar c
 campaign = ArchSpec(family="resnet", dim=1, depth=2, width=128, kernel=3, spatial=8, batch=8,
                     activation="linear", branch="conv-mlp", init="k-last")
 Ks = [2, 8, 32, 128, 512, 2048]
+zero_share = []
 for K_ in Ks:
     per_mode = rs.mode_layer_moments(campaign.with_(depth=K_)).mean(axis=0)
-    print(f"K = {K_:5d}: share of the zero mode {per_mode[0] / per_mode.sum():.3f}")
+    zero_share.append(per_mode[0] / per_mode.sum())
+    print(f"K = {K_:5d}: share of the zero mode {zero_share[-1]:.3f}")
 s_law = rs.s_bar(campaign, Ks)
 local = -0.5 * np.diff(np.log(s_law)) / np.diff(np.log(Ks))
 print("local slopes of eta*:", np.round(local, 3))
+
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+eta_law = np.asarray(s_law) ** -0.5
+ax1.loglog(Ks, eta_law, "o-", label="eta* = s_bar^(-1/2) (mode law)")
+ax1.loglog(Ks, eta_law[-1] * (np.asarray(Ks, float) / Ks[-1]) ** -1.0, "--", label="K^(-1) (dense exponent)")
+ax1.set(xlabel="blocks K", ylabel="eta* (units of sqrt(C))", title="conv-mlp / k-last, circular: eta*(K)")
+ax1.legend()
+ax2.semilogx(Ks, zero_share, "o-", label="zero mode's share of s_bar")
+ax2.set(xlabel="blocks K", ylabel="share", ylim=(0, 1), title="every mode grows like the zero mode")
+ax2.legend()
+fig.tight_layout()
 
 # %% [markdown]
 # The modes also change the shallow end.  A `k`-tap conv's own update is `k^d` times the dense
@@ -156,6 +174,11 @@ print("local slopes of eta*:", np.round(local, 3))
 squared = campaign.with_(init="k-squared", width=64)
 dip = rs.s_bar(squared, [1, 2, 3, 4, 6, 8])
 print("conv-mlp / k-squared s_bar at K = 1, 2, 3, 4, 6, 8:", np.round(dip, 2))
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.plot([1, 2, 3, 4, 6, 8], dip, "o-", label="s_bar (mode law), conv-mlp / k-squared")
+ax.axvline(3, ls=":", color="gray", label="K = k^d = 3")
+ax.set(xlabel="blocks K", ylabel="s_bar", title="the shallow dip: s_bar falls first, then grows")
+ax.legend()
 
 # %% [markdown]
 # ## 6. Against real nets, nothing fitted
@@ -189,9 +212,17 @@ closed_var, closed_gap = spread.dense_spread(dense_net.outputs, dense_net.input_
 print(f"dense: gap {dense_law['gap']:.3f} +- {dense_law['gap_se']:.3f} (closed form {closed_gap:.3f}), "
       f"variance {dense_law['var']:.3f} +- {dense_law['var_se']:.3f} (closed form {closed_var:.3f})")
 table = rs.seed_table(campaign, 20000)
-for K_ in (2, 32, 256):
+seed_Ks, seed_var, seed_gap = (2, 32, 256), [], []
+for K_ in seed_Ks:
     law_k = rs.seed_law(campaign.with_(depth=K_), table)
+    seed_var.append(law_k["var"])
+    seed_gap.append(law_k["gap"])
     print(f"campaign net, K = {K_:3d}: Var[ln s_bar] = {law_k['var']:.3f}, gap = {law_k['gap']:.3f}")
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.semilogx(seed_Ks, seed_var, "o-", label="Var[ln s_bar]")
+ax.semilogx(seed_Ks, seed_gap, "s-", label="gap E ln s_bar - ln E s_bar")
+ax.set(xlabel="blocks K", ylabel="value", title="seed law at infinite width (campaign net)")
+ax.legend()
 
 # %% [markdown]
 # ## 8. Checks against the library

@@ -12,6 +12,7 @@
 # kernel instead of a number.
 
 # %%
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -154,6 +155,15 @@ for pad in ("zero", "circular"):
 meas_ratio = measured["zero"].mean() / measured["circular"].mean()
 law_ratio = predicted["zero"].mean() / predicted["circular"].mean()
 print(f"zero / circular: measured {meas_ratio:.3f}, law {law_ratio:.3f}")
+fig, ax = plt.subplots(figsize=(5.5, 5))
+for pad, marker in (("zero", "o"), ("circular", "s")):
+    ax.loglog(predicted[pad], measured[pad], marker, ms=4, alpha=0.7, label=f"{pad} padding (one point per seed)")
+lims = [min(min(predicted[p_].min(), measured[p_].min()) for p_ in predicted),
+        max(max(predicted[p_].max(), measured[p_].max()) for p_ in predicted)]
+ax.loglog(lims, lims, "k--", label="measured = law")
+ax.set(xlabel="s_bar, law given the seed's inputs", ylabel="s_bar, one-step probe (n = 256)",
+       title="zero-padded residual nets: law against real nets")
+ax.legend()
 
 # %% [markdown]
 # ## 6. The boundary in K: a residual net settles, a chain does not
@@ -177,6 +187,12 @@ for kk, a, b in zip(ks, res, chain_ratio):
     print(f"{kk:>6} {a:>13.4f} {b:>12.4g}")
 shift = -0.5 * np.diff(np.log(res)) / np.diff(np.log(ks))
 print("resnet slope shift between consecutive K:", np.round(shift, 4))
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.loglog(ks, res, "o-", label="residual net (conv-mlp / k-last)")
+ax.loglog(ks, chain_ratio, "s-", label="conv chain")
+ax.set(xlabel="depth (blocks K / layers L)", ylabel="s_bar zero / s_bar circular",
+       title="the boundary's reach: a residual net settles, a chain does not")
+ax.legend()
 
 # %% [markdown]
 # ## 7. ReLU conv-mlp: masks in the loops

@@ -25,12 +25,13 @@
 import math
 import time
 
+import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
 import torch
 from scipy.special import digamma
 
-from amutheory.course import check
+from amutheory.course import check, section, show
 from amutheory import api
 from amutheory.graph import effective_depth
 from amutheory.measure.probe import draw_seed
@@ -45,10 +46,6 @@ from amutheory.symbolic.transformer.coherent import effective_depth_law, effecti
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 np.set_printoptions(linewidth=110, precision=4, suppress=True)
 T0 = time.perf_counter()
-
-
-def header(text):
-    print("\n" + "=" * 90 + f"\n{text}   [t = {time.perf_counter() - T0:.1f} s]\n" + "=" * 90)
 
 
 def tspec(**kw):
@@ -73,7 +70,7 @@ def tspec(**kw):
 # so it is `2K`, not K: a transformer block holds two of them.
 
 # %%
-header("1. effective depth of the traced PreLNTransformer")
+section("1. effective depth of the traced PreLNTransformer")
 traced = {}
 print(f"{'K':>2s} {'hand 2K+2':>10s} {'traced':>7s} {'library':>8s} {'longest':>8s} {'6K+2':>5s} {'blocks':>7s}")
 for blocks in (1, 2, 3, 4):
@@ -97,20 +94,20 @@ print("critical path at K = 2:", " -> ".join(traced[2].critical_path))
 # as the chain, with a different prefactor and different `1/K` corrections.
 
 # %%
-header("2a. the effective-depth law: chain law with L -> 2K + 2")
+section("2a. the effective-depth law: chain law with L -> 2K + 2")
 chain = chain_mean_moment(False)
 by_hand = sp.expand(chain.subs(L, 2 * L + 2))  # here L counts blocks K
 eff_law = effective_depth_law(tspec())
-print("chain s_bar(L)            =", chain)
-print("s_bar(K) = chain(2K + 2)  =", eff_law.s_bar)
+show("s_bar_chain", chain)  # the chain's s_bar(L)
+show("s_bar_eff", eff_law.s_bar)  # s_bar(K) = chain(2K + 2)
 b_sym = [s for s in eff_law.constants if s.name == "b"][0]
 leading = sp.limit(eff_law.s_bar / L**3, L, sp.oo)
-print("leading term s_bar / K^3 ->", leading)
-print("exponent of eta*          =", eff_law.exponent)
+show("s_bar_lead", leading)  # the limit of s_bar / K^3
+show("p_eta", eff_law.exponent)  # eta* ~ K^p_eta
 eff_corr = eff_law.corrections(2)
 print("eta* = eta_0 K^(-3/2) (1 + c_1/K + c_2/K^2 + ...):")
 for k_, c in enumerate(eff_corr, 1):
-    print(f"   c_{k_} = {c}")
+    show(f"c_{k_}", c)
 eff_slope = eff_law.local_slope_series(2)
 print("local slope d ln eta*/d ln K =", " + ".join(f"({s})/K^{k_}" for k_, s in enumerate(eff_slope)))
 
@@ -136,7 +133,7 @@ print("local slope d ln eta*/d ln K =", " + ".join(f"({s})/K^{k_}" for k_, s in 
 # `eta* ~ s_bar^(-1/2)`.
 
 # %%
-header("2b. the coherent law per init convention")
+section("2b. the coherent law per init convention")
 
 
 def power(expr):
@@ -160,7 +157,7 @@ for init, expected in HAND.items():
     coherent[init] = (law, power_count(init))
     print(f"{init:16s} {str(layer_variance_factors(init, 'conv-mlp')):>14s} {str(branch_multiplier(init)):>12s} "
           f"{str(power_count(init)):>12s} {str(law.exponent):>8s} {str(expected):>9s}")
-print("k-last s_bar(K) =", coherent["k-last"][0].s_bar)
+show("s_bar_k-last", coherent["k-last"][0].s_bar)
 
 # %% [markdown]
 # Why each (C is carried by the *other* layer of the branch: the `W_2` update moves the stream
@@ -190,7 +187,7 @@ print("k-last s_bar(K) =", coherent["k-last"][0].s_bar)
 # 4 seeds, forward only):
 
 # %%
-header("3a. stream second moment q_i of the torch model (forward only)")
+section("3a. stream second moment q_i of the torch model (forward only)")
 
 
 def stream_moments(init, blocks, seeds=range(4)):
@@ -208,6 +205,12 @@ print("none   q_i, i = 0..16:", np.round(q_none, 2))
 print("k-last q_i, i = 0..16:", np.round(q_klast, 2))
 rho_fit, q0_fit = np.polyfit(np.arange(17), q_none, 1)
 resid = q_none - (q0_fit + rho_fit * np.arange(17))
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.plot(range(17), q_none, "o-", label="init none")
+ax.plot(range(17), q_klast, "s-", label="init k-last")
+ax.plot(range(17), q0_fit + rho_fit * np.arange(17), "--", label="straight-line fit (none)")
+ax.set(xlabel="block i", ylabel="q_i = E[x_i^2]", title="pre-LN transformer: stream second moment (K = 16)")
+ax.legend()
 print(f"none: straight-line fit q_i = {q0_fit:.2f} + {rho_fit:.3f} i, max |residual| = {np.abs(resid).max():.2f} "
       f"(of q_16 = {q_none[-1]:.1f})")
 
@@ -227,10 +230,10 @@ print(f"none: straight-line fit q_i = {q0_fit:.2f} + {rho_fit:.3f} i, max |resid
 # `m = -1/rho`: partial fractions,
 
 # %%
-header("3b. init none: s_bar(K) = (1/K) sum_i (i-1)^2 / ((1 + rho K)(1 + rho (i-1)))")
+section("3b. init none: s_bar(K) = (1/K) sum_i (i-1)^2 / ((1 + rho K)(1 + rho (i-1)))")
 m_sym, rho_sym = sp.symbols("m rho", positive=True)
 partial = sp.apart(m_sym**2 / (1 + rho_sym * m_sym), m_sym)
-print("m^2/(1 + rho m) =", partial)
+show("f_m", partial)  # m^2/(1 + rho m) in partial fractions
 
 # %% [markdown]
 # so with `m = i - 1 = 0..K-1`,
@@ -276,6 +279,16 @@ for rho in (1.0, rho_fit):
         none_rows[rho, blocks] = (num, dig, ratio, blocks * (1 - ratio), slope)
         print(f"{blocks:8d} {num:14.8f} {dig:14.8f} {ratio:12.8f} {blocks * (1 - ratio):13.5f} {slope:20.3e}")
 
+fig, ax = plt.subplots(figsize=(6, 4))
+k_grid = np.unique(np.logspace(0.5, 5, 60).astype(int))
+for rho in (1.0, rho_fit):
+    ratio_curve = np.array([s_bar_digamma(int(b_), rho) for b_ in k_grid]) * 2 * rho**2
+    line, = ax.semilogx(k_grid, ratio_curve, label=f"s_bar / limit, rho = {rho:.2f} (digamma form)")
+    ax.semilogx(k_grid, 1 - (1 + 3 / rho) / k_grid, "--", color=line.get_color(), label=f"1 - (1 + 3/rho)/K, rho = {rho:.2f}")
+ax.set(xlabel="blocks K", ylabel="s_bar(K) / (1 / (2 rho^2))", ylim=(0, 1.05),
+       title="init none: s_bar tends to a constant (eta* ~ K^0)")
+ax.legend(fontsize=8)
+
 # %% [markdown]
 # The sum converges to `1/(2 rho^2)`, with the `1/K` correction `-(1 + 3/rho)/K` (the last column
 # but one tends to `1 + 3/rho`, the rest being `ln K / K`), and the local slope of `eta*` goes to
@@ -293,7 +306,7 @@ for rho in (1.0, rho_fit):
 # script, has to say which law the measurement follows.
 
 # %%
-header("3c. gradient growth toward the input, and a tiny measurement (init none)")
+section("3c. gradient growth toward the input, and a tiny measurement (init none)")
 
 
 def stream_gradient_norms(init, blocks, seeds=range(4)):
@@ -322,6 +335,16 @@ print("none: |g_{x_i}|^2 / |g_{x_K}|^2, i = 0..16:", np.round(g_none / g_none[-1
 print("      q_K / q_i                          :", np.round(q_none[-1] / q_none, 2))
 meas = api.measure(tspec(init="none"), [2, 4, 8], 8)
 eta_none = np.array(meas.summary()["eta_star_mean"])
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+ax1.semilogy(range(17), g_none / g_none[-1], "o-", label="|g_{x_i}|^2 / |g_{x_K}|^2")
+ax1.semilogy(range(17), q_none[-1] / q_none, "s--", label="q_K / q_i")
+ax1.set(xlabel="block i", ylabel="ratio", title="init none: gradient growth toward the input")
+ax1.legend()
+ax2.loglog([2, 4, 8], eta_none, "o-", label="measured eta* (mean, 8 seeds)")
+ax2.loglog([2, 4, 8], [eta_none[0]] * 3, ":", label="leading order K^0")
+ax2.set(xlabel="blocks K", ylabel="eta*", title="init none: a tiny measurement")
+ax2.legend()
+fig.tight_layout()
 print(f"measured eta* (mean over 8 seeds) at K = 2, 4, 8: {np.round(eta_none, 4)}; "
       f"fitted exponent {meas.fitted_exponent('mean')[0]:+.2f}")
 
@@ -329,7 +352,7 @@ print(f"measured eta* (mean over 8 seeds) at K = 2, 4, 8: {np.round(eta_none, 4)
 # ## 4. Checks
 
 # %%
-header("4. checks")
+section("4. checks")
 # (1) effective depth: traced == hand count == library, for K = 1..4; blocks counts additions
 for blocks, rep in traced.items():
     check('rep.effective_depth == 2 * blocks + 2 == effective_depth_of_blocks(bl...', rep.effective_depth == 2 * blocks + 2 == effective_depth_of_blocks(blocks))

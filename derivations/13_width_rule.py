@@ -11,10 +11,11 @@
 # (3) see where the rule stops: the attention logits of a transformer.
 
 # %%
+import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
 
-from amutheory.course import check
+from amutheory.course import check, show
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
 from amutheory.stats import fit_loglog_slope
@@ -38,11 +39,12 @@ from amutheory.transfer import transfer_lr
 
 # %%
 scale = W.update_scale()
-print("s_l scale          =", scale)
-print("in the width       =", W.scale_in_width("standard"), "  (F = n k^d, v_out = sigma^2 / n)")
+show("s_l", scale)  # the scale of s_l
+show("s_l_std", W.scale_in_width("standard"))  # in the width: F = n k^d, v_out = sigma^2 / n
 for readout in W.READOUTS:
-    print(f"readout {readout:<9}: d ln s / d ln n = {W.width_exponent(readout)},"
-          f"  eta* ~ n^({W.eta_width_exponent(readout)})")
+    print(f"readout {readout}: e_s = d ln s / d ln n, eta* ~ n^(e_eta)")
+    show(f"e_s_{readout}", W.width_exponent(readout))
+    show(f"e_eta_{readout}", W.eta_width_exponent(readout))
 
 # %% [markdown]
 # So with the standard fan-in head (`Var 1/n`) the update of a hidden pre-activation grows like `n`
@@ -72,6 +74,12 @@ s = np.stack([probe(spec.with_(width=n), seeds).s.mean(axis=1) for n in widths],
 fit = fit_loglog_slope(widths, s, statistic="geo")
 eta_fit, eta_ci = -fit.slope / 2, (-fit.ci[1] / 2, -fit.ci[0] / 2)
 print(f"eta* ~ n^{eta_fit:.3f}  95% CI [{eta_ci[0]:.3f}, {eta_ci[1]:.3f}]   derived -1/2")
+fig, ax = plt.subplots(figsize=(6, 4))
+eta_geo = np.exp(np.log(s).mean(axis=0)) ** -0.5  # eta* from the geometric mean of s_bar over seeds
+ax.loglog(widths, eta_geo, "o", label="measured eta* ~ s_bar^(-1/2) (geo mean, 24 seeds)")
+ax.loglog(widths, eta_geo[0] * (np.asarray(widths, float) / widths[0]) ** -0.5, "--", label="derived n^(-1/2)")
+ax.set(xlabel="width n", ylabel="eta* (units of sqrt(C))", title="the width rule: ReLU conv chain, depth 4")
+ax.legend()
 
 # %% [markdown]
 # ## 3. Where it stops: attention logits

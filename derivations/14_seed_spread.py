@@ -12,6 +12,7 @@
 # too, and the probe's `s_bar` is a quadratic form in them.  This script derives that part.
 
 # %%
+import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
 
@@ -42,8 +43,8 @@ mellin = (1 + s_ * (I0 + I1 * s_)) / sp.gamma(1 + s_)
 ser = sp.series(mellin, s_, 0, 3).removeO()
 mean_log = sp.simplify(-ser.coeff(s_, 1))
 var_log = sp.expand(sp.simplify(2 * ser.coeff(s_, 2) - mean_log**2))
-print("E[ln Q]   =", mean_log)
-print("Var[ln Q] =", var_log)
+show("E_lnQ", mean_log)  # E[ln Q]
+show("Var_lnQ", var_log)  # Var[ln Q]
 
 # %% [markdown]
 # Two one-dimensional integrals per spectrum.  For `nu` equal eigenvalues `Q` is a scaled
@@ -57,11 +58,20 @@ moment = sp.simplify(sp.integrate(q**sp_pos * density, (q, 0, sp.oo), conds="non
 gap = sp.simplify(sp.expand_func(sp.diff(moment, sp_pos).subs(sp_pos, 0)))
 var = sp.simplify(sp.expand_func(sp.diff(moment, sp_pos, 2).subs(sp_pos, 0)
                                  - sp.diff(moment, sp_pos).subs(sp_pos, 0) ** 2))
-print("E[(chi2_nu/nu)^s]        =", moment)
-print("E[ln Q] - ln E[Q]        =", gap)
-print("Var[ln Q]                =", var)
+show("M_chi", moment)  # E[(chi2_nu/nu)^s]
+show("gap_chi", gap)  # E[ln Q] - ln E[Q]
+show("Var_chi", var)  # Var[ln Q]
 for dof in (10, 80):
     print(f"  nu = {dof:>2}: gap {float(gap.subs(nu, dof)):+.4f}, Var {float(var.subs(nu, dof)):.4f}")
+nus = np.arange(1, 101)
+gap_f, var_f = sp.lambdify(nu, gap, "scipy"), sp.lambdify(nu, var, "scipy")
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.loglog(nus, var_f(nus.astype(float)), label="Var[ln Q]")
+ax.loglog(nus, -gap_f(nus.astype(float)), label="-(E[ln Q] - ln E[Q])")
+ax.axvspan(10, 80, color="gray", alpha=0.15, label="probe: m = 10 to B m = 80")
+ax.set(xlabel="directions nu (equal eigenvalues)", ylabel="spread of ln Q",
+       title="the spread of a chi-square quadratic form")
+ax.legend()
 
 # %% [markdown]
 # ## 3. How many directions does the form spread over?
@@ -100,6 +110,14 @@ for key in ("var_total", "var_r", "var_net", "gap_total", "gap_r", "gap_net"):
     print(f"{key:>10} = {v['value']:+.3f}  [{v['ci'][0]:+.3f}, {v['ci'][1]:+.3f}]")
 share = d["var_r"]["value"] / (d["var_r"]["value"] + d["var_net"]["value"])
 print(f"share of the spread from the loss directions: {share:.0%}")
+fig, ax = plt.subplots(figsize=(6, 4))
+keys = ("var_total", "var_r", "var_net", "gap_total", "gap_r", "gap_net")
+vals = [d[k_]["value"] for k_ in keys]
+errs = np.array([[d[k_]["value"] - d[k_]["ci"][0], d[k_]["ci"][1] - d[k_]["value"]] for k_ in keys]).T
+ax.bar(keys, vals, yerr=errs, capsize=3, label="bootstrap 95% CI")
+ax.axhline(0, color="k", lw=0.5)
+ax.set(ylabel="value", title="law of total variance, split at the loss directions r")
+ax.legend()
 
 # %% [markdown]
 # ## 5. A dense single-sample net: the whole spread, exactly
@@ -116,8 +134,8 @@ m_, f_ = sp.symbols("m f", positive=True)
 stem2 = sp.simplify(sp.expand_func(moment.subs({sp_pos: 2, nu: f_})))  # E[(chi2_f/f)^2]
 dense_var = var.subs(nu, m_) + 4 * var.subs(nu, f_)
 dense_gap = gap.subs(nu, m_) + 2 * gap.subs(nu, f_) - sp.log(stem2)
-print("E[(chi2_f/f)^2]          =", stem2)
-print("Var[ln s_bar]            =", dense_var)
+show("M_2", stem2)  # E[(chi2_f/f)^2]
+show("Var_dense", dense_var)  # Var[ln s_bar]
 show("gap_dense", sp.simplify(dense_gap))  # E ln s_bar - ln E s_bar
 v_dense, g_dense = (float(e.subs({m_: 10, f_: 3})) for e in (dense_var, dense_gap))
 print(f"probe's m = 10, c_in = 3: Var = {v_dense:.3f}, gap = {g_dense:.3f} "
@@ -125,6 +143,12 @@ print(f"probe's m = 10, c_in = 3: Var = {v_dense:.3f}, gap = {g_dense:.3f} "
 dense = ArchSpec(family="resnet", branch="conv-mlp", init="k-last", activation="relu", width=128, depth=4,
                  kernel=1, spatial=1, batch=1)
 ls = np.log(probe(dense, range(256), chunk=128).s_bar)
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.hist(ls - ls.mean(), bins=30, density=True, alpha=0.6, label="measured ln s_bar - mean (256 seeds)")
+grid = np.linspace((ls - ls.mean()).min(), (ls - ls.mean()).max(), 200)
+ax.plot(grid, np.exp(-grid**2 / (2 * v_dense)) / np.sqrt(2 * np.pi * v_dense), label=f"normal of the derived Var = {v_dense:.2f} (for scale)")
+ax.set(xlabel="ln s_bar - E ln s_bar", ylabel="density", title="dense single-sample net: the spread, nothing fitted")
+ax.legend()
 print(f"measured (n = 128, K = 4, 256 seeds): Var = {ls.var(ddof=1):.3f}, "
       f"gap = {ls.mean() - np.log(np.exp(ls).mean()):.3f}")
 

@@ -51,3 +51,16 @@ def test_course_helpers_print_both_forms_and_fail_loudly(capsys, monkeypatch):
     assert fast()
     monkeypatch.setenv("AMUTHEORY_FAST", "0")
     assert not fast()
+
+
+def test_course_section_banner_counts_seconds_from_the_first(capsys):
+    import time
+
+    from amutheory import course
+
+    course.section("first")
+    time.sleep(0.05)
+    course.section("second")
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "[t = " in ln]
+    assert lines[0].startswith("first") and lines[1].startswith("second")
+    assert float(lines[1].split("[t = ")[1].split(" s]")[0]) >= 0.05
