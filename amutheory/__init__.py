@@ -15,7 +15,7 @@ __all__ = ["ArchSpec", "ProbeProtocol", "derive", "predict", "measure", "Measure
 __version__ = "0.1.0"
 
 #: the API functions whose names are also sub-packages (``amutheory.measure`` holds the probe)
-_FUNCTIONS = {"measure": measure, "derive": derive, "predict": predict}
+_FUNCTIONS = frozenset({"measure"})
 
 
 class _Package(types.ModuleType):

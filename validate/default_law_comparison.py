@@ -32,7 +32,7 @@ from amutheory import predict
 from amutheory.api import Measurement
 from amutheory.campaign.presets import PRESETS
 from amutheory.campaign.results import load_measurement, read_results
-from amutheory.laws import best_law
+from amutheory.laws import best_law, laws_of
 
 
 def calibration_measurement(folder: Path, cfg, blocks) -> Measurement:
@@ -67,7 +67,8 @@ def compare(folder: Path, cfg, blocks) -> dict:
 
 
 def old_law_name(family: str) -> str:
-    return {"conv": "chain-coherent", "resnet": "resnet-coherent", "transformer": "transformer-coherent"}[family]
+    """The registered law the old default ran for ``family``: its coherent law, calibrated."""
+    return next(law.name for law in laws_of(family) if law.legacy == ("calibrate", "coherent"))
 
 
 def run(folder: Path) -> list[dict]:

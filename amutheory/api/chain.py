@@ -9,7 +9,8 @@ import numpy as np
 
 from amutheory.api.checks import check_depths
 from amutheory.api.measurement import measure
-from amutheory.api.prediction import Prediction, mean_over_typical
+from amutheory.api.prediction import (Prediction, held_in_notes, input_var_constant, mean_over_typical,
+                                     target_constant)
 from amutheory.calibrate import Calibration, calibrate, layer_prediction
 from amutheory.constants import Constant
 from amutheory.spec import ArchSpec
@@ -170,8 +171,8 @@ def _predict_spectral(spec, depths, statistic, protocol, C, calibration_depths, 
 
     s_bar, slope, const, name, note = derived_mean(spec, depths, protocol.input_var, progress)
     const = dict(const)
-    const["input_var"] = Constant("input_var", protocol.input_var, "convention", note="probe input variance")
-    const["C"] = Constant("C", C, "convention", note="target one-step second moment")
+    const["input_var"] = input_var_constant(protocol.input_var)
+    const["C"] = target_constant(C)
     notes = [note]
     calib = None
     if statistic == "geo":
@@ -188,9 +189,7 @@ def _predict_spectral(spec, depths, statistic, protocol, C, calibration_depths, 
         const["kappa"] = Constant("kappa", float(line[1]), "calibrated", float(se[1]), note=lnote)
         calib = Calibration({k: const[k] for k in ("sigma2_0", "kappa")}, cal_depths, "geo", spec.width, 0.0,
                             [f"{name}: law of the mean (derived) times exp(-sigma^2(L)/2) with sigma^2 calibrated"])
-        held_in = sorted(set(depths) & set(cal_depths))
-        if held_in:
-            notes.append(f"depths {held_in} were used for the seed-spread line: not an independent check there")
+        notes += held_in_notes(depths, cal_depths, "the seed-spread line")
         factor, shift = mean_over_typical(const, depths)
         s_bar, slope = s_bar / factor, slope - shift
     eta = np.sqrt(C / s_bar)
@@ -205,21 +204,17 @@ def _predict_chain(spec, depths, constants, calibration_depths, calibration_seed
     if isinstance(constants, str) and constants == "derive":
         return _predict_spectral(spec, depths, statistic, protocol, C, calibration_depths, calibration_seeds,
                                  progress, calibration_measurement)
-    calib = _chain_calibration(spec, constants, calibration_depths, calibration_seeds, statistic, protocol, C,
-                               progress, calibration_measurement)
-    notes = list(calib[1])
-    calib = calib[0]
+    calib, notes = _chain_calibration(spec, constants, calibration_depths, calibration_seeds, statistic, protocol, C,
+                                      progress, calibration_measurement)
     if calib is not None:
         const = dict(calib.constants)
-        held_in = sorted(set(depths) & set(calib.depths))
-        if held_in:
-            notes.append(f"depths {held_in} were used for calibration: not an independent check there")
+        notes += held_in_notes(depths, calib.depths)
     else:
         const = mlp_limit_constants(spec, protocol.input_var)
     derived = derived_constants(spec, protocol.input_var)
     for k in ("c", "chi", "v_mlp", "kappa_fwd"):
         const.setdefault(k, derived[k])
-    const["C"] = Constant("C", C, "convention", note="target one-step second moment")
+    const["C"] = target_constant(C)
     s_bar, eta, slope = law_values(spec, depths, const, C, statistic)
     law = conv_law(spec, finite_width=abs(const["gamma"].value) > 0)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, law.name, statistic,

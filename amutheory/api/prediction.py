@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from amutheory.constants import Constant
+
 from amutheory.api.checks import check_depths
 from amutheory.api.measurement import measure
 from amutheory.calibrate import Calibration
@@ -66,6 +68,22 @@ def _lognormal_fns():
     args = (L, sigma2_0, kappa, p)
     return (sp.lambdify(args, lognormal_mean_factor(), "numpy"),
             sp.lambdify(args, lognormal_slope_shift(), "numpy"))
+
+
+def target_constant(C: float) -> Constant:
+    """``C``, the target one-step second moment (a convention): every prediction carries it."""
+    return Constant("C", C, "convention", note="target one-step second moment")
+
+
+def input_var_constant(input_var: float) -> Constant:
+    """The probe's input variance (a convention), for the laws whose values depend on it."""
+    return Constant("input_var", input_var, "convention", note="probe input variance")
+
+
+def held_in_notes(depths, calibration_depths, what: str = "calibration") -> list[str]:
+    """A note naming the predicted depths that were also used for ``what`` (no independent check there)."""
+    held_in = sorted(set(depths) & set(calibration_depths))
+    return [f"depths {held_in} were used for {what}: not an independent check there"] if held_in else []
 
 
 def mean_over_typical(constants: dict, depths):

@@ -8,9 +8,9 @@ import numpy as np
 from amutheory.api.checks import check_depths
 from amutheory.api.derivation import RESNET_LAWS, SELECTION_CRITERION, derive
 from amutheory.api.measurement import measure
-from amutheory.api.prediction import Prediction, _block_calibration, _block_law_values, block_law_log_sd
+from amutheory.api.prediction import (Prediction, _block_calibration, _block_law_values, block_law_log_sd,
+                                     held_in_notes, target_constant)
 from amutheory.api.resnet_exact import _predict_resnet_exact, limit_shape_predictor
-from amutheory.constants import Constant
 from amutheory.spec import ArchSpec
 
 RESNET_CONSTANTS = ("A", "B", "e0")
@@ -91,11 +91,9 @@ def _predict_resnet(spec, depths, constants, calibration_depths, calibration_see
     if missing:
         raise ValueError(f"constants: a Calibration for law {law_name!r} must hold {', '.join(names)}; "
                          f"missing {', '.join(missing)}")
-    held_in = sorted(set(depths) & set(calib.depths))
-    if held_in:
-        notes.append(f"depths {held_in} were used for calibration: not an independent check there")
+    notes += held_in_notes(depths, calib.depths)
     const = dict(calib.constants)
-    const["C"] = Constant("C", C, "convention", note="target one-step second moment")
+    const["C"] = target_constant(C)
     if law_name == "dense-shape":
         notes += _dropped_parts(fn, const, calib.depths)
     s_bar, eta, slope = resnet_law_values(spec, depths, const, C, statistic, protocol.input_var, law_name)

@@ -7,7 +7,7 @@ import numpy as np
 import sympy as sp
 
 from amutheory.api.checks import _check_spec, check_depths
-from amutheory.api.prediction import Prediction, _block_law_values
+from amutheory.api.prediction import Prediction, _block_law_values, input_var_constant, target_constant
 from amutheory.constants import Constant
 from amutheory.spec import ArchSpec
 
@@ -195,7 +195,7 @@ def _predict_resnet_exact(spec, depths, statistic, protocol, C, notes, progress=
     iv = protocol.input_var
     if _monte_carlo_law(spec):
         return _predict_resnet_points(spec, depths, statistic, protocol, C, notes, name, how, progress)
-    const = {"C": Constant("C", C, "convention", note="target one-step second moment"),
+    const = {"C": target_constant(C),
              "G_K": Constant("G_K", spec.outputs * spec.readout_variance, "exact", expr=sp.sstr(G_K_EXPRESSION),
                              note="stream gradient per coordinate at the head")}
     if dense:
@@ -203,7 +203,7 @@ def _predict_resnet_exact(spec, depths, statistic, protocol, C, notes, progress=
                                       expr=sp.sstr(resnet_dense.stem_moment_expression()),
                                       note="E[q_0^2]/input_var^2 of the stem's chi-square stream variance")
     else:
-        const["input_var"] = Constant("input_var", iv, "convention", note="probe input variance")
+        const["input_var"] = input_var_constant(iv)
     notes = notes + [f"exact infinite-width law {how}: nothing fitted; O(1/n) terms left out"]
     if statistic == "mean":
         s_bar, eta, slope = _block_law_values(lambda ks: fn(ks, iv), [], depths, const, C, "mean")
@@ -270,8 +270,7 @@ def _predict_resnet_points(spec, depths, statistic, protocol, C, notes, name, ho
           + ("directions (symbolic.resnet.operator.point_law)" if relu else
              "directions, both paddings on the same draws (symbolic.resnet.operator.zero_padding_law)")
           + "; error = its standard error")
-    const = {"C": Constant("C", C, "convention", note="target one-step second moment"),
-             "input_var": Constant("input_var", protocol.input_var, "convention", note="probe input variance")}
+    const = {"C": target_constant(C), "input_var": input_var_constant(protocol.input_var)}
     if relu:
         const["s_bar_mean"] = Constant("s_bar_mean", float(law["mean"][deep]), "monte-carlo",
                                        float(law["mean_se"][deep]), note=f"E[s_bar] {mc}")

@@ -42,7 +42,7 @@ def predict(spec: ArchSpec, depths, constants="auto", calibration_depths=DEFAULT
     arithmetic mean over seeds (``mean``) or the typical value (``geo``).  ``progress``: called as
     ``progress(i, total, depth)`` after each measured depth and as ``progress(line)`` with one line
     of text by the Monte Carlo laws."""
-    from amutheory.laws import DEFAULT_BUDGET_S, best_law, get_law
+    from amutheory.laws import DEFAULT_BUDGET_S, REGISTRY, best_law, get_law
 
     _check_spec(spec)
     depths = check_depths(depths)
@@ -55,7 +55,7 @@ def predict(spec: ArchSpec, depths, constants="auto", calibration_depths=DEFAULT
         constants, law = choice.law.legacy
     elif law != AUTO and not isinstance(law, str):
         raise TypeError(f"law must be a string, got {type(law).__name__}")
-    elif law in _registry_names():
+    elif law in REGISTRY:
         registered = get_law(law)
         coverage = registered.covers(spec)
         if not coverage:
@@ -77,12 +77,6 @@ def predict(spec: ArchSpec, depths, constants="auto", calibration_depths=DEFAULT
 
 def _is_auto(constants) -> bool:
     return isinstance(constants, str) and constants == AUTO
-
-
-def _registry_names() -> tuple:
-    from amutheory.laws import REGISTRY
-
-    return tuple(REGISTRY)
 
 
 def predict_with(spec: ArchSpec, depths, constants, law: str, calibration_depths=DEFAULT_CALIBRATION_DEPTHS,

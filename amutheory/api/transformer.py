@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from amutheory.api.derivation import derive
-from amutheory.api.prediction import Prediction, _block_calibration, _block_law_values, block_law_log_sd
+from amutheory.api.prediction import (Prediction, _block_calibration, _block_law_values, block_law_log_sd,
+                                     held_in_notes, target_constant)
 from amutheory.api.resnet import RESNET_CONSTANTS
-from amutheory.constants import Constant
 from amutheory.spec import ArchSpec
 
 
@@ -36,11 +36,9 @@ def _predict_transformer(spec, depths, constants, calibration_depths, calibratio
                                protocol, C, progress, calibration_measurement, f"transformer law {derived.name}",
                                "transformers")
     notes = [f"law {derived.name}: eta* ~ K^({derived.exponent})"]
-    held_in = sorted(set(depths) & set(calib.depths))
-    if held_in:
-        notes.append(f"depths {held_in} were used for calibration: not an independent check there")
+    notes += held_in_notes(depths, calib.depths)
     const = dict(calib.constants)
-    const["C"] = Constant("C", C, "convention", note="target one-step second moment")
+    const["C"] = target_constant(C)
     s_bar, eta, slope = transformer_law_values(spec, depths, const, C, statistic, law)
     log_sd = block_law_log_sd(fn, names, depths, const, calib, statistic)
     return Prediction(spec, depths, s_bar.tolist(), eta.tolist(), slope.tolist(), const, derived.name, statistic,

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from amutheory.constants import Constant
 from amutheory.spec import ArchSpec, ProbeProtocol
 
 #: how exact a law is, most exact first (the default prediction takes the first that covers a spec)
@@ -143,11 +142,6 @@ class Law:
         return {"name": self.name, "family": self.family, "exactness": self.exactness, "summary": self.summary,
                 "leaves_out": self.leaves_out, "source": self.source, "default_candidate": self.default_candidate,
                 "not_default_because": self.not_default_because or None}
-
-
-def exact_constants(input_var: float) -> dict[str, Constant]:
-    """The conventions every law's values share: the probe's input variance."""
-    return {"input_var": Constant("input_var", float(input_var), "convention", note="probe input variance")}
 
 
 class PredictedLaw(Law):
