@@ -67,41 +67,18 @@ GIB = 2**30
 
 
 def parameter_count(spec) -> int:
-    """Weights of the net ``spec`` describes (:mod:`amutheory.measure.models`, ``.resnet``, ``.transformer``)."""
-    n, taps, head = spec.width, spec.kernel**spec.dim, spec.width * spec.outputs
-    if spec.family == "transformer":
-        return spec.input_channels * n + spec.depth * (4 + 2 * spec.mlp_ratio) * n * n + head
-    if spec.family == "conv":
-        return spec.input_channels * n * taps + (spec.depth - 1) * n * n * taps + head
-    second = {"conv": 0, "conv-mlp": n * n, "preact": n * n * taps}[spec.branch]
-    skip = n * n if spec.shortcut == "projection" else 0
-    return spec.input_channels * n * taps + spec.depth * (n * n * taps + second + skip) + head
+    """Weights of the net ``spec`` describes (its family's count)."""
+    return spec.family_object.parameter_count(spec)
 
 
 def modules_per_block(spec) -> int:
-    """Modules of one layer (conv) or block: 1 (conv chain, residual ``conv`` branch), 2 (a two-layer
-    branch), one more for a projection skip, 7 (a transformer block: LayerNorms, q, k, v, o, MLP)."""
-    if spec.family == "transformer":
-        return 7
-    if spec.family == "conv":
-        return 1
-    return (1 if spec.branch == "conv" else 2) + (1 if spec.shortcut == "projection" else 0)
+    """Modules of one layer or block (its family's count; each costs :data:`MODULE_BYTES`)."""
+    return spec.family_object.modules_per_block(spec)
 
 
 def activation_elements(spec) -> int:
-    """Elements of the tensors one sample's forward pass keeps for its backward pass: per layer the
-    pre-activation and the activation (conv); per block the stream, the branch's tensors and the
-    skip (resnet); per block the stream, LayerNorm, q, k, v, attention output, the ``heads x T x T``
-    attention weights and the MLP's two hidden tensors (transformer)."""
-    n, p = spec.width, spec.positions
-    if spec.family == "transformer":
-        per_block = 8 * n * p + 2 * spec.mlp_ratio * n * p + 2 * spec.heads * p * p
-    elif spec.family == "conv":
-        per_block = 2 * n * p
-    else:
-        per_block = n * p * ({"conv": 3, "conv-mlp": 4, "preact": 5}[spec.branch]
-                             + (1 if spec.shortcut == "projection" else 0))
-    return spec.input_channels * p + spec.depth * per_block
+    """Elements of the tensors one sample's forward pass keeps for its backward pass (its family's count)."""
+    return spec.family_object.activation_elements(spec)
 
 
 def probe_bytes(spec, chunk: int, dtype: str = "float64") -> float:

@@ -16,21 +16,17 @@ import dataclasses
 import numbers
 from dataclasses import dataclass
 
+from amutheory.families import family_names, get_family
 from amutheory.limits import MAX_DEPTH, MAX_SIZE, SEED_LIMIT
 
-FAMILIES = ("conv", "resnet", "transformer")
+#: the built-in families' names (the registry, :mod:`amutheory.families`, is the live list)
+FAMILIES = family_names()
 #: residual branch types: ``conv`` = x + phi(W * x) (the AM-muP authors' block); ``conv-mlp`` =
 #: x + W2 phi(W1 * x) with a 1x1 W2; ``preact`` = x + W2 * phi(W1 * phi(x))
 BRANCHES = ("conv", "conv-mlp", "preact")
 #: residual init conventions (amutheory.symbolic.resnet.coherent documents each formula)
 INITS = ("k-last", "k-all", "k-squared", "sqrt-multiplier", "none")
 SHORTCUTS = ("identity", "projection")
-_RESNET_FIELDS = ("branch", "init", "shortcut")
-_TRANSFORMER_FIELDS = ("heads", "mlp_ratio", "attn_scale")
-#: fields a family does not read (dropped by :meth:`ArchSpec.to_dict`)
-_UNUSED_FIELDS = {"conv": _RESNET_FIELDS + _TRANSFORMER_FIELDS,
-                  "resnet": _TRANSFORMER_FIELDS,
-                  "transformer": ("branch", "shortcut", "kernel", "padding", "dim")}
 PADDINGS = ("circular", "zero")
 #: accepted spellings of a padding, normalised to the names of :data:`PADDINGS`
 PADDING_ALIASES = {"zeros": "zero", "circ": "circular"}
@@ -190,7 +186,13 @@ class ArchSpec:
     attn_scale: str = "sqrt"
 
     def __post_init__(self):
-        _check_choice("family", self.family, FAMILIES)
+        if not isinstance(self.family, str):
+            raise TypeError(f"family must be a string, got {type(self.family).__name__} {self.family!r}")
+        family = get_family(self.family)
+        if not family.has_spec:
+            raise ValueError(f"family: {self.family!r} describes a user's module, not an ArchSpec")
+        for name, value in family.normalise(self).items():
+            object.__setattr__(self, name, value)
         if isinstance(self.dim, bool) or not isinstance(self.dim, numbers.Integral):
             raise TypeError(f"dim must be an integer, got {type(self.dim).__name__} {self.dim!r}")
         if self.dim not in DIMS:
@@ -201,11 +203,6 @@ class ArchSpec:
         if self.spatial**self.dim > MAX_SIZE:
             raise ValueError(f"spatial^dim (positions) must be <= {MAX_SIZE} ({SIZE_WHY}), got "
                              f"{self.spatial}^{self.dim}")
-        if self.family != "transformer":  # a transformer has no kernel (the field is ignored)
-            if self.kernel % 2 == 0:
-                raise ValueError(f"kernel must be odd, got {self.kernel}")
-            if self.kernel > self.spatial:
-                raise ValueError(f"kernel must be <= spatial ({self.spatial}), got {self.kernel}")
         if isinstance(self.padding, str) and self.padding in PADDING_ALIASES:
             object.__setattr__(self, "padding", PADDING_ALIASES[self.padding])
         _check_choice("padding", self.padding, PADDINGS)
@@ -217,10 +214,12 @@ class ArchSpec:
         _check_choice("init", self.init, INITS)
         _check_choice("shortcut", self.shortcut, SHORTCUTS)
         _check_choice("attn_scale", self.attn_scale, ATTN_SCALES)
-        if self.family == "transformer" and self.dim != 1:
-            raise ValueError(f"dim must be 1 for a transformer (a sequence of spatial = T tokens), got {self.dim}")
-        if self.family == "transformer" and self.width % self.heads:
-            raise ValueError(f"heads must divide width ({self.width}) for a transformer, got {self.heads}")
+        family.check(self)
+
+    @property
+    def family_object(self):
+        """The :class:`~amutheory.families.Family` of this spec (everything that is its family's)."""
+        return get_family(self.family)
 
     @property
     def c(self) -> float:
@@ -252,7 +251,7 @@ class ArchSpec:
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
-        for k in _UNUSED_FIELDS[self.family]:  # fields this family does not read
+        for k in self.family_object.unused_fields:  # fields this family does not read
             d.pop(k)
         return d
 

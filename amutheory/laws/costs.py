@@ -53,11 +53,7 @@ def kernel_seconds(spec: ArchSpec, deepest: int) -> float:
 
 def layers_of(spec: ArchSpec, depth: int) -> int:
     """Pre-activations the probe measures in a net of ``depth`` (blocks for residual nets and Transformers)."""
-    if spec.family == "resnet":
-        from amutheory.symbolic.resnet.coherent import preactivations_per_block
-
-        return preactivations_per_block(spec.branch) * depth
-    return depth  # a conv chain's layers; a Transformer's blocks (one MLP pre-activation each)
+    return spec.family_object.probe_layers(spec, depth)
 
 
 def probe_seconds(spec: ArchSpec, depths, seeds: int) -> float:

@@ -111,14 +111,5 @@ def build_model(spec: ArchSpec, seed: int | None = None, generator: torch.Genera
         raise ValueError("give seed or generator, not both")
     if seed is not None:
         generator = torch.Generator().manual_seed(int(seed))
-    if spec.family == "resnet":
-        from amutheory.measure.resnet import ResidualConvNet
-
-        return ResidualConvNet(spec, generator=generator, dtype=dtype, norm=norm, dropout=dropout).to(device)
-    if spec.family == "transformer":
-        from amutheory.measure.transformer import PreLNTransformer
-
-        if norm != "none":
-            raise ValueError(f"norm must be 'none' for a transformer (its blocks are pre-LN already), got {norm!r}")
-        return PreLNTransformer(spec, generator=generator, dtype=dtype, dropout=dropout).to(device)
-    return ConvChain(spec, generator=generator, dtype=dtype, norm=norm, dropout=dropout).to(device)
+    return spec.family_object.build_model(spec, generator=generator, dtype=dtype, device=device, norm=norm,
+                                          dropout=dropout)

@@ -1,0 +1,52 @@
+"""Architecture families: one object per family (:class:`~amutheory.families.base.Family`) and their
+registry.  ``ArchSpec.family`` is a family's name; ``spec.family_object`` (or :func:`get_family`) is
+the object that knows everything about it.
+
+    from amutheory.families import get_family
+    get_family("resnet").counts_blocks        # True: depth counts blocks K
+"""
+
+from __future__ import annotations
+
+from amutheory.families.base import Family
+
+#: every family, by name, in the order the CLI lists them
+FAMILY_REGISTRY: dict[str, Family] = {}
+
+
+def register_family(family: Family) -> Family:
+    """Add ``family`` to the registry (``ValueError`` for a duplicate or nameless family)."""
+    if not isinstance(family, Family):
+        raise TypeError(f"family must be an amutheory.families.Family, got {type(family).__name__}")
+    if not isinstance(family.name, str) or not family.name:
+        raise ValueError("family: a family needs a non-empty name")
+    if family.name in FAMILY_REGISTRY:
+        raise ValueError(f"family: a family called {family.name!r} is registered already")
+    FAMILY_REGISTRY[family.name] = family
+    return family
+
+
+def get_family(name: str) -> Family:
+    """The family called ``name`` (``ValueError`` listing the names otherwise)."""
+    if not isinstance(name, str):
+        raise TypeError(f"family must be a string, got {type(name).__name__} {name!r}")
+    if name not in FAMILY_REGISTRY:
+        raise ValueError(f"family must be one of {', '.join(FAMILY_REGISTRY)}; got {name!r}")
+    return FAMILY_REGISTRY[name]
+
+
+def family_names(with_spec: bool = True) -> tuple:
+    """Names of the registered families (only those with an ArchSpec, the default)."""
+    return tuple(n for n, f in FAMILY_REGISTRY.items() if f.has_spec or not with_spec)
+
+
+def _register_builtins() -> None:
+    from amutheory.families import conv, resnet, transformer
+
+    for module in (conv, resnet, transformer):
+        register_family(module.FAMILY)
+
+
+_register_builtins()
+
+__all__ = ["Family", "FAMILY_REGISTRY", "register_family", "get_family", "family_names"]

@@ -1,0 +1,58 @@
+"""The conv chain: ``depth`` = L bias-free convolutions ``h_l = W_l * x_{l-1}``, ``x_l = phi(h_l)``,
+global average pooling and a linear head (:class:`amutheory.measure.models.ConvChain`); its theory is
+:mod:`amutheory.symbolic.chain`."""
+
+from __future__ import annotations
+
+from amutheory.families.base import Family
+
+_RESNET_FIELDS = ("branch", "init", "shortcut")
+_TRANSFORMER_FIELDS = ("heads", "mlp_ratio", "attn_scale")
+
+
+class ConvChainFamily(Family):
+    name = "conv"
+    title = "conv chain"
+    summary = "homogeneous conv chain: L bias-free convolutions, GAP and a linear head"
+    counts_blocks = False
+    unused_fields = _RESNET_FIELDS + _TRANSFORMER_FIELDS
+    model_module = "amutheory.measure.models"
+    theory_module = "amutheory.symbolic.chain"
+
+    def check(self, spec) -> None:
+        check_kernel(spec)
+
+    def build_model(self, spec, generator=None, dtype=None, device="cpu", norm="none", dropout=0.0):
+        import torch
+
+        from amutheory.measure.models import ConvChain
+
+        return ConvChain(spec, generator=generator, dtype=dtype or torch.float64, norm=norm,
+                         dropout=dropout).to(device)
+
+    def parameter_count(self, spec) -> int:
+        n, taps = spec.width, spec.kernel**spec.dim
+        return spec.input_channels * n * taps + (spec.depth - 1) * n * n * taps + n * spec.outputs
+
+    def activation_elements(self, spec) -> int:
+        """Per layer the pre-activation and the activation."""
+        return spec.input_channels * spec.positions + spec.depth * 2 * spec.width * spec.positions
+
+    def hidden_fan_in(self, spec) -> float:
+        return float(spec.width * spec.kernel**spec.dim)
+
+    def derive(self, spec, finite_width: bool = False, law: str = "coherent"):
+        from amutheory.symbolic.chain.conv import conv_law
+
+        return conv_law(spec, finite_width=finite_width)
+
+
+def check_kernel(spec) -> None:
+    """An odd kernel no wider than the input (the conv families' check)."""
+    if spec.kernel % 2 == 0:
+        raise ValueError(f"kernel must be odd, got {spec.kernel}")
+    if spec.kernel > spec.spatial:
+        raise ValueError(f"kernel must be <= spatial ({spec.spatial}), got {spec.kernel}")
+
+
+FAMILY = ConvChainFamily()
