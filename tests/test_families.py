@@ -110,7 +110,8 @@ def test_transfer_numbers_of_the_families():
     # only sqrt-multiplier scales the branch by a multiplier, 1/sqrt(K); the others scale its variance
     assert res.family_object.branch_multiplier(res) == 1.0
     assert get_family("resnet").branch_multiplier(res.with_(init="sqrt-multiplier", depth=4)) == 0.5
-    assert get_family("transformer").branch_multiplier(tr.with_(init="sqrt-multiplier", depth=9)) == pytest.approx(1 / 3)
+    third = get_family("transformer").branch_multiplier(tr.with_(init="sqrt-multiplier", depth=9))
+    assert third == pytest.approx(1 / 3)
 
 
 def test_data_layout_reads_images_in_the_models_dimension():
@@ -216,6 +217,8 @@ def test_module_family(tmp_path):
     assert rep.effective_depth == spec.depth + 1  # depth hidden Linear layers and the readout, in a row
     with pytest.raises(ValueError, match="input_shape is required"):
         family.depth_report(a)
+    assert family.net_label(spec.to_dict()) == f"user's module {factory}"
+    assert get_family("resnet").net_label(SMALL_SPECS[3].to_dict()) == "resnet net (relu)"
 
 
 def test_cell_of_a_module_asks_the_module_family(tmp_path):

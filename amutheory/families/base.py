@@ -174,6 +174,10 @@ class Family:
         (a dataset sets them from its images)."""
         return {"spatial": 8, "input_channels": 3, "outputs": 10}
 
+    def net_label(self, spec: dict) -> str:
+        """How a report names a net of this family from its stored spec (``ArchSpec.to_dict()``)."""
+        return f"{spec['family']} net ({spec.get('activation')})"
+
     def describe(self) -> dict:
         return {"name": self.name, "title": self.title, "summary": self.summary,
                 "depth_counts": "blocks K" if self.counts_blocks else "layers L",

@@ -139,6 +139,10 @@ class ModuleFamily(Family):
         raise ValueError("family: a user's module (--model FILE.py:FACTORY) has no closed-form depth law; "
                          "measure its eta* with sweep, or transfer a rate with the effective-depth rules")
 
+    def net_label(self, spec: dict) -> str:
+        """The factory (its stored spec only says depth, width and input layout)."""
+        return f"user's module {self.factory}"
+
     def describe(self) -> dict:
         return {**super().describe(), "factory": self.factory}
 
