@@ -142,7 +142,9 @@ def _mark_calibration_depths(ax, axr, depths) -> None:
 def _finish_eta_axes(ax, axr, config_result: dict) -> None:
     """Log axes with integer depth ticks, labels, titles and legends of :func:`plot_eta_star`'s panels."""
     depths_all = [r["depth"] for stat in ("mean", "geo") for r in config_result.get("per_depth", {}).get(stat, [])]
-    blocks = config_result.get("family") in ("resnet", "transformer")  # depth = K blocks
+    from amutheory.families import result_family
+
+    blocks = result_family(config_result).counts_blocks  # depth = K blocks
     sym = "K" if blocks else "L"
     for a in (ax, axr):
         a.set_xscale("log")

@@ -139,36 +139,31 @@ def _readout_strength(model, input_shape) -> tuple[float, tuple]:
 
 
 def _spec_fan_in(spec: ArchSpec) -> float:
-    return float(spec.width if spec.family == "transformer" else spec.width * spec.kernel**spec.dim)
+    """The hidden fan-in of ``spec``'s family (``n k^d`` for convolutions, ``n`` for transformers)."""
+    return spec.family_object.hidden_fan_in(spec)
 
 
 def _spec_input_shape(spec: ArchSpec) -> tuple:
-    return (spec.batch, spec.input_channels) + (spec.spatial,) * spec.dim
+    return spec.family_object.input_shape(spec)
 
 
 def depth_measures(net, input_shape=None) -> DepthMeasures:
     """The :class:`DepthMeasures` of an ``ArchSpec`` or an ``nn.Module`` (traced with ``input_shape``)."""
     from torch import nn
 
-    from amutheory.graph import effective_depth
-
     if isinstance(net, ArchSpec):
-        from amutheory.measure.models import build_model
-        from amutheory.symbolic.resnet.init import branch_multiplier, numeric
-
-        model = build_model(net, seed=0)
-        rep = effective_depth(model, _spec_input_shape(net))
-        alpha = numeric(branch_multiplier(net.init), net.depth) if net.family != "conv" else 1.0
+        family = net.family_object
+        rep = family.depth_report(net)
         return DepthMeasures(rep.effective_depth, rep.blocks, float(rep.path_sum_cubed), _spec_fan_in(net),
-                             alpha, net.to_dict(), "spec", net.outputs * net.readout_variance,
-                             (net.outputs, net.width))
+                             family.branch_multiplier(net), net.to_dict(), "spec",
+                             net.outputs * net.readout_variance, (net.outputs, net.width))
     if isinstance(net, nn.Module):
-        if input_shape is None:
-            raise ValueError("input_shape is required for an nn.Module (e.g. (1, 3, 32, 32))")
-        rep = effective_depth(net, tuple(input_shape))
-        alpha = float(getattr(net, "alpha", 1.0)) if isinstance(getattr(net, "alpha", 1.0), numbers.Real) else 1.0
+        from amutheory.families import get_family
+
+        family = get_family("module")  # a user's module: its traced graph, its own layers
+        rep = family.depth_report(net, input_shape)
         return DepthMeasures(rep.effective_depth, rep.blocks, float(rep.path_sum_cubed), _hidden_fan_in(net),
-                             alpha, None, "module", *_readout_strength(net, input_shape))
+                             family.branch_multiplier(net), None, "module", *_readout_strength(net, input_shape))
     raise TypeError(f"reference/target must be an ArchSpec or a torch.nn.Module, got {type(net).__name__}")
 
 
@@ -204,28 +199,9 @@ def _last_layer_fn():
 def _am_mup_factor(ref: DepthMeasures, tgt: DepthMeasures, rs, ts, notes: list) -> float:
     """The default rule's depth factor (see the module table)."""
     if rs is not None and ts is not None and rs.family == ts.family:
-        if rs.family == "conv":
-            from amutheory.api import law_values, mlp_limit_constants
-
-            s_r = law_values(rs, [rs.depth], mlp_limit_constants(rs))[0][0]
-            s_t = law_values(ts, [ts.depth], mlp_limit_constants(ts))[0][0]
-            notes.append("am-mup: derived conv law with MLP-limit constants (finite-depth corrections included)")
-            return float(np.sqrt(s_r / s_t))
-        from amutheory.api import derive
-
-        try:
-            law_r, law_t = derive(rs), derive(ts)
-        except ValueError as exc:
-            notes.append(f"am-mup: no derived law ({' '.join(str(exc).split())[:120]}...); "
-                         "used the chain law in the effective depth")
-        else:
-            if law_r.name == law_t.name:
-                p = float(law_r.exponent)
-                notes.append(f"am-mup: derived law {law_r.name}, eta* ~ K^({law_r.exponent}) (leading order; "
-                             "its constants are not derived, so no finite-depth correction)")
-                return float((ts.depth / rs.depth) ** p)
-            notes.append("am-mup: reference and target follow different derived laws; used the chain law in "
-                         "the effective depth")
+        factor = rs.family_object.am_mup_depth_factor(rs, ts, notes)
+        if factor is not None:
+            return factor
     elif rs is None or ts is None:
         notes.append("am-mup: nn.Module -> the chain law in the effective depth, MLP-limit ReLU constants")
     act = rs.activation if rs is not None else "relu"

@@ -34,24 +34,24 @@ def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = 
         _check_spec(spec)
     if law not in LAWS:
         raise ValueError(f"law must be one of {', '.join(LAWS)}; got {law!r}")
-    if law in CALIBRATED_RESNET_LAWS and (spec is None or spec.family != "resnet"):
-        raise ValueError(f"law: {law!r} is a residual-net law (family resnet)")
-    if spec is not None and spec.family == "transformer":
-        from amutheory.symbolic.transformer.coherent import effective_depth_law, transformer_law
+    if law in CALIBRATED_RESNET_LAWS:
+        _refuse_calibrated(spec, law)
+    if spec is None:
+        return conv_law(None, finite_width=finite_width)
+    return spec.family_object.derive(spec, finite_width=finite_width, law=law)
 
-        if finite_width:
-            raise ValueError("finite_width is available for the conv family only")
-        return effective_depth_law(spec) if law == "effective-depth" else transformer_law(spec)
-    if spec is not None and spec.family == "resnet":
-        from amutheory.symbolic.resnet.coherent import resnet_law
 
-        if finite_width:
-            raise ValueError("finite_width is available for the conv family only")
-        if law in CALIBRATED_RESNET_LAWS:
-            raise ValueError(f"law: {law!r} is a calibrated predictor, not a closed form (predict with "
-                             f"law={law!r}); derive gives the coherent law, whose exponent it shares")
-        return resnet_law(spec)
-    return conv_law(spec, finite_width=finite_width)
+def _refuse_calibrated(spec: ArchSpec | None, law: str) -> None:
+    """``derive`` gives closed forms only: a calibrated predictor's name is refused, saying whether the
+    family has it at all (:func:`_check_law`)."""
+    try:
+        if spec is None:
+            raise ValueError(law)
+        _check_law(spec, law)
+    except ValueError:
+        raise ValueError(f"law: {law!r} is a residual-net law (family resnet)") from None
+    raise ValueError(f"law: {law!r} is a calibrated predictor, not a closed form (predict with "
+                     f"law={law!r}); derive gives the coherent law, whose exponent it shares")
 
 
 def _check_law(spec: ArchSpec, law) -> None:

@@ -143,7 +143,7 @@ def resnet_boundary_summary(spec: ArchSpec, depths, draws: int, input_var: float
     from amutheory.api.resnet_exact import resnet_boundary
 
     rows = resnet_boundary(spec, depths, draws, 0, input_var, tolerance, progress)
-    return {"family": "resnet", "branch": spec.branch, "init": spec.init, "method": "points",
+    return {"family": spec.family, "branch": spec.branch, "init": spec.init, "method": "points",
             "law": f"exact infinite-width law of the {spec.activation} residual net over its points "
                    f"(symbolic.resnet.operator; Monte Carlo over {draws} input draws, the same for both paddings, "
                    "error in s_bar_ratio_se)",

@@ -28,6 +28,7 @@ from amutheory.api import Measurement, predict
 from amutheory.campaign.analysis_zero import _add_zero_padding_tables
 from amutheory.campaign.common import C_TARGET, STATISTICS, _f
 from amutheory.campaign.presets import CampaignConfig
+from amutheory.families import result_family
 from amutheory.spec import ArchSpec, ProbeProtocol
 from amutheory.symbolic.chain.conv import conv_law, derived_constants
 from amutheory.symbolic.chain.spectral import spectral_applies
@@ -170,7 +171,7 @@ def _record_verdict(out: dict, passed_stats: dict, rel_errs: dict, joint_ok: dic
     out["fitted_exponent"] = all_fit["exponent"] if all_fit else None
     out["fitted_exponent_ci"] = all_fit["ci"] if all_fit else None
     # what fitted_exponent is fitted over (the progress and summary lines name it)
-    out["fitted_exponent_over"] = "all K" if out.get("family") == "resnet" else "all depths"
+    out["fitted_exponent_over"] = "all K" if result_family(out).counts_blocks else "all depths"
 
 
 def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtocol = ProbeProtocol(),
@@ -292,3 +293,21 @@ def _add_closing_notes(out: dict, how: str, held: list) -> None:
                             f"{sum(r['inside_ci'] for r in rows)} of {len(rows)} depths")
     if not held:
         out["notes"].append("no held-out depths: nothing independent to check, passed is false")
+
+
+# --------------------------------------------------------------------------- the campaign's entry points
+# (the chain families name this module as their ``campaign_module``; amutheory.campaign.run calls them)
+def analyse_campaign_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtocol,
+                            stream: dict | None = None, reference=None) -> dict:
+    """A chain config's result; ``reference()`` loads the circular references of a zero-padded config."""
+    return analyse_config(cfg, meas, protocol, reference=reference() if cfg.is_zero and reference else None)
+
+
+def campaign_message(cfg: CampaignConfig, res: dict) -> str:
+    """The progress line of one analysed chain config: its verdict and headline numbers."""
+    from amutheory.campaign.formatting import _ci, _g, _pct
+
+    return (f"[{cfg.name}] {'passed' if res['passed'] else 'FAILED'}: max rel. error (held-out, mean) "
+            f"{_pct(res['max_rel_error'])}, fitted exponent (all depths) {_g(res['fitted_exponent'])} "
+            f"{_ci(res['fitted_exponent_ci'])} vs derived {res['derived_exponent']}"
+            + (f"; zero/circular ratio {'passed' if res['passed_ratio'] else 'FAILED'}" if cfg.is_zero else ""))

@@ -1,6 +1,6 @@
 """Analysis of a residual config.
 
-Residual configs (``spec.family == "resnet"``, ``depth`` = K blocks): their analysis
+Residual configs (the residual family, ``get_family("resnet")``, ``depth`` = K blocks): their analysis
 (:func:`analyse_resnet_config`) asks the mean-field recursion first
 (:func:`amutheory.symbolic.resnet.coherent.forward_analysis`): forward-unstable conventions get no law
 (``passed`` is ``None``; measured eta*, its local slopes and the stream growth are reported);
@@ -308,7 +308,7 @@ def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measur
         out["notes"].append("no held-out depths: nothing independent to check, passed is false")
     out["prediction_curve"] = curve
     _record_verdict(out, passed_stats, rel_errs, joint_ok)
-    if spec.family == "resnet" and law == "coherent":
+    if cfg.is_resnet and law == "coherent":  # the residual theory's block profile (not a Transformer's)
         out["block_profile"] = _block_profile(cfg, meas, out["constants"].get("mean"), protocol.input_var)
     # the same joint test with the calibrated constants' own sampling error added to each prediction:
     # does the law miss by more than the measurement *and* its calibration can account for?
@@ -320,3 +320,17 @@ def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measur
         claims[stat] = bool(deep and None not in deep["ci"] and deep["ci"][0] <= PAPER_EXPONENT <= deep["ci"][1])
     out["claim_minus_three_halves"] = claims["mean"]
     out["claim_minus_three_halves_by_statistic"] = claims
+
+
+# --------------------------------------------------------------------------- the campaign's entry points
+# (the residual family names this module as its ``campaign_module``; amutheory.campaign.run calls them)
+def analyse_campaign_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtocol,
+                            stream: dict | None = None, reference=None) -> dict:
+    """A residual config's result (:func:`analyse_resnet_config`, with the measured forward stream)."""
+    return analyse_resnet_config(cfg, meas, protocol, stream)
+
+
+def campaign_message(cfg: CampaignConfig, res: dict) -> str:
+    from amutheory.campaign.report_resnet import _resnet_message
+
+    return _resnet_message(res)

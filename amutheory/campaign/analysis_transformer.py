@@ -1,4 +1,4 @@
-"""Analysis of a pre-LN Transformer config (``spec.family == "transformer"``, ``depth`` = K blocks).
+"""Analysis of a pre-LN Transformer config (the Transformer family, ``depth`` = K blocks).
 
 Per statistic: measured eta* per K, its log-log slope against the **effective depth**
 ``L_eff = 2K + 2`` over the deepest three K (seed-bootstrap 95% CI) and whether the paper's -3/2
@@ -74,3 +74,17 @@ def analyse_transformer_config(cfg: CampaignConfig, meas: Measurement,
     out["max_rel_error"] = _f(min((r["max_rel_error"] for r in out["laws"].values()
                                    if r.get("max_rel_error") is not None), default=None))
     return out
+
+
+# --------------------------------------------------------------------------- the campaign's entry points
+# (the Transformer family names this module as its ``campaign_module``; amutheory.campaign.run calls them)
+def analyse_campaign_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtocol,
+                            stream: dict | None = None, reference=None) -> dict:
+    """A Transformer config's result (:func:`analyse_transformer_config`)."""
+    return analyse_transformer_config(cfg, meas, protocol)
+
+
+def campaign_message(cfg: CampaignConfig, res: dict) -> str:
+    from amutheory.campaign.report_transformer import _transformer_message
+
+    return _transformer_message(res)

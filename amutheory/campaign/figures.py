@@ -9,7 +9,7 @@ from pathlib import Path
 
 from amutheory.api import Measurement
 from amutheory.campaign.common import _json_safe
-from amutheory.campaign.presets import CampaignConfig
+from amutheory.campaign.presets import RESIDUAL_ANALYSIS, CampaignConfig, analysed_by
 
 COLLAPSE_FIGURE = "boundary_collapse.png"
 RESNET_FIGURE = "resnet_eta_star.png"
@@ -107,7 +107,7 @@ def _resnet_figure(out_dir: Path, results: list) -> dict:
     """Write ``resnet_eta_star.png`` when there are ReLU resnet configs; returns summary keys."""
     from amutheory import plots
 
-    chosen = [r for r in results if r.get("family") == "resnet" and r["spec"]["activation"] == "relu"]
+    chosen = [r for r in results if analysed_by(r, RESIDUAL_ANALYSIS) and r["spec"]["activation"] == "relu"]
     if not chosen:
         return {}
     return _save_summary_figure(out_dir, lambda: plots.plot_resnet_eta_star(_json_safe(chosen)), RESNET_FIGURE,

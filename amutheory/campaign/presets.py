@@ -17,6 +17,19 @@ import numpy as np
 from amutheory.api import check_depths
 from amutheory.spec import BRANCHES, INITS, ArchSpec
 
+#: the campaign modules that analyse chains, residual nets and Transformers (a family names its own
+#: as ``campaign_module``; the report groups results by it)
+CHAIN_ANALYSIS = "amutheory.campaign.analysis"
+RESIDUAL_ANALYSIS = "amutheory.campaign.analysis_resnet"
+TRANSFORMER_ANALYSIS = "amutheory.campaign.analysis_transformer"
+
+
+def analysed_by(record: dict, module: str) -> bool:
+    """Whether a stored config result (its ``"family"``) was analysed by the campaign module ``module``."""
+    from amutheory.families import result_family
+
+    return result_family(record).campaign_module == module
+
 #: seeds (the first of a config's) whose residual stream is measured
 STREAM_SEEDS = 4
 
@@ -91,12 +104,23 @@ class CampaignConfig:
         return self.spec.padding == "zero"
 
     @property
+    def family(self):
+        """The config's :class:`~amutheory.families.Family` (its analysis, stream, figures)."""
+        return self.spec.family_object
+
+    def analysed_by(self, module: str) -> bool:
+        """Whether the campaign module ``module`` analyses this config (its family's ``campaign_module``)."""
+        return self.family.campaign_module == module
+
+    @property
     def is_resnet(self) -> bool:
-        return self.spec.family == "resnet"
+        """Analysed as a residual net (:mod:`amutheory.campaign.analysis_resnet`)."""
+        return self.analysed_by(RESIDUAL_ANALYSIS)
 
     @property
     def is_transformer(self) -> bool:
-        return self.spec.family == "transformer"
+        """Analysed as a Transformer (:mod:`amutheory.campaign.analysis_transformer`)."""
+        return self.analysed_by(TRANSFORMER_ANALYSIS)
 
     @property
     def stream_seeds(self) -> list[int]:
@@ -184,7 +208,7 @@ def check_seed_offset(offset, name: str = "seed_offset") -> int:
 def n_preacts(spec: ArchSpec, depth: int) -> int:
     """Pre-activation tensors (probe layers) of ``spec`` at ``depth``: ``depth`` for conv chains
     and for ``conv``/``conv-mlp`` resnets (one per block), ``2 depth`` for ``preact`` resnets."""
-    return 2 * depth if spec.family == "resnet" and spec.branch == "preact" else depth
+    return spec.family_object.probe_layers(spec, depth)
 
 
 def _conv(name, dim, activation, width, spatial, depths, cal, seeds):

@@ -11,6 +11,7 @@ from pathlib import Path
 from amutheory.campaign.common import STATISTICS
 from amutheory.campaign.draws import effective_of, groups_of
 from amutheory.campaign.formatting import _ci, _figure_lines, _g, _pct
+from amutheory.campaign.presets import CHAIN_ANALYSIS, RESIDUAL_ANALYSIS, TRANSFORMER_ANALYSIS, analysed_by
 from amutheory.campaign.report_resnet import _resnet_report_lines
 from amutheory.campaign.report_transformer import _transfer_report_lines, _transformer_report_lines
 from amutheory.campaign.report_width import _width_report_lines
@@ -21,10 +22,10 @@ def write_report(path: Path, summary: dict) -> None:
     """``report.md``: what was run, per-config tables, exponents, constants, pass/fail, figures."""
     pr = summary["protocol"]
     lines = [f"# amutheory validation campaign: preset `{summary['preset']}`", ""]
-    resnets = [c for c in summary["configs"] if c.get("family") == "resnet"]
-    transformers = [c for c in summary["configs"] if c.get("family") == "transformer"]
+    resnets = [c for c in summary["configs"] if analysed_by(c, RESIDUAL_ANALYSIS)]
+    transformers = [c for c in summary["configs"] if analysed_by(c, TRANSFORMER_ANALYSIS)]
     circ = [c for c in summary["configs"]
-            if c.get("padding", "circular") != "zero" and c.get("family", "conv") == "conv"]
+            if c.get("padding", "circular") != "zero" and analysed_by(c, CHAIN_ANALYSIS)]
     zero = [c for c in summary["configs"] if c.get("padding") == "zero" and c not in resnets]
     lines += _headline_lines(summary, circ, zero, resnets)
     lines += _what_was_run_lines(summary, pr)

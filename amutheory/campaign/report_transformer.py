@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from amutheory.campaign.common import STATISTICS
 from amutheory.campaign.formatting import _ci, _g, _pct
+from amutheory.families import result_family
 from amutheory.symbolic.transformer.coherent import effective_depth_of_blocks
 from amutheory.transfer import RULES
 
@@ -84,7 +85,7 @@ def _transfer_report_lines(summary: dict) -> list:
     lines.append("")
     for t in tr["tables"]:
         # residual nets and Transformers: depth = K blocks; conv chains: L layers
-        sym = "K" if t.get("family") in ("resnet", "transformer") else "L"
+        sym = result_family(t).depth_symbol()
         lines += [f"### {t['name']} (reference depth {sym} = {t['reference_depth']})", "",
                   f"| {sym} | measured ratio eta*({sym})/eta*({sym}_ref) [95% CI] | " + " | ".join(RULES) + " |",
                   "|---:|---|" + "---:|" * len(RULES)]

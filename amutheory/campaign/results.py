@@ -6,8 +6,8 @@ the config's seeds; the per-layer ``s_l`` go into ``out_dir/results.csv`` one
 interrupt never loses finished blocks.  Rerunning with ``resume=True`` (the default) skips
 complete blocks and drops partial ones.
 
-Residual configs (``spec.family == "resnet"``, ``depth`` = K blocks) write one results.csv row per
-pre-activation (``layer`` 1 .. K, or 1 .. 2K for ``preact`` branches: :func:`n_preacts`) and the
+Residual configs (a family whose ``measures_stream`` is set; ``depth`` = K blocks) write one
+results.csv row per pre-activation (``layer`` 1 .. K, or 1 .. 2K for ``preact`` branches: :func:`n_preacts`) and the
 residual stream's second moment after the stem and every block of their first
 :data:`STREAM_SEEDS` seeds' nets into ``stream.csv``.  ``campaign.json`` holds the protocol and
 the configs, checked on resume.

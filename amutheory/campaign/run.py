@@ -8,25 +8,21 @@ configs, checked on resume), ``summary.json`` (the JSON contract), ``report.md``
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import time
 from pathlib import Path
 
-from amutheory.campaign.analysis import analyse_config
-from amutheory.campaign.analysis_resnet import analyse_resnet_config
-from amutheory.campaign.analysis_transformer import analyse_transformer_config
-from amutheory.campaign.report_transformer import _transformer_message
 from amutheory.campaign.transfer_table import best_rules, rule_summary, transfer_rows
-from amutheory.symbolic.resnet.coherent import is_forward_stable
 from amutheory.campaign.width_sweep import (WIDTH_FILE, analyse_width_sweep, measure_width_sweeps,
                                             read_width_results, width_rule_summary)
 from amutheory.campaign.common import C_TARGET, LEVEL, _json_safe
 from amutheory.campaign.draws import draw_groups, held_out_null
 from amutheory.campaign.figures import _collapse_figure, _merge_figure_keys, _resnet_figure, make_figures
-from amutheory.campaign.formatting import _ci, _g, _pct
-from amutheory.campaign.presets import CampaignConfig, resolve_preset, resolve_width_sweeps, split_only
+from amutheory.campaign.formatting import _ci, _g
+from amutheory.campaign.presets import (CHAIN_ANALYSIS, RESIDUAL_ANALYSIS, CampaignConfig, analysed_by,
+                                       resolve_preset, resolve_width_sweeps, split_only)
 from amutheory.campaign.report import write_report
-from amutheory.campaign.report_resnet import _resnet_message
 from amutheory.campaign.results import (STREAM_FILE, _block_rows, _check_meta, _fsync, _measure_stream,
                                         _prepare_csv, _prepare_stream, _protocol_dict, load_measurement,
                                         read_results, read_stream)
@@ -55,7 +51,7 @@ def measure_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
     meta_path = out / "campaign.json"
     meta = _check_meta(meta_path, configs, protocol, resume, sweeps)
     done = _prepare_csv(csv_path, configs, resume, say)
-    resnets = [c for c in configs if c.is_resnet]
+    resnets = [c for c in configs if c.family.measures_stream]
     stream_path = out / STREAM_FILE
     stream_done = _prepare_stream(stream_path, resnets, resume) if resnets else set()
     meta_path.write_text(json.dumps(_json_safe(meta), indent=1))
@@ -68,7 +64,7 @@ def measure_campaign(preset, out_dir, protocol: ProbeProtocol = ProbeProtocol(),
             n = len(cfg.blocks)
             for i, (pad, d) in enumerate(cfg.blocks, 1):
                 current = _block_tag(cfg, pad, d, i, n)
-                if cfg.is_resnet and (cfg.name, d) not in stream_done:
+                if cfg.family.measures_stream and (cfg.name, d) not in stream_done:
                     _measure_stream(stream_path, cfg, d, protocol)  # a forward pass per seed: cheap
                 if (cfg.name, pad, d) in done:
                     resumed += 1
@@ -128,7 +124,7 @@ def _analyse_configs(configs: list, out: Path, protocol: ProbeProtocol, figures:
         meas = load_measurement(csv_path, cfg, blocks=blocks)
         measured[cfg.name] = meas
         res = _analyse_one_config(cfg, meas, protocol, csv_path, blocks, stream)
-        if cfg.is_resnet and not is_forward_stable(cfg.spec):
+        if not cfg.family.forward_stable(cfg.spec):
             res.setdefault("notes", []).append("no transfer table: the forward pass is not stable, so there is no "
                                                "depth law for a transfer rule to carry")
         elif not cfg.is_zero:
@@ -136,7 +132,7 @@ def _analyse_configs(configs: list, out: Path, protocol: ProbeProtocol, figures:
                 transfer_tables.append(transfer_rows(cfg, meas))
             except (ValueError, ArithmeticError) as exc:
                 res["errors"].append(f"transfer table failed: {type(exc).__name__}: {exc}")
-        if figures and not cfg.is_transformer:
+        if figures and cfg.family.campaign_figures:
             _add_figures(res, out, cfg, meas)
         results.append(res)
         say(_config_message(cfg, res))
@@ -144,13 +140,17 @@ def _analyse_configs(configs: list, out: Path, protocol: ProbeProtocol, figures:
 
 
 def _analyse_one_config(cfg: CampaignConfig, meas, protocol: ProbeProtocol, csv_path: Path, blocks, stream) -> dict:
-    """The result of one config, by its family's analysis (zero configs with their circular references)."""
-    if cfg.is_resnet:
-        return analyse_resnet_config(cfg, meas, protocol, stream)
-    if cfg.is_transformer:
-        return analyse_transformer_config(cfg, meas, protocol)
-    ref = load_measurement(csv_path, cfg, padding="circular", blocks=blocks) if cfg.is_zero else None
-    return analyse_config(cfg, meas, protocol, reference=ref)
+    """The result of one config, by its family's campaign module (zero configs with their circular references)."""
+    return _campaign_module(cfg).analyse_campaign_config(
+        cfg, meas, protocol, stream=stream,
+        reference=lambda: load_measurement(csv_path, cfg, padding="circular", blocks=blocks))
+
+
+def _campaign_module(cfg: CampaignConfig):
+    """The module that analyses ``cfg`` (its family's ``campaign_module``)."""
+    if not cfg.family.campaign_module:
+        raise ValueError(f"family: the {cfg.family.title} family names no campaign module")
+    return importlib.import_module(cfg.family.campaign_module)
 
 
 def _add_figures(res: dict, out: Path, cfg: CampaignConfig, meas) -> None:
@@ -164,22 +164,15 @@ def _add_figures(res: dict, out: Path, cfg: CampaignConfig, meas) -> None:
 
 def _config_message(cfg: CampaignConfig, res: dict) -> str:
     """The progress line of one analysed config: its verdict and headline numbers."""
-    if cfg.is_resnet:
-        return _resnet_message(res)
-    if cfg.is_transformer:
-        return _transformer_message(res)
-    return (f"[{cfg.name}] {'passed' if res['passed'] else 'FAILED'}: max rel. error (held-out, mean) "
-            f"{_pct(res['max_rel_error'])}, fitted exponent (all depths) {_g(res['fitted_exponent'])} "
-            f"{_ci(res['fitted_exponent_ci'])} vs derived {res['derived_exponent']}"
-            + (f"; zero/circular ratio {'passed' if res['passed_ratio'] else 'FAILED'}" if cfg.is_zero else ""))
+    return _campaign_module(cfg).campaign_message(cfg, res)
 
 
 def _campaign_summary(preset_name: str, seed_offset: int, out: Path, results: list, transfer_tables: list,
                       measured: dict, width_results: list | None, protocol: ProbeProtocol, timing: dict,
                       extra: dict) -> dict:
     """The summary dict of a campaign (before :func:`_json_safe`); ``width_results`` ``None``: no width sweeps."""
-    conv = [r for r in results if r.get("family", "conv") == "conv"]
-    resnets = [r for r in results if r.get("family") == "resnet"]
+    conv = [r for r in results if analysed_by(r, CHAIN_ANALYSIS)]
+    resnets = [r for r in results if analysed_by(r, RESIDUAL_ANALYSIS)]
     return {
         "preset": preset_name,
         "seed_offset": int(seed_offset),  # every config's seeds shifted by this (0: the preset's)

@@ -40,13 +40,29 @@ def family_names(with_spec: bool = True) -> tuple:
     return tuple(n for n, f in FAMILY_REGISTRY.items() if f.has_spec or not with_spec)
 
 
-def _register_builtins() -> None:
-    from amutheory.families import conv, resnet, transformer
+#: the family of a spec or a stored record that names none (``ArchSpec``'s default)
+DEFAULT_FAMILY = "conv"
 
-    for module in (conv, resnet, transformer):
+
+def result_family(record: dict) -> Family:
+    """The family of a stored result (a campaign or protocol record with a ``"family"`` key; records
+    written before residual nets existed have none and are conv chains)."""
+    return get_family(record.get("family") or DEFAULT_FAMILY)
+
+
+def module_family(factory: str):
+    """The family of a user's module ``FILE.py:FACTORY`` (:class:`amutheory.families.user.ModuleFamily`)."""
+    return get_family("module").with_factory(factory)
+
+
+def _register_builtins() -> None:
+    from amutheory.families import conv, resnet, transformer, user
+
+    for module in (conv, resnet, transformer, user):
         register_family(module.FAMILY)
 
 
 _register_builtins()
 
-__all__ = ["Family", "FAMILY_REGISTRY", "register_family", "get_family", "family_names"]
+__all__ = ["Family", "FAMILY_REGISTRY", "DEFAULT_FAMILY", "register_family", "get_family", "family_names",
+           "result_family", "module_family"]

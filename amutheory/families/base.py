@@ -47,6 +47,14 @@ class Family:
     #: the module that builds its torch model, and the symbolic package of its theory
     model_module: str = ""
     theory_module: str = ""
+    #: the campaign module that analyses one config of this family (``analyse_campaign_config``,
+    #: ``campaign_message``); the report groups configs by it
+    campaign_module: str = ""
+    #: whether the campaign measures the forward stream's variance per block (``stream.csv``) and a
+    #: net whose stream is unstable has no depth law (:meth:`forward_stable`)
+    measures_stream: bool = False
+    #: whether the campaign draws the per-config figures (eta*, per-layer profiles) for it
+    campaign_figures: bool = True
 
     # ------------------------------------------------------------------ spec
     def check(self, spec) -> None:
@@ -76,10 +84,21 @@ class Family:
         one_d = self.data_dim(spec) == 1
         return {"input_channels": channels * side if one_d else channels, "spatial": side}
 
+    def forward_stable(self, spec) -> bool:
+        """Whether ``spec``'s forward pass keeps a finite signal as depth grows (a chain always does)."""
+        return True
+
     # ------------------------------------------------------------------ model
     def build_model(self, spec, generator=None, dtype=None, device="cpu", norm: str = "none", dropout: float = 0.0):
         """The torch model of ``spec`` (weights drawn from ``generator``)."""
         raise NotImplementedError
+
+    def build_seeded(self, spec, seed: int, dtype=None, device="cpu", norm: str = "none", dropout: float = 0.0):
+        """The model of ``spec`` initialised from ``seed`` (a fresh CPU generator), as a training run builds it."""
+        import torch
+
+        generator = torch.Generator().manual_seed(int(seed))
+        return self.build_model(spec, generator=generator, dtype=dtype, device=device, norm=norm, dropout=dropout)
 
     def check_training_options(self, spec, norm: str, dropout: float) -> None:
         """Raise ``ValueError`` for training options this family's model does not take."""
@@ -103,6 +122,15 @@ class Family:
         return int(depth)
 
     # ------------------------------------------------------------------ transfer
+    def depth_report(self, net, input_shape=None):
+        """The traced graph's depth measures (:func:`amutheory.graph.effective_depth`) of ``net``, a
+        spec of this family (its model built from seed 0, traced on :meth:`input_shape`)."""
+        from amutheory.graph import effective_depth
+        from amutheory.measure.models import build_model
+
+        return effective_depth(build_model(net, seed=0), self.input_shape(net) if input_shape is None
+                               else tuple(input_shape))
+
     def hidden_fan_in(self, spec) -> float:
         """Fan-in of a hidden layer (the width rules' ``n``)."""
         return float(spec.width)
@@ -110,6 +138,24 @@ class Family:
     def branch_multiplier(self, spec) -> float:
         """The multiplier ``alpha`` of the residual branches (1 for a chain)."""
         return 1.0
+
+    def am_mup_depth_factor(self, reference, target, notes: list):
+        """The ``am-mup`` transfer rule's depth factor ``lr_t / lr_r`` between two specs of this family
+        (:mod:`amutheory.transfer`), or ``None`` when the family has no derived law for them (the rule
+        then uses the chain law in the effective depth).  Default: the derived law's leading power."""
+        try:
+            law_r, law_t = self.derive(reference), self.derive(target)
+        except ValueError as exc:
+            notes.append(f"am-mup: no derived law ({' '.join(str(exc).split())[:120]}...); "
+                         "used the chain law in the effective depth")
+            return None
+        if law_r.name != law_t.name:
+            notes.append("am-mup: reference and target follow different derived laws; used the chain law in "
+                         "the effective depth")
+            return None
+        notes.append(f"am-mup: derived law {law_r.name}, eta* ~ K^({law_r.exponent}) (leading order; "
+                     "its constants are not derived, so no finite-depth correction)")
+        return float((target.depth / reference.depth) ** float(law_r.exponent))
 
     # ------------------------------------------------------------------ laws
     def laws(self) -> list:
@@ -124,8 +170,13 @@ class Family:
 
     # ------------------------------------------------------------------ sweep and campaign defaults
     def sweep_defaults(self) -> dict:
-        """ArchSpec fields a sweep of this family starts from (the CLI's defaults fill the rest)."""
-        return {}
+        """ArchSpec fields a sweep on synthetic data starts from when the command line leaves them out
+        (a dataset sets them from its images)."""
+        return {"spatial": 8, "input_channels": 3, "outputs": 10}
+
+    def net_label(self, spec: dict) -> str:
+        """How a report names a net of this family from its stored spec (``ArchSpec.to_dict()``)."""
+        return f"{spec['family']} net ({spec.get('activation')})"
 
     def describe(self) -> dict:
         return {"name": self.name, "title": self.title, "summary": self.summary,

@@ -18,6 +18,7 @@ class ConvChainFamily(Family):
     unused_fields = _RESNET_FIELDS + _TRANSFORMER_FIELDS
     model_module = "amutheory.measure.models"
     theory_module = "amutheory.symbolic.chain"
+    campaign_module = "amutheory.campaign.analysis"
 
     def check(self, spec) -> None:
         check_kernel(spec)
@@ -45,6 +46,18 @@ class ConvChainFamily(Family):
         from amutheory.symbolic.chain.conv import conv_law
 
         return conv_law(spec, finite_width=finite_width)
+
+    def am_mup_depth_factor(self, reference, target, notes: list):
+        """``sqrt(s_bar(L_r) / s_bar(L_t))`` of the derived chain law with MLP-limit constants (its
+        finite-depth corrections included)."""
+        import numpy as np
+
+        from amutheory.api import law_values, mlp_limit_constants
+
+        s_r = law_values(reference, [reference.depth], mlp_limit_constants(reference))[0][0]
+        s_t = law_values(target, [target.depth], mlp_limit_constants(target))[0][0]
+        notes.append("am-mup: derived conv law with MLP-limit constants (finite-depth corrections included)")
+        return float(np.sqrt(s_r / s_t))
 
 
 def check_kernel(spec) -> None:

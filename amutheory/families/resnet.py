@@ -21,9 +21,17 @@ class ResidualFamily(Family):
     unused_fields = ("heads", "mlp_ratio", "attn_scale")
     model_module = "amutheory.measure.resnet"
     theory_module = "amutheory.symbolic.resnet"
+    campaign_module = "amutheory.campaign.analysis_resnet"
+    measures_stream = True
 
     def check(self, spec) -> None:
         check_kernel(spec)
+
+    def forward_stable(self, spec) -> bool:
+        """The mean-field recursion of the stream (:func:`amutheory.symbolic.resnet.coherent.is_forward_stable`)."""
+        from amutheory.symbolic.resnet.coherent import is_forward_stable
+
+        return bool(is_forward_stable(spec))
 
     def build_model(self, spec, generator=None, dtype=None, device="cpu", norm="none", dropout=0.0):
         import torch

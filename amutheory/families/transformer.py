@@ -19,6 +19,8 @@ class TransformerFamily(Family):
     block_cost = 3.0  # an attention and an MLP per block
     model_module = "amutheory.measure.transformer"
     theory_module = "amutheory.symbolic.transformer"
+    campaign_module = "amutheory.campaign.analysis_transformer"
+    campaign_figures = False
 
     def check(self, spec) -> None:
         if spec.dim != 1:

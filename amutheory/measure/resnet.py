@@ -46,7 +46,7 @@ class ResidualConvNet(nn.Module):
                  dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu",
                  norm: str = "none", dropout: float = 0.0):
         super().__init__()
-        if not isinstance(spec, ArchSpec) or spec.family != "resnet":
+        if not isinstance(spec, ArchSpec) or spec.family_object.model_module != __name__:
             raise TypeError("spec must be an ArchSpec with family='resnet'")
         self.spec = spec
         self.phi = activation_fn(spec.activation)

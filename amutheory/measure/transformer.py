@@ -92,7 +92,7 @@ class PreLNTransformer(nn.Module):
     def __init__(self, spec: ArchSpec, generator: torch.Generator | None = None,
                  dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu", dropout: float = 0.0):
         super().__init__()
-        if not isinstance(spec, ArchSpec) or spec.family != "transformer":
+        if not isinstance(spec, ArchSpec) or spec.family_object.model_module != __name__:
             raise TypeError("spec must be an ArchSpec with family='transformer'")
         self.spec = spec
         K, n = spec.depth, spec.width

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from amutheory.families import result_family
+
 
 def _g(v, fmt=".3g") -> str:
     return "n/a" if v is None else format(v, fmt)
@@ -156,7 +158,7 @@ def study_table(summary: dict) -> list[str]:
              "|---|---|---|---|---|---|"]
     for name, s in summary["studies"].items():
         f = s["fit"]
-        axis = "blocks K" if s.get("family") in ("resnet", "transformer") else s["axis"]
+        axis = "blocks K" if result_family(s).counts_blocks else s["axis"]
         lines.append(f"| {name} | {s['what']} | {axis} | {_g(f and f['exponent'], '.2f')} "
                      f"{_ci(f and f['exponent_ci'], '.2f')} | {_deepest(summary, name)} | "
                      f"{s['cost']['core_seconds']:.0f} |")

@@ -93,7 +93,7 @@ def _cost_estimate(group) -> float:
     c = group[0]
     sp = c.spec
     per_rate = 4.0 * len(group) if c.dropout else 1.0 + 0.1 * len(group)
-    block = 3.0 if sp.family == "transformer" else 1.0
+    block = sp.family_object.block_cost
     return sp.depth * block * sp.positions * sp.width * c.steps * per_rate
 
 

@@ -84,14 +84,20 @@ class Cell:
         _check_choice("norm", self.norm, NORMS)
         object.__setattr__(self, "dropout", _check_number("dropout", self.dropout, minimum=0.0, below=1.0))
         _check_choice("dtype", self.dtype, DTYPES)
-        if self.model is not None and (not isinstance(self.model, str) or ":" not in self.model):
-            raise ValueError(f"model must be FILE.py:FACTORY or MODULE:FACTORY, got {self.model!r}")
-        if self.model is not None and (self.norm != "none" or self.dropout):
-            raise ValueError("norm and dropout are options of the built-in models; a model factory builds its own layers")
-        if self.spec.family == "transformer" and self.norm != "none":
-            raise ValueError(f"norm must be 'none' for a transformer (its blocks are pre-LN already), got {self.norm!r}")
+        self.family_object.check_training_options(self.spec, self.norm, self.dropout)
         if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
             raise ValueError(f"device must be 'cpu' or 'cuda[:i]', got {self.device!r}")
+
+    @property
+    def family_object(self):
+        """The family whose model this cell trains: the user's module of ``model``
+        (:class:`amutheory.families.user.ModuleFamily`), else the spec's family.  Not part of the
+        key: a ``model`` cell is stored as before (its spec says depth, width and input layout)."""
+        if self.model is not None:
+            from amutheory.families import module_family
+
+            return module_family(self.model)
+        return self.spec.family_object
 
     @property
     def depth(self) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from amutheory.families import module_family, result_family
+
 
 def _g(v, fmt=".4g") -> str:
     return "n/a" if v is None else format(v, fmt)
@@ -13,8 +15,9 @@ def _ci(c) -> str:
 
 def markdown(summary: dict, figures: list[str]) -> str:
     t = summary["template"]
+    family = module_family(t["model"]) if t.get("model") else result_family(t["spec"])
     lines = ["# Learning-rate sweep", "",
-             f"{t['spec']['family']} net ({t['spec'].get('activation')}), optimizer {t['optimizer']}, "
+             f"{family.net_label(t['spec'])}, optimizer {t['optimizer']}, "
              f"dataset {t['dataset']}, {t['steps']} steps of batch {t['batch_size']}, score: "
              f"{'mean training loss over the run' if summary['score'] == 'mean' else 'mean loss over the last tenth'}; "
              f"seeds {summary['seeds']}; {summary['cells']} cells, {summary['forward_passes']} forward passes, "

@@ -65,10 +65,11 @@ def _dataset(name: str, data_dir, dim: int, channels: int, spatial: int, classes
 def cell_data(cell: Cell):
     """``(x_train, y_train, x_test, y_test)`` in the model's layout (cached per process)."""
     sp = cell.spec
-    dim = 1 if sp.family == "transformer" else sp.dim
+    family = cell.family_object
+    dim = family.data_dim(sp)
     x, y, xt, yt, classes = _dataset(cell.dataset, cell.data_dir, dim, sp.input_channels, sp.spatial, sp.outputs)
     want = (sp.input_channels,) + (sp.spatial,) * dim
-    if cell.model is None and tuple(x.shape[1:]) != want:
+    if family.has_spec and tuple(x.shape[1:]) != want:  # a user's module reads what it reads
         raise ValueError(f"dataset {cell.dataset} gives inputs of shape {tuple(x.shape[1:])}, the model expects "
                          f"{want} (input_channels, spatial): build the spec with spec_for_data")
     if classes != sp.outputs:
@@ -82,25 +83,10 @@ def cell_data(cell: Cell):
 
 
 def build_network(cell: Cell) -> nn.Module:
-    """The cell's network at its init: the spec's model, or the factory's under ``manual_seed(seed)``."""
-    dtype = _DTYPES[cell.dtype]
-    if cell.model is None:
-        from amutheory.measure.models import build_model
-
-        return build_model(cell.spec, seed=cell.seed, dtype=dtype, norm=cell.norm, dropout=cell.dropout,
-                           device=cell.device)
-    from amutheory.modelfile import import_attribute
-
-    factory = import_attribute(cell.model, "sweep")
-    torch.manual_seed(cell.seed)
-    try:
-        net = factory(depth=cell.depth, width=cell.width)
-    except Exception as exc:  # noqa: BLE001 - the user's code: one line saying what failed
-        raise ValueError(f"sweep: {cell.model}(depth={cell.depth}, width={cell.width}) failed: "
-                         f"{type(exc).__name__}: {' '.join(str(exc).split())}") from None
-    if not isinstance(net, nn.Module):
-        raise ValueError(f"sweep: {cell.model} returned {type(net).__name__}, not a torch.nn.Module")
-    return net.to(device=cell.device, dtype=dtype)
+    """The cell's network at its init: its family's model from ``seed`` (the spec's model, or a user's
+    factory under ``manual_seed(seed)``)."""
+    return cell.family_object.build_seeded(cell.spec, cell.seed, dtype=_DTYPES[cell.dtype], device=cell.device,
+                                           norm=cell.norm, dropout=cell.dropout)
 
 
 def batch_indices(n: int, cell: Cell) -> torch.Tensor:
@@ -152,7 +138,7 @@ def record(cell: Cell, losses: list[float], why: str | None, test: tuple, mode: 
     diverged = why is not None
     return {
         "key": cell.key(), "cell": cell.to_dict(),
-        "init": None if cell.model is not None else init_label(cell),
+        "init": init_label(cell) if cell.family_object.has_spec else None,
         "score": None if diverged else float(np.mean(losses)),
         "final_loss": None if diverged else float(np.mean(tail)),
         "test_loss": _finite(test[0]), "test_accuracy": _finite(test[1]),

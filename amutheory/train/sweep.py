@@ -45,8 +45,7 @@ def spec_for_data(spec, dataset: str, data_dir=None):
     if h != n:
         raise ValueError(f"dataset {dataset} has {h}x{n} images; the models take square ones")
     classes = data.classes
-    one_d = spec.family == "transformer" or spec.dim == 1
-    return spec.with_(input_channels=c * n if one_d else c, spatial=n, outputs=classes)
+    return spec.with_(**spec.family_object.data_layout(spec, c, n), outputs=classes)
 
 
 def grid(lo: float, hi: float, points: int) -> list[float]:
