@@ -41,9 +41,9 @@ def family_names(with_spec: bool = True) -> tuple:
 
 
 def _register_builtins() -> None:
-    from amutheory.families import conv, resnet, transformer
+    from amutheory.families import conv, mlp, resnet, transformer
 
-    for module in (conv, resnet, transformer):
+    for module in (conv, resnet, transformer, mlp):
         register_family(module.FAMILY)
 
 

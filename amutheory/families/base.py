@@ -122,6 +122,11 @@ class Family:
         """The symbolic depth law of ``spec`` (:func:`amutheory.api.derive`)."""
         raise ValueError(f"family: no derived law for the {self.title} family")
 
+    def chain_spec(self, spec):
+        """The conv chain that ``spec`` is (so that the chain's laws and transfer rule apply to it as
+        derived), or ``None`` where it is not one."""
+        return None
+
     # ------------------------------------------------------------------ sweep and campaign defaults
     def sweep_defaults(self) -> dict:
         """ArchSpec fields a sweep of this family starts from (the CLI's defaults fill the rest)."""

@@ -46,6 +46,9 @@ class ConvChainFamily(Family):
 
         return conv_law(spec, finite_width=finite_width)
 
+    def chain_spec(self, spec):
+        return spec
+
 
 def check_kernel(spec) -> None:
     """An odd kernel no wider than the input (the conv families' check)."""
