@@ -96,6 +96,8 @@ def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
                         "limit-shape (residual nets). derive: coherent (default) or effective-depth")
     g = p.add_argument_group("probe protocol (same defaults for predict and measure)")
     g.add_argument("--input-channels", type=int, default=3, help="input channels (default 3)")
+    g.add_argument("--input-dim", dest="input_channels", type=int,
+                   help="alias of --input-channels: the input dimension of an MLP (--family mlp)")
     g.add_argument("--batch", type=int, default=8, help="batch size B of the SGD step (default 8)")
     g.add_argument("--outputs", type=int, default=10, help="outputs of the linear head (default 10)")
     g.add_argument("--readout", default="standard",

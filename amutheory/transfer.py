@@ -139,11 +139,11 @@ def _readout_strength(model, input_shape) -> tuple[float, tuple]:
 
 
 def _spec_fan_in(spec: ArchSpec) -> float:
-    return float(spec.width if spec.family == "transformer" else spec.width * spec.kernel**spec.dim)
+    return spec.family_object.hidden_fan_in(spec)
 
 
 def _spec_input_shape(spec: ArchSpec) -> tuple:
-    return (spec.batch, spec.input_channels) + (spec.spatial,) * spec.dim
+    return tuple(spec.family_object.input_shape(spec))
 
 
 def depth_measures(net, input_shape=None) -> DepthMeasures:
@@ -154,11 +154,10 @@ def depth_measures(net, input_shape=None) -> DepthMeasures:
 
     if isinstance(net, ArchSpec):
         from amutheory.measure.models import build_model
-        from amutheory.symbolic.resnet.init import branch_multiplier, numeric
 
         model = build_model(net, seed=0)
         rep = effective_depth(model, _spec_input_shape(net))
-        alpha = numeric(branch_multiplier(net.init), net.depth) if net.family != "conv" else 1.0
+        alpha = net.family_object.branch_multiplier(net)
         return DepthMeasures(rep.effective_depth, rep.blocks, float(rep.path_sum_cubed), _spec_fan_in(net),
                              alpha, net.to_dict(), "spec", net.outputs * net.readout_variance,
                              (net.outputs, net.width))
@@ -204,11 +203,12 @@ def _last_layer_fn():
 def _am_mup_factor(ref: DepthMeasures, tgt: DepthMeasures, rs, ts, notes: list) -> float:
     """The default rule's depth factor (see the module table)."""
     if rs is not None and ts is not None and rs.family == ts.family:
-        if rs.family == "conv":
+        chain_r, chain_t = rs.family_object.chain_spec(rs), ts.family_object.chain_spec(ts)
+        if chain_r is not None and chain_t is not None:  # a conv chain, or a net that is one (an MLP)
             from amutheory.api import law_values, mlp_limit_constants
 
-            s_r = law_values(rs, [rs.depth], mlp_limit_constants(rs))[0][0]
-            s_t = law_values(ts, [ts.depth], mlp_limit_constants(ts))[0][0]
+            s_r = law_values(chain_r, [rs.depth], mlp_limit_constants(chain_r))[0][0]
+            s_t = law_values(chain_t, [ts.depth], mlp_limit_constants(chain_t))[0][0]
             notes.append("am-mup: derived conv law with MLP-limit constants (finite-depth corrections included)")
             return float(np.sqrt(s_r / s_t))
         from amutheory.api import derive
