@@ -96,6 +96,8 @@ def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
                         "limit-shape (residual nets). derive: coherent (default) or effective-depth")
     g = p.add_argument_group("probe protocol (same defaults for predict and measure)")
     g.add_argument("--input-channels", type=int, default=3, help="input channels (default 3)")
+    g.add_argument("--input-dim", dest="input_channels", type=int,
+                   help="alias of --input-channels: the input dimension of an MLP (--family mlp)")
     g.add_argument("--batch", type=int, default=8, help="batch size B of the SGD step (default 8)")
     g.add_argument("--outputs", type=int, default=10, help="outputs of the linear head (default 10)")
     g.add_argument("--readout", default="standard",
@@ -773,14 +775,14 @@ def _validate_parser(sub, common) -> None:
     va = sub.add_parser("validate", parents=[common], help="run a validation campaign",
                         description="Derive, predict and measure a preset of configs; write a report.")
     va.add_argument("--preset", default="quick",
-                    choices=("quick", "full-cpu", "transfer", "resnet-wide", "resnet-wider", "paper") + PROTOCOL_PRESETS,
+                    choices=("quick", "full-cpu", "transfer", "resnet-wide", "resnet-wider", "mlp", "paper") + PROTOCOL_PRESETS,
                     help="one-step campaigns (times: wall-clock on 2 CPU cores): quick (a first look: a ReLU and "
                          "a linear conv chain, zero padding, a stable and an unstable residual net; ~2 min), "
                          "full-cpu (the whole CPU campaign: chains, zero padding, every residual convention; "
                          "~32 min), transfer (transformers and every LR-transfer rule; ~2 min), resnet-wide (the "
                          "forward-stable residual nets of full-cpu at width 128; ~50 min, 14 GB), resnet-wider "
-                         "(the same at width 256; ~11 min per config, one at a time with --only and --chunk 6) "
-                         "or paper (GPU); "
+                         "(the same at width 256; ~11 min per config, one at a time with --only and --chunk 6), "
+                         "mlp (a ReLU and a linear MLP, held out at L = 8, 12, 16; seconds) or paper (GPU); "
                          "training: protocol (zero-shot transfer under training and a verdict per claim, digits "
                          "and synthetic data, under 20 min on 2 cores) or protocol-paper (CIFAR-10 from "
                          "--data-dir, sized for one GPU, smaller on a CPU); default quick")

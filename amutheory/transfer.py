@@ -144,7 +144,7 @@ def _spec_fan_in(spec: ArchSpec) -> float:
 
 
 def _spec_input_shape(spec: ArchSpec) -> tuple:
-    return spec.family_object.input_shape(spec)
+    return tuple(spec.family_object.input_shape(spec))
 
 
 def depth_measures(net, input_shape=None) -> DepthMeasures:

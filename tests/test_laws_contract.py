@@ -21,6 +21,7 @@ from amutheory.laws.costs import layers_of
 _CONV = dict(dim=1, width=32, kernel=3, spatial=6, batch=2)
 _RES = dict(family="resnet", dim=1, width=32, kernel=3, spatial=4, batch=2, init="k-last")
 _DENSE = dict(family="resnet", dim=1, width=32, kernel=1, spatial=1, batch=1, init="k-last")
+_MLP = dict(family="mlp", width=32, input_channels=8, batch=2)
 _TRF = dict(family="transformer", width=16, spatial=4, heads=2, mlp_ratio=2, init="k-last", activation="relu")
 
 #: one small net each law covers, and the calibration depths of the calibrated ones
@@ -39,6 +40,9 @@ EXAMPLES = {
     "resnet-selected": (ArchSpec(**_RES, branch="conv-mlp", activation="relu"), [1, 2, 3, 4, 6]),
     "transformer-coherent": (ArchSpec(**_TRF), [1, 2, 3, 4]),
     "transformer-effective-depth": (ArchSpec(**_TRF), [1, 2, 3, 4]),
+    "mlp-spectral": (ArchSpec(**_MLP, activation="linear"), None),
+    "mlp-kernel": (ArchSpec(**_MLP, activation="relu"), None),
+    "mlp-coherent": (ArchSpec(**_MLP, activation="relu"), [2, 3, 4, 6]),
 }
 DEPTHS = [3, 5, 8]
 

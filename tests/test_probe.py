@@ -212,7 +212,7 @@ def test_probe_cuda_matches_cpu():
 
 
 @pytest.mark.parametrize("kwargs, exc, name", [
-    (dict(family="mlp"), ValueError, "family"),
+    (dict(family="vit"), ValueError, "family"),
     (dict(family=3), TypeError, "family"),
     (dict(dim=3), ValueError, "dim"),
     (dict(dim=1.0), TypeError, "dim"),

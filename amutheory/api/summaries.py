@@ -24,18 +24,21 @@ def chain_derivation(spec: ArchSpec, order: int = 3, finite_width: bool = False,
                      progress=None) -> dict:
     """The conv chain's law (:meth:`ScalingLaw.to_dict`) with ``derived_constants``, ``free_constants``,
     the finite-width factor (``finite_width``), the spectral law (linear circular chains) and the
-    zero-padding boundary at ``depths`` (zero padding)."""
+    zero-padding boundary at ``depths`` (zero padding).  A net that is a conv chain (an MLP:
+    :meth:`Family.chain_spec`) gets its family's law (:meth:`Family.derive`) and the rest from its chain."""
     from amutheory.symbolic.chain.conv import derived_constants
 
-    law = derive(spec)
+    family = spec.family_object
+    chain = family.chain_spec(spec) or spec
+    law = family.derive(spec)
     d = law.to_dict(order=order)
     if finite_width:
-        d.update(finite_width_terms(spec))
-        d["assumptions"] = d["assumptions"] + [derive(spec, finite_width=True).assumptions[-1]]
-    derived = derived_constants(spec, input_var)
+        d.update(finite_width_terms(chain))
+        d["assumptions"] = d["assumptions"] + [family.derive(spec, finite_width=True).assumptions[-1]]
+    derived = derived_constants(chain, input_var)
     d["derived_constants"] = {k: c.to_dict() for k, c in derived.items()}
     d["free_constants"] = free_constant_sources(law, derived)
-    spectral = spectral_summary(spec, input_var)
+    spectral = spectral_summary(chain, input_var)
     if spectral:
         d["spectral"] = spectral
     if spec.padding == "zero":

@@ -257,6 +257,12 @@ def _stable_resnets(width, spatial, depths, seeds, calibration, stable_depths, s
             if is_forward_stable(cfg.spec)]
 
 
+def _mlp(activation, width, input_dim, depths, cal, seeds):
+    """An MLP (``depth`` = L layers) of ``input_dim`` Gaussian features, calibrated on ``cal``."""
+    spec = ArchSpec(family="mlp", depth=max(depths), width=width, activation=activation, input_channels=input_dim)
+    return CampaignConfig(f"mlp-{activation}", spec, tuple(depths), tuple(cal), seeds)
+
+
 def _transformer(init, activation, width, seq_len, depths, seeds):
     """A pre-LN transformer (``depth`` = K blocks), 2 heads, MLP ratio 2, calibrated on K = 1..4."""
     spec = ArchSpec(family="transformer", depth=max(depths), width=width, spatial=seq_len, activation=activation,
@@ -329,6 +335,9 @@ PRESETS = {
     # run it with --only; on a GPU, all of it
     "resnet-wider": _stable_resnets(256, 8, [2, 4, 8, 16, 32, 64], 96, (2, 4, 8, 16), stable_depths=(128, 256),
                                     stable_calibration=(2, 4, 8, 16, 32, 64)),
+    # issue 38: the MLP family (the chain with kernel 1 on one position), ReLU and linear, calibrated on
+    # L = 2..6 and held out at 8, 12, 16 (small: seconds on a CPU)
+    "mlp": [_mlp(activation, 64, 16, [2, 3, 4, 6, 8, 12, 16], [2, 3, 4, 6], 32) for activation in ("relu", "linear")],
     # meant for a GPU: pass protocol=ProbeProtocol(device="cuda")
     "paper": [
         _conv("conv1d-relu", 1, "relu", 512, 32, _P, [2, 4, 8, 16], 64),

@@ -115,7 +115,7 @@ def _config_table_lines(configs: list) -> list:
         cal = f"{c['calibration_depths']} (circular nets)" if c.get("padding") == "zero" else c["calibration_depths"]
         lines.append(f"| {c['name']} | {s.get('padding', '-')} | {s.get('dim', 1)} | {s['activation']} | "
                      f"{s['width']} | {s.get('kernel', '-')} | "
-                     f"{s['spatial']}{'x' + str(s['spatial']) if s.get('dim') == 2 else ''} | {s['batch']} | "
+                     f"{s.get('spatial', '-')}{'x' + str(s['spatial']) if s.get('dim') == 2 else ''} | {s['batch']} | "
                      f"{c['seeds']} | {c['depths']} | {cal} |")
     lines.append("")
     return lines

@@ -56,9 +56,9 @@ def module_family(factory: str):
 
 
 def _register_builtins() -> None:
-    from amutheory.families import conv, resnet, transformer, user
+    from amutheory.families import conv, mlp, resnet, transformer, user
 
-    for module in (conv, resnet, transformer, user):
+    for module in (conv, resnet, transformer, mlp, user):
         register_family(module.FAMILY)
 
 

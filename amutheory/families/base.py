@@ -142,7 +142,12 @@ class Family:
     def am_mup_depth_factor(self, reference, target, notes: list):
         """The ``am-mup`` transfer rule's depth factor ``lr_t / lr_r`` between two specs of this family
         (:mod:`amutheory.transfer`), or ``None`` when the family has no derived law for them (the rule
-        then uses the chain law in the effective depth).  Default: the derived law's leading power."""
+        then uses the chain law in the effective depth).  A family whose nets are conv chains
+        (:meth:`chain_spec`: the chain itself, an MLP) takes the derived chain law with MLP-limit
+        constants, finite-depth corrections included; the others the derived law's leading power."""
+        chain_r, chain_t = self.chain_spec(reference), self.chain_spec(target)
+        if chain_r is not None and chain_t is not None:
+            return chain_law_depth_factor(chain_r, chain_t, notes)
         try:
             law_r, law_t = self.derive(reference), self.derive(target)
         except ValueError as exc:
@@ -168,6 +173,11 @@ class Family:
         """The symbolic depth law of ``spec`` (:func:`amutheory.api.derive`)."""
         raise ValueError(f"family: no derived law for the {self.title} family")
 
+    def chain_spec(self, spec):
+        """The conv chain that ``spec`` is (so that the chain's laws and transfer rule apply to it as
+        derived), or ``None`` where it is not one."""
+        return None
+
     # ------------------------------------------------------------------ sweep and campaign defaults
     def sweep_defaults(self) -> dict:
         """ArchSpec fields a sweep on synthetic data starts from when the command line leaves them out
@@ -185,3 +195,15 @@ class Family:
 
     def __repr__(self) -> str:
         return f"<family {self.name}>"
+
+
+def chain_law_depth_factor(chain_r, chain_t, notes: list) -> float:
+    """``sqrt(s_bar(L_r) / s_bar(L_t))`` of the derived conv-chain law with MLP-limit constants."""
+    import numpy as np
+
+    from amutheory.api import law_values, mlp_limit_constants
+
+    s_r = law_values(chain_r, [chain_r.depth], mlp_limit_constants(chain_r))[0][0]
+    s_t = law_values(chain_t, [chain_t.depth], mlp_limit_constants(chain_t))[0][0]
+    notes.append("am-mup: derived conv law with MLP-limit constants (finite-depth corrections included)")
+    return float(np.sqrt(s_r / s_t))

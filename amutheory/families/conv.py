@@ -47,17 +47,8 @@ class ConvChainFamily(Family):
 
         return conv_law(spec, finite_width=finite_width)
 
-    def am_mup_depth_factor(self, reference, target, notes: list):
-        """``sqrt(s_bar(L_r) / s_bar(L_t))`` of the derived chain law with MLP-limit constants (its
-        finite-depth corrections included)."""
-        import numpy as np
-
-        from amutheory.api import law_values, mlp_limit_constants
-
-        s_r = law_values(reference, [reference.depth], mlp_limit_constants(reference))[0][0]
-        s_t = law_values(target, [target.depth], mlp_limit_constants(target))[0][0]
-        notes.append("am-mup: derived conv law with MLP-limit constants (finite-depth corrections included)")
-        return float(np.sqrt(s_r / s_t))
+    def chain_spec(self, spec):
+        return spec
 
 
 def check_kernel(spec) -> None:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from amutheory.laws import chain, resnet, transformer
+from amutheory.laws import chain, mlp, resnet, transformer
 from amutheory.laws.contract import EXACTNESS, Law
 from amutheory.spec import ArchSpec
 
 #: every law, by name, in the order the choice breaks ties
-REGISTRY: dict[str, Law] = {law.name: law for law in (*chain.LAWS, *resnet.LAWS, *transformer.LAWS)}
+REGISTRY: dict[str, Law] = {law.name: law for law in (*chain.LAWS, *resnet.LAWS, *transformer.LAWS, *mlp.LAWS)}
 #: seconds a default prediction may spend on a more exact law (about a minute on 2 cores)
 DEFAULT_BUDGET_S = 60.0
 

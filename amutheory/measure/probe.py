@@ -1,8 +1,8 @@
 """The canonical one-step probe: exact first-order change of every pre-activation.
 
 For a seed ``s`` the probe draws (from one ``torch.Generator`` seeded with ``s``, in this
-order) the model's weights, inputs ``x ~ N(0, input_var)`` of shape ``(B, c_in, N[, N])`` and
-loss directions ``r ~ N(0, I)`` of shape ``(B, outputs)``.  With ``loss = mean_b <r_b, f(x_b)>``
+order) the model's weights, inputs ``x ~ N(0, input_var)`` of the family's input shape
+(``Family.input_shape``: ``(B, c_in, N[, N])``, ``(B, c_in)`` for an MLP) and loss directions ``r ~ N(0, I)`` of shape ``(B, outputs)``.  With ``loss = mean_b <r_b, f(x_b)>``
 and one SGD step ``theta_1 = theta_0 - eta grad``,
 
     Delta h_l = -eta (J_theta h_l) grad + O(eta^2),
@@ -42,7 +42,7 @@ def draw_seed(spec: ArchSpec, seed: int, protocol: ProbeProtocol = ProbeProtocol
     dtype = _DTYPES[protocol.dtype]
     gen = torch.Generator().manual_seed(int(seed))
     model = build_model(spec, generator=gen, dtype=dtype)
-    shape = (spec.batch, spec.input_channels) + (spec.spatial,) * spec.dim
+    shape = spec.family_object.input_shape(spec)
     x = torch.randn(shape, generator=gen, dtype=dtype) * protocol.input_var**0.5
     r = torch.randn((spec.batch, spec.outputs), generator=gen, dtype=dtype)
     device = resolve_device(protocol.device)

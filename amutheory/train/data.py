@@ -120,9 +120,9 @@ def load_dataset(name: str, data_dir: str | os.PathLike | None = None, *, dim: i
         raise TypeError(f"name must be a string, got {type(name).__name__} {name!r}")
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
-    _check_int("dim", dim, 1)
-    if dim not in (1, 2):
-        raise ValueError(f"dim must be 1 or 2, got {dim}")
+    _check_int("dim", dim, 0)
+    if dim not in (0, 1, 2):
+        raise ValueError(f"dim must be 0 (feature vectors), 1 or 2, got {dim}")
     for arg, value, minimum in (("input_channels", input_channels, 1), ("spatial", spatial, 1),
                                 ("classes", classes, 2), ("n_train", n_train, 1), ("n_test", n_test, 0),
                                 ("seed", seed, 0)):
@@ -142,14 +142,20 @@ def as_model_input(x: torch.Tensor, dim: int) -> torch.Tensor:
     """``x`` as the input of a ``dim``-dimensional model.
 
     Images ``(N, C, H, W)``: unchanged for ``dim=2``; for ``dim=1`` reshaped to
-    ``(N, C*H, W)``, each image column one position with ``C*H`` features.  A 3-D ``x``
-    ``(N, C, S)`` is returned unchanged for ``dim=1``.  Anything else raises ``ValueError``.
+    ``(N, C*H, W)``, each image column one position with ``C*H`` features; for ``dim=0`` (a model
+    of feature vectors, e.g. an MLP) flattened to ``(N, C*H*W)``.  A 3-D ``x`` ``(N, C, S)`` is
+    returned unchanged for ``dim=1`` and a 2-D ``(N, F)`` for ``dim=0``.  Anything else raises
+    ``ValueError``.
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-    _check_int("dim", dim, 1)
-    if dim not in (1, 2):
-        raise ValueError(f"dim must be 1 or 2, got {dim}")
+    _check_int("dim", dim, 0)
+    if dim not in (0, 1, 2):
+        raise ValueError(f"dim must be 0, 1 or 2, got {dim}")
+    if dim == 0:
+        if x.ndim >= 2:
+            return x.reshape(x.shape[0], -1)
+        raise ValueError(f"x must have a sample axis and features, got shape {tuple(x.shape)}")
     if x.ndim == 4:
         return x if dim == 2 else x.reshape(x.shape[0], x.shape[1] * x.shape[2], x.shape[3])
     if x.ndim == 3 and dim == 1:
@@ -232,15 +238,20 @@ def _load_synthetic(dim: int, channels: int, spatial: int, classes: int, n_train
     from amutheory.spec import ArchSpec
 
     kernel = min(3, spatial if spatial % 2 else spatial - 1)
-    spec = ArchSpec(family="conv", dim=dim, depth=2, width=32, kernel=kernel, spatial=spatial,
-                    activation="relu", input_channels=channels, outputs=classes)
+    if dim == 0:  # feature vectors: the teacher is an MLP of the same depth and width
+        spatial, kernel = 1, 1
+        spec = ArchSpec(family="mlp", depth=2, width=32, activation="relu", input_channels=channels, outputs=classes)
+    else:
+        spec = ArchSpec(family="conv", dim=dim, depth=2, width=32, kernel=kernel, spatial=spatial,
+                        activation="relu", input_channels=channels, outputs=classes)
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn((n_train + n_test, channels) + (spatial,) * dim, generator=gen, dtype=torch.float64)
     y = _teacher_labels(x, spec, seed)
     x = x.to(torch.float32)
     has_test = n_test > 0
     source = (f"synthetic: N(0,1) inputs {tuple(x.shape[1:])} from torch generator seed {seed}, labels = argmax "
-              f"of a random relu conv teacher's logits standardised per class (depth 2, width 32, kernel {kernel}, "
+              f"of a random relu {'MLP' if dim == 0 else 'conv'} teacher's logits standardised per class (depth 2, "
+              f"width 32, kernel {kernel}, "
               f"seed {seed + TEACHER_SEED_OFFSET}; reference batch seed {seed + 2 * TEACHER_SEED_OFFSET})")
     return _make("synthetic", x[:n_train], y[:n_train], x[n_train:] if has_test else None,
                  y[n_train:] if has_test else None, classes, source)

@@ -66,9 +66,9 @@ def cell_data(cell: Cell):
     """``(x_train, y_train, x_test, y_test)`` in the model's layout (cached per process)."""
     sp = cell.spec
     family = cell.family_object
-    dim = family.data_dim(sp)
+    dim = family.data_dim(sp)  # 0: feature vectors (an MLP)
     x, y, xt, yt, classes = _dataset(cell.dataset, cell.data_dir, dim, sp.input_channels, sp.spatial, sp.outputs)
-    want = (sp.input_channels,) + (sp.spatial,) * dim
+    want = tuple(family.input_shape(sp, batch=1))[1:]
     if family.has_spec and tuple(x.shape[1:]) != want:  # a user's module reads what it reads
         raise ValueError(f"dataset {cell.dataset} gives inputs of shape {tuple(x.shape[1:])}, the model expects "
                          f"{want} (input_channels, spatial): build the spec with spec_for_data")

@@ -34,8 +34,9 @@ from amutheory.train.store import append_records, check_meta, check_out_dir, rea
 
 def spec_for_data(spec, dataset: str, data_dir=None):
     """``spec`` with ``input_channels``, ``spatial`` and ``outputs`` those of ``dataset``'s images
-    ``C x N x N`` as loaded (a 1-D model or a transformer reads them as ``N`` positions of ``C N``
-    features).  ``synthetic`` data takes the spec's own shape."""
+    ``C x N x N`` as loaded, laid out as the family reads them (:meth:`Family.data_layout`: a 1-D model
+    or a transformer reads ``N`` positions of ``C N`` features, an MLP ``C N^2`` features).
+    ``synthetic`` data takes the spec's own shape."""
     if dataset == "synthetic":
         return spec
     from amutheory.train.run import load_data

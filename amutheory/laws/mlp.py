@@ -1,0 +1,204 @@
+"""The laws of MLPs.  An MLP is the conv chain with kernel 1 on one position
+(:meth:`amutheory.families.mlp.MlpFamily.chain_spec`), so each law here evaluates the chain's own
+symbolic module on that chain spec:
+
+* ``mlp-spectral`` (exact): the spectral law of the linear chain (:mod:`amutheory.symbolic.chain.spectral`)
+  at its one Fourier mode, the zero mode: ``s_l = weight_0 Q_l(1)``, a cubic in ``l``;
+* ``mlp-kernel`` (Monte Carlo, on request): the kernel law of ReLU chains
+  (:mod:`amutheory.symbolic.chain.kernel_law`) over the batch's ``B`` points;
+* ``mlp-coherent`` (calibrated): the closed-form coherent law (:mod:`amutheory.symbolic.chain.conv`) with
+  ``a, b, e`` and the seed spread fitted (:func:`amutheory.calibrate.calibrate`) to probe measurements
+  of the MLP itself at other depths.
+
+Each ``evaluate`` takes the contract's arguments and keyword options it may use
+(``calibration_depths``, ``calibration_seeds``; others are ignored) and returns the law of the mean
+over seeds; the typical value is made outside the laws.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from amutheory.constants import Constant
+from amutheory.laws import costs
+from amutheory.laws.contract import Coverage, Cost, Law, LawValues
+from amutheory.spec import ArchSpec, ProbeProtocol
+
+#: the calibrated law's default calibration depths and seeds (the API's defaults)
+CALIBRATION_DEPTHS = (2, 3, 4, 6)
+CALIBRATION_SEEDS = 32
+#: seed-bootstrap refits behind the calibrated law's standard error
+BOOTSTRAP_REFITS = 100
+
+
+def chain_of(spec: ArchSpec) -> ArchSpec:
+    """The conv chain that is the MLP ``spec`` (kernel 1, one position)."""
+    return spec.family_object.chain_spec(spec)
+
+
+def _input_var(protocol: ProbeProtocol) -> Constant:
+    return Constant("input_var", protocol.input_var, "convention", note="probe input variance")
+
+
+def _held_in(depths, calibration_depths) -> list:
+    both = sorted(set(depths) & set(calibration_depths))
+    return [f"depths {both} were used for calibration: not an independent check there"] if both else []
+
+
+class _MlpLaw(Law):
+    family = "mlp"
+
+    def values(self, spec, depths, s_bar, s_bar_se, constants, s_l=None, notes=()) -> LawValues:
+        return LawValues(self.name, list(depths), np.asarray(s_bar, float), np.asarray(s_bar_se, float),
+                         constants, self.exactness, s_l, list(notes))
+
+
+class MlpSpectral(_MlpLaw):
+    name, exactness = "mlp-spectral", "exact"
+    summary = "linear MLP at c = 1: the chain's spectral law at its one (zero) mode, a cubic in l, summed exactly"
+    leaves_out = "finite-width terms of relative order l/n"
+    source = "amutheory.symbolic.chain.spectral"
+
+    def _covers(self, spec):
+        from amutheory.symbolic.chain.spectral import check_spectral_spec
+
+        check_spectral_spec(chain_of(spec))
+        return Coverage(True, "linear MLP, critical c = 1")
+
+    def cost(self, spec, depths, **_):
+        return Cost(costs.FINITE_SUM_SECONDS, "finite-sum", "the zero mode's closed form per depth")
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, **options):
+        from amutheory.symbolic.chain.spectral import spectral_constants, spectral_layer_moments, spectral_s_bar
+
+        coverage = self.covers(spec)
+        if not coverage:
+            raise ValueError(coverage.reason)
+        chain, depths, v = chain_of(spec), [int(d) for d in depths], protocol.input_var
+        s_l = {d: spectral_layer_moments(chain.with_(depth=d), np.arange(1, d + 1), v) for d in depths}
+        constants = dict(spectral_constants(chain, v))
+        constants["input_var"] = _input_var(protocol)
+        s_bar = spectral_s_bar(chain, depths, v)
+        note = "spectral law of the chain with kernel 1 on one position (exact at infinite width): nothing fitted"
+        return self.values(spec, depths, s_bar, np.zeros_like(s_bar), constants, s_l, [note])
+
+
+class MlpKernel(_MlpLaw):
+    name, exactness = "mlp-kernel", "monte-carlo"
+    summary = "ReLU MLP: the chain's kernel law over the batch's B points, inputs averaged by Monte Carlo"
+    leaves_out = "finite-width terms that grow with L/n and are large for ReLU"
+    source = "amutheory.symbolic.chain.kernel_law"
+    default_candidate = False
+    not_default_because = ("as the chain's kernel law (chain-kernel): its left-out finite-width terms grow with L/n "
+                           "and are large for ReLU nets at the widths the probe runs, so the default calibrates ReLU "
+                           "MLPs; ask for it with law='mlp-kernel'")
+
+    def _covers(self, spec):
+        from amutheory.symbolic.chain.kernel_law import check_kernel_spec
+
+        if spec.activation != "relu":
+            return Coverage(False, f"activation: the kernel law entry is for ReLU MLPs (a linear MLP has the exact "
+                                   f"spectral law), got {spec.activation!r}")
+        check_kernel_spec(chain_of(spec))
+        return Coverage(True, "ReLU MLP with a batch within the kernel law's size")
+
+    def cost(self, spec, depths, **_):
+        return Cost(costs.kernel_seconds(chain_of(spec), max(depths)), "monte-carlo",
+                    "B^2 per layer and input draw, up to the deepest depth + 1")
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, **options):
+        from amutheory.symbolic.chain.kernel_law import kernel_s_bar
+
+        coverage = self.covers(spec)
+        if not coverage:
+            raise ValueError(coverage.reason)
+        depths = [int(d) for d in depths]
+        got = kernel_s_bar(chain_of(spec), depths, protocol.input_var, progress=progress)
+        rel = float(np.max(got["se"] / got["s_bar"]))
+        constants = {"s_bar_mc_rel_se": Constant("s_bar_mc_rel_se", rel, "monte-carlo",
+                                                 note=f"worst relative standard error over the depths asked, "
+                                                      f"{got['draws']} input draws"),
+                     "input_var": _input_var(protocol)}
+        note = (f"kernel law of the chain with kernel 1 on one position (input average by Monte Carlo, "
+                f"{got['draws']} draws; masks averaged independently of the weights): nothing fitted")
+        return self.values(spec, depths, got["s_bar"], got["se"], constants, None, [note])
+
+
+@functools.lru_cache(maxsize=None)
+def _s_bar_fn():
+    """The coherent law's ``s_bar(L)`` (lambdified once per process)."""
+    from amutheory.symbolic.chain.conv import conv_law
+
+    return conv_law(None).predictor("s_bar")
+
+
+class MlpCoherent(_MlpLaw):
+    name, exactness = "mlp-coherent", "calibrated"
+    summary = ("the chain's closed-form coherent law s_l = a l^2 + b(...) l^3 + e with a, b, e and the seed spread "
+               "calibrated on probe measurements of the MLP at other depths")
+    leaves_out = "nothing at the calibration depths; its extrapolation error grows with the distance to them"
+    source = "amutheory.symbolic.chain.conv"
+
+    def _covers(self, spec):
+        return Coverage(True, "any MLP (constants calibrated)")
+
+    def cost(self, spec, depths, calibration_depths=CALIBRATION_DEPTHS, calibration_seeds=CALIBRATION_SEEDS, **_):
+        return Cost(costs.probe_seconds(spec, calibration_depths, calibration_seeds), "probe",
+                    f"{calibration_seeds} seeds at depths {list(calibration_depths)}")
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None,
+                 calibration_depths=CALIBRATION_DEPTHS, calibration_seeds=CALIBRATION_SEEDS, **options):
+        """``calibration``: probe measurements (anything with ``profiles = {depth: s[seed, l]}`` and the
+        ``spec`` measured, an :class:`~amutheory.api.Measurement`) of this MLP or of its chain; measured
+        here with the probe at ``calibration_depths`` on seeds ``0 .. calibration_seeds - 1`` when ``None``."""
+        from amutheory.calibrate import _bootstrap_refits, calibrate, layer_prediction
+        from amutheory.symbolic.chain.conv import derived_constants
+
+        depths = [int(d) for d in depths]
+        profiles = self._profiles(spec, protocol, calibration, calibration_depths, calibration_seeds, progress)
+        chain = chain_of(spec)
+        derived = derived_constants(chain, protocol.input_var)
+        eps = derived["epsilon"].value
+        calib = calibrate(profiles, eps, spec.width, "mean")
+        constants = dict(calib.constants)
+        for k in ("c", "chi", "v_mlp", "kappa_fwd"):
+            constants.setdefault(k, derived[k])
+        constants["input_var"] = _input_var(protocol)
+
+        def law(consts: dict, at) -> np.ndarray:
+            return np.asarray(_s_bar_fn()(np.asarray(at, float), **{k: consts[k] for k in ("a", "b", "e", "epsilon")}),
+                              float) * np.ones(len(at))
+
+        s_bar = law(calib.values(), depths)
+        refits = _bootstrap_refits(profiles, lambda r: law(calibrate(r, eps, spec.width, "mean", n_boot=0).values(),
+                                                          depths), BOOTSTRAP_REFITS, 0)
+        s_bar_se = np.std(np.asarray(refits), axis=0, ddof=1) if len(refits) >= 2 else np.zeros_like(s_bar)
+        v = calib.values()
+        s_l = {d: layer_prediction(np.arange(1, d + 1), v["a"], v["b"], v["e"], eps, 0.0, spec.width) for d in depths}
+        notes = list(calib.notes) + [f"s_bar_se: sd of the law over {len(refits)} seed-bootstrap refits of the "
+                                     f"calibration"] + _held_in(depths, calib.depths)
+        return self.values(spec, depths, s_bar, s_bar_se, constants, s_l, notes)
+
+    @staticmethod
+    def _profiles(spec, protocol, calibration, calibration_depths, calibration_seeds, progress) -> dict:
+        if calibration is not None:
+            measured = getattr(calibration, "spec", None)
+            if not isinstance(measured, ArchSpec) or measured.family_object.chain_spec(measured) is None or \
+                    chain_of(spec).with_(depth=1) != measured.family_object.chain_spec(measured).with_(depth=1):
+                raise ValueError("calibration must be probe measurements of this MLP (or of its chain with kernel 1 "
+                                 "on one position) at other depths")
+            return {int(d): np.asarray(s, float) for d, s in calibration.profiles.items()}
+        from amutheory.measure.probe import probe
+
+        profiles = {}
+        cal = sorted(int(d) for d in calibration_depths)
+        for i, d in enumerate(cal):
+            profiles[d] = probe(spec.with_(depth=d), range(int(calibration_seeds)), protocol).s
+            if progress is not None:
+                progress(i + 1, len(cal), d)
+        return profiles
+
+
+LAWS = (MlpSpectral(), MlpKernel(), MlpCoherent())
