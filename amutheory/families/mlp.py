@@ -31,6 +31,7 @@ class MlpFamily(Family):
     counts_blocks = False
     unused_fields = tuple(_FIXED) + ("branch", "init", "shortcut", "heads", "mlp_ratio", "attn_scale")
     model_module = "amutheory.measure.mlp"
+    campaign_module = "amutheory.campaign.analysis"  # analysed as the chain it is
     theory_module = "amutheory.symbolic.chain"
 
     # ------------------------------------------------------------------ spec
