@@ -1,7 +1,8 @@
 """Seed statistics for probe measurements: bootstrap intervals and log-log slopes.
 
 Pure numpy/scipy (no torch).  Every random choice is drawn from
-``numpy.random.default_rng(seed)``, so each result is a deterministic function of its inputs
+``numpy.random.default_rng(seed)`` (the resampled seed indices by
+:func:`amutheory.bootstrap.seed_draws`), so each result is a deterministic function of its inputs
 and ``seed``.
 
 Notation: ``x_1 .. x_n`` are i.i.d. per-seed values, ``T`` a statistic, ``B = n_boot`` the number
