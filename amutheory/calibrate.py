@@ -27,6 +27,7 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import least_squares
 
+from amutheory.bootstrap import resample, seed_draws
 from amutheory.constants import Constant
 from amutheory.symbolic.primitives.expansion import layer_moment, log_spread, lognormal_mean_factor
 from amutheory.symbolic.primitives.symbols import a, b, e, epsilon, l, lambda_
@@ -159,7 +160,7 @@ def _bootstrap_refits(profiles: dict, refit, n_boot: int, seed: int) -> list:
     outs = []
     rng = np.random.default_rng(seed)
     for _ in range(n_boot or 0):
-        resampled = {d: s[rng.integers(0, len(s), len(s))] for d, s in profiles.items()}
+        resampled = {d: resample(seed_draws(len(s), rng=rng), s) for d, s in profiles.items()}
         try:
             outs.append(refit(resampled))
         except ValueError:

@@ -1,7 +1,8 @@
 """Seed statistics for probe measurements: bootstrap intervals and log-log slopes.
 
 Pure numpy/scipy (no torch).  Every random choice is drawn from
-``numpy.random.default_rng(seed)``, so each result is a deterministic function of its inputs
+``numpy.random.default_rng(seed)`` (the resampled seed indices by
+:func:`amutheory.bootstrap.seed_draws`), so each result is a deterministic function of its inputs
 and ``seed``.
 
 Notation: ``x_1 .. x_n`` are i.i.d. per-seed values, ``T`` a statistic, ``B = n_boot`` the number
@@ -30,6 +31,8 @@ import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from amutheory.bootstrap import percentile_interval, resample, seed_draws
 
 __all__ = [
     "SlopeFit",
@@ -90,8 +93,7 @@ def _check_n_boot(n_boot) -> int:
 
 
 def _quantiles(boot: np.ndarray, level: float) -> tuple[float, float]:
-    alpha = 1.0 - level
-    lo, hi = np.quantile(boot, [alpha / 2.0, 1.0 - alpha / 2.0])
+    lo, hi = percentile_interval(boot, level, axis=None)
     return float(lo), float(hi)
 
 
@@ -104,7 +106,7 @@ def _boot_stats(arr: np.ndarray, statistic, n_boot: int, rng: np.random.Generato
     """``T(x*_b)`` for ``b = 1..n_boot``; ``statistic(sample, axis=-1)`` is used when the
     statistic accepts it (numpy reductions), a plain loop otherwise."""
     n = arr.size
-    idx = rng.integers(0, n, size=(n_boot, n))
+    idx = seed_draws(n, n_boot, rng)
     out = np.empty(n_boot)
     block = max(1, _MAX_BLOCK // n)
     try:
@@ -163,8 +165,8 @@ def joint_bootstrap_ci(columns: dict, statistics, level: float = 0.95, n_boot: i
     if len(sizes) != 1 or len(next(iter(sizes))) != 1 or next(iter(sizes))[0] < 2:
         raise ValueError("columns must be 1-d arrays of one common length >= 2")
     size = next(iter(sizes))[0]
-    draws = np.random.default_rng(seed).integers(0, size, size=(n_boot, size))
-    boot = [statistics(**{k: v[i] for k, v in cols.items()}) for i in draws]
+    draws = seed_draws(size, n_boot, seed)
+    boot = [statistics(**{k: resample(i, v) for k, v in cols.items()}) for i in draws]  # paired by seed
     return {key: _quantiles(np.array([b[key] for b in boot], dtype=float), level) for key in boot[0]}
 
 
@@ -310,10 +312,9 @@ def _boot_slopes(lx: np.ndarray, vals: np.ndarray, statistic: str, n_boot: int, 
     for start in range(0, n_boot, block):
         b = min(block, n_boot - start)
         if resample == "seeds":
-            rows = rng.integers(0, n_seeds, size=(b, n_seeds))
-            boot = vals[rows]                                      # [b, S, D]
+            boot = vals[seed_draws(n_seeds, b, rng)]                # [b, S, D]
         else:
-            rows = rng.integers(0, n_seeds, size=(b, n_seeds, n_depths))
+            rows = seed_draws(n_seeds, b, rng, columns=n_depths)
             boot = vals[rows, cols]                                # [b, S, D]
         slopes[start:start + b] = _ls_line(lx, np.log(_seed_stat(boot, statistic)))[0]
     return slopes

@@ -15,6 +15,7 @@ import numpy as np
 
 from amutheory import stats
 from amutheory.api import SELECTION_CRITERION, Measurement, pick_resnet_law, predict, resnet_law_name
+from amutheory.bootstrap import resample, seed_draws
 from amutheory.campaign.analysis import (_dense_depths, _eta_rows, _exponent_fits, _held_out_checks,
                                          _held_out_with_calibration, _record_prediction, _record_verdict)
 from amutheory.campaign.bootstrap import _quantile_ci, _seed_stat
@@ -54,10 +55,9 @@ def _local_slope_rows(meas: Measurement, depths: list, stat: str) -> list:
     if len(depths) < 2:
         return []
     vals = np.stack([meas.s_bar(d) for d in depths], axis=1)
-    rng = np.random.default_rng(0)
-    idx = rng.integers(0, vals.shape[0], (N_BOOT, vals.shape[0]))
+    idx = seed_draws(vals.shape[0], N_BOOT, 0)
     slope = -0.5 * stats.local_slopes(depths, _seed_stat(vals, stat, 0))
-    lo, hi = _quantile_ci(-0.5 * stats.local_slopes(depths, _seed_stat(vals[idx], stat, 1)), meas.level)
+    lo, hi = _quantile_ci(-0.5 * stats.local_slopes(depths, _seed_stat(resample(idx, vals), stat, 1)), meas.level)
     return [{"depth": d, "slope": _f(slope[i]), "ci": [_f(lo[i]), _f(hi[i])]} for i, d in enumerate(depths)]
 
 

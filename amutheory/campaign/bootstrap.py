@@ -1,10 +1,12 @@
 """Seed-bootstrap helpers of the analysis: per-seed statistics, percentile intervals and the
-paired zero/circular ratio bootstrap (:func:`ratio_bootstrap`)."""
+paired zero/circular ratio bootstrap (:func:`ratio_bootstrap`), on the draws of
+:mod:`amutheory.bootstrap`."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from amutheory.bootstrap import percentile_interval, resample, seed_draws
 from amutheory.campaign.common import LEVEL, N_BOOT
 
 
@@ -26,13 +28,12 @@ def ratio_bootstrap(zero: np.ndarray, circular: np.ndarray, statistic: str = "me
     independent sets; with correlated pairs it over-states the spread).  Replicates ``[n_boot, D]``."""
     z, c = np.asarray(zero, float), np.asarray(circular, float)
     rng = np.random.default_rng(seed)
-    iz = rng.integers(0, z.shape[0], (n_boot, z.shape[0]))
-    ic = iz if paired else rng.integers(0, c.shape[0], (n_boot, c.shape[0]))
+    iz = seed_draws(z.shape[0], n_boot, rng)
+    ic = iz if paired else seed_draws(c.shape[0], n_boot, rng)
     ratio = _seed_stat(z, statistic, 0) / _seed_stat(c, statistic, 0)
-    return ratio, _seed_stat(z[iz], statistic, 1) / _seed_stat(c[ic], statistic, 1)
+    return ratio, _seed_stat(resample(iz, z), statistic, 1) / _seed_stat(resample(ic, c), statistic, 1)
 
 
 def _quantile_ci(reps: np.ndarray, level: float = LEVEL) -> np.ndarray:
     """Percentile interval along the first axis: ``[2, ...]``."""
-    alpha = 1.0 - level
-    return np.quantile(reps, [alpha / 2, 1 - alpha / 2], axis=0)
+    return percentile_interval(reps, level, axis=0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from amutheory.api import Measurement
+from amutheory.bootstrap import percentile_interval, resample, seed_draws
 from amutheory.campaign.common import LEVEL, N_BOOT, _f
 from amutheory.transfer import RULES, depth_factors, depth_measures
 
@@ -22,9 +23,9 @@ REFERENCE_DEPTH = 4
 def ratio_ci(ref: np.ndarray, tgt: np.ndarray, rng) -> tuple[float, float, float]:
     """``eta*(L)/eta*(L_ref)`` of seed means and its percentile CI (independent resampling)."""
     point = np.sqrt(ref.mean() / tgt.mean())
-    r = ref[rng.integers(0, len(ref), (N_BOOT, len(ref)))].mean(1)
-    t = tgt[rng.integers(0, len(tgt), (N_BOOT, len(tgt)))].mean(1)
-    lo, hi = np.quantile(np.sqrt(r / t), [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    r = resample(seed_draws(len(ref), N_BOOT, rng), ref).mean(1)
+    t = resample(seed_draws(len(tgt), N_BOOT, rng), tgt).mean(1)
+    lo, hi = percentile_interval(np.sqrt(r / t), LEVEL)
     return float(point), float(lo), float(hi)
 
 

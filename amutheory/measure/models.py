@@ -19,40 +19,10 @@ import math
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
-from amutheory.spec import NORMS, TORCH_PADDING_MODE, ArchSpec
-
-_ACTIVATIONS = {
-    "linear": lambda h: h,
-    "relu": F.relu,
-    "gelu": F.gelu,
-    "tanh": torch.tanh,
-}
-
-
-def activation_fn(name: str):
-    """The torch function for an activation name of :data:`amutheory.spec.ACTIVATIONS`."""
-    return _ACTIVATIONS[name]
-
-
-def norm_layer(kind: str, dim: int, width: int, dtype, device) -> nn.Module:
-    """``Identity`` (``none``), ``BatchNorm{1,2}d(width)`` (``batch``) or ``GroupNorm(1, width)``
-    (``layer``: LayerNorm over channels and positions)."""
-    if kind == "none":
-        return nn.Identity()
-    if kind == "batch":
-        return (nn.BatchNorm1d if dim == 1 else nn.BatchNorm2d)(width, dtype=dtype, device=device)
-    if kind == "layer":
-        return nn.GroupNorm(1, width, dtype=dtype, device=device)
-    raise ValueError(f"norm must be one of {', '.join(NORMS)}; got {kind!r}")
-
-
-def dropout_layer(p: float) -> nn.Module:
-    """``Dropout(p)``, or ``Identity`` at ``p = 0``."""
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p < 1.0:
-        raise ValueError(f"dropout must be a probability in [0, 1), got {p!r}")
-    return nn.Dropout(p) if p > 0 else nn.Identity()
+# the shared layers, re-exported (``models.activation_fn`` etc. keep working)
+from amutheory.measure.layers import activation_fn, dropout_layer, norm_layer  # noqa: F401
+from amutheory.spec import TORCH_PADDING_MODE, ArchSpec
 
 
 class ConvChain(nn.Module):

@@ -22,7 +22,7 @@ import math
 import torch
 from torch import nn
 
-from amutheory.measure.models import activation_fn, dropout_layer, norm_layer
+from amutheory.measure.layers import activation_fn, dropout_layer, norm_layer
 from amutheory.spec import TORCH_PADDING_MODE, ArchSpec
 from amutheory.symbolic.resnet.init import branch_multiplier, layer_variance_factors, numeric
 

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from amutheory.measure.models import activation_fn, dropout_layer
+from amutheory.measure.layers import activation_fn, dropout_layer
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.resnet.init import branch_multiplier, layer_variance_factors, numeric
 

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from amutheory.bootstrap import resample, seed_draws
 from amutheory.protocol.verdicts import ci, rule_verdict, transfer_status
 from amutheory.transfer import RULES, transfer_lr
 
@@ -43,9 +44,7 @@ def onestep_draws(s_bar: np.ndarray, draws: int, seed: int) -> dict:
     per-seed ``s_bar`` (``seeds x depths``): point values and seed-bootstrap draws, for the mean
     and the geometric mean."""
     s = np.asarray(s_bar, float)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, s.shape[0], size=(draws, s.shape[0]))
-    boot = s[idx]  # draws x seeds x depths
+    boot = resample(seed_draws(s.shape[0], draws, seed), s)  # draws x seeds x depths
     return {"onestep-mean": (s.mean(0) ** -0.5, boot.mean(1) ** -0.5),
             "onestep-typical": (np.exp(-0.5 * np.log(s).mean(0)), np.exp(-0.5 * np.log(boot).mean(1)))}
 

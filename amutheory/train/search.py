@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from amutheory.bootstrap import resample, seed_draws
+
 #: bootstrap resamples of the seeds
 BOOTSTRAP = 2000
 #: the bootstrap's own seed (fixed: the same records give the same CI)
@@ -93,9 +95,8 @@ class LrSearch:
         self.eta_star_grid = float(self.lrs[np.argmin(np.where(finite, self.loss_mean, np.inf))]) if finite.any() \
             else math.nan
         n = self.scores.shape[1]
-        rng = np.random.default_rng(BOOTSTRAP_SEED)
-        draws = rng.integers(0, n, size=(BOOTSTRAP, n))
-        self.boot = np.exp(_vertices(x, self.scores[:, draws].mean(2).T)) if n > 1 else None
+        draws = seed_draws(n, BOOTSTRAP, BOOTSTRAP_SEED)  # the same indices at every depth: paired
+        self.boot = np.exp(_vertices(x, resample(draws, self.scores, axis=1).mean(2).T)) if n > 1 else None
         with np.errstate(invalid="ignore"):  # a rate with a diverged seed has no finite spread
             se = self.scores.std(1, ddof=1) / math.sqrt(n) if n > 1 else np.full(len(x), np.nan)
         self.loss_ci = [(m - 1.96 * s, m + 1.96 * s) if np.isfinite(m) and np.isfinite(s) else None

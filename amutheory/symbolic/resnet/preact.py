@@ -46,7 +46,7 @@ ReLU and linear alike (tested): the free law is this law without the persistence
 other source.  The stream itself is a pre-activation, ``s_x = E[(Delta x_{j-1})^2]`` (all ``stream``).
 
 **Scope.**  Dense (``kernel = spatial = batch = 1``), ``preact``, linear or ReLU, identity shortcuts,
-forward-stable inits: what :func:`amutheory.symbolic.resnet.dense._check` admits for ``preact``.
+forward-stable inits: what :func:`amutheory.symbolic.resnet.block._check` admits for ``preact``.
 Left out, as in the free law: ``O(1/n)``.
 """
 
@@ -58,6 +58,9 @@ import numpy as np
 import sympy as sp
 
 from amutheory.spec import ArchSpec
+from amutheory.symbolic.resnet import block as rd
+from amutheory.symbolic.resnet.block import PARTS, _check, branch_constants, stem_fan_in, stem_moment
+from amutheory.symbolic.resnet.coherent import _stream_path
 
 #: per-source symbols: coefficient, source variance, fresh variance so far, mask pair with the read,
 #: the source's share of ``|g_j|^2 / n``, and the source's mask factor in the unread stream
@@ -92,7 +95,7 @@ def mask_pair(activation: str) -> sp.Expr:
 def block_expressions(activation: str) -> dict:
     """One block's SymPy expressions, activation moments put in (``D2 = E phi'^2``, ``D4 = E phi'^4``,
     ``E phi^2 = mom q``, the same at the stream and at ``h``).  What the coordinate law shares with
-    the free law is taken from :func:`amutheory.symbolic.resnet.dense.block_recursion` (``preact``),
+    the free law is taken from :func:`amutheory.symbolic.resnet.block.block_recursion` (``preact``),
     with its trace ``m1`` read as the coherent sum ``C_j``; what is new is the per-source read:
 
     * ``c``: the first layer's coherent factor ``base + mean_read = base + s1 D2 C_j``;
@@ -103,7 +106,6 @@ def block_expressions(activation: str) -> dict:
       ``kappa_j = src + eps^2 C_j`` added); ``eps2``: the backward gain;
     * ``e_var``: ``E_j`` per unit ``G_j`` (``s1 own``); ``unread``: one source's part of ``E[(Delta x)^2]``."""
     from amutheory.activations import _q, get_activation
-    from amutheory.symbolic.resnet import dense as rd
     act = get_activation(activation)
     d2, d4 = act.exact_moment("dphi2"), act.exact_moment("dphi4")
     mom = sp.simplify(act.exact_moment("phi2") / _q)
@@ -174,9 +176,6 @@ def layer_moments(spec: ArchSpec, input_var: float = 1.0, part: str = "all",
     :func:`amutheory.symbolic.resnet.dense.layer_moments`, which calls this for ``preact`` with ReLU.
     ``part``: ``"stream"`` or ``"own"`` keeps one of the two source groups (they add up to
     ``"all"``; the stream entries are all ``stream``).  ``masks="independent"``: the free law."""
-    from amutheory.symbolic.resnet.coherent import _stream_path
-    from amutheory.symbolic.resnet.dense import PARTS, _check, stem_fan_in, branch_constants, stem_moment
-
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
     _check(spec)
