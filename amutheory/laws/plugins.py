@@ -79,8 +79,10 @@ def load_plugin(path) -> list[str]:
 
 
 def _registered(law) -> bool:
+    """Whether a law of the same class (same plugin file: same module name) is registered already."""
     kind = law if isinstance(law, type) else type(law)
-    return any(type(r) is kind for r in REGISTRY.values())
+    return any((type(r).__module__, type(r).__qualname__) == (kind.__module__, kind.__qualname__)
+               for r in REGISTRY.values())
 
 
 def plugin_files(argv) -> list[str]:
