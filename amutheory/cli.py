@@ -58,7 +58,10 @@ def _padding(text: str) -> str:
 
 def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
     from amutheory.api import LAWS
+    from amutheory.api.derivation import CALIBRATED_RESNET_LAWS
     from amutheory.laws import REGISTRY
+
+    DERIVED_LAWS = [n for n in LAWS if n not in CALIBRATED_RESNET_LAWS]
 
     g = p.add_argument_group("architecture")
     g.add_argument("--family", default="conv", choices=FAMILIES, help="architecture family (default conv)")
@@ -91,9 +94,9 @@ def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
     g.add_argument("--law", default="auto", choices=("auto",) + LAWS + tuple(REGISTRY), metavar="LAW",
                    help="predict: auto (default) takes the most exact registered law that covers the net within "
                         "--budget seconds (exact, then Monte Carlo, then calibrated) and says which and why; or a "
-                        "registered law (" + ", ".join(REGISTRY) + "; 'amutheory laws' lists them); or a family "
-                        "law: coherent, effective-depth (transformers: the chain law in 2K+2), dense-shape, selected, "
-                        "limit-shape (residual nets). derive: coherent (default) or effective-depth")
+                        "registered law (" + ", ".join(REGISTRY) + "; 'amutheory laws' lists them, --plugin adds "
+                        "more); or an older name (" + ", ".join(LAWS) + "), mapped to a registered law by "
+                        "amutheory.laws.resolve_law. derive: " + ", ".join(n for n in LAWS if n in DERIVED_LAWS))
     g = p.add_argument_group("probe protocol (same defaults for predict and measure)")
     g.add_argument("--input-channels", type=int, default=3, help="input channels (default 3)")
     g.add_argument("--input-dim", dest="input_channels", type=int,
@@ -714,7 +717,15 @@ def _predict_parser(sub, common) -> None:
     pr.add_argument("--calibration-seeds", type=int, default=32, help="default 32")
     pr.add_argument("--statistic", default="mean", choices=("mean", "geo"),
                     help="predict the seed mean (expectation, default) or the typical value (geo)")
+    _plugin_arg(pr)
     pr.set_defaults(func=cmd_predict)
+
+
+def _plugin_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE.py",
+                   help="a Python file defining laws (amutheory.laws.Law subclasses or instances) to register "
+                        "before the command runs; repeatable (laws of the entry-point group amutheory.laws load "
+                        "always)")
 
 
 def _laws_parser(sub, common) -> None:
@@ -723,6 +734,7 @@ def _laws_parser(sub, common) -> None:
                                     "it); with architecture flags and --depths, each law's coverage and cost "
                                     "estimate for that net and the law predict's default takes.")
     _arch_args(la, depths_required=False)
+    _plugin_arg(la)
     la.add_argument("--calibration-depths", type=_int_list, default=[2, 3, 4, 6],
                     help="calibration depths the calibrated laws' cost estimates assume (default 2,3,4,6)")
     la.add_argument("--budget", type=float, default=None, metavar="SECONDS",
@@ -774,6 +786,7 @@ def _boundary_parser(sub, common) -> None:
 def _validate_parser(sub, common) -> None:
     va = sub.add_parser("validate", parents=[common], help="run a validation campaign",
                         description="Derive, predict and measure a preset of configs; write a report.")
+    _plugin_arg(va)
     va.add_argument("--preset", default="quick",
                     choices=("quick", "full-cpu", "transfer", "resnet-wide", "resnet-wider", "mlp", "paper") + PROTOCOL_PRESETS,
                     help="one-step campaigns (times: wall-clock on 2 CPU cores): quick (a first look: a ReLU and "
@@ -993,8 +1006,16 @@ def _use_threads(args) -> None:
 def main(argv=None) -> int:
     import signal
 
+    from amutheory.laws.plugins import load_entry_points, load_plugin, plugin_files
     from amutheory.preflight import preflight
 
+    try:  # outside laws first: --law's choices and help come from the registry they join
+        load_entry_points()
+        for path in plugin_files(sys.argv[1:] if argv is None else argv):
+            load_plugin(path)
+    except Exception as exc:  # a user's plugin or entry point: one line, exit 2
+        print(f"amutheory: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     parser = build_parser()
     if threading_main():
         signal.signal(signal.SIGTERM, _on_sigterm)

@@ -32,7 +32,7 @@ from amutheory import predict
 from amutheory.api import Measurement
 from amutheory.campaign.presets import PRESETS
 from amutheory.campaign.results import load_measurement, read_results
-from amutheory.laws import best_law, laws_of
+from amutheory.laws import best_law, resolve_law
 
 
 def calibration_measurement(folder: Path, cfg, blocks) -> Measurement:
@@ -68,7 +68,7 @@ def compare(folder: Path, cfg, blocks) -> dict:
 
 def old_law_name(family: str) -> str:
     """The registered law the old default ran for ``family``: its coherent law, calibrated."""
-    return next(law.name for law in laws_of(family) if law.legacy == ("calibrate", "coherent"))
+    return resolve_law(family, "coherent", "calibrate")
 
 
 def run(folder: Path) -> list[dict]:

@@ -16,7 +16,7 @@ are registered in :mod:`amutheory.laws`.
 
 from amutheory.api.chain import (derived_mean, law_values, mlp_limit_constants, predicted_layer_profile,
                                  zero_padding_factor)
-from amutheory.api.checks import DEFAULT_CALIBRATION_DEPTHS, check_depths
+from amutheory.checks import DEFAULT_CALIBRATION_DEPTHS, check_depths
 from amutheory.api.derivation import (CALIBRATED_RESNET_LAWS, LAWS, RESNET_LAW_CHOICES, RESNET_LAWS,
                                       SELECTION_CRITERION, TRANSFORMER_LAWS, derive)
 from amutheory.api.measurement import Measurement, measure

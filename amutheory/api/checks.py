@@ -1,40 +1,5 @@
-"""Argument checks shared by the API's operations: one ``ValueError``/``TypeError`` naming the argument."""
+"""The argument checks the API shares (they live in :mod:`amutheory.checks`, below the laws)."""
 
-from __future__ import annotations
+from amutheory.checks import DEFAULT_CALIBRATION_DEPTHS, _check_C, _check_spec, check_depths
 
-import numbers
-
-import numpy as np
-
-from amutheory.spec import ArchSpec
-
-DEFAULT_CALIBRATION_DEPTHS = (2, 3, 4, 6)
-
-
-def _check_spec(spec):
-    if not isinstance(spec, ArchSpec):
-        raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
-
-
-def check_depths(depths) -> list[int]:
-    """``depths`` as a sorted list of distinct positive integers (ValueError otherwise)."""
-    if isinstance(depths, (str, bytes)) or not hasattr(depths, "__iter__"):
-        raise TypeError(f"depths must be a list of integers, got {depths!r}")
-    out = []
-    for d in depths:
-        if isinstance(d, bool) or not isinstance(d, (numbers.Integral, np.integer)):
-            raise TypeError(f"depths must be integers, got {d!r}")
-        if d < 1:
-            raise ValueError(f"depths must be >= 1, got {d}")
-        out.append(int(d))
-    if not out:
-        raise ValueError("depths must not be empty")
-    if len(set(out)) != len(out):
-        raise ValueError(f"depths must be distinct, got {out}")
-    return sorted(out)
-
-
-def _check_C(C):
-    if isinstance(C, bool) or not isinstance(C, numbers.Real) or not np.isfinite(C) or C <= 0:
-        raise ValueError(f"C must be a positive number, got {C!r}")
-    return float(C)
+__all__ = ["DEFAULT_CALIBRATION_DEPTHS", "_check_C", "_check_spec", "check_depths"]

@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-from amutheory.api.checks import _check_spec
+from amutheory.checks import _check_spec
+from amutheory.laws.resnet_values import RESNET_LAWS, SELECTION_CRITERION
+from amutheory.laws.transformer_values import TRANSFORMER_LAWS
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.chain.conv import conv_law
 
-TRANSFORMER_LAWS = ("coherent", "effective-depth")
-#: residual-net laws of :func:`predict`: the coherent order (``A, B, e0`` calibrated) or the dense
-#: shape (the exact dense law's stream and own parts, each times a calibrated ``rho``,
-#: :func:`amutheory.symbolic.resnet.dense.shape_predictor`)
-RESNET_LAWS = ("coherent", "dense-shape")
 #: what :func:`predict` takes as a residual net's ``law``: either law, or ``"selected"`` (both
 #: calibrated on the same nets, the one that fits the calibration K better kept: :func:`pick_resnet_law`)
 RESNET_LAW_CHOICES = RESNET_LAWS + ("selected", "limit-shape")
 #: the residual laws that are calibrated predictors, not closed forms (``derive`` refuses them)
 CALIBRATED_RESNET_LAWS = ("dense-shape", "selected", "limit-shape")
-#: every law name :func:`predict` knows, in the order the CLI lists them (``limit-shape``: the exact
-#: infinite-width law of the net times one calibrated amplitude, :func:`limit_shape_predictor`; not a
-#: candidate of ``selected``)
+#: the older law names :func:`predict` still takes (:func:`amutheory.laws.resolve_law` maps each to a
+#: registered law; ``limit-shape``: the exact infinite-width law of the net times one calibrated
+#: amplitude, :func:`limit_shape_predictor`; not a candidate of ``selected``)
 LAWS = ("coherent", "effective-depth", "dense-shape", "selected", "limit-shape")
-#: the criterion :func:`pick_resnet_law` applies (the words every selection record carries)
-SELECTION_CRITERION = ("the lower residual standard error of the calibration's fit of ln s_bar "
-                       "(sqrt(RSS / dof); made before any held-out depth is seen)")
 
 
 def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = "coherent"):
@@ -52,13 +46,6 @@ def _refuse_calibrated(spec: ArchSpec | None, law: str) -> None:
         raise ValueError(f"law: {law!r} is a residual-net law (family resnet)") from None
     raise ValueError(f"law: {law!r} is a calibrated predictor, not a closed form (predict with "
                      f"law={law!r}); derive gives the coherent law, whose exponent it shares")
-
-
-def _check_law(spec: ArchSpec, law) -> None:
-    """``law`` must be one the family has: ``ValueError`` naming it otherwise."""
-    allowed = {"transformer": TRANSFORMER_LAWS, "resnet": RESNET_LAW_CHOICES}.get(spec.family, ("coherent",))
-    if law not in allowed:
-        raise ValueError(f"law: family {spec.family!r} has the laws {', '.join(allowed)}; got {law!r}")
 
 
 def free_constant_sources(law, derived: dict | None = None) -> dict:

@@ -25,6 +25,7 @@ import numpy as np
 
 from amutheory import stats
 from amutheory.api import Measurement, predict
+from amutheory.laws import resolve_law
 from amutheory.campaign.analysis_zero import _add_zero_padding_tables
 from amutheory.campaign.common import C_TARGET, STATISTICS, _f
 from amutheory.campaign.presets import CampaignConfig
@@ -270,7 +271,8 @@ def _predict_statistic(out: dict, plan: _Plan, stat: str, curve: dict, dense: li
     ``curve``; returns ``(eta_pred, s_pred)``, both ``{}`` where calibration or prediction fails."""
     try:
         # one call for the measured depths and the dense curve (law_values is not cheap)
-        pred = predict(plan.spec, sorted(set(plan.cfg.depths) | set(dense)), constants=plan.how, statistic=stat,
+        law = resolve_law(plan.spec.family, "coherent", plan.how, plan.spec)  # the registry's name
+        pred = predict(plan.spec, sorted(set(plan.cfg.depths) | set(dense)), law=law, statistic=stat,
                        protocol=plan.protocol, C=plan.meas.C, calibration_measurement=plan.cal_meas)
         eta_pred, s_pred = _record_prediction(out, plan.cfg, pred, stat, curve, dense)
         used_constants[stat] = pred.constants

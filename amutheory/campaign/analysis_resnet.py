@@ -16,6 +16,7 @@ import numpy as np
 from amutheory import stats
 from amutheory.api import SELECTION_CRITERION, Measurement, pick_resnet_law, predict, resnet_law_name
 from amutheory.bootstrap import resample, seed_draws
+from amutheory.laws import resolve_law
 from amutheory.campaign.analysis import (_dense_depths, _eta_rows, _exponent_fits, _held_out_checks,
                                          _held_out_with_calibration, _record_prediction, _record_verdict)
 from amutheory.campaign.bootstrap import _quantile_ci, _seed_stat
@@ -289,10 +290,11 @@ def _compare_resnet(out: dict, cfg: CampaignConfig, spec: ArchSpec, meas: Measur
     passed_stats, rel_errs, joint_ok, joint_cal = {}, {}, {}, {}
     for stat in STATISTICS:
         try:
-            pred = predict(spec, sorted(set(cfg.depths) | set(dense)),
-                           constants="derive" if law == "exact" else "calibrate", statistic=stat,
-                           protocol=protocol, C=meas.C, calibration_measurement=cal_meas,
-                           law="coherent" if law == "exact" else law)
+            # the registry's name of the law: "exact" is the exact law that covers the net (constants="derive")
+            registered = (resolve_law(spec.family, "coherent", "derive", spec) if law == "exact" else
+                          resolve_law(spec.family, law, "calibrate", spec))
+            pred = predict(spec, sorted(set(cfg.depths) | set(dense)), law=registered, statistic=stat,
+                           protocol=protocol, C=meas.C, calibration_measurement=cal_meas)
             eta_pred, s_pred = _record_prediction(out, cfg, pred, stat, curve, dense)
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
             out["errors"].append(f"{stat}: calibration/prediction failed: {exc}")

@@ -5,16 +5,55 @@ from __future__ import annotations
 
 import numpy as np
 
+from amutheory.calibrate import Calibration
+from amutheory.checks import DEFAULT_CALIBRATION_DEPTHS
 from amutheory.laws import costs
-from amutheory.laws.contract import Coverage, Cost, PredictedLaw
+from amutheory.laws.blocks import held_in_notes, input_var_constant, target_constant
+from amutheory.laws.chain_values import (chain_calibration, kernel_mean, law_values, mlp_limit_constants,
+                                         operator_mean, predicted_layer_profile, spectral_mean)
+from amutheory.laws.contract import Coverage, Cost, Law, LawValues
+from amutheory.spec import ProbeProtocol
 
 
-class ChainSpectral(PredictedLaw):
-    name, family, exactness = "chain-spectral", "conv", "exact"
+class _ChainExact(Law):
+    """An exact law of the mean of a conv chain: its values from its symbolic module (:attr:`mean_of`)."""
+
+    family = "conv"
+    mean_of = None
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0):
+        coverage = self.covers(spec)
+        if not coverage:
+            raise ValueError(coverage.reason)
+        depths = list(depths)
+        s_bar, slope, const, label, note = self._mean(spec, depths, protocol.input_var, progress)
+        const = dict(const)
+        const["input_var"] = input_var_constant(protocol.input_var)
+        const["C"] = target_constant(C)
+        s_bar = np.asarray(s_bar, float)
+        s_l = {d: self.layer_moments(spec.with_(depth=d), const, protocol.input_var) for d in depths}
+        return LawValues(self.name, depths, s_bar, self.standard_error(const, s_bar), const, self.exactness,
+                         None if any(v is None for v in s_l.values()) else s_l, [note],
+                         local_slope=np.asarray(slope, float), label=label)
+
+    def _mean(self, spec, depths, input_var, progress):
+        raise NotImplementedError
+
+    def standard_error(self, constants, s_bar):
+        return np.zeros_like(s_bar)
+
+    def layer_moments(self, spec, constants, input_var):
+        return None
+
+
+class ChainSpectral(_ChainExact):
+    name, exactness = "chain-spectral", "exact"
     summary = "linear circular conv chain: every Fourier mode propagated on its own, summed exactly"
     leaves_out = "finite-width terms of relative order l/n"
     source = "amutheory.symbolic.chain.spectral"
-    legacy = ("derive", "coherent")
+
+    def _mean(self, spec, depths, input_var, progress):
+        return spectral_mean(spec, depths, input_var)
 
     def _covers(self, spec):
         from amutheory.symbolic.chain.spectral import check_spectral_spec
@@ -31,12 +70,14 @@ class ChainSpectral(PredictedLaw):
         return spectral_layer_moments(spec, np.arange(1, spec.depth + 1), input_var)
 
 
-class ChainOperator(PredictedLaw):
-    name, family, exactness = "chain-operator", "conv", "exact"
+class ChainOperator(_ChainExact):
+    name, exactness = "chain-operator", "exact"
     summary = "linear zero-padded conv chain: the pair operator over the positions, input average exact"
     leaves_out = "finite-width terms of relative order l/n"
     source = "amutheory.symbolic.chain.operator_law"
-    legacy = ("derive", "coherent")
+
+    def _mean(self, spec, depths, input_var, progress):
+        return operator_mean(spec, depths, input_var)
 
     def _covers(self, spec):
         from amutheory.symbolic.chain.operator_law import check_operator_spec
@@ -56,12 +97,14 @@ class ChainOperator(PredictedLaw):
         return operator_layer_moments(spec, spec.depth, input_var)
 
 
-class ChainKernel(PredictedLaw):
-    name, family, exactness = "chain-kernel", "conv", "monte-carlo"
+class ChainKernel(_ChainExact):
+    name, exactness = "chain-kernel", "monte-carlo"
     summary = "ReLU conv chain, either padding: exact given the input (orthant kernels), inputs averaged by Monte Carlo"
     leaves_out = "finite-width terms that grow with L/n and are large for ReLU"
     source = "amutheory.symbolic.chain.kernel_law"
-    legacy = ("derive", "coherent")
+
+    def _mean(self, spec, depths, input_var, progress):
+        return kernel_mean(spec, depths, input_var, progress)
     default_candidate = False
     not_default_because = ("its left-out finite-width terms grow with L/n and are large for ReLU chains at the widths "
                            "the probe runs (measured by validate/studies/finite_width_mean.py, reported in "
@@ -81,18 +124,60 @@ class ChainKernel(PredictedLaw):
         return Cost(costs.kernel_seconds(spec, max(depths)), "monte-carlo",
                     "B^2 P^3 per layer and input draw, up to the deepest depth + 1")
 
-    def standard_error(self, pred, s_bar):
-        rel = pred.constants["s_bar_mc_rel_se"].value  # the worst over the depths asked: a bound at each
+    def standard_error(self, constants, s_bar):
+        rel = constants["s_bar_mc_rel_se"].value  # the worst over the depths asked: a bound at each
         return s_bar * rel
 
 
-class ChainCoherent(PredictedLaw):
-    name, family, exactness = "chain-coherent", "conv", "calibrated"
+class _ChainClosedForm(Law):
+    """The closed-form coherent law ``s_l = a l^2 + b(...) l^3 + e`` with constants from :meth:`_constants`."""
+
+    family = "conv"
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, statistic="mean",
+                 C=1.0, calibration_depths=DEFAULT_CALIBRATION_DEPTHS, calibration_seeds=32):
+        from amutheory.symbolic.chain.conv import conv_law, derived_constants
+
+        coverage = self.covers(spec)
+        if not coverage:
+            raise ValueError(coverage.reason)
+        depths = list(depths)
+        calib, const, notes = self._constants(spec, depths, protocol, calibration, progress, statistic, C,
+                                              calibration_depths, calibration_seeds)
+        derived = derived_constants(spec, protocol.input_var)
+        for k in ("c", "chi", "v_mlp", "kappa_fwd"):
+            const.setdefault(k, derived[k])
+        const["C"] = target_constant(C)
+        s_bar, _, slope = law_values(spec, depths, const, C, "mean")
+        s_l = {d: self.layer_moments(spec.with_(depth=d), const, protocol.input_var) for d in depths}
+        label = conv_law(spec, finite_width=abs(const["gamma"].value) > 0).name
+        values = LawValues(self.name, depths, np.asarray(s_bar, float), np.zeros(len(depths)), const,
+                           self.exactness, None if any(v is None for v in s_l.values()) else s_l, notes,
+                           local_slope=np.asarray(slope, float), label=label, calibration=calib)
+        if calib is None:  # no spread model in the MLP limit: its typical value is its mean
+            values.log_gap, values.log_gap_slope = np.zeros(len(depths)), np.zeros(len(depths))
+        return values
+
+    def layer_moments(self, spec, constants, input_var):
+        return None
+
+
+class ChainCoherent(_ChainClosedForm):
+    name, exactness = "chain-coherent", "calibrated"
     summary = ("the closed-form coherent law s_l = a l^2 + b(...) l^3 + e with a, b, e, gamma calibrated on probe "
                "measurements at other depths (zero padding: circular constants times the exact boundary ratio)")
     leaves_out = "nothing at the calibration depths; its extrapolation error grows with the distance to them"
     source = "amutheory.symbolic.chain.conv"
-    legacy = ("calibrate", "coherent")
+
+    def _constants(self, spec, depths, protocol, calibration, progress, statistic, C, calibration_depths,
+                   calibration_seeds):
+        """The calibrated constants: ``calibration`` itself if a Calibration, else the fit on the
+        Measurement ``calibration`` of circular-padding nets (measured here when ``None``)."""
+        fitted = calibration if isinstance(calibration, Calibration) else "calibrate"
+        measured = None if isinstance(calibration, Calibration) else calibration
+        calib, notes = chain_calibration(spec, fitted, calibration_depths, calibration_seeds, statistic, protocol, C,
+                                         progress, measured)
+        return calib, dict(calib.constants), notes + held_in_notes(depths, calib.depths)
 
     def _covers(self, spec):
         return Coverage(True, "any conv chain (constants calibrated)")
@@ -106,17 +191,20 @@ class ChainCoherent(PredictedLaw):
     def layer_moments(self, spec, constants, input_var):
         if spec.padding == "zero":
             return None  # the boundary ratio is a ratio of s_bar, not of each layer
-        from amutheory.api.chain import predicted_layer_profile
-
         return predicted_layer_profile(spec, constants)["total"]
 
 
-class ChainMlpLimit(PredictedLaw):
-    name, family, exactness = "chain-mlp-limit", "conv", "exact"
+class ChainMlpLimit(_ChainClosedForm):
+    name, exactness = "chain-mlp-limit", "exact"
     summary = "the coherent law with the MLP limit's derived constants (a = 1: s and eta* in units of a)"
     leaves_out = "everything that makes a conv chain differ from an MLP; the absolute scale"
     source = "amutheory.symbolic.chain.conv"
-    legacy = ("mlp-limit", "coherent")
+
+    def _constants(self, spec, depths, protocol, calibration, progress, statistic, C, calibration_depths,
+                   calibration_seeds):
+        calib, notes = chain_calibration(spec, "mlp-limit", calibration_depths, calibration_seeds, statistic,
+                                         protocol, C, progress, None)
+        return None, mlp_limit_constants(spec, protocol.input_var), notes
     default_candidate = False
     not_default_because = "it predicts s in units of a (no absolute scale) and is exact only for the MLP limit"
 

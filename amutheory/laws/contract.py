@@ -14,13 +14,15 @@ A :class:`Law` says
   standard error where the law is a Monte Carlo, the per-layer ``s_l`` where the law has them, and
   every constant it used as a :class:`~amutheory.constants.Constant` labelled with its source.
 
-``eta* = sqrt(C / s_bar)`` follows from ``s_bar`` alone; :func:`amutheory.api.predict` turns a law's
-values into a :class:`~amutheory.api.Prediction`.  The registry of every law, and the choice of the
+``eta* = sqrt(C / s_bar)`` follows from ``s_bar`` alone; :func:`amutheory.api.predict` calls the chosen
+law's ``evaluate`` once and turns its values into a :class:`~amutheory.api.Prediction` (the typical
+value, ``statistic="geo"``, is converted there, not in the laws).  The registry of every law, and the choice of the
 best one for a spec, is :mod:`amutheory.laws.registry`.
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,6 +80,20 @@ class LawValues:
     exactness: str
     s_l: dict | None = None
     notes: list = field(default_factory=list)
+    #: ``d ln eta*/d ln L`` of ``s_bar`` at the depths where the law gives it (``predict`` reads a secant
+    #: through the depths asked where it is ``None``)
+    local_slope: np.ndarray | None = None
+    #: the name the prediction carries (e.g. the derived law's own name); the registry name when empty
+    label: str = ""
+    #: the law's own account of its seed spread, asked for with ``statistic="geo"``: ``ln(typical / mean)``
+    #: at the depths and what it adds to the local slope.  ``None``: the spread is the lognormal line of
+    #: the constants (``sigma2_0, kappa``), or, without one, ``predict`` calibrates that line
+    log_gap: np.ndarray | None = None
+    log_gap_slope: np.ndarray | None = None
+    #: the :class:`~amutheory.calibrate.Calibration` a calibrated law fitted (``None`` elsewhere)
+    calibration: object = None
+    #: a law that picks between laws says which and why (e.g. ``resnet-selected``)
+    selection: dict | None = None
 
     def eta_star(self, C: float = 1.0) -> np.ndarray:
         return np.sqrt(C / np.asarray(self.s_bar, float))
@@ -98,7 +114,7 @@ class Law:
 
     #: registry name (also a value of ``predict(law=...)`` and ``--law``)
     name: str = ""
-    #: the architecture family it is a law of: conv, resnet or transformer
+    #: the name of the architecture family it is a law of (:func:`amutheory.families.get_family`)
     family: str = ""
     #: :data:`EXACTNESS`
     exactness: str = ""
@@ -108,8 +124,6 @@ class Law:
     leaves_out: str = ""
     #: the module that derives it
     source: str = ""
-    #: ``(constants, law)`` of the older ``predict`` arguments that select this law
-    legacy: tuple = ()
     #: whether :func:`~amutheory.laws.registry.best_law` may choose it (False: only on request, with
     #: :attr:`not_default_because` saying why)
     default_candidate: bool = True
@@ -132,10 +146,13 @@ class Law:
         raise NotImplementedError
 
     def evaluate(self, spec: ArchSpec, depths, protocol: ProbeProtocol = ProbeProtocol(), calibration=None,
-                 progress=None) -> LawValues:
-        """Values at ``depths``.  ``calibration``: a :class:`~amutheory.api.Measurement` for the
-        calibrated laws (measured here at the default calibration depths when ``None``); ignored by
-        the others."""
+                 progress=None, **options) -> LawValues:
+        """Values of the *mean* over seeds at ``depths``.  ``calibration``: a
+        :class:`~amutheory.measure.measurement.Measurement` (or a fitted
+        :class:`~amutheory.calibrate.Calibration`) for the calibrated laws (measured here at the
+        calibration depths when ``None``); ignored by the others.  ``options`` (:data:`OPTIONS`) a law
+        may take or ignore: ``predict`` passes a law only those its signature names (:func:`call_evaluate`),
+        so the plain signature without them keeps working."""
         raise NotImplementedError
 
     def describe(self) -> dict:
@@ -144,44 +161,7 @@ class Law:
                 "not_default_because": self.not_default_because or None}
 
 
-class PredictedLaw(Law):
-    """A law whose values the prediction machinery of :mod:`amutheory.api` computes: :meth:`evaluate`
-    runs it with :attr:`legacy` ``(constants, law)`` and reads a :class:`LawValues` off the prediction;
-    :meth:`layer_moments` (per-layer ``s_l`` at one depth) where the law has them."""
-
-    def evaluate(self, spec: ArchSpec, depths, protocol: ProbeProtocol = ProbeProtocol(), calibration=None,
-                 progress=None) -> LawValues:
-        from amutheory.api.selection import predict_with
-
-        coverage = self.covers(spec)
-        if not coverage:
-            raise ValueError(coverage.reason)
-        constants, law = self.legacy
-        pred = predict_with(spec, depths, constants, law, protocol=protocol, calibration_measurement=calibration,
-                            progress=progress)
-        return self.values_of(pred, spec, protocol.input_var)
-
-    def values_of(self, pred, spec: ArchSpec, input_var: float) -> LawValues:
-        """The :class:`LawValues` of a :class:`~amutheory.api.Prediction` made by this law."""
-        s_bar = np.asarray(pred.s_bar, float)
-        s_l = {d: self.layer_moments(spec.with_(depth=d), pred.constants, input_var) for d in pred.depths}
-        return LawValues(self.name, list(pred.depths), s_bar, self.standard_error(pred, s_bar),
-                         dict(pred.constants), self.exactness, None if any(v is None for v in s_l.values()) else s_l,
-                         list(pred.notes))
-
-    def standard_error(self, pred, s_bar: np.ndarray) -> np.ndarray:
-        """Zero for an exact law; a calibrated law's seed-bootstrap spread of its prediction (its
-        ``s_bar_log_sd`` times ``s_bar``); a Monte Carlo law overrides this."""
-        if pred.s_bar_log_sd is not None:
-            return s_bar * np.asarray(pred.s_bar_log_sd, float)
-        return np.zeros_like(s_bar)
-
-    def layer_moments(self, spec: ArchSpec, constants: dict, input_var: float):
-        """Per-layer ``s_l`` of ``spec`` at its depth, or ``None`` where the law has no per-layer form."""
-        return None
-
-
-class ProbeCalibratedLaw(PredictedLaw):
+class ProbeCalibratedLaw(Law):
     """A calibrated law whose cost is measuring its calibration nets with the probe."""
 
     exactness = "calibrated"
@@ -191,3 +171,30 @@ class ProbeCalibratedLaw(PredictedLaw):
 
         return Cost(probe_seconds(spec, calibration_depths, calibration_seeds), "probe",
                     f"{calibration_seeds} seeds at depths {list(calibration_depths)}")
+
+
+#: the keyword options ``predict`` offers every law's :meth:`Law.evaluate` (each law takes those it uses):
+#: ``statistic`` (``mean`` or ``geo``: a law with its own account of the seed spread fills
+#: :attr:`LawValues.log_gap` for ``geo``; the conversion itself is ``predict``'s), ``C`` (the target),
+#: ``calibration_depths`` and ``calibration_seeds`` (where a calibrated law measures its nets)
+OPTIONS = ("statistic", "C", "calibration_depths", "calibration_seeds")
+
+
+def accepted_options(evaluate, options: dict) -> dict:
+    """The subset of ``options`` that the callable ``evaluate`` accepts by name (all of them where it
+    takes ``**options``)."""
+    params = inspect.signature(evaluate).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(options)
+    return {k: v for k, v in options.items() if k in params}
+
+
+def call_evaluate(law: Law, spec: ArchSpec, depths, protocol: ProbeProtocol = ProbeProtocol(), calibration=None,
+                  progress=None, **options) -> LawValues:
+    """``law.evaluate`` with the options its signature accepts; a ``TypeError`` unless it returns a
+    :class:`LawValues`."""
+    values = law.evaluate(spec, depths, protocol=protocol, calibration=calibration, progress=progress,
+                          **accepted_options(law.evaluate, options))
+    if not isinstance(values, LawValues):
+        raise TypeError(f"law {law.name}: evaluate must return a LawValues, got {type(values).__name__}")
+    return values

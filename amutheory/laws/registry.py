@@ -1,7 +1,9 @@
 """The registry of every law and the choice of the best one for a spec.
 
 Adding a law is one module (a :class:`~amutheory.laws.contract.Law` subclass) and one line here
-(its instance in :data:`REGISTRY`'s tuple); ``ARCHITECTURE.md`` shows it step by step.
+(its instance in :data:`REGISTRY`'s tuple), or, from outside the package, :func:`register` (the CLI
+calls it for the entry-point group ``amutheory.laws`` and for ``--plugin FILE.py``);
+``ARCHITECTURE.md`` shows it step by step.
 
 :func:`best_law` takes, among the laws that cover a spec and may be chosen by default, the most
 exact (:data:`~amutheory.laws.contract.EXACTNESS`: exact, then Monte Carlo, then calibrated; ties in
@@ -39,6 +41,26 @@ class Choice:
     def to_dict(self) -> dict:
         return {"law": self.law.name, "exactness": self.law.exactness, "reason": self.reason,
                 "skipped_for_cost": self.skipped, "not_default": self.not_default, "not_covering": self.not_covering}
+
+
+def register(law) -> Law:
+    """Add ``law`` (a :class:`Law` instance, or a subclass, which is instantiated) to :data:`REGISTRY`
+    and return it.  ``TypeError`` for anything else; ``ValueError`` for a name already registered, an
+    empty name, or an exactness outside :data:`~amutheory.laws.contract.EXACTNESS`."""
+    if isinstance(law, type) and issubclass(law, Law):
+        law = law()
+    if not isinstance(law, Law):
+        raise TypeError(f"law must be an amutheory.laws.Law (instance or subclass), got {type(law).__name__}")
+    if not isinstance(law.name, str) or not law.name:
+        raise ValueError(f"law: a law needs a name, got {law.name!r}")
+    if law.name in REGISTRY:
+        raise ValueError(f"law: a law called {law.name!r} is already registered")
+    if law.exactness not in EXACTNESS:
+        raise ValueError(f"law {law.name}: exactness must be one of {', '.join(EXACTNESS)}, got {law.exactness!r}")
+    if not isinstance(law.family, str) or not law.family:
+        raise ValueError(f"law {law.name}: family must be the name of an architecture family, got {law.family!r}")
+    REGISTRY[law.name] = law
+    return law
 
 
 def get_law(name: str) -> Law:

@@ -5,24 +5,30 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
+from amutheory.checks import DEFAULT_CALIBRATION_DEPTHS, check_depths
 from amutheory.laws import costs
-from amutheory.laws.contract import Coverage, Cost, PredictedLaw, ProbeCalibratedLaw
+from amutheory.laws.blocks import statistic_values
+from amutheory.laws.contract import Coverage, Cost, Law, LawValues, ProbeCalibratedLaw
+from amutheory.laws.resnet_exact import exact_values, exact_kind
+from amutheory.laws.resnet_values import (RESNET_CONSTANTS, RESNET_LAWS, SELECTION_CRITERION, calibrated_values,
+                                          pick_resnet_law)
+from amutheory.spec import ProbeProtocol
 
 
 @functools.lru_cache(maxsize=256)
 def _exact_kind(spec) -> str:
     """``dense``, ``modes`` or ``points``: which exact law covers the residual ``spec`` (ValueError
     naming the field where none does, or where the convention has no depth law)."""
-    from amutheory.api.derivation import derive
-    from amutheory.api.resnet_exact import exact_resnet_law
+    from amutheory.symbolic.resnet.coherent import resnet_law
 
-    derive(spec)  # raises for forward-unstable conventions: no power law
-    return exact_resnet_law(spec, monte_carlo=True)[1].split("-")[1]
+    resnet_law(spec)  # raises for forward-unstable conventions: no power law
+    return exact_kind(spec)
 
 
-class _ResnetExact(PredictedLaw):
+class _ResnetExact(Law):
     family = "resnet"
-    legacy = ("derive", "coherent")
     leaves_out = "finite-width terms of relative order 1/n"
     kind = ""
 
@@ -32,6 +38,32 @@ class _ResnetExact(PredictedLaw):
             return Coverage(False, f"the {self.name} law does not cover this net: the exact law that does is "
                                    f"resnet-{kind}")
         return Coverage(True, self.summary)
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, statistic="mean",
+                 C=1.0):
+        """The exact law of the mean, nothing fitted; with ``statistic="geo"`` also its own seed spread
+        (:attr:`LawValues.log_gap`)."""
+        from amutheory.symbolic.resnet.coherent import forward_analysis
+
+        coverage = self.covers(spec)
+        if not coverage:
+            raise ValueError(coverage.reason)
+        depths = list(depths)
+        got = exact_values(spec, depths, statistic, protocol, C, [forward_analysis(spec, protocol.input_var)[
+            "mechanism"]], progress)
+        s_bar = np.asarray(got["s_bar"], float)
+        const = got["constants"]
+        s_l = {d: self.layer_moments(spec.with_(depth=d), const, protocol.input_var) for d in depths}
+        return LawValues(self.name, depths, s_bar, self.standard_error(const, s_bar), const, self.exactness,
+                         None if any(v is None for v in s_l.values()) else s_l, got["notes"],
+                         local_slope=np.asarray(got["local_slope"], float), label=got["label"],
+                         log_gap=got.get("log_gap"), log_gap_slope=got.get("log_gap_slope"))
+
+    def standard_error(self, constants, s_bar):
+        return np.zeros_like(s_bar)
+
+    def layer_moments(self, spec, constants, input_var):
+        return None
 
 
 class ResnetDense(_ResnetExact):
@@ -69,7 +101,7 @@ class ResnetPoints(_ResnetExact):
     source = "amutheory.symbolic.resnet.operator"
 
     def cost(self, spec, depths, **_):
-        from amutheory.api.resnet_exact import POINT_DRAWS, ZERO_PADDING_DRAWS
+        from amutheory.laws.resnet_exact import POINT_DRAWS, ZERO_PADDING_DRAWS
 
         relu = spec.activation == "relu"
         draws = POINT_DRAWS if relu else ZERO_PADDING_DRAWS
@@ -77,19 +109,42 @@ class ResnetPoints(_ResnetExact):
         return Cost(seconds, "monte-carlo", f"{draws} draws x (deepest K + 1) blocks x O(P^4) at P = B N^d = "
                                             f"{spec.batch * spec.positions}")
 
-    def standard_error(self, pred, s_bar):
-        c = pred.constants.get("s_bar_mean") or pred.constants.get("boundary_ratio")
+    def standard_error(self, constants, s_bar):
+        c = constants.get("s_bar_mean") or constants.get("boundary_ratio")
         return s_bar * (c.error / c.value)  # the relative error at the deepest K, taken at every K
 
 
 class _ResnetCalibrated(ProbeCalibratedLaw):
     family = "resnet"
+    #: the law's name among the residual laws of :mod:`amutheory.laws.resnet_values`
+    shape = "coherent"
 
     def _covers(self, spec):
-        from amutheory.api.derivation import derive
+        from amutheory.symbolic.resnet.coherent import resnet_law
 
-        derive(spec)
+        resnet_law(spec)
         return Coverage(True, "a forward-stable residual net (constants calibrated)")
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, statistic="mean",
+                 C=1.0, calibration_depths=DEFAULT_CALIBRATION_DEPTHS, calibration_seeds=32):
+        """The law of the mean with its constants calibrated on ``calibration`` (a Measurement, measured
+        here at ``calibration_depths`` when ``None``, or a fitted Calibration); ``s_bar_se``: the
+        seed-bootstrap refits' spread of ``ln s_bar`` (of ``statistic``) times ``s_bar``."""
+        coverage = self.covers(spec)
+        if not coverage:
+            raise ValueError(coverage.reason)
+        return self._values(spec, list(depths), self.shape, protocol, calibration, progress, statistic, C,
+                            calibration_depths, calibration_seeds)
+
+    def _values(self, spec, depths, shape, protocol, calibration, progress, statistic, C, calibration_depths,
+                calibration_seeds) -> LawValues:
+        got = calibrated_values(spec, depths, shape, calibration, calibration_depths, calibration_seeds, statistic,
+                                protocol, C, progress)
+        s_bar = np.asarray(got["s_bar"], float)
+        se = np.zeros_like(s_bar) if got["log_sd"] is None else s_bar * np.asarray(got["log_sd"], float)
+        return LawValues(self.name, depths, s_bar, se, got["constants"], self.exactness, None, got["notes"],
+                         local_slope=np.asarray(got["local_slope"], float), label=got["label"],
+                         calibration=got["calibration"])
 
 
 class ResnetCoherent(_ResnetCalibrated):
@@ -97,15 +152,13 @@ class ResnetCoherent(_ResnetCalibrated):
     summary = "the coherent leading order with A, B, e0 calibrated on probe measurements at other K"
     leaves_out = "nothing at the calibration K; its extrapolation error grows with the distance to them"
     source = "amutheory.symbolic.resnet.coherent"
-    legacy = ("calibrate", "coherent")
 
 
 class ResnetDenseShape(_ResnetCalibrated):
-    name = "resnet-dense-shape"
+    name, shape = "resnet-dense-shape", "dense-shape"
     summary = "the exact dense law's stream and own parts, each times a calibrated rho"
     leaves_out = "the position and batch sums' K-dependence (taken constant)"
     source = "amutheory.symbolic.resnet.dense"
-    legacy = ("calibrate", "dense-shape")
     default_candidate = False
     not_default_because = "an alternative calibrated law; law='resnet-selected' picks between it and the coherent law"
 
@@ -118,11 +171,10 @@ class ResnetDenseShape(_ResnetCalibrated):
 
 
 class ResnetLimitShape(_ResnetCalibrated):
-    name = "resnet-limit-shape"
+    name, shape = "resnet-limit-shape", "limit-shape"
     summary = "the exact infinite-width law of this net times one calibrated amplitude rho"
     leaves_out = "a K-dependence of the finite width's excess (rho taken depth-independent)"
-    source = "amutheory.api.resnet_exact"
-    legacy = ("calibrate", "limit-shape")
+    source = "amutheory.laws.resnet_exact"
     default_candidate = False
     not_default_because = "a calibrated law; the default takes the exact law itself where one covers the net"
 
@@ -133,7 +185,7 @@ class ResnetLimitShape(_ResnetCalibrated):
         probe = super().cost(spec, depths, **kw)
         if _exact_kind(spec) != "points":
             return probe
-        from amutheory.api.resnet_exact import LIMIT_SHAPE_DRAWS
+        from amutheory.laws.resnet_exact import LIMIT_SHAPE_DRAWS
 
         deepest = max(max(depths), max(kw.get("calibration_depths", (6,))))
         return Cost(probe.seconds + costs.points_seconds(spec, deepest, LIMIT_SHAPE_DRAWS), "monte-carlo",
@@ -144,10 +196,51 @@ class ResnetSelected(_ResnetCalibrated):
     name = "resnet-selected"
     summary = "coherent and dense-shape calibrated on the same nets; the better fit of the calibration K kept"
     leaves_out = "as the law it keeps"
-    source = "amutheory.api.resnet"
-    legacy = ("calibrate", "selected")
+    source = "amutheory.laws.resnet_values"
     default_candidate = False
     not_default_because = "needs more calibration K than the coherent law's three constants"
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, statistic="mean",
+                 C=1.0, calibration_depths=DEFAULT_CALIBRATION_DEPTHS, calibration_seeds=32):
+        """Both residual laws (:data:`RESNET_LAWS`) calibrated on the same measured nets; the values of
+        the one :func:`pick_resnet_law` picks, with ``selection`` saying which, why, and what the other
+        predicts.  The dense-shape law's refusal (a config it does not cover) leaves the coherent law."""
+        from amutheory.calibrate import Calibration
+        from amutheory.measure.measurement import measure
+
+        coverage = self.covers(spec)
+        if not coverage:
+            raise ValueError(coverage.reason)
+        if isinstance(calibration, Calibration):
+            raise ValueError("constants: law='selected' calibrates both residual laws on the same nets and keeps "
+                             "one; it takes constants='calibrate' only, got a Calibration")
+        cal_depths = check_depths(calibration.depths if calibration else calibration_depths)
+        if len(set(cal_depths)) <= len(RESNET_CONSTANTS):
+            raise ValueError(f"calibration_depths: law='selected' compares the laws' fits, which needs more "
+                             f"calibration depths than the coherent law's {len(RESNET_CONSTANTS)} constants; got "
+                             f"{sorted(cal_depths)}")
+        if calibration is None:
+            calibration = measure(spec, cal_depths, calibration_seeds, protocol, C, progress)
+        depths = list(depths)
+        got, not_covered = {}, {}
+        for shape in RESNET_LAWS:
+            try:
+                got[shape] = self._values(spec, depths, shape, protocol, calibration, None, statistic, C,
+                                          calibration_depths, calibration_seeds)
+            except ValueError as exc:
+                if shape == RESNET_LAWS[0]:
+                    raise
+                not_covered[shape] = str(exc)
+        picked, ses = pick_resnet_law({shape: v.calibration.to_dict() for shape, v in got.items()})
+        values = got[picked]
+        values.selection = {"law": picked, "criterion": SELECTION_CRITERION, "residual_se_log": ses,
+                            "not_covered": not_covered,
+                            "eta_star_by_law": {shape: np.sqrt(C / statistic_values(v, statistic)[0]).tolist()
+                                                for shape, v in got.items()}}
+        words = ", ".join(f"{shape} {se:.3g}" for shape, se in ses.items())
+        values.notes.append(f"law selected: {picked}, by {SELECTION_CRITERION}: {words}"
+                            + "".join(f"; {shape} not available ({why})" for shape, why in not_covered.items()))
+        return values
 
 
 LAWS = (ResnetDense(), ResnetModes(), ResnetPoints(), ResnetCoherent(), ResnetDenseShape(), ResnetLimitShape(),

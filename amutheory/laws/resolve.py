@@ -1,0 +1,93 @@
+"""One vocabulary of law names: the registry's.  :func:`resolve_law` maps the older ways of asking
+``predict`` for a law -- ``constants="calibrate" | "derive" | "mlp-limit"`` or a fitted
+:class:`~amutheory.calibrate.Calibration`, and the older law names of :data:`amutheory.api.LAWS`
+(``coherent``, ``effective-depth``, ``dense-shape``, ``selected``, ``limit-shape``) -- to the
+registered law that answers them.  ``docs/laws_and_constants.md`` holds the same table.
+"""
+
+from __future__ import annotations
+
+from amutheory.laws.registry import REGISTRY
+
+#: ``predict(law=..., constants=...)``'s default: the best law (:func:`amutheory.laws.best_law`)
+AUTO = "auto"
+#: ``constants=`` strings besides a Calibration
+CONSTANTS_CHOICES = ("auto", "calibrate", "derive", "mlp-limit")
+
+#: ``(older law name, constants) -> registered laws`` tried in this order; the first of ``spec``'s family
+#: that covers ``spec`` answers.  ``constants="auto"`` and a Calibration read as ``"calibrate"``;
+#: ``law="auto"`` with a ``constants`` other than ``"auto"`` reads as ``"coherent"``.  A family added
+#: later adds its laws to the rows its older names answer to.
+OLD_NAMES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("coherent", "calibrate"): ("chain-coherent", "resnet-coherent", "transformer-coherent"),
+    ("coherent", "derive"): ("chain-spectral", "chain-operator", "chain-kernel", "resnet-dense", "resnet-modes",
+                             "resnet-points"),
+    ("coherent", "mlp-limit"): ("chain-mlp-limit",),
+    ("effective-depth", "calibrate"): ("transformer-effective-depth",),
+    ("dense-shape", "calibrate"): ("resnet-dense-shape",),
+    ("selected", "calibrate"): ("resnet-selected",),
+    ("limit-shape", "calibrate"): ("resnet-limit-shape",),
+}
+
+
+def resolve_law(family: str, law="auto", constants="auto", spec=None) -> str | None:
+    """The registry name of the law that ``predict(spec, law=law, constants=constants)`` runs for a net
+    of ``family`` (``spec``: the net, for the rows with several candidates), or ``None`` for the default
+    (``law="auto"``, ``constants="auto"``: the best law, :func:`~amutheory.laws.best_law`).
+
+    ======================  ===============================  =====================================================
+    ``law``                 ``constants``                    registered law
+    ======================  ===============================  =====================================================
+    ``auto``                ``auto``                         ``None``: the best covering law within the budget
+    a registered name       ``auto`` (anything else refused)  that law
+    ``auto``/``coherent``   ``calibrate``/``auto``/Calibr.   ``chain-coherent`` | ``resnet-coherent`` |
+                                                             ``transformer-coherent``
+    ``auto``/``coherent``   ``derive``                       the exact law that covers the net: ``chain-spectral``,
+                                                             ``chain-operator``, ``chain-kernel``; ``resnet-dense``,
+                                                             ``resnet-modes``, ``resnet-points``
+    ``auto``/``coherent``   ``mlp-limit``                    ``chain-mlp-limit``
+    ``effective-depth``     ``calibrate``/``auto``/Calibr.   ``transformer-effective-depth``
+    ``dense-shape``         ``calibrate``/``auto``/Calibr.   ``resnet-dense-shape``
+    ``selected``            ``calibrate``/``auto``           ``resnet-selected``
+    ``limit-shape``         ``calibrate``/``auto``/Calibr.   ``resnet-limit-shape``
+    ======================  ===============================  =====================================================
+
+    ``ValueError`` naming the argument for a combination the table does not hold (with each candidate's
+    reason where none covers ``spec``); ``TypeError`` for a ``law`` that is not a string."""
+    from amutheory.calibrate import Calibration
+
+    if not isinstance(law, str):
+        raise TypeError(f"law must be a string, got {type(law).__name__}")
+    fitted = isinstance(constants, Calibration)
+    if not fitted and not (isinstance(constants, str) and constants in CONSTANTS_CHOICES):
+        raise ValueError(f"constants must be 'calibrate', 'derive', 'mlp-limit' or a Calibration, got {constants!r}")
+    if law == AUTO and constants == AUTO:
+        return None
+    if law in REGISTRY:
+        if fitted or constants != AUTO:
+            raise ValueError(f"constants: law={law!r} sets its own constants; leave constants='auto'")
+        return law
+    old = "coherent" if law == AUTO else law
+    kind = "calibrate" if fitted or constants == AUTO else constants
+    rows = {key: [n for n in names if n in REGISTRY and REGISTRY[n].family == family]
+            for key, names in OLD_NAMES.items()}
+    olds = list(dict.fromkeys(o for (o, _), names in rows.items() if names))
+    if old not in olds:
+        if not olds:
+            raise ValueError(f"law: no law called {law!r}; registered: {', '.join(REGISTRY)}")
+        raise ValueError(f"law: family {family!r} has the laws {', '.join(olds)} (or a registered name); got {law!r}")
+    candidates = rows.get((old, kind)) or []
+    if not candidates:
+        kinds = [k for (o, k), names in rows.items() if o == old and names]
+        raise ValueError(f"constants: law {old!r} of family {family!r} takes constants {', '.join(kinds)} (or a "
+                         f"Calibration); got {constants!r}")
+    if spec is None or len(candidates) == 1:
+        return candidates[0]
+    reasons: dict[str, list] = {}
+    for name in candidates:
+        coverage = REGISTRY[name].covers(spec)
+        if coverage:
+            return name
+        reasons.setdefault(coverage.reason, []).append(name)
+    why = "; ".join(f"{', '.join(names)}: {reason}" for reason, names in reasons.items())
+    raise ValueError(f"constants={kind!r}: no law covers this net ({why})")
