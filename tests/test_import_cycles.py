@@ -23,12 +23,9 @@ PACKAGE = Path(amutheory.__file__).resolve().parent
 
 #: cycles another part of issue 38 removes in parallel (laws/ and api/selection.py; cli.py and
 #: preflight.py); emptied once those branches are merged
-PENDING_ELSEWHERE = {
-    frozenset({"amutheory.laws", "amutheory.laws.chain", "amutheory.laws.registry", "amutheory.laws.resnet"}),
-}
+PENDING_ELSEWHERE: set = set()
 PENDING_PAIRS_ELSEWHERE = {
     frozenset({"amutheory.cli", "amutheory.preflight"}),
-    frozenset({"amutheory.laws", "amutheory.laws.registry"}),
 }
 
 

@@ -88,14 +88,6 @@ def test_default_law_against_the_probe_at_held_out_depths(activation):
         assert abs(s.mean() - s_law) <= allowed, (activation, depth, s.mean(), s_law, se)
 
 
-#: predict dispatches on PredictedLaw.legacy until issue 38 part 2 makes it call the chosen law's evaluate
-#: (the MLP's laws have no legacy): the tests of predict itself run from then on
-PREDICT_CALLS_EVALUATE = pytest.mark.skipif(
-    hasattr(__import__("amutheory.laws.contract", fromlist=["Law"]), "PredictedLaw"),
-    reason="predict still dispatches on PredictedLaw.legacy (removed by issue 38 part 2)")
-
-
-@PREDICT_CALLS_EVALUATE
 def test_predict_default_returns_the_chosen_laws_values():
     from amutheory import predict
 
@@ -146,7 +138,6 @@ def test_cli_measure_laws_transfer_with_family_mlp():
     assert t["reference"]["effective_depth"] < t["target"]["effective_depth"] and 0 < t["lr"] < 0.1
 
 
-@PREDICT_CALLS_EVALUATE
 def test_cli_predict_with_family_mlp():
     d = json.loads(_cli("predict", *_TINY, "--activation", "linear", "--depths", "4,8", "--json"))
     assert d["spec"]["family"] == "mlp" and len(d["eta_star"]) == 2

@@ -37,11 +37,13 @@ def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = 
 
 def _refuse_calibrated(spec: ArchSpec | None, law: str) -> None:
     """``derive`` gives closed forms only: a calibrated predictor's name is refused, saying whether the
-    family has it at all (:func:`_check_law`)."""
+    family has it at all (:func:`~amutheory.laws.resolve_law`)."""
+    from amutheory.laws.resolve import resolve_law
+
     try:
         if spec is None:
             raise ValueError(law)
-        _check_law(spec, law)
+        resolve_law(spec.family, law, "calibrate")
     except ValueError:
         raise ValueError(f"law: {law!r} is a residual-net law (family resnet)") from None
     raise ValueError(f"law: {law!r} is a calibrated predictor, not a closed form (predict with "

@@ -7,7 +7,7 @@ import numpy as np
 
 from amutheory.calibrate import Calibration
 from amutheory.checks import DEFAULT_CALIBRATION_DEPTHS
-from amutheory.laws import costs
+import amutheory.laws.costs as costs
 from amutheory.laws.blocks import held_in_notes, input_var_constant, target_constant
 from amutheory.laws.chain_values import (chain_calibration, kernel_mean, law_values, mlp_limit_constants,
                                          operator_mean, predicted_layer_profile, spectral_mean)

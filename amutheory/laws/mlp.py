@@ -22,7 +22,7 @@ import functools
 import numpy as np
 
 from amutheory.constants import Constant
-from amutheory.laws import costs
+import amutheory.laws.costs as costs
 from amutheory.laws.contract import Coverage, Cost, Law, LawValues
 from amutheory.spec import ArchSpec, ProbeProtocol
 

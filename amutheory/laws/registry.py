@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from amutheory.laws import chain, mlp, resnet, transformer
+import amutheory.laws.chain as chain
+import amutheory.laws.mlp as mlp
+import amutheory.laws.resnet as resnet
+import amutheory.laws.transformer as transformer
 from amutheory.laws.contract import EXACTNESS, Law
 from amutheory.spec import ArchSpec
 

@@ -8,7 +8,7 @@ import functools
 import numpy as np
 
 from amutheory.checks import DEFAULT_CALIBRATION_DEPTHS, check_depths
-from amutheory.laws import costs
+import amutheory.laws.costs as costs
 from amutheory.laws.blocks import statistic_values
 from amutheory.laws.contract import Coverage, Cost, Law, LawValues, ProbeCalibratedLaw
 from amutheory.laws.resnet_exact import exact_values, exact_kind

@@ -19,9 +19,9 @@ CONSTANTS_CHOICES = ("auto", "calibrate", "derive", "mlp-limit")
 #: ``law="auto"`` with a ``constants`` other than ``"auto"`` reads as ``"coherent"``.  A family added
 #: later adds its laws to the rows its older names answer to.
 OLD_NAMES: dict[tuple[str, str], tuple[str, ...]] = {
-    ("coherent", "calibrate"): ("chain-coherent", "resnet-coherent", "transformer-coherent"),
+    ("coherent", "calibrate"): ("chain-coherent", "resnet-coherent", "transformer-coherent", "mlp-coherent"),
     ("coherent", "derive"): ("chain-spectral", "chain-operator", "chain-kernel", "resnet-dense", "resnet-modes",
-                             "resnet-points"),
+                             "resnet-points", "mlp-spectral", "mlp-kernel"),
     ("coherent", "mlp-limit"): ("chain-mlp-limit",),
     ("effective-depth", "calibrate"): ("transformer-effective-depth",),
     ("dense-shape", "calibrate"): ("resnet-dense-shape",),
@@ -41,10 +41,11 @@ def resolve_law(family: str, law="auto", constants="auto", spec=None) -> str | N
     ``auto``                ``auto``                         ``None``: the best covering law within the budget
     a registered name       ``auto`` (anything else refused)  that law
     ``auto``/``coherent``   ``calibrate``/``auto``/Calibr.   ``chain-coherent`` | ``resnet-coherent`` |
-                                                             ``transformer-coherent``
+                                                             ``transformer-coherent`` | ``mlp-coherent``
     ``auto``/``coherent``   ``derive``                       the exact law that covers the net: ``chain-spectral``,
                                                              ``chain-operator``, ``chain-kernel``; ``resnet-dense``,
-                                                             ``resnet-modes``, ``resnet-points``
+                                                             ``resnet-modes``, ``resnet-points``; ``mlp-spectral``,
+                                                             ``mlp-kernel``
     ``auto``/``coherent``   ``mlp-limit``                    ``chain-mlp-limit``
     ``effective-depth``     ``calibrate``/``auto``/Calibr.   ``transformer-effective-depth``
     ``dense-shape``         ``calibrate``/``auto``/Calibr.   ``resnet-dense-shape``
