@@ -16,6 +16,7 @@ import os
 import re
 
 from amutheory import limits
+from amutheory.flags import SWEEP_OUT
 from amutheory.outputs import check_output_dir, check_output_file
 from amutheory.spec import (
     SIZE_WHY, ArchSpec, check_depth, check_depth_list, check_int, check_number, check_seed_range, check_size,
@@ -67,7 +68,7 @@ def _positive(flag: str, value) -> None:
 def _arch(args, depth: int | None = None):
     """The spec of the architecture flags at ``depth`` (default the deepest of --depths), and
     the probe protocol; --C and --input-var checked."""
-    from amutheory.cli import _protocol, _spec
+    from amutheory.flags import protocol_from_flags, spec_from_flags
 
     if args.depths is not None:
         check_depth_list("--depths", args.depths)
@@ -75,7 +76,7 @@ def _arch(args, depth: int | None = None):
     _positive("--input-var", args.input_var)
     if depth is None and args.depths:
         depth = max(args.depths)
-    return _spec(args, depth=depth), _protocol(args)
+    return spec_from_flags(args, depth=depth), protocol_from_flags(args)
 
 
 def check_probe(spec, chunk: int, seeds: int, protocol, lower: str = PROBE_FLAGS) -> None:
@@ -88,8 +89,8 @@ def check_boundary_law(spec, depths) -> None:
     reads) fits in memory; a chain without an exact law takes the local model (no memory to speak of)."""
     from amutheory.symbolic.chain.kernel_law import boundary_law_method
 
-    if not depths or spec.family != "conv":
-        return
+    if not depths or spec.family_object.residual or not spec.family_object.convolutional:
+        return  # the residual nets' boundary law has its own bound (B N^d points); no convolution, no boundary
     zero = spec.with_(padding="zero", depth=max(depths))
     method = boundary_law_method(zero)
     deepest = max(depths) + 1
@@ -126,6 +127,10 @@ def _measure(args) -> None:
     spec, protocol = _arch(args)
     check_seed_range(args.seed_start, args.seeds, "--seed-start", "--seeds")
     check_size("--chunk", args.chunk)
+    if args.spread:
+        from amutheory.measure.loss_form import check_spread_seeds
+
+        check_spread_seeds(args.seeds, "--seeds")
     check_probe(spec, args.chunk, args.seeds, protocol)
     if args.out is not None:
         check_output_file(args.out, "--out")
@@ -138,7 +143,9 @@ def _boundary(args) -> None:
     check_number("--tolerance", args.tolerance, positive=True)
     check_int("--draws", args.draws, 2, limits.MAX_SIZE, SIZE_WHY)
     _positive("--input-var", args.input_var)
-    resnet = dict(branch=args.branch, init=args.init) if args.family == "resnet" else {}
+    from amutheory.families import get_family
+
+    resnet = dict(branch=args.branch, init=args.init) if get_family(args.family).residual else {}
     spec = ArchSpec(family=args.family, dim=args.dim, depth=max(depths), width=args.width, kernel=args.kernel,
                     spatial=args.spatial, padding="zero", activation=args.activation,
                     input_channels=args.input_channels, batch=args.batch, **resnet)
@@ -146,7 +153,7 @@ def _boundary(args) -> None:
 
 
 def _validate(args) -> None:
-    from amutheory.cli import PROTOCOL_PRESETS
+    from amutheory.flags import PROTOCOL_PRESETS
     from amutheory.spec import ProbeProtocol
 
     training = args.preset in PROTOCOL_PRESETS
@@ -158,7 +165,7 @@ def _validate(args) -> None:
     _check_scheduler(args.scheduler)
     configs = [] if training else _campaign_configs(args)
     default = f"results/{args.preset if training else 'quick'}"
-    check_output_dir(default if args.out is None else args.out, "--out")
+    check_output_dir(default if args.out is None else args.out, "--out", make_parents=args.out is None)
     for cfg in configs:  # every config fits the probe at its deepest depth
         deepest = max(cfg.depths + cfg.calibration_depths)
         check_probe(cfg.spec.with_(depth=deepest), args.chunk, len(cfg.seed_list), protocol,
@@ -188,7 +195,7 @@ def _check_scheduler(address) -> None:
 
 def _compare_widths(args) -> None:
     if args.out is not None:
-        check_output_file(args.out, "--out", make_parents=True)
+        check_output_file(args.out, "--out")
 
 
 def _depth(args) -> None:
@@ -245,7 +252,7 @@ def _sweep(args) -> None:
     check_number("--dropout", args.dropout, minimum=0.0, below=1.0)
     _check_data_dir(args.data_dir)
     _check_scheduler(args.scheduler)
-    check_output_dir(args.out, "--out")
+    check_output_dir(args.out, "--out", make_parents=args.out == SWEEP_OUT)
 
 
 def check_training_memory(template, depths, widths, lrs: int, workers: int, vectorise: bool) -> None:

@@ -134,3 +134,16 @@ class Family:
 
     def __repr__(self) -> str:
         return f"<family {self.name}>"
+
+    # ------------------------------------------------------------------ questions the CLI asks
+    @property
+    def convolutional(self) -> bool:
+        """Whether its nets convolve over positions (``padding`` and ``kernel`` mean something:
+        ``derive``'s zero-padding boundary and the ``boundary`` command apply)."""
+        return "padding" not in self.unused_fields
+
+    @property
+    def residual(self) -> bool:
+        """Whether its nets are residual blocks on a stream (their depth counts blocks K): the
+        residual laws' reports, not the chain's."""
+        return self.counts_blocks
