@@ -299,9 +299,6 @@ def _sweep_template(args):
     real = args.dataset != "synthetic"
     given = {k: getattr(args, k) for k in ("spatial", "input_channels", "outputs", "seq_len")
              if getattr(args, k) is not None}
-    if real and given:
-        k = sorted(given)[0]
-        raise CliError(f"sweep: --{k.replace('_', '-')} is set by the dataset {args.dataset} (its images); leave it out")
     from amutheory.families import get_family
 
     for k, v in get_family(args.family).sweep_defaults().items():
@@ -309,11 +306,11 @@ def _sweep_template(args):
             setattr(args, k, v)
     args.batch, args.widths = 8, args.widths or [args.width]
     spec = spec_for_data(_spec(args, depth=args.depths[0]).with_(width=args.widths[0]), args.dataset, args.data_dir)
-    if args.device.startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():
-            raise CliError(f"sweep: --device {args.device} but no CUDA device is available here")
+    for k, v in sorted(given.items()) if real else ():  # a size the dataset sets: accepted only when it agrees
+        have = getattr(spec, "spatial" if k == "seq_len" else k)
+        if v != have:
+            raise CliError(f"sweep: --{k.replace('_', '-')} {v}: the dataset {args.dataset} sets it to {have} "
+                           "(its images); leave it out")
     return Cell(spec=spec, lr=1.0, optimizer=args.optimizer, momentum=args.momentum, weight_decay=args.weight_decay,
                 dataset=args.dataset, steps=args.steps, batch_size=args.batch_size, norm=args.norm,
                 dropout=args.dropout, model=args.model, dtype=args.dtype, data_dir=args.data_dir, device=args.device)
@@ -335,12 +332,32 @@ def _sweep_rates(args) -> list[float]:
     return grid(args.lr_range[0], args.lr_range[1], 9 if args.points is None else args.points)
 
 
+def _layout_note(args, spec) -> str | None:
+    """How a 1-D model reads a dataset's square images (said, never silently done)."""
+    from amutheory.families import get_family
+
+    family = get_family(spec.family)
+    if family.data_dim(spec) != 1:
+        return None
+    keep = " (--dim 2 keeps them as images)" if family.convolutional else ""
+    return (f"a 1-D {family.title} reads the {args.dataset} images as {spec.spatial} positions of "
+            f"{spec.input_channels} features (channels x columns){keep}")
+
+
 def cmd_sweep(args):
     from amutheory.preflight import check_training_memory
     from amutheory.train import run_sweep
 
     lrs = _sweep_rates(args)  # the numbers, --out and --data-dir were checked by preflight
     template = _sweep_template(args)
+    if args.model is not None:  # a user's factory: its parameters and head checked before any cell runs
+        from amutheory.train.modelcheck import check_network
+
+        check_network(template, args.depths, args.widths)
+    if args.dataset != "synthetic" and not (args.quiet or args.json):
+        note = _layout_note(args, template.spec)
+        if note:
+            print(f"note: {note}", file=sys.stderr, flush=True)
     if args.model is None and args.scheduler is None:  # a factory's nets, a remote cluster's memory: unknown
         check_training_memory(template, args.depths, args.widths, len(lrs), args.workers, not args.loop)
     seeds = list(range(args.seed_start, args.seed_start + args.seeds))
@@ -348,6 +365,8 @@ def cmd_sweep(args):
                         refine=args.refine, engine=args.engine, workers=args.workers, threads=args.threads,
                         vectorise=not args.loop, scheduler=args.scheduler,
                         progress=not (args.json or args.quiet), figures=not args.no_figures)
+    from amutheory.train.report import unresolved_note
+
     fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # noqa: E731 - null: not finite / not defined
     lines = [f"wrote {args.out}/summary.json, report.md, cells.jsonl" + ("" if args.no_figures else ", figures"),
              f"{'depth':>6} {'width':>6} {'eta*_train':>11} {'95% CI':>22} {'eta*_grid':>10}  flags"]
@@ -356,6 +375,7 @@ def cmd_sweep(args):
         lines.append(f"{r['depth']:>6} {r['width']:>6} {fmt(r['eta_star_train']):>11} "
                      f"{'n/a' if not ci else f'[{ci[0]:.4g}, {ci[1]:.4g}]':>22} {fmt(r['eta_star_grid']):>10}  "
                      f"{', '.join(r['flags']) or '-'}")
+    lines += [f"{note}" for note in map(unresolved_note, summary["runs"]) if note]
     for key, axis in (("depth_fit", "depth"), ("width_fit", "width")):
         for fit in summary.get(key) or []:
             if "exponent" in fit:
