@@ -59,15 +59,17 @@ SEED_LIMIT = 2**63
 #: ``x`` within ``(1.8e308)^(1/4) ~ 1.2e77`` of 1 on either side; ``1e75`` leaves a margin for the
 #: prefactors.  (The MLP-limit constants, quadratic, would overflow from about ``1.3e154``.)
 MAX_SCALE = 1e75
+#: the narrowest, ``1 / MAX_SCALE`` (written out: ``1.0 / 1e75`` rounds above ``1e-75``)
+MIN_SCALE = 1e-75
 
 
 def check_scale(name: str, value) -> float:
-    """A positive finite variance scale within ``[1/MAX_SCALE, MAX_SCALE]`` (:data:`MAX_SCALE`)."""
+    """A positive finite variance scale within ``[MIN_SCALE, MAX_SCALE]`` (:data:`MAX_SCALE`)."""
     from amutheory.spec import check_number
 
     value = check_number(name, value, positive=True)
-    if not (1.0 / MAX_SCALE <= value <= MAX_SCALE):
-        raise ValueError(f"{name} must be in [{1.0 / MAX_SCALE:g}, {MAX_SCALE:g}] (the laws hold its fourth power, "
+    if not (MIN_SCALE <= value <= MAX_SCALE):
+        raise ValueError(f"{name} must be in [{MIN_SCALE:g}, {MAX_SCALE:g}] (the laws hold its fourth power, "
                          f"which float64 keeps finite only there), got {value:g}")
     return value
 #: bytes per element of each dtype name

@@ -202,9 +202,9 @@ def _validate(args) -> None:
     protocol = ProbeProtocol(input_var=args.input_var, dtype=args.dtype, device=args.device)
     _check_data_dir(args.data_dir)
     _check_scheduler(args.scheduler)
-    configs = [] if training else _campaign_configs(args)
     default = f"results/{args.preset if training else 'quick'}"
     check_output_dir(default if args.out is None else args.out, "--out", make_parents=args.out is None)
+    configs = [] if training else _campaign_configs(args)
     for cfg in configs:  # every config fits the probe at its deepest depth
         deepest = max(cfg.depths + cfg.calibration_depths)
         check_probe(cfg.spec.with_(depth=deepest), args.chunk, len(cfg.seed_list), protocol,
