@@ -112,10 +112,11 @@ def _arch(args, depth: int | None = None):
         check_depth_list("--depths", args.depths)
     _positive("--C", getattr(args, "C", None))
     _scale("--input-var", args.input_var)
-    _scale("--init-c", getattr(args, "init_c", None))
     if depth is None and args.depths:
         depth = max(args.depths)
-    return spec_from_flags(args, depth=depth), protocol_from_flags(args)
+    spec = spec_from_flags(args, depth=depth)  # refuses a non-positive init_c in its own words
+    _scale("--init-c", getattr(args, "init_c", None))
+    return spec, protocol_from_flags(args)
 
 
 def check_probe(spec, chunk: int, seeds: int, protocol, lower: str = PROBE_FLAGS) -> None:
@@ -288,9 +289,11 @@ def _sweep(args) -> None:
     for flag in ("lrs", "lr_range"):
         for v in getattr(args, flag) or []:
             check_rate(f"--{flag.replace('_', '-')}", v)
-    if args.lrs is not None and len(set(args.lrs)) < MIN_GRID:
+    if args.lrs is not None and len(set(args.lrs)) != len(args.lrs):
+        raise ValueError(f"--lrs has a repeated value: {args.lrs}")
+    if args.lrs is not None and len(args.lrs) < MIN_GRID:
         raise ValueError(f"--lrs must give at least {MIN_GRID} distinct rates (an optimum needs a neighbour on each "
-                         f"side), got {len(set(args.lrs))}")
+                         f"side), got {len(args.lrs)}")
     check_number("--momentum", args.momentum, minimum=0.0, below=1.0)
     check_number("--weight-decay", args.weight_decay, minimum=0.0)
     check_number("--dropout", args.dropout, minimum=0.0, below=1.0)

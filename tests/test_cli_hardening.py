@@ -87,7 +87,8 @@ def test_transfer_overflow_refused_not_infinity(capsys):
 
 @pytest.mark.parametrize("extra, needles", [
     (["--lrs", "0.1"], ("--lrs", "at least 3")),
-    (["--lrs", "0.1,0.1,0.1"], ("--lrs", "at least 3")),
+    (["--lrs", "0.1,0.2"], ("--lrs", "at least 3")),
+    (["--lrs", "0.1,0.1,0.2"], ("--lrs", "repeated")),
     (["--steps", "1"], ("--steps",)),
     (["--data-dir", "."], ("--data-dir", "synthetic")),
     (["--dataset", "digits", "--data-dir", "."], ("--data-dir", "digits")),
@@ -248,3 +249,19 @@ def test_sigterm_of_a_sweep_ends_it_quickly_in_one_line(tmp_path):
     assert proc.returncode == 143 and len(lines) == 1 and "SIGTERM" in lines[0], err[-2000:]
     assert "InvalidStateError" not in err and "Traceback" not in err
     assert not _gone_within(workers, 10)
+
+
+def test_preflight_flags_and_site_never_import_the_cli():
+    """The CLI sits on top: what it uses (preflight, flags, the site) imports nothing of it, at any
+    level of a module (so no cli <-> preflight <-> site cycle)."""
+    import ast
+
+    import amutheory
+
+    root = Path(amutheory.__file__).parent
+    files = [root / "preflight.py", root / "flags.py", *sorted((root / "site").glob("*.py"))]
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom) else
+                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            assert not any(n == "amutheory.cli" or n.startswith("amutheory.cli.") for n in names), path
