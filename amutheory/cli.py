@@ -493,6 +493,10 @@ def _measure_spread(args, spec, seeds, d) -> list[str]:
     return lines
 
 
+_PROTOCOL_ONLY = ("workers", "engine", "scheduler", "data_dir")
+_CAMPAIGN_ONLY = {"only": None, "chunk": 16, "fresh": False, "first_seed": 0, "dtype": "float64"}
+
+
 def cmd_protocol(args):
     from amutheory.protocol import run_protocol
 
