@@ -354,7 +354,7 @@ def cmd_sweep(args):
         from amutheory.train.modelcheck import check_network
 
         check_network(template, args.depths, args.widths)
-    if args.dataset != "synthetic" and not (args.quiet or args.json):
+    if args.dataset != "synthetic" and not args.quiet:  # stderr: said with --json too
         note = _layout_note(args, template.spec)
         if note:
             print(f"note: {note}", file=sys.stderr, flush=True)
