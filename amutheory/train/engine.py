@@ -5,7 +5,7 @@ yields ``(group, records)`` as groups finish, in any order; the sweep writes eac
 
 * ``local`` with ``workers=1``: in this process, one group after another;
 * ``local`` with ``workers=N``: a ``spawn`` process pool, each worker on ``threads`` torch
-  threads (one by default: two busy threads on a 2-core machine are 10-100x slower than one);
+  threads (one by default: more busy threads than cores slow every worker down);
 * ``dask``: ``scheduler="tcp://host:port"`` uses a running ``dask scheduler`` (start one by hand
   with ``dask scheduler`` and ``dask worker ADDRESS --nthreads 1``, or on SLURM through
   dask-jobqueue); without a scheduler, a ``LocalCluster`` of ``workers`` processes.  Needs the
