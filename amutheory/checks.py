@@ -34,6 +34,28 @@ def check_depths(depths) -> list[int]:
     return sorted(out)
 
 
+#: calibration depths a calibrated law needs: one per constant it fits (a, b, e; the depth-mean
+#: target of :func:`amutheory.calibrate.calibrate` counts depths, not layers)
+MIN_CALIBRATION_DEPTHS = 3
+
+
+def check_calibration_depths(depths, name: str = "calibration_depths") -> list[int]:
+    """``depths`` (:func:`check_depths`, each within the depth bound) with at least
+    :data:`MIN_CALIBRATION_DEPTHS` of them: what ``predict`` and ``laws`` both refuse up front,
+    before a probe is measured."""
+    from amutheory.spec import check_depth_list
+
+    check_depth_list(name, depths)
+    try:
+        out = check_depths(depths)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    if len(out) < MIN_CALIBRATION_DEPTHS:
+        raise ValueError(f"{name} must give at least {MIN_CALIBRATION_DEPTHS} distinct depths (one per fitted "
+                         f"constant a, b, e), got {out}")
+    return out
+
+
 def _check_C(C):
     if isinstance(C, bool) or not isinstance(C, numbers.Real) or not np.isfinite(C) or C <= 0:
         raise ValueError(f"C must be a positive number, got {C!r}")

@@ -15,7 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from amutheory.spec import ACTIVATIONS, BRANCHES, FAMILIES, INITS, PADDINGS, SHORTCUTS
+from amutheory.families import family_names
+from amutheory.flags import PROTOCOL_PRESETS, SWEEP_OUT
+from amutheory.spec import ACTIVATIONS, BRANCHES, INITS, PADDINGS, SHORTCUTS
 
 EXIT_USAGE = 2
 
@@ -64,7 +66,7 @@ def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
     DERIVED_LAWS = [n for n in LAWS if n not in CALIBRATED_RESNET_LAWS]
 
     g = p.add_argument_group("architecture")
-    g.add_argument("--family", default="conv", choices=FAMILIES, help="architecture family (default conv)")
+    g.add_argument("--family", default="conv", choices=family_names(), help="architecture family (default conv)")
     g.add_argument("--dim", type=int, default=1, help="spatial dimension d: 1 or 2 (default 1)")
     g.add_argument("--padding", default="circular", type=_padding, metavar="{" + ",".join(PADDINGS) + "}",
                    help="padding (default circular; 'zeros' is accepted for 'zero')")
@@ -113,27 +115,15 @@ def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
 
 
 def _spec(args, depth=None):
-    from amutheory.api import check_depths
-    from amutheory.spec import ArchSpec
+    from amutheory.flags import spec_from_flags
 
-    if args.depths is not None:
-        args.depths = check_depths(args.depths)
-    spatial = args.seq_len if getattr(args, "seq_len", None) is not None else args.spatial
-    if args.family == "transformer" and args.padding != "circular":
-        raise CliError(f"--padding {args.padding} has no meaning for a transformer (it has no convolution)")
-    depth = depth if depth is not None else (args.depths or [1])[0]
-    return ArchSpec(family=args.family, dim=args.dim, depth=depth, width=args.width,
-                    kernel=args.kernel, spatial=spatial, padding=args.padding, activation=args.activation,
-                    init_c=args.init_c, input_channels=args.input_channels, batch=args.batch,
-                    outputs=args.outputs, readout=args.readout, branch=args.branch, init=args.init,
-                    shortcut=args.shortcut, heads=args.heads, mlp_ratio=args.mlp_ratio,
-                    attn_scale=args.attn_scale)
+    return spec_from_flags(args, depth)
 
 
 def _protocol(args):
-    from amutheory.spec import ProbeProtocol
+    from amutheory.flags import protocol_from_flags
 
-    return ProbeProtocol(input_var=args.input_var, dtype=args.dtype, device=args.device)
+    return protocol_from_flags(args)
 
 
 def _progress(args):
@@ -165,10 +155,8 @@ def cmd_derive(args):
     from amutheory.api.summaries import chain_derivation
 
     spec = _spec(args)
-    if spec.family == "resnet":
-        return _derive_resnet(args, spec)
-    if spec.family == "transformer":
-        return _derive_transformer(args, spec)
+    if spec.family_object.residual:  # residual blocks: on a convolution stream, or a Transformer's
+        return (_derive_resnet if spec.family_object.convolutional else _derive_transformer)(args, spec)
     if args.law not in ("auto", "coherent"):
         raise CliError(f"derive: --law {args.law}: a conv chain derives one symbolic law (coherent); the other laws "
                        "are predictors (predict --law ...)")
@@ -241,7 +229,7 @@ def _resnet_boundary(args, depths):
     from amutheory.api.summaries import resnet_boundary_summary
     from amutheory.spec import ArchSpec
 
-    spec = ArchSpec(family="resnet", dim=args.dim, depth=depths[0], width=args.width, kernel=args.kernel,
+    spec = ArchSpec(family=args.family, dim=args.dim, depth=depths[0], width=args.width, kernel=args.kernel,
                     spatial=args.spatial, padding="zero", activation=args.activation, branch=args.branch,
                     init=args.init, input_channels=args.input_channels, batch=args.batch)
     if args.draws < 2:
@@ -250,20 +238,12 @@ def _resnet_boundary(args, depths):
                                                                   file=sys.stderr))
     d = resnet_boundary_summary(spec, depths, args.draws, args.input_var, args.tolerance, progress)
     rows = d["per_depth"]
-    _per_depth_keys(d, rows, ("eta_ratio", "s_bar_ratio", "s_bar_ratio_se", "slope_shift", "constant_level"))
     lines = [f"zero padding, residual {spec.branch}/{spec.init} ({spec.activation}), {spec.dim}D, k = {spec.kernel}, "
              f"N = {spec.spatial}, B = {spec.batch}",
              f"{'K':>5} {'eta* zero/circ':>15} {'s_bar zero/circ':>16} {'+-':>8} {'slope shift':>12}  claim"]
     lines += [f"{r['depth']:>5} {r['eta_ratio']:>15.4f} {r['s_bar_ratio']:>16.4f} {r['s_bar_ratio_se']:>8.4f} "
               f"{r['slope_shift']:>+12.4f}  {_verdict(r)}" for r in rows]
     _emit(args, d, "\n".join(lines + _claim_lines(d, "K")))
-
-
-def _per_depth_keys(d: dict, rows: list, keys) -> None:
-    """The per-depth rows' ``keys`` as lists in ``d``, and ``claim_holds`` (constant-level at every depth)."""
-    for key in keys:
-        d[key] = [r[key] for r in rows]
-    d["claim_holds"] = all(d["constant_level"])
 
 
 def _verdict(row: dict) -> str:
@@ -287,16 +267,16 @@ def cmd_boundary(args):
     depths = check_depths(args.depths)
     if not (args.tolerance > 0):
         raise CliError(f"boundary: --tolerance must be > 0, got {args.tolerance}")
-    if args.family == "resnet":
+    from amutheory.families import get_family
+
+    if get_family(args.family).residual:
         return _resnet_boundary(args, depths)
-    spec = ArchSpec(dim=args.dim, depth=depths[0], width=args.width, kernel=args.kernel, spatial=args.spatial,
+    spec = ArchSpec(family=args.family, dim=args.dim, depth=depths[0], width=args.width, kernel=args.kernel, spatial=args.spatial,
                     padding="zero", activation=args.activation, input_channels=args.input_channels,
                     batch=args.batch)
     d = boundary_summary(spec, depths, args.input_var, args.tolerance,
                          progress=lambda line: print(line, file=sys.stderr))
     rows = d["per_depth"]
-    d["depths"] = depths
-    _per_depth_keys(d, rows, ("eta_ratio", "s_bar_ratio", "regime_parameter", "slope_shift", "constant_level"))
     lines = [f"zero padding, {spec.dim}D, k = {spec.kernel}, N = {spec.spatial} ({spec.activation}): "
              f"lambda_max = {d['top_eigenvalue']:.6g} (asymptotic {d['top_eigenvalue_asymptotic']:.6g})",
              f"{'L':>5} {'L k^2/N^2':>10} {'eta* zero/circ':>15} {'s_bar zero/circ':>16} {'slope shift':>12}  claim"]
@@ -324,20 +304,18 @@ def _sweep_template(args):
     real = args.dataset != "synthetic"
     given = {k: getattr(args, k) for k in ("spatial", "input_channels", "outputs", "seq_len")
              if getattr(args, k) is not None}
-    if real and given:
-        k = sorted(given)[0]
-        raise CliError(f"sweep: --{k.replace('_', '-')} is set by the dataset {args.dataset} (its images); leave it out")
-    defaults = {"spatial": 8, "input_channels": 3, "outputs": 10}
-    for k, v in defaults.items():
+    from amutheory.families import get_family
+
+    for k, v in get_family(args.family).sweep_defaults().items():
         if getattr(args, k) is None:
             setattr(args, k, v)
     args.batch, args.widths = 8, args.widths or [args.width]
     spec = spec_for_data(_spec(args, depth=args.depths[0]).with_(width=args.widths[0]), args.dataset, args.data_dir)
-    if args.device.startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():
-            raise CliError(f"sweep: --device {args.device} but no CUDA device is available here")
+    for k, v in sorted(given.items()) if real else ():  # a size the dataset sets: accepted only when it agrees
+        have = getattr(spec, "spatial" if k == "seq_len" else k)
+        if v != have:
+            raise CliError(f"sweep: --{k.replace('_', '-')} {v}: the dataset {args.dataset} sets it to {have} "
+                           "(its images); leave it out")
     return Cell(spec=spec, lr=1.0, optimizer=args.optimizer, momentum=args.momentum, weight_decay=args.weight_decay,
                 dataset=args.dataset, steps=args.steps, batch_size=args.batch_size, norm=args.norm,
                 dropout=args.dropout, model=args.model, dtype=args.dtype, data_dir=args.data_dir, device=args.device)
@@ -359,12 +337,32 @@ def _sweep_rates(args) -> list[float]:
     return grid(args.lr_range[0], args.lr_range[1], 9 if args.points is None else args.points)
 
 
+def _layout_note(args, spec) -> str | None:
+    """How a 1-D model reads a dataset's square images (said, never silently done)."""
+    from amutheory.families import get_family
+
+    family = get_family(spec.family)
+    if family.data_dim(spec) != 1:
+        return None
+    keep = " (--dim 2 keeps them as images)" if family.convolutional else ""
+    return (f"a 1-D {family.title} reads the {args.dataset} images as {spec.spatial} positions of "
+            f"{spec.input_channels} features (channels x columns){keep}")
+
+
 def cmd_sweep(args):
     from amutheory.preflight import check_training_memory
     from amutheory.train import run_sweep
 
     lrs = _sweep_rates(args)  # the numbers, --out and --data-dir were checked by preflight
     template = _sweep_template(args)
+    if args.model is not None:  # a user's factory: its parameters and head checked before any cell runs
+        from amutheory.train.modelcheck import check_network
+
+        check_network(template, args.depths, args.widths)
+    if args.dataset != "synthetic" and not args.quiet:  # stderr: said with --json too
+        note = _layout_note(args, template.spec)
+        if note:
+            print(f"note: {note}", file=sys.stderr, flush=True)
     if args.model is None and args.scheduler is None:  # a factory's nets, a remote cluster's memory: unknown
         check_training_memory(template, args.depths, args.widths, len(lrs), args.workers, not args.loop)
     seeds = list(range(args.seed_start, args.seed_start + args.seeds))
@@ -372,6 +370,8 @@ def cmd_sweep(args):
                         refine=args.refine, engine=args.engine, workers=args.workers, threads=args.threads,
                         vectorise=not args.loop, scheduler=args.scheduler,
                         progress=not (args.json or args.quiet), figures=not args.no_figures)
+    from amutheory.train.report import unresolved_note
+
     fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # noqa: E731 - null: not finite / not defined
     lines = [f"wrote {args.out}/summary.json, report.md, cells.jsonl" + ("" if args.no_figures else ", figures"),
              f"{'depth':>6} {'width':>6} {'eta*_train':>11} {'95% CI':>22} {'eta*_grid':>10}  flags"]
@@ -380,6 +380,7 @@ def cmd_sweep(args):
         lines.append(f"{r['depth']:>6} {r['width']:>6} {fmt(r['eta_star_train']):>11} "
                      f"{'n/a' if not ci else f'[{ci[0]:.4g}, {ci[1]:.4g}]':>22} {fmt(r['eta_star_grid']):>10}  "
                      f"{', '.join(r['flags']) or '-'}")
+    lines += [f"{note}" for note in map(unresolved_note, summary["runs"]) if note]
     for key, axis in (("depth_fit", "depth"), ("width_fit", "width")):
         for fit in summary.get(key) or []:
             if "exponent" in fit:
@@ -479,28 +480,24 @@ def _write_result(path: str, d: dict) -> str | None:
 
 
 def _measure_spread(args, spec, seeds, d) -> list[str]:
-    """``measure --spread``: the seed spread of ``ln s_bar`` split at the loss directions, per depth
-    (``d["spread"]``); text lines for the table."""
-    from amutheory.measure.loss_form import measure_loss_form, spread_decomposition
+    """``measure --spread``: the rows of :func:`amutheory.measure.loss_form.spread_by_depth` in
+    ``d["spread"]``; text lines for the table."""
+    from amutheory.measure.loss_form import spread_by_depth
 
-    d["spread"] = []
+    def say(depth, n_seeds, directions):
+        if not args.quiet and not args.json:
+            print(f"[spread] depth {depth}: {n_seeds} seeds x {directions} loss directions", file=sys.stderr,
+                  flush=True)
+
+    d["spread"] = spread_by_depth(spec, d["depths"], seeds, _protocol(args), chunk=args.chunk, progress=say)
     lines = ["seed spread of ln s_bar, split at the loss directions r (95% CIs with --json):",
              f"{'L':>5} {'Var total':>9} {'Var_r':>7} {'Var_net':>8} {'gap_r':>7} {'gap_net':>8} {'nu_eff':>7}"]
-    for L in d["depths"]:
-        if not args.quiet and not args.json:
-            print(f"[spread] depth {L}: {len(seeds)} seeds x {spec.batch * spec.outputs} loss directions",
-                  file=sys.stderr, flush=True)
-        res = measure_loss_form(spec.with_(depth=L), seeds, _protocol(args), chunk=args.chunk)
-        row = {"depth": L, **spread_decomposition(res.per_seed())}
-        d["spread"].append(row)
-        lines.append(f"{L:>5} {row['var_total']['value']:>9.3f} {row['var_r']['value']:>7.3f} "
-                     f"{row['var_net']['value']:>8.3f} {row['gap_r']['value']:>+7.3f} "
-                     f"{row['gap_net']['value']:>+8.3f} {row['nu_eff']['value']:>7.2f}")
+    lines += [f"{row['depth']:>5} {row['var_total']['value']:>9.3f} {row['var_r']['value']:>7.3f} "
+              f"{row['var_net']['value']:>8.3f} {row['gap_r']['value']:>+7.3f} "
+              f"{row['gap_net']['value']:>+8.3f} {row['nu_eff']['value']:>7.2f}" for row in d["spread"]]
     return lines
 
 
-#: ``validate`` presets that train (amutheory.protocol); the others are one-step campaigns
-PROTOCOL_PRESETS = ("protocol", "protocol-paper")
 _PROTOCOL_ONLY = ("workers", "engine", "scheduler", "data_dir")
 _CAMPAIGN_ONLY = {"only": None, "chunk": 16, "fresh": False, "first_seed": 0, "dtype": "float64"}
 
@@ -563,8 +560,7 @@ def cmd_compare_widths(args):
 
     result = compare_widths(args.folders, statistic=args.statistic)
     text = markdown(result)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    if args.out:  # its folder exists (preflight)
         Path(args.out).write_text(text)
     _emit(args, result, text.rstrip())
 
@@ -661,8 +657,8 @@ def cmd_transfer(args):
 
 
 #: the help of --threads (every command has the flag; derive and compare-widths run no torch)
-THREADS_HELP = ("torch threads of this process (default 1: on a 2-core machine two busy torch threads made "
-                "commands 5-40x slower; raise it where cores are idle)")
+THREADS_HELP = ("torch threads of this process (default 1: more busy threads than cores slow every command "
+                "down; raise it where cores are idle)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -773,7 +769,7 @@ def _boundary_parser(sub, common) -> None:
     bo.add_argument("--input-var", type=float, default=1.0, help="default 1")
     bo.add_argument("--tolerance", type=float, default=0.05,
                     help="max |shift of the local slope of eta*| counted as constant-level (default 0.05)")
-    bo.add_argument("--family", default="conv", choices=("conv", "resnet"),
+    bo.add_argument("--family", default="conv", choices=_boundary_families(),
                     help="conv chains (default) or residual nets (depths = K blocks; linear, or ReLU with --branch "
                          "conv-mlp: the exact law over the points, B N^d <= 128)")
     bo.add_argument("--branch", default="conv-mlp", choices=BRANCHES, help="residual branch (default conv-mlp)")
@@ -783,28 +779,36 @@ def _boundary_parser(sub, common) -> None:
     bo.set_defaults(func=cmd_boundary)
 
 
+def _boundary_families() -> tuple:
+    """The families whose nets convolve (zero padding means something for them)."""
+    from amutheory.families import FAMILY_REGISTRY, family_names
+
+    return tuple(n for n in family_names() if FAMILY_REGISTRY[n].convolutional)
+
+
 def _validate_parser(sub, common) -> None:
+    from amutheory.campaign.presets import PRESETS
+
     va = sub.add_parser("validate", parents=[common], help="run a validation campaign",
                         description="Derive, predict and measure a preset of configs; write a report.")
     _plugin_arg(va)
     va.add_argument("--preset", default="quick",
-                    choices=("quick", "full-cpu", "transfer", "resnet-wide", "resnet-wider", "mlp", "paper") + PROTOCOL_PRESETS,
-                    help="one-step campaigns (times: wall-clock on 2 CPU cores): quick (a first look: a ReLU and "
-                         "a linear conv chain, zero padding, a stable and an unstable residual net; ~2 min), "
-                         "full-cpu (the whole CPU campaign: chains, zero padding, every residual convention; "
-                         "~32 min), transfer (transformers and every LR-transfer rule; ~2 min), resnet-wide (the "
-                         "forward-stable residual nets of full-cpu at width 128; ~50 min, 14 GB), resnet-wider "
-                         "(the same at width 256; ~11 min per config, one at a time with --only and --chunk 6), "
-                         "mlp (a ReLU and a linear MLP, held out at L = 8, 12, 16; seconds) or paper (GPU); "
-                         "training: protocol (zero-shot transfer under training and a verdict per claim, digits "
-                         "and synthetic data, under 20 min on 2 cores) or protocol-paper (CIFAR-10 from "
-                         "--data-dir, sized for one GPU, smaller on a CPU); default quick")
+                    choices=tuple(PRESETS) + PROTOCOL_PRESETS,
+                    help="one-step campaigns: quick (a first look: a ReLU and a linear conv chain, zero padding, "
+                         "a stable and an unstable residual net), full-cpu (the whole CPU campaign: chains, zero "
+                         "padding, every residual convention), transfer (transformers and every LR-transfer "
+                         "rule), resnet-wide (the forward-stable residual nets of full-cpu at width 128), "
+                         "resnet-wider (the same at width 256; one config at a time with --only and a smaller "
+                         "--chunk), mlp (a ReLU and a linear MLP, held out at L = 8, 12, 16) or paper (GPU); training: protocol (zero-shot transfer under training and a "
+                         "verdict per claim, digits and synthetic data) or protocol-paper (CIFAR-10 from "
+                         "--data-dir, sized for one GPU, smaller on a CPU); each report states its own run's "
+                         "time; default quick")
     va.add_argument("--only", action="append", default=None, metavar="CONFIG",
                     help="run only this config of the preset (repeatable; default all); summary.json and "
                          "report.md then cover only these")
     va.add_argument("--out", default=None,
-                    help="output folder (default results/quick for the one-step presets, results/PRESET for the "
-                         "training presets)")
+                    help="output folder, made if missing (its parent must exist; default results/quick for the "
+                         "one-step presets, results/PRESET for the training presets)")
     va.add_argument("--chunk", type=int, default=16,
                     help="seeds vectorised at once by the probe (default 16); peak memory grows with it (and with "
                          "K and the width), the results do not depend on it")
@@ -821,7 +825,7 @@ def _validate_parser(sub, common) -> None:
     tr.add_argument("--workers", type=int, default=None, help="worker processes (default min(2, cores))")
     tr.add_argument("--threads", type=int, default=None,
                     help="torch threads per worker of the training presets, of this process for the one-step "
-                         "presets (default 1: two busy threads per core are 5-40x slower)")
+                         "presets (default 1: more busy threads than cores slow the run down)")
     tr.add_argument("--engine", default=None, choices=ENGINES, help="local process pool (default) or dask")
     tr.add_argument("--scheduler", default=None, metavar="ADDRESS", help="a running Dask scheduler (implies dask)")
     tr.add_argument("--data-dir", default=None, help="folder of the CIFAR-10 files for protocol-paper")
@@ -861,9 +865,11 @@ def _depth_parser(sub, common) -> None:
 
 
 def _transfer_parser(sub, common) -> None:
+    from amutheory.transfer import DEFAULT_RULE, RULES
+
     tr = sub.add_parser("transfer", parents=[common], help="transfer a tuned learning rate to another depth/width",
                         description="The learning rate for --to from --lr tuned at --from, by every depth rule "
-                                    "(am-mup default, power, chen, depth-mup, completep, per-layer-mup).")
+                                    f"({', '.join(RULES)}; default {DEFAULT_RULE}).")
     tr.add_argument("--lr", type=float, required=True, help="learning rate tuned on the reference")
     tr.add_argument("--from", dest="source", default=None,
                     help="reference model FILE.py:FACTORY or MODULE:FACTORY (or use --from-depth)")
@@ -875,8 +881,7 @@ def _transfer_parser(sub, common) -> None:
     tr.add_argument("--from-depth", type=int, default=None, help="reference depth (architecture flags)")
     tr.add_argument("--to-depth", type=int, default=None, help="target depth (architecture flags)")
     tr.add_argument("--to-width", type=int, default=None, help="target width (default --width)")
-    tr.add_argument("--rule", default="am-mup", choices=("am-mup", "power", "chen", "depth-mup", "completep",
-                                                          "per-layer-mup"), help="rule of 'lr' (default am-mup)")
+    tr.add_argument("--rule", default=DEFAULT_RULE, choices=RULES, help=f"rule of 'lr' (default {DEFAULT_RULE})")
     _arch_args(tr, depths_required=False)
     tr.set_defaults(func=cmd_transfer)
 
@@ -919,12 +924,13 @@ def _sweep_parser(sub, common) -> None:
     g.add_argument("--data-dir", default=None, help="folder of the mnist/cifar files (never downloaded)")
     g.add_argument("--score", default="mean", choices=SCORES,
                    help="mean training loss over the run (the papers', default) or final (the last tenth)")
-    g.add_argument("--out", default="results/sweep", help="output folder; a rerun resumes (default results/sweep)")
+    g.add_argument("--out", default=SWEEP_OUT, help=f"output folder, made if missing (its parent must exist); "
+                                                    f"a rerun resumes (default {SWEEP_OUT})")
     g.add_argument("--engine", default="local", choices=ENGINES, help="local process pool (default) or dask")
     g.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                    help="worker processes (local pool or local Dask cluster; default min(2, cores))")
     g.add_argument("--threads", type=int, default=1,
-                   help="torch threads per worker (default 1: two busy threads per core are 5-40x slower)")
+                   help="torch threads per worker (default 1: more busy threads than cores slow the run down)")
     g.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="a running Dask scheduler, e.g. tcp://10.0.0.1:8786 (implies --engine dask)")
     g.add_argument("--loop", action="store_true", help="train one run at a time instead of all rates at once")
@@ -940,7 +946,8 @@ def _docs_parser(sub, common) -> None:
                                     "run, its printed formulas typeset and its figures inline), the findings and "
                                     "docs pages, the latest validation report, the CLI and API reference.  "
                                     "Equations are MathML made at build time; no JavaScript, no network.")
-    do.add_argument("--out", required=True, metavar="DIR", help="output folder (made if missing)")
+    do.add_argument("--out", required=True, metavar="DIR", help="output folder, made if missing (its parent must "
+                                                                  "exist)")
     do.add_argument("--report", default=None, metavar="DIR",
                     help=f"campaign folder whose report.md is the validation report (default {DEFAULT_REPORT} "
                          f"when it has one)")
@@ -959,7 +966,7 @@ def cmd_docs(args):
 
     progress = None if (args.json or args.quiet) else (lambda msg: print(msg, file=sys.stderr, flush=True))
     result = build_site(args.out, report=args.report, only=args.only, keep_going=args.keep_going,
-                        timeout=args.timeout, progress=progress)
+                        timeout=args.timeout, progress=progress, cli_parser=build_parser())
     if result.failures:
         names = ", ".join(f"{k} ({v})" for k, v in result.failures.items())
         raise CliError(f"docs: built {args.out}/index.html, but these course scripts failed: {names}")

@@ -52,6 +52,26 @@ MAX_WORKERS = 1024
 #: seeds are drawn by ``torch.Generator().manual_seed``, which takes 64-bit values and aliases a
 #: negative seed onto ``2^64 + seed``; the library's seeds are the non-negative signed 64-bit integers
 SEED_LIMIT = 2**63
+
+#: the widest a variance or variance constant may be (``--input-var``, ``--init-c``) on either side of
+#: 1: the laws and the probe's statistics hold up to the fourth power of such a scale (``s_bar`` is
+#: quadratic in it, its seed variance quartic), and float64 keeps ``x^4`` finite and normal only for
+#: ``x`` within ``(1.8e308)^(1/4) ~ 1.2e77`` of 1 on either side; ``1e75`` leaves a margin for the
+#: prefactors.  (The MLP-limit constants, quadratic, would overflow from about ``1.3e154``.)
+MAX_SCALE = 1e75
+#: the narrowest, ``1 / MAX_SCALE`` (written out: ``1.0 / 1e75`` rounds above ``1e-75``)
+MIN_SCALE = 1e-75
+
+
+def check_scale(name: str, value) -> float:
+    """A positive finite variance scale within ``[MIN_SCALE, MAX_SCALE]`` (:data:`MAX_SCALE`)."""
+    from amutheory.spec import check_number
+
+    value = check_number(name, value, positive=True)
+    if not (MIN_SCALE <= value <= MAX_SCALE):
+        raise ValueError(f"{name} must be in [{MIN_SCALE:g}, {MAX_SCALE:g}] (the laws hold its fourth power, "
+                         f"which float64 keeps finite only there), got {value:g}")
+    return value
 #: bytes per element of each dtype name
 ITEMSIZE = {"float64": 8, "float32": 4}
 #: calibrated peak bytes per (activation element x itemsize) of the probe (module docstring)

@@ -66,12 +66,19 @@ def check_output_file(path, flag: str, make_parents: bool = False) -> Path:
     return p
 
 
-def check_output_dir(path, flag: str) -> Path:
+def check_output_dir(path, flag: str, make_parents: bool = False) -> Path:
     """``path`` as a folder the command may write into: a folder that exists and can be written, or a
-    path that does not exist yet under a writable folder (the command makes it and its parents)."""
+    new folder in an existing writable folder (the command makes only that last folder).
+
+    The rule is the one of an output file (:func:`check_output_file`): its folder must exist.  A
+    missing parent is refused rather than made, so that a mistyped path (``results/sweeep/run1``)
+    never plants a tree of folders somewhere unexpected.  ``make_parents`` is for a command's own
+    default folder (``results/NAME``), whose ``results/`` is made where it is missing."""
     p = _nonempty(path, flag)
     if os.path.lexists(p) and not p.is_dir():
         raise ValueError(f"{flag} {path}: is a file, not a folder")
+    if not p.is_dir() and not os.path.lexists(p.parent) and not make_parents:
+        raise ValueError(f"{flag} {path}: folder {p.parent} does not exist (only the last folder is made)")
     check_writable_folder(p if p.is_dir() else _nearest_existing(p), flag, path)
     return p
 

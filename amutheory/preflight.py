@@ -16,9 +16,11 @@ import os
 import re
 
 from amutheory import limits
+from amutheory.flags import SWEEP_OUT
 from amutheory.outputs import check_output_dir, check_output_file
 from amutheory.spec import (
-    SIZE_WHY, ArchSpec, check_depth, check_depth_list, check_int, check_number, check_seed_range, check_size,
+    SIZE_WHY, ArchSpec, check_depth, check_depth_list, check_int, check_number, check_rate, check_seed_range,
+    check_size,
 )
 
 #: the flags that lower the probe's memory (named in a memory refusal)
@@ -29,6 +31,8 @@ TORCH_COMMANDS = ("measure", "validate", "depth", "transfer", "sweep")
 CALIBRATION_CHUNK = 16
 #: orders of 1/L corrections derive computes (amutheory.symbolic.primitives.law)
 MAX_ORDER = 12
+#: rates a learning-rate grid needs: the best one and a neighbour on each side
+MIN_GRID = 3
 
 
 def preflight(args) -> None:
@@ -36,6 +40,7 @@ def preflight(args) -> None:
     without its own checks gets those of the flags it shares with the others."""
     check_threads(args)
     CHECKS.get(args.command, _shared)(args)
+    check_device_present(args)  # last: after the cheap checks (it may import torch)
 
 
 def _shared(args) -> None:
@@ -43,13 +48,42 @@ def _shared(args) -> None:
     if hasattr(args, "family") and hasattr(args, "depths") and hasattr(args, "input_var"):
         _arch(args)
     if getattr(args, "calibration_depths", None) is not None:
-        check_depth_list("--calibration-depths", args.calibration_depths)
+        check_calibration_depths(args.calibration_depths, "--calibration-depths")
     _positive("--budget", getattr(args, "budget", None))
 
 
 def threads_of(args) -> int:
     """Torch threads of this process: ``--threads`` (default 1; ``validate`` leaves it unset)."""
     return 1 if getattr(args, "threads", None) is None else args.threads
+
+
+def reads_files(dataset: str) -> bool:
+    """Whether ``dataset`` is read from ``--data-dir`` (mnist, cifar) rather than made (synthetic) or
+    shipped (scikit-learn's digits)."""
+    from amutheory.train.data import CIFAR_LAYOUTS
+
+    return dataset == "mnist" or dataset in CIFAR_LAYOUTS
+
+
+def check_device_present(args) -> None:
+    """``--device cuda[:i]`` only where torch sees that device: refused before any file is written."""
+    device = getattr(args, "device", None)
+    if not isinstance(device, str) or not device.startswith("cuda"):
+        return
+    import torch
+
+    index = int(device[5:]) if device[5:].isdigit() else 0
+    if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+        raise ValueError(f"--device {device}: no such CUDA device here (torch sees "
+                         f"{torch.cuda.device_count() if torch.cuda.is_available() else 'none'})")
+
+
+def check_calibration_depths(depths, flag: str) -> list[int]:
+    """The one rule of calibration depths (:func:`amutheory.api.checks.check_calibration_depths`),
+    for predict and laws alike."""
+    from amutheory.api.checks import check_calibration_depths as check
+
+    return check(depths, flag)
 
 
 def check_threads(args) -> None:
@@ -64,18 +98,25 @@ def _positive(flag: str, value) -> None:
         check_number(flag, value, positive=True)
 
 
+def _scale(flag: str, value) -> None:
+    if value is not None:
+        limits.check_scale(flag, value)
+
+
 def _arch(args, depth: int | None = None):
     """The spec of the architecture flags at ``depth`` (default the deepest of --depths), and
     the probe protocol; --C and --input-var checked."""
-    from amutheory.cli import _protocol, _spec
+    from amutheory.flags import protocol_from_flags, spec_from_flags
 
     if args.depths is not None:
         check_depth_list("--depths", args.depths)
     _positive("--C", getattr(args, "C", None))
-    _positive("--input-var", args.input_var)
+    _scale("--input-var", args.input_var)
     if depth is None and args.depths:
         depth = max(args.depths)
-    return _spec(args, depth=depth), _protocol(args)
+    spec = spec_from_flags(args, depth=depth)  # refuses a non-positive init_c in its own words
+    _scale("--init-c", getattr(args, "init_c", None))
+    return spec, protocol_from_flags(args)
 
 
 def check_probe(spec, chunk: int, seeds: int, protocol, lower: str = PROBE_FLAGS) -> None:
@@ -88,8 +129,8 @@ def check_boundary_law(spec, depths) -> None:
     reads) fits in memory; a chain without an exact law takes the local model (no memory to speak of)."""
     from amutheory.symbolic.chain.kernel_law import boundary_law_method
 
-    if not depths or spec.family != "conv":
-        return
+    if not depths or spec.family_object.residual or not spec.family_object.convolutional:
+        return  # the residual nets' boundary law has its own bound (B N^d points); no convolution, no boundary
     zero = spec.with_(padding="zero", depth=max(depths))
     method = boundary_law_method(zero)
     deepest = max(depths) + 1
@@ -111,7 +152,7 @@ def _derive(args) -> None:
 
 def _predict(args) -> None:
     spec, protocol = _arch(args)
-    cal = check_depth_list("--calibration-depths", args.calibration_depths)
+    cal = check_calibration_depths(args.calibration_depths, "--calibration-depths")
     check_int("--calibration-seeds", args.calibration_seeds, 2, limits.MAX_SIZE, SIZE_WHY)
     _positive("--budget", args.budget)
     if args.constants in ("calibrate", "auto") or args.statistic == "geo":
@@ -126,6 +167,10 @@ def _measure(args) -> None:
     spec, protocol = _arch(args)
     check_seed_range(args.seed_start, args.seeds, "--seed-start", "--seeds")
     check_size("--chunk", args.chunk)
+    if args.spread:
+        from amutheory.measure.loss_form import check_spread_seeds
+
+        check_spread_seeds(args.seeds, "--seeds")
     check_probe(spec, args.chunk, args.seeds, protocol)
     if args.out is not None:
         check_output_file(args.out, "--out")
@@ -137,8 +182,10 @@ def _boundary(args) -> None:
     depths = check_depth_list("--depths", args.depths)
     check_number("--tolerance", args.tolerance, positive=True)
     check_int("--draws", args.draws, 2, limits.MAX_SIZE, SIZE_WHY)
-    _positive("--input-var", args.input_var)
-    resnet = dict(branch=args.branch, init=args.init) if args.family == "resnet" else {}
+    _scale("--input-var", args.input_var)
+    from amutheory.families import get_family
+
+    resnet = dict(branch=args.branch, init=args.init) if get_family(args.family).residual else {}
     spec = ArchSpec(family=args.family, dim=args.dim, depth=max(depths), width=args.width, kernel=args.kernel,
                     spatial=args.spatial, padding="zero", activation=args.activation,
                     input_channels=args.input_channels, batch=args.batch, **resnet)
@@ -146,19 +193,19 @@ def _boundary(args) -> None:
 
 
 def _validate(args) -> None:
-    from amutheory.cli import PROTOCOL_PRESETS
+    from amutheory.flags import PROTOCOL_PRESETS
     from amutheory.spec import ProbeProtocol
 
     training = args.preset in PROTOCOL_PRESETS
     check_size("--chunk", args.chunk)
     check_int("--first-seed", args.first_seed, 0, limits.SEED_LIMIT - 1, "seeds are 63-bit")
-    _positive("--input-var", args.input_var)
+    _scale("--input-var", args.input_var)
     protocol = ProbeProtocol(input_var=args.input_var, dtype=args.dtype, device=args.device)
     _check_data_dir(args.data_dir)
     _check_scheduler(args.scheduler)
-    configs = [] if training else _campaign_configs(args)
     default = f"results/{args.preset if training else 'quick'}"
-    check_output_dir(default if args.out is None else args.out, "--out")
+    check_output_dir(default if args.out is None else args.out, "--out", make_parents=args.out is None)
+    configs = [] if training else _campaign_configs(args)
     for cfg in configs:  # every config fits the probe at its deepest depth
         deepest = max(cfg.depths + cfg.calibration_depths)
         check_probe(cfg.spec.with_(depth=deepest), args.chunk, len(cfg.seed_list), protocol,
@@ -188,7 +235,7 @@ def _check_scheduler(address) -> None:
 
 def _compare_widths(args) -> None:
     if args.out is not None:
-        check_output_file(args.out, "--out", make_parents=True)
+        check_output_file(args.out, "--out")
 
 
 def _depth(args) -> None:
@@ -209,7 +256,7 @@ def check_input_shape(shape, flag: str) -> None:
 
 
 def _transfer(args) -> None:
-    check_number("--lr", args.lr, positive=True)
+    check_rate("--lr", args.lr)
     for flag in ("from_depth", "to_depth"):
         if getattr(args, flag) is not None:
             check_depth(f"--{flag.replace('_', '-')}", getattr(args, flag))
@@ -231,21 +278,30 @@ def _sweep(args) -> None:
         check_depth_list("--depths", args.depths)
     for w in args.widths or []:
         check_size("--widths", w)
-    for flag in ("steps", "batch_size"):
-        check_size(f"--{flag.replace('_', '-')}", getattr(args, flag))
+    check_size("--batch-size", args.batch_size)
+    _scale("--init-c", args.init_c)
+    check_int("--steps", args.steps, 2, limits.MAX_SIZE, "one step scores the loss before any update, the same at "
+              "every rate")
     check_int("--refine", args.refine, 0, limits.MAX_SIZE, SIZE_WHY)
     if args.points is not None:
         check_int("--points", args.points, 3, limits.MAX_SIZE, SIZE_WHY)
     check_seed_range(args.seed_start, args.seeds, "--seed-start", "--seeds")
     for flag in ("lrs", "lr_range"):
         for v in getattr(args, flag) or []:
-            check_number(f"--{flag.replace('_', '-')}", v, positive=True)
+            check_rate(f"--{flag.replace('_', '-')}", v)
+    if args.lrs is not None and len(set(args.lrs)) != len(args.lrs):
+        raise ValueError(f"--lrs has a repeated value: {args.lrs}")
+    if args.lrs is not None and len(args.lrs) < MIN_GRID:
+        raise ValueError(f"--lrs must give at least {MIN_GRID} distinct rates (an optimum needs a neighbour on each "
+                         f"side), got {len(args.lrs)}")
     check_number("--momentum", args.momentum, minimum=0.0, below=1.0)
     check_number("--weight-decay", args.weight_decay, minimum=0.0)
     check_number("--dropout", args.dropout, minimum=0.0, below=1.0)
     _check_data_dir(args.data_dir)
+    if args.data_dir is not None and not reads_files(args.dataset):
+        raise ValueError(f"--data-dir is for the datasets read from files; {args.dataset} is not (leave it out)")
     _check_scheduler(args.scheduler)
-    check_output_dir(args.out, "--out")
+    check_output_dir(args.out, "--out", make_parents=args.out == SWEEP_OUT)
 
 
 def check_training_memory(template, depths, widths, lrs: int, workers: int, vectorise: bool) -> None:

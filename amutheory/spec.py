@@ -106,6 +106,19 @@ def check_number(name: str, value, *, positive: bool = False, minimum: float | N
     return value
 
 
+def check_rate(name: str, value) -> float:
+    """A learning rate: positive, finite and a normal float (at least ``sys.float_info.min``,
+    about 2.2e-308): a subnormal rate has lost its precision and its products with the tiny
+    factors of a transfer or an update underflow to 0, a rate this library refuses."""
+    import sys
+
+    value = check_number(name, value, positive=True)
+    if value < sys.float_info.min:
+        raise ValueError(f"{name} must be >= {sys.float_info.min:g} (a normal float; smaller rates underflow to 0), "
+                         f"got {value:g}")
+    return value
+
+
 def check_device(device) -> str:
     """``cpu``, ``cuda`` or ``cuda:i`` (``i`` a device index); whether CUDA is there is asked later."""
     ok = isinstance(device, str) and (device in ("cpu", "cuda") or (device.startswith("cuda:")

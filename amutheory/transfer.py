@@ -256,7 +256,22 @@ def width_factors(ref: DepthMeasures, tgt: DepthMeasures, ref_spec=None, tgt_spe
 def _check_lr(lr) -> float:
     if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not np.isfinite(lr) or lr <= 0:
         raise ValueError(f"lr must be a positive finite number, got {lr!r}")
-    return float(lr)
+    from amutheory.spec import check_rate
+
+    return check_rate("lr", lr)
+
+
+def _check_transferred(lr: float, rules: dict) -> None:
+    """Every rule's rate is a normal positive float: a rate that overflows to inf or underflows
+    to 0 (or a subnormal) is refused rather than printed (it would be ``Infinity`` in JSON)."""
+    import sys
+
+    bad = {k: v for k, v in rules.items() if not (np.isfinite(v) and v >= sys.float_info.min)}
+    if bad:
+        rule, value = next(iter(bad.items()))
+        what = "overflows" if not np.isfinite(value) or value > 1 else "underflows"
+        raise ValueError(f"lr {lr:g}: the transferred rate {what} a float64 (rule {rule} gives {value:g}); "
+                         "give a rate nearer the target's scale")
 
 
 def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=None,
@@ -281,4 +296,5 @@ def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=Non
     widths = width_factors(ref, tgt, rs, ts, notes)
     width = widths["derived"]
     rules = {k: lr * f * width for k, f in factors.items()}
+    _check_transferred(lr, rules)
     return TransferResult(rules[rule], rule, rules, factors, width, ref, tgt, lr, notes, widths)

@@ -13,6 +13,7 @@ flags) is tiny, so a value wrongly accepted finishes in seconds instead of runni
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import subprocess
 import sys
@@ -39,10 +40,9 @@ VALID = {
     ("depth", "--leaf"): {"0"},  # the first submodule of the context's nn.Sequential
     ("docs", "--only"): {"0"},  # a prefix of the course scripts 01_ .. 09_
 }
-#: (command, flag) -> kind of path: "file" (a file the command writes; its folder must exist),
-#: "file-made" (a file whose missing folders the command makes), "dir" (a folder it writes into, made
-#: if missing) or "input-dir" (a folder it reads)
-PATH_FLAGS = {("measure", "--out"): "file", ("depth", "--plot"): "file", ("compare-widths", "--out"): "file-made",
+#: (command, flag) -> kind of path: "file" (a file the command writes; its folder must exist), "dir" (a
+#: folder it writes into, made if missing; its parent must exist) or "input-dir" (a folder it reads)
+PATH_FLAGS = {("measure", "--out"): "file", ("depth", "--plot"): "file", ("compare-widths", "--out"): "file",
               ("validate", "--out"): "dir", ("sweep", "--out"): "dir", ("*", "--data-dir"): "input-dir",
               ("docs", "--out"): "dir", ("docs", "--report"): "input-dir"}
 #: the word a refusal uses for a flag when it is not the flag's own name
@@ -98,7 +98,7 @@ def _context(command: str, flag: str, places: dict) -> list[str]:
         "compare-widths": [str(root / "no-campaign-a"), str(root / "no-campaign-b")],
         "depth": [places["model"], "--input-shape", "1,3,8"],
         "transfer": ["--lr", "0.1", "--from-depth", "2", "--to-depth", "4", "--width", "4", "--spatial", "4"],
-        "sweep": ["--depths", "2", "--width", "4", "--lrs", "0.1", "--out", str(root / "s"), "--steps", "2",
+        "sweep": ["--depths", "2", "--width", "4", "--lrs", "0.1,0.2,0.4", "--out", str(root / "s"), "--steps", "2",
                   "--seeds", "2", "--workers", "1", "--batch-size", "4", "--no-figures"],
         "docs": ["--out", str(root / "site")],
     }.get(command, [])
@@ -112,8 +112,7 @@ def _bad_values(command: str, action, places: dict) -> list[str]:
     if kind is not None:
         values = {"": 1, places["file_parent"]: 1, places["unwritable"]: 1}
         values.update({places["folder"]: 1} if kind.startswith("file") else {places["file"]: 1})
-        if kind in ("file", "input-dir"):
-            values[places["missing"]] = 1
+        values[places["missing"]] = 1  # a missing folder: never made, whatever the kind
         return list(values)
     if action.nargs == 0:
         return ["=x"]
@@ -159,6 +158,21 @@ def _run_in_process(argv: list[str], capsys) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
+def _no_constant(name):
+    raise ValueError(f"not strict JSON: {name}")
+
+
+def _strict_json_or_nothing(out: str) -> bool:
+    """``--json`` output is one strict JSON object (no NaN/Infinity) or nothing (a refusal)."""
+    if not out.strip():
+        return True
+    try:
+        json.loads(out, parse_constant=_no_constant)
+    except ValueError:
+        return False
+    return True
+
+
 def _names_flag(line: str, flag: str) -> bool:
     words = ALIASES.get(flag, ()) + (flag, flag.lstrip("-"), flag.lstrip("-").replace("-", "_"))
     return any(w.lower() in line.lower() for w in words)
@@ -178,13 +192,15 @@ def test_bad_value_exits_2_with_one_line(command, flag, places, capsys):
     action = next(a for a in _actions(command) if _flag(a) == flag)
     failures = []
     for value in _bad_values(command, action, places):
+        tail = ["--quiet"] + (["--json"] if flag not in ("--json", "--compact") else [])
         if action.option_strings:
-            argv = [command] + _replace(_context(command, flag, places), flag, value, False) + ["--quiet"]
+            argv = [command] + _replace(_context(command, flag, places), flag, value, False) + tail
         else:
-            argv = _positional_argv(command, action, value, places) + ["--quiet"]
-        code, _, err = _run_in_process(argv, capsys)
+            argv = _positional_argv(command, action, value, places) + tail
+        code, out, err = _run_in_process(argv, capsys)
         lines = [ln for ln in err.splitlines() if ln.strip()]
-        ok = code == 2 and len(lines) == 1 and "Traceback" not in err and _names_flag(lines[0], flag)
+        ok = (code == 2 and len(lines) == 1 and "Traceback" not in err and _names_flag(lines[0], flag)
+              and _strict_json_or_nothing(out))
         if not ok:
             failures.append(f"{value!r}: exit {code}, stderr {err.strip()[-300:]!r}")
     assert not failures, f"{command} {flag}:\n" + "\n".join(failures)
@@ -203,3 +219,30 @@ def test_entry_point_refuses_huge_sizes_in_one_line(argv, needle):
     proc = subprocess.run([sys.executable, "-m", "amutheory", *argv], capture_output=True, text=True, timeout=120)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and needle in lines[0], proc.stderr[-2000:]
+
+
+def _valid_runs(places) -> dict:
+    """One tiny valid run of every command that finishes in about a second (validate and docs run
+    for minutes: their refusals above are what this file covers of them)."""
+    root = places["root"]
+    tiny = ["--width", "4", "--spatial", "4", "--batch", "2"]
+    return {
+        "derive": ["--depths", "2,4"],
+        "predict": ["--depths", "2,4", "--constants", "mlp-limit"],
+        "laws": ["--depths", "2,4"] + tiny,
+        "measure": ["--depths", "2"] + tiny + ["--seeds", "3"],
+        "boundary": ["--depths", "2", "--spatial", "8", "--activation", "linear"],
+        "depth": [places["model"], "--input-shape", "1,3,8"],
+        "transfer": ["--lr", "0.1", "--from-depth", "2", "--to-depth", "4", "--to-width", "1"],
+        "sweep": ["--depths", "2", "--width", "4", "--lrs", "0.1,0.2,0.4", "--out", str(root / "ok-sweep"),
+                  "--steps", "2", "--seeds", "2", "--workers", "1", "--batch-size", "4", "--no-figures"],
+    }
+
+
+@pytest.mark.parametrize("command", ["derive", "predict", "laws", "measure", "boundary", "depth", "transfer",
+                                     "sweep"])
+def test_json_is_strict(command, places, capsys):
+    """A run that succeeds prints one strict JSON object with --json (no NaN, Infinity)."""
+    code, out, err = _run_in_process([command] + _valid_runs(places)[command] + ["--json", "--quiet"], capsys)
+    assert code == 0, err[-2000:]
+    assert _strict_json_or_nothing(out) and out.strip(), out[-500:]

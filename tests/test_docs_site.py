@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("markdown")
 pytest.importorskip("latex2mathml")
 
-from amutheory.cli import main  # noqa: E402
+from amutheory.cli import build_parser, main  # noqa: E402
 from amutheory.site.build import BuildError, build_site  # noqa: E402
 from amutheory.site.course import parse_cells  # noqa: E402
 
@@ -132,7 +132,8 @@ def test_parse_cells_percent_and_plain():
 def test_fake_course_site(tmp_path):
     root = _fake_repo(tmp_path / "repo")
     out = tmp_path / "site"
-    result = build_site(out, derivations=root / "derivations", docs=root / "docs", root=root, timeout=120)
+    result = build_site(out, derivations=root / "derivations", docs=root / "docs", root=root, timeout=120,
+                        cli_parser=build_parser())
     assert not result.failures and not result.math_errors
     pages = check_site(out)
     assert {"course-01_figure.html", "course-02_markdown.html", "docs-findings-note.html", "docs-theory.html",
@@ -167,7 +168,7 @@ def test_report_page(tmp_path):
                                       "![eta](figures/eta.png)\n")
     out = tmp_path / "site"
     build_site(out, derivations=root / "derivations", docs=root / "docs", root=root, report=report,
-               only="02_", timeout=120)
+               only="02_", timeout=120, cli_parser=build_parser())
     pages = check_site(out)
     assert "course-01_figure.html" not in pages
     assert "<table>" in pages["report.html"] and "PASS" in pages["report.html"]
@@ -181,7 +182,7 @@ def test_failing_script_is_reported(tmp_path):
                    timeout=120)
     out = tmp_path / "site"
     result = build_site(out, derivations=root / "derivations", docs=root / "docs", root=root, keep_going=True,
-                        timeout=120)
+                        timeout=120, cli_parser=build_parser())
     assert list(result.failures) == ["03_failing.py"]
     pages = check_site(out)
     failed = pages["course-03_failing.html"]
@@ -222,7 +223,8 @@ def _chromium() -> str | None:
 def test_headless_browser_renders(tmp_path):
     root = _fake_repo(tmp_path / "repo")
     out = tmp_path / "site"
-    build_site(out, derivations=root / "derivations", docs=root / "docs", root=root, timeout=120)
+    build_site(out, derivations=root / "derivations", docs=root / "docs", root=root, timeout=120,
+               cli_parser=build_parser())
     for name in ("index.html", "course-01_figure.html"):
         shot = tmp_path / f"{name}.png"
         subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",

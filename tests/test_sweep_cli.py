@@ -74,25 +74,25 @@ _BAD = {  # name: (flags, a word the one line must hold: the error is the one me
     "lrs-nan": (["--lrs", "nan"], "nan"),
     "lrs-inf": (["--lrs", "0.1,inf"], "inf"),
     "lrs-repeated": (["--lrs", "0.1,0.1"], "repeated"),
-    "steps-zero": (["--lrs", "0.1", "--steps", "0"], "--steps"),
-    "batch-too-big": (["--lrs", "0.1", "--batch-size", "100000"], "1440"),
-    "unknown-dataset": (["--lrs", "0.1", "--dataset", "nope"], "nope"),
-    "mnist-missing-dir": (["--lrs", "0.1", "--dataset", "mnist", "--data-dir", "/nonexistent"], "/nonexistent"),
-    "cifar-no-dir": (["--lrs", "0.1", "--dataset", "cifar10"], "--data-dir"),
-    "probe-batch": (["--lrs", "0.1", "--batch", "4"], "--batch-size"),
-    "probe-input-var": (["--lrs", "0.1", "--input-var", "2"], "--input-var"),
-    "spatial-from-dataset": (["--lrs", "0.1", "--spatial", "16"], "--spatial"),
-    "both-rate-flags": (["--lrs", "0.1", "--lr-range", "0.01,1"], "not both"),
+    "steps-zero": (["--lrs", "0.1,0.2,0.4", "--steps", "0"], "--steps"),
+    "batch-too-big": (["--lrs", "0.1,0.2,0.4", "--batch-size", "100000"], "1440"),
+    "unknown-dataset": (["--lrs", "0.1,0.2,0.4", "--dataset", "nope"], "nope"),
+    "mnist-missing-dir": (["--lrs", "0.1,0.2,0.4", "--dataset", "mnist", "--data-dir", "/nonexistent"], "/nonexistent"),
+    "cifar-no-dir": (["--lrs", "0.1,0.2,0.4", "--dataset", "cifar10"], "--data-dir"),
+    "probe-batch": (["--lrs", "0.1,0.2,0.4", "--batch", "4"], "--batch-size"),
+    "probe-input-var": (["--lrs", "0.1,0.2,0.4", "--input-var", "2"], "--input-var"),
+    "spatial-from-dataset": (["--lrs", "0.1,0.2,0.4", "--spatial", "16"], "--spatial"),
+    "both-rate-flags": (["--lrs", "0.1,0.2,0.4", "--lr-range", "0.01,1"], "not both"),
     "no-rates": ([], "--lrs"),
     "range-reversed": (["--lr-range", "1,0.1"], "low < high"),
     "range-one-number": (["--lr-range", "0.1"], "two numbers"),
     "points-two": (["--lr-range", "0.01,1", "--points", "2"], "points"),
-    "points-with-lrs": (["--lrs", "0.1", "--points", "5"], "--points"),
-    "one-seed": (["--lrs", "0.1", "--seeds", "1"], "--seeds"),
-    "workers-zero": (["--lrs", "0.1", "--workers", "0"], "--workers"),
-    "refine-negative": (["--lrs", "0.1", "--refine", "-1"], "--refine"),
-    "adam-momentum": (["--lrs", "0.1", "--optimizer", "adam", "--momentum", "0.9"], "momentum"),
-    "transformer-batchnorm": (["--lrs", "0.1", "--family", "transformer", "--norm", "batch"], "norm"),
+    "points-with-lrs": (["--lrs", "0.1,0.2,0.4", "--points", "5"], "--points"),
+    "one-seed": (["--lrs", "0.1,0.2,0.4", "--seeds", "1"], "--seeds"),
+    "workers-zero": (["--lrs", "0.1,0.2,0.4", "--workers", "0"], "--workers"),
+    "refine-negative": (["--lrs", "0.1,0.2,0.4", "--refine", "-1"], "--refine"),
+    "adam-momentum": (["--lrs", "0.1,0.2,0.4", "--optimizer", "adam", "--momentum", "0.9"], "momentum"),
+    "transformer-batchnorm": (["--lrs", "0.1,0.2,0.4", "--family", "transformer", "--norm", "batch"], "norm"),
 }
 
 
@@ -117,7 +117,7 @@ def test_bad_input_one_line_exit_2_nothing_written(name, tmp_path, capsys):
 def test_out_is_a_file(tmp_path, capsys):
     f = tmp_path / "file"
     f.write_bytes(b"not a folder")
-    line = _fails_with_one_line(capsys, DIGITS + ["--lrs", "0.1", "--out", str(f)])
+    line = _fails_with_one_line(capsys, DIGITS + ["--lrs", "0.1,0.2,0.4", "--out", str(f)])
     assert "not a folder" in line and f.read_bytes() == b"not a folder"
 
 

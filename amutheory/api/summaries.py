@@ -4,7 +4,7 @@
   symbolic law with its corrections, constants (each labelled by source) and, for conv chains, the
   finite-width factor, the spectral law and the zero-padding boundary;
 * :func:`boundary_summary`, :func:`resnet_boundary_summary` -- the zero-padding boundary at given
-  depths and whether "constant-level" holds there.
+  depths and whether "constant-level" holds there (:func:`boundary_claim`: ``claim_holds``).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def boundary_summary(spec: ArchSpec, depths, input_var: float = 1.0, tolerance: 
            "kernel": "exact infinite-width kernel law (ReLU chain; Monte Carlo over inputs, error in "
                      "s_bar_ratio_se)"}.get(method, "position-local mean-field model (no exact law for this "
                                                 "activation; it under-states the loss of ReLU chains)")
-    return {
+    return boundary_claim({
         "method": method or "local-model", "law": law, "dim": spec.dim, "kernel": spec.kernel,
         "spatial": spec.spatial, "top_eigenvalue": bd.top_eigenvalue(spec.spatial, spec.kernel),
         "top_eigenvalue_asymptotic": float(bd.top_eigenvalue_asymptotic(2).subs(
@@ -135,8 +135,8 @@ def boundary_summary(spec: ArchSpec, depths, input_var: float = 1.0, tolerance: 
         "constants_source": "MLP limit (a = 1, b = v_mlp, e = 0, epsilon exact), used by the local model only "
                             "(s_bar_ratio_local_model); the exact laws have no constants",
         "slope_tolerance": tolerance if tolerance is not None else bd.SLOPE_TOLERANCE,
-        "per_depth": rows,
-    }
+        "per_depth": rows, "depths": list(depths),
+    }, ("eta_ratio", "s_bar_ratio", "regime_parameter", "slope_shift", "constant_level"))
 
 
 def resnet_boundary_summary(spec: ArchSpec, depths, draws: int, input_var: float = 1.0, tolerance: float = 0.05,
@@ -146,9 +146,21 @@ def resnet_boundary_summary(spec: ArchSpec, depths, draws: int, input_var: float
     from amutheory.api.resnet_exact import resnet_boundary
 
     rows = resnet_boundary(spec, depths, draws, 0, input_var, tolerance, progress)
-    return {"family": spec.family, "branch": spec.branch, "init": spec.init, "method": "points",
+    return boundary_claim({"family": spec.family, "branch": spec.branch, "init": spec.init, "method": "points",
             "law": f"exact infinite-width law of the {spec.activation} residual net over its points "
                    f"(symbolic.resnet.operator; Monte Carlo over {draws} input draws, the same for both paddings, "
                    "error in s_bar_ratio_se)",
             "dim": spec.dim, "kernel": spec.kernel, "spatial": spec.spatial, "batch": spec.batch,
-            "slope_tolerance": tolerance, "per_depth": rows, "depths": list(depths)}
+            "slope_tolerance": tolerance, "per_depth": rows, "depths": list(depths)},
+                          ("eta_ratio", "s_bar_ratio", "s_bar_ratio_se", "slope_shift", "constant_level"))
+
+
+def boundary_claim(d: dict, keys) -> dict:
+    """``d`` with the per-depth rows' ``keys`` as lists (one value per depth) and the verdict
+    ``claim_holds``: "boundary effects are constant-level" holds when every depth given is
+    constant-level (its local-slope shift within ``slope_tolerance``)."""
+    rows = d["per_depth"]
+    for key in keys:
+        d[key] = [r[key] for r in rows]
+    d["claim_holds"] = all(r["constant_level"] for r in rows)
+    return d

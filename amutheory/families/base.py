@@ -196,6 +196,18 @@ class Family:
     def __repr__(self) -> str:
         return f"<family {self.name}>"
 
+    # ------------------------------------------------------------------ questions the CLI asks
+    @property
+    def convolutional(self) -> bool:
+        """Whether its nets convolve over positions (``padding`` and ``kernel`` mean something:
+        ``derive``'s zero-padding boundary and the ``boundary`` command apply)."""
+        return "padding" not in self.unused_fields
+
+    @property
+    def residual(self) -> bool:
+        """Whether its nets are residual blocks on a stream (their depth counts blocks K): the
+        residual laws' reports, not the chain's."""
+        return self.counts_blocks
 
 def chain_law_depth_factor(chain_r, chain_t, notes: list) -> float:
     """``sqrt(s_bar(L_r) / s_bar(L_t))`` of the derived conv-chain law with MLP-limit constants."""

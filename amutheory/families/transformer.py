@@ -66,5 +66,10 @@ class TransformerFamily(Family):
             raise ValueError("finite_width is available for the conv family only")
         return effective_depth_law(spec) if law == "effective-depth" else transformer_law(spec)
 
+    def sweep_defaults(self) -> dict:
+        """A sweep's synthetic data when the flags leave them out: 8 positions of 3 channels, 10 classes
+        (small enough that a first sweep runs in seconds per cell)."""
+        return {"spatial": 8, "input_channels": 3, "outputs": 10}
+
 
 FAMILY = TransformerFamily()

@@ -125,6 +125,35 @@ def _parts(s_bar, trace, gap_r, var_r, nu_eff, var_r_iso, anisotropy) -> dict[st
             "anisotropy": float(np.mean(anisotropy))}
 
 
+#: seeds the spread decomposition needs: a variance across seeds and its seed-bootstrap CI need at
+#: least three distinct seeds to resample (two give one difference, no spread of the spread)
+MIN_SPREAD_SEEDS = 3
+
+
+def check_spread_seeds(seeds: int, flag: str = "seeds") -> int:
+    """``seeds`` is enough for :func:`spread_decomposition` (``ValueError`` naming ``flag`` otherwise),
+    checked before anything is measured."""
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < MIN_SPREAD_SEEDS:
+        raise ValueError(f"{flag} must be >= {MIN_SPREAD_SEEDS} for the seed spread (a variance over seeds and "
+                         f"its bootstrap CI), got {seeds!r}")
+    return seeds
+
+
+def spread_by_depth(spec: ArchSpec, depths, seeds, protocol: ProbeProtocol = ProbeProtocol(), chunk: int = 16,
+                    progress=None) -> list[dict]:
+    """The seed spread of ``ln s_bar`` split at the loss directions (:func:`spread_decomposition`), one
+    row ``{"depth": L, ...}`` per depth of ``depths``; ``progress(depth, seeds, directions)`` before each."""
+    seeds = list(seeds)
+    check_spread_seeds(len(seeds))
+    rows = []
+    for depth in depths:
+        if progress is not None:
+            progress(depth, len(seeds), spec.batch * spec.outputs)
+        res = measure_loss_form(spec.with_(depth=depth), seeds, protocol, chunk=chunk)
+        rows.append({"depth": depth, **spread_decomposition(res.per_seed())})
+    return rows
+
+
 def spread_decomposition(per_seed: dict, level: float = 0.95, n_boot: int = 1000, seed: int = 0) -> dict:
     """Law of total variance over the probe's draws, split at the loss directions ``r``:
 
@@ -140,8 +169,8 @@ def spread_decomposition(per_seed: dict, level: float = 0.95, n_boot: int = 1000
         raise ValueError(f"per_seed lacks {', '.join(missing)}")
     cols = {k: np.asarray(per_seed[k], dtype=float) for k in PER_SEED_KEYS}
     size = {v.shape for v in cols.values()}
-    if len(size) != 1 or len(next(iter(size))) != 1 or next(iter(size))[0] < 3:
-        raise ValueError("per_seed must hold 1-d columns of equal length >= 3")
+    if len(size) != 1 or len(next(iter(size))) != 1 or next(iter(size))[0] < MIN_SPREAD_SEEDS:
+        raise ValueError(f"per_seed must hold 1-d columns of equal length >= {MIN_SPREAD_SEEDS}")
     if np.any(cols["s_bar"] <= 0) or np.any(cols["trace"] <= 0):
         raise ValueError("per_seed s_bar and trace must be positive")
     point = _parts(**cols)

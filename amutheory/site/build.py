@@ -125,10 +125,13 @@ def doc_sources(docs: Path, root: Path) -> list[Path]:
 
 
 def build_site(out, *, derivations=None, docs=None, root=None, report=None, only: str | None = None,
-               keep_going: bool = False, timeout: float = DEFAULT_TIMEOUT, progress=None) -> SiteResult:
+               keep_going: bool = False, timeout: float = DEFAULT_TIMEOUT, progress=None,
+               cli_parser=None) -> SiteResult:
     """Build the site into ``out`` (made if missing).  ``derivations``, ``docs``: the course and docs
     folders (default: the checkout's); ``report``: a campaign folder with ``report.md`` (default
-    ``results/quick`` when it has one); ``only``: the course scripts whose file name matches."""
+    ``results/quick`` when it has one); ``only``: the course scripts whose file name matches;
+    ``cli_parser``: the command line's ``argparse`` parser, whose reference is ``cli.html`` (``amutheory
+    docs`` passes :func:`amutheory.cli.build_parser`'s; without it the site has no CLI page)."""
     root = Path(root) if root is not None else ROOT
     derivations = Path(derivations) if derivations is not None else root / "derivations"
     docs = Path(docs) if docs is not None else root / "docs"
@@ -169,7 +172,9 @@ def build_site(out, *, derivations=None, docs=None, root=None, report=None, only
         groups["Validation report"].append("report.html")
     from amutheory.site.reference import api_reference, cli_reference
 
-    for name, (title, body) in (("cli.html", cli_reference()), ("api.html", api_reference())):
+    references = ([("cli.html", cli_reference(cli_parser))] if cli_parser is not None else []) + [
+        ("api.html", api_reference())]
+    for name, (title, body) in references:
         (out / name).write_text(page(title, body))
         result.pages[name] = title
         groups["Reference"].append(name)

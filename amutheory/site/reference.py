@@ -34,11 +34,9 @@ def _flag_row(action) -> str:
             f"<td>{_esc(default)}</td><td>{_esc(action.help or '')}</td></tr>")
 
 
-def cli_reference() -> tuple[str, str]:
-    """(title, HTML body) of the CLI reference."""
-    from amutheory.cli import build_parser
-
-    parser = build_parser()
+def cli_reference(parser: argparse.ArgumentParser) -> tuple[str, str]:
+    """(title, HTML body) of the CLI reference of ``parser`` (``amutheory docs`` passes its own: the
+    command line sits on top of the site, which never imports it)."""
     commands = _subcommands(parser)
     parts = [f"<p>{_esc(parser.description)}</p>", "<ul>"]
     parts += [f'<li><a href="#cmd-{name}"><code>amutheory {name}</code></a></li>' for name in commands]

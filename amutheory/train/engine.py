@@ -5,7 +5,7 @@ yields ``(group, records)`` as groups finish, in any order; the sweep writes eac
 
 * ``local`` with ``workers=1``: in this process, one group after another;
 * ``local`` with ``workers=N``: a ``spawn`` process pool, each worker on ``threads`` torch
-  threads (one by default: two busy threads on a 2-core machine are 10-100x slower than one);
+  threads (one by default: more busy threads than cores slow every worker down);
 * ``dask``: ``scheduler="tcp://host:port"`` uses a running ``dask scheduler`` (start one by hand
   with ``dask scheduler`` and ``dask worker ADDRESS --nthreads 1``, or on SLURM through
   dask-jobqueue); without a scheduler, a ``LocalCluster`` of ``workers`` processes.  Needs the
@@ -41,10 +41,49 @@ def run_group(cells, vectorise: bool = True, threads: int = 1) -> list[dict]:
     return records
 
 
-def _init_worker(threads: int) -> None:
+#: seconds between a pool worker's checks that the process which started it is still alive
+ORPHAN_POLL_S = 1.0
+
+
+def _init_worker(threads: int, parent: int | None = None) -> None:
     import torch
 
     torch.set_num_threads(threads)
+    if parent is not None:
+        _exit_with_parent(parent)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A daemon thread that ends this worker once ``parent`` (the pid that started the pool) is
+    gone: a parent killed with ``kill -9`` cannot shut its pool down, and its workers would
+    otherwise train on for ever, each holding a model's memory.  (``prctl(PR_SET_PDEATHSIG)`` is
+    not used: it fires when the parent's *thread* that spawned the worker ends, and the pool
+    spawns replacement workers from a helper thread.)"""
+    import os
+    import threading
+    import time
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(ORPHAN_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="amutheory-orphan-watch", daemon=True).start()
+
+
+def _abort(pool: cf.ProcessPoolExecutor) -> None:
+    """Stop ``pool`` at once (Ctrl-C, SIGTERM, an error): pending groups are dropped by the pool's
+    own shutdown (never ``Future.cancel`` from here, which races the pool's thread and ends in
+    ``InvalidStateError: CANCELLED``) and running workers are terminated instead of waited for;
+    the groups finished before were already yielded and written."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        proc.terminate()
+    for proc in processes:
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
 
 
 def run_groups(groups: list, engine: str = "local", workers: int = 1, threads: int = 1,
@@ -58,17 +97,19 @@ def run_groups(groups: list, engine: str = "local", workers: int = 1, threads: i
         for g in groups:
             yield g, run_group(g, vectorise, threads)
     else:
+        import os
+
         ctx = multiprocessing.get_context("spawn")
-        with cf.ProcessPoolExecutor(max_workers=min(workers, len(groups)), mp_context=ctx,
-                                    initializer=_init_worker, initargs=(threads,)) as pool:
+        pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(groups)), mp_context=ctx,
+                                      initializer=_init_worker, initargs=(threads, os.getpid()))
+        try:
             futures = {pool.submit(run_group, g, vectorise, threads): g for g in groups}
-            try:
-                for fut in cf.as_completed(futures):
-                    yield futures[fut], fut.result()
-            except BaseException:
-                for fut in futures:
-                    fut.cancel()
-                raise
+            for fut in cf.as_completed(futures):
+                yield futures[fut], fut.result()
+        except BaseException:
+            _abort(pool)
+            raise
+        pool.shutdown(wait=True)
 
 
 def _run_dask(groups, workers, threads, vectorise, scheduler):

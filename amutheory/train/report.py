@@ -28,6 +28,7 @@ def markdown(summary: dict, figures: list[str]) -> str:
         lines.append(f"| {r['depth']} | {r['width']} | {_g(r['eta_star_train'])} | {_ci(r['eta_star_train_ci'])} | "
                      f"{_g(r['eta_star_grid'])} | {_g(r.get('test_accuracy_at_grid_optimum'), '.3f')} | {sum(d > 0 for d in r['diverged'])} of {len(r['lrs'])} | "
                      f"{', '.join(r['flags']) or '-'} |")
+    lines += _unresolved_lines(summary["runs"])
     for axis, key, other in (("depth", "depth_fit", "width"), ("width", "width_fit", "depth")):
         for fit in summary.get(key) or []:
             if "exponent" in fit:
@@ -45,3 +46,19 @@ def markdown(summary: dict, figures: list[str]) -> str:
                     lines.append(f"| {h['steps']} | {fit['width']} | {fit['exponent']:.3f} | {_ci(fit['exponent_ci'])} |")
     lines += [""] + [f"![{name}]({name})" for name in figures]
     return "\n".join(lines) + "\n"
+
+
+def unresolved_note(row: dict) -> str | None:
+    """One plain sentence when a run's grid does not resolve its optimum (``resolved`` false), else ``None``."""
+    if row.get("resolved", True):
+        return None
+    why = {"edge": "the best rate is at the grid's edge (the optimum may lie beyond it: widen the grid)",
+           "tie": "several rates share the best score (the score does not tell them apart: more steps or seeds)",
+           "all-diverged": "every rate diverged (lower the rates)"}
+    reasons = "; ".join(why[f] for f in row["flags"] if f in why)
+    return f"depth {row['depth']}, width {row['width']}: optimum NOT resolved: {reasons}"
+
+
+def _unresolved_lines(runs) -> list[str]:
+    notes = [n for n in map(unresolved_note, runs) if n]
+    return ["", *(f"- {n}." for n in notes)] if notes else []

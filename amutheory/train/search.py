@@ -7,7 +7,8 @@ the optimum's seed bootstrap, and the power law of the optimum across depth (or 
 * ``eta_star_grid``: the grid's argmin.  ``eta_star_train``: the vertex of the parabola through
   the argmin and its two neighbours in ``ln lr`` (a sub-grid optimum), kept inside them; where a
   neighbour is missing (the grid's edge), infinite (next to divergence) or the three points bend
-  the wrong way, the grid's argmin, and ``flags`` say why.
+  the wrong way, the grid's argmin, and ``flags`` say why.  ``resolved`` is false when the grid does
+  not bracket one best rate (every rate diverged, the best at the grid's edge, or a tie).
 * ``eta_star_train_ci``: the 2.5 and 97.5 percentiles of ``eta_star_train`` over
   :data:`BOOTSTRAP` resamples of the seeds (a resampled seed brings its runs at every rate: the
   rates share inits and minibatches).
@@ -30,6 +31,9 @@ BOOTSTRAP = 2000
 #: the bootstrap's own seed (fixed: the same records give the same CI)
 BOOTSTRAP_SEED = 20_251_125
 SCORES = ("mean", "final")
+#: flags under which the grid does not resolve the optimum: every rate diverged, the best rate is
+#: at the grid's edge (the optimum may lie beyond it), or several rates share the best score (a tie)
+UNRESOLVED = ("all-diverged", "edge", "tie")
 
 
 def _vertex(x: np.ndarray, y: np.ndarray) -> tuple[float, list[str]]:
@@ -38,6 +42,8 @@ def _vertex(x: np.ndarray, y: np.ndarray) -> tuple[float, list[str]]:
     if not finite.any():
         return math.nan, ["all-diverged"]
     i = int(np.argmin(np.where(finite, y, np.inf)))
+    if np.count_nonzero(y[finite] == y[i]) > 1:
+        return float(x[i]), ["tie"]
     if i == 0 or i == len(x) - 1:
         return float(x[i]), ["edge"]
     if not (finite[i - 1] and finite[i + 1]):
@@ -117,7 +123,13 @@ class LrSearch:
                 "loss_ci": [None if c is None else [float(c[0]), float(c[1])] for c in self.loss_ci],
                 "diverged": self.diverged.tolist(), "eta_star_train": num(self.eta_star_train),
                 "eta_star_train_ci": self.eta_star_train_ci, "eta_star_grid": num(self.eta_star_grid),
-                "flags": self.flags}
+                "flags": self.flags, "resolved": self.resolved}
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the grid brackets a single best rate (no flag of :data:`UNRESOLVED`): only then is
+        ``eta_star_train`` an optimum rather than the grid's best point."""
+        return not any(f in UNRESOLVED for f in self.flags)
 
 
 def fit_power(xs, searches: list[LrSearch]) -> dict | None:

@@ -1,0 +1,267 @@
+"""The newer commands' bad inputs, each refused up front in one line (issue 38, part 7), and no
+process outliving a killed command.
+
+Every case here was once a traceback, a silent change or a late failure: it must now end with exit
+status 2 and one line on stderr naming what is wrong, before any work (a case that started work
+would run for seconds, not the fraction of a second these take), or, for the signals, end quickly
+without leaving a worker behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from amutheory.cli import main
+
+NO_HEAD = """
+from torch import nn
+
+def narrow(depth, width):
+    # a head of 2 outputs for a dataset of 10 classes
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 8, 2))
+
+def empty(depth, width):
+    return nn.Sequential(nn.Flatten(), nn.Identity())
+"""
+SWEEP = ["sweep", "--depths", "2", "--width", "4", "--lrs", "0.1,0.2,0.4", "--steps", "2", "--seeds", "2",
+         "--workers", "1", "--batch-size", "4", "--no-figures", "--quiet"]
+
+
+def _refused(argv, capsys, *needles) -> str:
+    code = main(argv)
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err[-2000:]
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("argv, needles", [
+    (["predict", "--depths", "4", "--input-var", "1e300", "--constants", "mlp-limit"], ("--input-var", "1e+75")),
+    (["predict", "--depths", "4", "--init-c", "1e300", "--constants", "mlp-limit"], ("--init-c", "1e+75")),
+    (["predict", "--depths", "4", "--input-var", "1e-300", "--constants", "mlp-limit"], ("--input-var",)),
+    (["measure", "--depths", "2", "--input-var", "1e300", "--seeds", "2"], ("--input-var",)),
+    (["transfer", "--lr", "5e-324", "--from-depth", "2", "--to-depth", "4"], ("--lr", "normal")),
+    (["laws", "--calibration-depths", "2,3"], ("--calibration-depths", "at least 3")),
+    (["predict", "--depths", "4", "--calibration-depths", "2,3"], ("--calibration-depths", "at least 3")),
+    (["measure", "--depths", "2", "--width", "4", "--spatial", "4", "--batch", "2", "--seeds", "2", "--spread"],
+     ("--seeds", ">= 3")),
+])
+def test_refused_up_front(argv, needles, capsys):
+    start = time.perf_counter()
+    _refused(argv, capsys, *needles)
+    assert time.perf_counter() - start < 5  # refused, not measured
+
+
+def test_the_largest_scale_still_predicts(capsys):
+    """The bound is not too tight: its edge values run (and give finite numbers)."""
+    for flag in ("--input-var", "--init-c"):
+        for value in ("1e75", "1e-75"):
+            code = main(["predict", "--depths", "2,4", "--constants", "mlp-limit", flag, value, "--json", "--quiet"])
+            out = capsys.readouterr().out
+            assert code == 0
+            json.loads(out, parse_constant=_no_constant)
+
+
+def _no_constant(name):
+    raise AssertionError(f"not strict JSON: {name}")
+
+
+def test_transfer_overflow_refused_not_infinity(capsys):
+    argv = ["transfer", "--lr", "1e308", "--from-depth", "2", "--to-depth", "8", "--to-width", "1", "--width", "64"]
+    line = _refused(argv + ["--json"], capsys, "overflows")
+    assert "inf" not in line.split("gives")[0]
+    code = main(["transfer", "--lr", "0.1", "--from-depth", "2", "--to-depth", "8", "--to-width", "1", "--json"])
+    assert code == 0
+    json.loads(capsys.readouterr().out, parse_constant=_no_constant)
+
+
+@pytest.mark.parametrize("extra, needles", [
+    (["--lrs", "0.1"], ("--lrs", "at least 3")),
+    (["--lrs", "0.1,0.2"], ("--lrs", "at least 3")),
+    (["--lrs", "0.1,0.1,0.2"], ("--lrs", "repeated")),
+    (["--steps", "1"], ("--steps",)),
+    (["--data-dir", "."], ("--data-dir", "synthetic")),
+    (["--dataset", "digits", "--data-dir", "."], ("--data-dir", "digits")),
+    (["--device", "cuda"], ("--device",)),
+    (["--dataset", "digits", "--spatial", "16"], ("--spatial", "8")),
+])
+def test_sweep_refused_up_front(extra, needles, tmp_path, capsys):
+    if "--device" in extra:
+        torch = pytest.importorskip("torch")
+        if torch.cuda.is_available():
+            pytest.skip("this machine has CUDA")
+    out = tmp_path / "s"
+    argv = list(SWEEP)
+    for flag in extra[::2]:
+        if flag in argv:
+            i = argv.index(flag)
+            del argv[i:i + 2]
+    _refused(argv + extra + ["--out", str(out)], capsys, *needles)
+    assert not out.exists()  # refused before any file was written
+
+
+def test_sweep_spatial_equal_to_the_dataset_is_accepted(tmp_path, capsys):
+    code = main(SWEEP + ["--dataset", "digits", "--spatial", "8", "--out", str(tmp_path / "s")])
+    assert code == 0, capsys.readouterr().err
+
+
+def test_sweep_says_how_a_1d_model_reads_images(tmp_path, capsys):
+    argv = [a for a in SWEEP if a != "--quiet"] + ["--dataset", "digits", "--out", str(tmp_path / "s")]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "8 positions of 8 features" in err and "--dim 2" in err
+
+
+@pytest.mark.parametrize("factory, needles", [("narrow", ("--model", "2 outputs", "10 classes")),
+                                              ("empty", ("--model", "no trainable parameters"))])
+def test_sweep_model_checked_before_the_sweep(factory, needles, tmp_path, capsys):
+    (tmp_path / "m.py").write_text(NO_HEAD)
+    out = tmp_path / "s"
+    argv = SWEEP + ["--model", f"{tmp_path / 'm.py'}:{factory}", "--spatial", "8", "--out", str(out)]
+    _refused(argv, capsys, *needles)
+    assert not (out / "cells.jsonl").exists()
+
+
+def test_unresolved_optimum_is_said(tmp_path, capsys):
+    """A grid whose best rate is at its edge: the text says the optimum is not resolved, the JSON
+    says ``resolved: false``."""
+    argv = SWEEP + ["--lrs", "1e-6,2e-6,4e-6", "--out", str(tmp_path / "s")]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "NOT resolved" in text
+    assert main(argv + ["--json"]) == 0
+    run = json.loads(capsys.readouterr().out, parse_constant=_no_constant)["runs"][0]
+    assert run["resolved"] is False and run["flags"]
+    assert "NOT resolved" in (tmp_path / "s" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("command", ["sweep", "validate"])
+def test_output_folder_needs_its_parent(command, tmp_path, capsys):
+    out = tmp_path / "missing" / "run"
+    argv = (SWEEP if command == "sweep" else ["validate", "--quiet"]) + ["--out", str(out)]
+    _refused(argv, capsys, "--out", "does not exist")
+    assert not (tmp_path / "missing").exists()
+
+
+def test_compare_widths_out_needs_its_folder(tmp_path, capsys):
+    _refused(["compare-widths", str(tmp_path), str(tmp_path), "--out", str(tmp_path / "missing" / "t.md")], capsys,
+             "--out", "does not exist")
+
+
+# --------------------------------------------------------------------------- signals and workers
+def _children(pid: int) -> list[int]:
+    """Pids of the pool workers started by ``pid`` (spawned interpreters; not the resource tracker)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid and "spawn_main" in cmd:
+            out.append(int(entry.name))
+    return out
+
+
+def _threads(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by init) counts as gone
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _start_sweep(tmp_path) -> tuple[subprocess.Popen, list[int]]:
+    """A sweep of two groups on two workers that would run for minutes; its process and workers
+    once both workers have started."""
+    argv = [sys.executable, "-m", "amutheory", "sweep", "--depths", "2,3", "--width", "4", "--lrs", "0.1,0.2,0.4",
+            "--steps", "200000", "--seeds", "2", "--workers", "2", "--batch-size", "4", "--no-figures", "--quiet",
+            "--out", str(tmp_path / "s")]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.monotonic() + 120
+    workers: list[int] = []
+    while time.monotonic() < deadline and proc.poll() is None:
+        workers = _children(proc.pid)
+        if len(workers) == 2 and all(_threads(w) >= 2 for w in workers):
+            return proc, workers  # both past their start (torch imported, the watch on their parent running)
+        time.sleep(0.2)
+    proc.kill()
+    pytest.fail(f"the sweep did not start two workers (exit {proc.poll()}): {proc.communicate()[1][-2000:]}")
+
+
+def _gone_within(pids, seconds: float) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = [p for p in pids if _alive(p)]
+        if not left:
+            return []
+        time.sleep(0.2)
+    return [p for p in pids if _alive(p)]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_kill_9_of_a_sweep_leaves_no_worker(tmp_path):
+    proc, workers = _start_sweep(tmp_path)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    left = _gone_within(workers, 10)
+    for pid in left:  # do not leave them to the next test
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"workers {left} outlived their killed sweep"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_sigterm_of_a_sweep_ends_it_quickly_in_one_line(tmp_path):
+    proc, workers = _start_sweep(tmp_path)
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("the sweep took more than 20 s to end after SIGTERM")
+    assert time.monotonic() - start < 15
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert proc.returncode == 143 and len(lines) == 1 and "SIGTERM" in lines[0], err[-2000:]
+    assert "InvalidStateError" not in err and "Traceback" not in err
+    assert not _gone_within(workers, 10)
+
+
+def test_preflight_flags_and_site_never_import_the_cli():
+    """The CLI sits on top: what it uses (preflight, flags, the site) imports nothing of it, at any
+    level of a module (so no cli <-> preflight <-> site cycle)."""
+    import ast
+
+    import amutheory
+
+    root = Path(amutheory.__file__).parent
+    files = [root / "preflight.py", root / "flags.py", *sorted((root / "site").glob("*.py"))]
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom) else
+                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            assert not any(n == "amutheory.cli" or n.startswith("amutheory.cli.") for n in names), path
