@@ -63,15 +63,6 @@ MAX_SCALE = 1e75
 MIN_SCALE = 1e-75
 
 
-def check_scale(name: str, value) -> float:
-    """A positive finite variance scale within ``[MIN_SCALE, MAX_SCALE]`` (:data:`MAX_SCALE`)."""
-    from amutheory.spec import check_number
-
-    value = check_number(name, value, positive=True)
-    if not (MIN_SCALE <= value <= MAX_SCALE):
-        raise ValueError(f"{name} must be in [{MIN_SCALE:g}, {MAX_SCALE:g}] (the laws hold its fourth power, "
-                         f"which float64 keeps finite only there), got {value:g}")
-    return value
 #: bytes per element of each dtype name
 ITEMSIZE = {"float64": 8, "float32": 4}
 #: calibrated peak bytes per (activation element x itemsize) of the probe (module docstring)

@@ -19,7 +19,7 @@ from amutheory import limits
 from amutheory.flags import SWEEP_OUT
 from amutheory.outputs import check_output_dir, check_output_file
 from amutheory.spec import (
-    SIZE_WHY, ArchSpec, check_depth, check_depth_list, check_int, check_number, check_rate, check_seed_range,
+    SIZE_WHY, ArchSpec, check_depth, check_depth_list, check_int, check_number, check_rate, check_scale, check_seed_range,
     check_size,
 )
 
@@ -100,7 +100,7 @@ def _positive(flag: str, value) -> None:
 
 def _scale(flag: str, value) -> None:
     if value is not None:
-        limits.check_scale(flag, value)
+        check_scale(flag, value)
 
 
 def _arch(args, depth: int | None = None):
@@ -114,8 +114,8 @@ def _arch(args, depth: int | None = None):
     _scale("--input-var", args.input_var)
     if depth is None and args.depths:
         depth = max(args.depths)
-    spec = spec_from_flags(args, depth=depth)  # refuses a non-positive init_c in its own words
     _scale("--init-c", getattr(args, "init_c", None))
+    spec = spec_from_flags(args, depth=depth)
     return spec, protocol_from_flags(args)
 
 

@@ -17,7 +17,7 @@ import numbers
 from dataclasses import dataclass
 
 from amutheory.families import family_names, get_family
-from amutheory.limits import MAX_DEPTH, MAX_SIZE, SEED_LIMIT
+from amutheory.limits import MAX_DEPTH, MAX_SCALE, MAX_SIZE, MIN_SCALE, SEED_LIMIT
 
 #: the built-in families' names (the registry, :mod:`amutheory.families`, is the live list)
 FAMILIES = family_names()
@@ -116,6 +116,16 @@ def check_rate(name: str, value) -> float:
     if value < sys.float_info.min:
         raise ValueError(f"{name} must be >= {sys.float_info.min:g} (a normal float; smaller rates underflow to 0), "
                          f"got {value:g}")
+    return value
+
+
+def check_scale(name: str, value) -> float:
+    """A positive finite variance scale within ``[MIN_SCALE, MAX_SCALE]`` (:data:`amutheory.limits.MAX_SCALE`
+    says why: the laws hold its fourth power)."""
+    value = check_number(name, value, positive=True)
+    if not (MIN_SCALE <= value <= MAX_SCALE):
+        raise ValueError(f"{name} must be in [{MIN_SCALE:g}, {MAX_SCALE:g}] (the laws hold its fourth power, "
+                         f"which float64 keeps finite only there), got {value:g}")
     return value
 
 
@@ -221,7 +231,7 @@ class ArchSpec:
         _check_choice("padding", self.padding, PADDINGS)
         _check_choice("activation", self.activation, ACTIVATIONS)
         if self.init_c is not None:
-            _check_real("init_c", self.init_c)
+            check_scale("init_c", self.init_c)
         _check_choice("readout", self.readout, tuple(READOUT_POWERS))
         _check_choice("branch", self.branch, BRANCHES)
         _check_choice("init", self.init, INITS)
@@ -285,6 +295,6 @@ class ProbeProtocol:
     device: str = "cpu"
 
     def __post_init__(self):
-        _check_real("input_var", self.input_var)
+        check_scale("input_var", self.input_var)
         _check_choice("dtype", self.dtype, ("float64", "float32"))
         check_device(self.device)

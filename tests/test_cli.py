@@ -63,7 +63,7 @@ def test_predict_and_measure_json_contract(capsys):
     (["derive", "--activation", "foo"], "activation"),
     (["derive", "--dim", "3"], "dim"),
     (["derive", "--order", "0"], "order"),
-    (["derive", "--init-c", "-1"], "init_c"),
+    (["derive", "--init-c", "-1"], "--init-c"),
     (["measure", "--depths", "2", "--device", "cuda:7"], "device"),
     (["validate", "--preset", "nope"], "preset"),
     (["validate", "--preset", "resnet-wide", "--only", "nope", "--out", "/nonexistent/x"], "only"),

@@ -48,7 +48,8 @@ PATH_FLAGS = {("measure", "--out"): "file", ("depth", "--plot"): "file", ("compa
 #: the word a refusal uses for a flag when it is not the flag's own name
 ALIASES = {"--seq-len": ("spatial",), "--from-depth": ("depth",), "--to-depth": ("depth",),
            "--to-width": ("width",), "model": ("model", "factory", "depth:"), "folders": ("campaign folder",),
-           "--leaf": ("leaf",), "--from": ("--from", "transfer:"), "--to": ("--to", "transfer:")}
+           "--leaf": ("leaf",), "--from": ("--from", "transfer:"), "--to": ("--to", "transfer:"),
+           "--input-dim": ("input_channels",)}  # an alias of --input-channels (the same field)
 MODEL = """
 from torch import nn
 

@@ -256,9 +256,6 @@ def test_cell_keys_unchanged(fields, key, group):
 
 
 # --------------------------------------------------------------------------- acceptance 2
-#: files other helpers convert in parallel (issue 38): the lead removes them after merging; an
-#: entry ``path::function`` excuses one function only
-PENDING_ELSEWHERE = {"amutheory/cli.py", "amutheory/preflight.py"}
 
 
 def _family_modules() -> list[str]:
@@ -329,10 +326,6 @@ def _offenders() -> dict:
     return out
 
 
-def _pending(rel: str, where: str) -> bool:
-    return rel in PENDING_ELSEWHERE or f"{rel}::{where}" in PENDING_ELSEWHERE
-
-
 def test_the_scan_finds_a_family_branch(tmp_path):
     """The check itself can fail: a comparison and a table of each shape are found."""
     bad = tmp_path / "bad.py"
@@ -345,16 +338,6 @@ def test_the_scan_finds_a_family_branch(tmp_path):
     assert len(family_branches(bad, set(FAMILY_REGISTRY))) == 5
 
 
-def test_no_family_branch_outside_the_families_here():
-    """Offenders outside the families' own modules, except in files other helpers convert."""
-    mine = {rel: [o for o in found if not _pending(rel, o[1])] for rel, found in _offenders().items()}
-    mine = {rel: found for rel, found in mine.items() if found}
-    assert mine == {}, "\n".join(f"{rel}:{line} ({where}): {code}" for rel, found in mine.items()
-                                 for line, where, code in found)
-
-
-@pytest.mark.xfail(strict=False, reason="cli.py, preflight.py, api/selection.py and api/derivation._check_law are "
-                                        "converted by other helpers of issue 38 (PENDING_ELSEWHERE)")
 def test_no_family_branch_outside_the_families():
     """Issue 38, acceptance 2 (every file)."""
     found = _offenders()

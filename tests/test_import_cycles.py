@@ -21,12 +21,6 @@ import amutheory
 
 PACKAGE = Path(amutheory.__file__).resolve().parent
 
-#: cycles another part of issue 38 removes in parallel (laws/ and api/selection.py; cli.py and
-#: preflight.py); emptied once those branches are merged
-PENDING_ELSEWHERE: set = set()
-PENDING_PAIRS_ELSEWHERE = {
-    frozenset({"amutheory.cli", "amutheory.preflight"}),
-}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -147,14 +141,13 @@ def test_imports_resolve_to_modules():
 
 
 def test_no_module_level_import_cycles():
-    cycles = [c for c in strongly_connected(import_graph()) if c not in PENDING_ELSEWHERE]
+    cycles = strongly_connected(import_graph())
     assert not cycles, "module-level import cycles: " + "; ".join(" <-> ".join(sorted(c)) for c in cycles)
 
 
 def test_no_two_modules_import_each_other():
     graph = import_graph(module_level=False)
     pairs = {frozenset({a, b}) for a in graph for b in graph[a] if a in graph.get(b, ())}
-    pairs -= PENDING_PAIRS_ELSEWHERE
     assert not pairs, "mutual imports: " + "; ".join(" <-> ".join(sorted(p)) for p in sorted(pairs, key=sorted))
 
 

@@ -59,7 +59,9 @@ def test_the_calibrated_estimate_bounds_a_real_probe(label, validate_script):
 
 
 def test_output_checks_have_no_side_effects(tmp_path):
-    check_output_dir(tmp_path / "new" / "deeper", "--out")
+    check_output_dir(tmp_path / "new", "--out")  # only the last folder of a path is made (later)
+    with pytest.raises(ValueError, match="folder .*new does not exist"):
+        check_output_dir(tmp_path / "new" / "deeper", "--out")
     check_output_file(tmp_path / "m.json", "--out")
     check_output_file(tmp_path / "a" / "b.md", "--out", make_parents=True)
     assert list(tmp_path.iterdir()) == []
