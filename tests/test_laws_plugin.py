@@ -198,3 +198,23 @@ def test_predict_calls_the_chosen_law_once_and_returns_its_values(monkeypatch, c
         np.testing.assert_array_equal(pred.s_bar, values.s_bar)
         np.testing.assert_array_equal(pred.local_slope, values.local_slope)
     assert set(values.constants) <= set(pred.constants)
+
+
+def test_outside_law_through_an_entry_point(tmp_path, plugin):
+    # a distribution on the path whose metadata declares the law in the group amutheory.laws: what
+    # `pip install` of a plugin package leaves behind (importlib.metadata reads it like any other)
+    (tmp_path / "toy_law_pkg-0.1.dist-info").mkdir()
+    (tmp_path / "toy_law_pkg-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-law-pkg\n"
+                                                                      "Version: 0.1\n")
+    (tmp_path / "toy_law_pkg-0.1.dist-info" / "entry_points.txt").write_text("[amutheory.laws]\n"
+                                                                              "toy = toy_law:ChainToy\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(tmp_path), os.getcwd(), os.environ.get("PYTHONPATH")) if p))
+    got = subprocess.run([sys.executable, "-m", "amutheory", "predict", "--law", "chain-toy", "--depths", "4,8",
+                          "--json", *ARCH], capture_output=True, text=True, env=env, timeout=300)
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["law_registry"] == "chain-toy"
+    # the same law from the entry point and from --plugin is registered once
+    got = subprocess.run([sys.executable, "-m", "amutheory", "laws", "--plugin", str(plugin), "--json"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert got.returncode == 0, got.stderr

@@ -79,10 +79,21 @@ def load_plugin(path) -> list[str]:
 
 
 def _registered(law) -> bool:
-    """Whether a law of the same class (same plugin file: same module name) is registered already."""
+    """Whether a law of the same class is registered already: the same module name (the same plugin
+    file loaded twice), or the same class in the same source file (a file that is both an installed
+    entry point and a ``--plugin``)."""
     kind = law if isinstance(law, type) else type(law)
     return any((type(r).__module__, type(r).__qualname__) == (kind.__module__, kind.__qualname__)
+               or (type(r).__qualname__ == kind.__qualname__ and _source(type(r)) is not None
+                   and _source(type(r)) == _source(kind))
                for r in REGISTRY.values())
+
+
+def _source(kind) -> Path | None:
+    """The resolved file a class was defined in (``None`` where it has none)."""
+    module = sys.modules.get(kind.__module__)
+    where = getattr(module, "__file__", None)
+    return Path(where).resolve() if where else None
 
 
 def plugin_files(argv) -> list[str]:
