@@ -21,7 +21,7 @@ import math
 import torch
 from torch import nn
 
-from amutheory.measure.models import activation_fn, dropout_layer
+from amutheory.measure.layers import activation_fn, chain_preactivations, dropout_layer, readout
 from amutheory.spec import NORMS, ArchSpec
 
 
@@ -57,18 +57,11 @@ class MLP(nn.Module):
         if norm != "none":
             self.norms = nn.ModuleList(_norm_layer(norm, spec.width, dtype, device) for _ in layers)
         self.drop = dropout_layer(dropout)
-        self.head = nn.Linear(spec.width, spec.outputs, bias=False, dtype=dtype, device=device)
-        with torch.no_grad():
-            self.head.weight.normal_(0.0, math.sqrt(spec.readout_variance), generator=generator)
+        self.head = readout(spec.width, spec.outputs, spec.readout_variance, generator, dtype, device)
 
     def preactivations(self, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Every pre-activation ``h_1 .. h_L`` and the output ``f(x)``."""
-        hs = []
-        norms = getattr(self, "norms", None)
-        for l, layer in enumerate(self.layers):
-            h = layer(x) if norms is None else norms[l](layer(x))
-            hs.append(h)
-            x = self.drop(self.phi(h))
+        hs, x = chain_preactivations(self.layers, getattr(self, "norms", None), self.phi, self.drop, x)
         return hs, self.head(x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 # the shared layers, re-exported (``models.activation_fn`` etc. keep working)
-from amutheory.measure.layers import activation_fn, dropout_layer, norm_layer  # noqa: F401
+from amutheory.measure.layers import activation_fn, chain_preactivations, dropout_layer, norm_layer, readout  # noqa: F401
 from amutheory.spec import TORCH_PADDING_MODE, ArchSpec
 
 
@@ -51,18 +51,11 @@ class ConvChain(nn.Module):
         if norm != "none":
             self.norms = nn.ModuleList(norm_layer(norm, spec.dim, spec.width, dtype, device) for _ in layers)
         self.drop = dropout_layer(dropout)
-        self.head = nn.Linear(spec.width, spec.outputs, bias=False, dtype=dtype, device=device)
-        with torch.no_grad():
-            self.head.weight.normal_(0.0, math.sqrt(spec.readout_variance), generator=generator)
+        self.head = readout(spec.width, spec.outputs, spec.readout_variance, generator, dtype, device)
 
     def preactivations(self, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Every pre-activation ``h_1 .. h_L`` and the output ``f(x)``."""
-        hs = []
-        norms = getattr(self, "norms", None)
-        for l, conv in enumerate(self.convs):
-            h = conv(x) if norms is None else norms[l](conv(x))
-            hs.append(h)
-            x = self.drop(self.phi(h))
+        hs, x = chain_preactivations(self.convs, getattr(self, "norms", None), self.phi, self.drop, x)
         pooled = x.flatten(2).mean(-1)
         return hs, self.head(pooled)
 
