@@ -157,3 +157,21 @@ def test_mlp_preset_holds_out_depths_beyond_its_calibration():
     assert {c.spec.family for c in configs} == {"mlp"} and {c.spec.activation for c in configs} == {"relu", "linear"}
     for c in configs:
         assert min(c.held_out_depths) > max(c.calibration_depths)
+
+
+def test_mlp_campaign_analyses_the_mlp_as_the_chain_it_is(tmp_path):
+    # the campaign names the MLP's own derived law and takes the exact spectral law of a linear MLP (nothing
+    # fitted for the mean), as predict's default does; its figures are drawn on the equivalent chain
+    from amutheory.campaign import run_campaign
+    from amutheory.campaign.presets import CampaignConfig
+
+    configs = [CampaignConfig(f"mlp-{act}", ArchSpec(family="mlp", depth=6, width=16, activation=act, input_channels=4),
+                              (2, 3, 4, 6), (2, 3, 4), 8) for act in ("linear", "relu")]
+    summary = run_campaign(configs, tmp_path, progress=None)
+    by_name = {c["name"]: c for c in summary["configs"]}
+    assert by_name["mlp-linear"]["law"] == "mlp-spectral"
+    assert by_name["mlp-linear"]["constants_from"].startswith("spectral law")
+    assert by_name["mlp-relu"]["law"] == "mlp-relu" and by_name["mlp-relu"]["derived_exponent"] == "-3/2"
+    for c in summary["configs"]:
+        assert not [e for e in c["errors"] if "figures" in e], c["errors"]
+        assert (tmp_path / f"layer_profiles_{c['name']}.png").is_file()

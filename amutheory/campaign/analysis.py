@@ -31,7 +31,7 @@ from amutheory.campaign.common import C_TARGET, STATISTICS, _f
 from amutheory.campaign.presets import CampaignConfig
 from amutheory.families import result_family
 from amutheory.spec import ArchSpec, ProbeProtocol
-from amutheory.symbolic.chain.conv import conv_law, derived_constants
+from amutheory.symbolic.chain.conv import derived_constants
 from amutheory.symbolic.chain.spectral import spectral_applies
 
 
@@ -183,14 +183,15 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
     ``cfg.calibration_depths``), which calibrate the constants; the zero/circular ratio and the
     boundary regime are added (:func:`_add_zero_padding_tables`)."""
     spec = cfg.spec.with_(depth=max(cfg.depths))
-    law = conv_law(spec)
-    derived = derived_constants(spec, protocol.input_var)
+    theory = spec.family_object.chain_spec(spec)  # the conv chain this net is (itself, or an MLP's)
+    law = spec.family_object.derive(spec)
+    derived = derived_constants(theory, protocol.input_var)
     held = cfg.held_out_depths
     out = _config_result(cfg, spec, law, derived, held)
     cal_meas, cal_set = _calibration_measurement(out, cfg, spec, meas, reference)
     # a linear circular chain has a derived law (amutheory.symbolic.chain.spectral): nothing is fitted for
     # the mean, and only the seed-spread line of the typical value uses the calibration depths
-    how = "derive" if not cfg.is_zero and spectral_applies(spec) else "calibrate"
+    how = "derive" if not cfg.is_zero and spectral_applies(theory) else "calibrate"
     out["constants_from"] = {"derive": "spectral law (derived; sigma^2 line of geo calibrated)",
                              "calibrate": "calibrated (lognormal model)"}[how]
     plan = _Plan(cfg, spec, meas, protocol, how, cal_meas, derived)

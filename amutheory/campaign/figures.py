@@ -48,7 +48,8 @@ def make_figures(out_dir: Path, cfg: CampaignConfig, meas: Measurement, result: 
     if consts and not cfg.is_zero and not cfg.is_resnet:  # the per-layer law is the circular chain's
         constants = {k: Constant(k, v["value"], v["source"], v.get("error", 0.0)) for k, v in consts.items()}
         prof = {d: per_layer_statistic(meas.profiles[d], "mean") for d in _profile_depths(cfg)}
-        fig = plots.plot_layer_profiles(cfg.spec, prof, constants,
+        chain = cfg.spec.family_object.chain_spec(cfg.spec)  # the conv chain it is (an MLP's: kernel 1, one position)
+        fig = plots.plot_layer_profiles(chain, prof, constants,
                                         title=f"{cfg.name}: measured s_l (mean over seeds) vs the per-layer law "
                                               "with the calibrated constants (mean statistic)")
         fig.savefig(out_dir / names["layer_profiles"], dpi=110)
