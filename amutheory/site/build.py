@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from amutheory.site import course
-from amutheory.site.markdown import markdown_to_html, rewrite_links, title_of
+from amutheory.site import index
+from amutheory.site.markdown import SOURCE, markdown_to_html, rewrite_links, title_of
 
 #: the repository (a source checkout: the course and the docs are not installed with the package)
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +46,11 @@ figure { margin: 1rem 0; } img { max-width: 100%; }
 table { border-collapse: collapse; margin: .8rem 0; font-size: .9em; }
 td, th { border: 1px solid #ddd; padding: .25rem .5rem; vertical-align: top; text-align: left; }
 .meta, .unlinked { color: #666; }
+.pitch { font-size: 1.05em; }
+ol.start li { margin: .3rem 0; }
+ul.pages li { margin: .2rem 0; }
+.about { color: #555; }
+.source-ref code { color: #555; }
 """
 
 
@@ -77,10 +83,16 @@ def _slug(path: Path, root: Path) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(rel.with_suffix("").parts)).strip("-")
 
 
+#: repository files that a browser would show as raw text: linked only when the site renders them
+SOURCE_SUFFIXES = (".md", ".py", ".ipynb")
+
+
 class _Site:
     def __init__(self, out: Path, root: Path):
         self.out, self.root = out, root
         self.md_pages: dict[Path, str] = {}  # resolved markdown source -> page file name
+        self.course_pages: dict[Path, str] = {}  # resolved course script -> page file name
+        self.folder_pages: dict[Path, str] = {}  # resolved folder -> the page that stands for it
         self.assets: dict[Path, str] = {}
 
     def asset(self, path: Path) -> str:
@@ -92,15 +104,30 @@ class _Site:
             self.assets[path] = "assets/" + name
         return self.assets[path]
 
+    def repo_path(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return path.name
+
     def resolver(self, source_dir: Path):
+        """``resolve(url)`` for links written in a file of ``source_dir``: a rendered markdown file or
+        course script -> its page (anchor kept); a folder -> the page standing for it, if any; a
+        ``.md``/``.py`` file the site does not render -> a code reference (never a raw link); any
+        other file -> a copy in ``assets/``; a missing target -> None (the link's text only)."""
         def resolve(url: str):
             if not url or re.match(r"^[a-z][a-z0-9+.-]*:", url, re.I) or url.startswith("#"):
                 return url
             path, _, frag = url.partition("#")
             target = (source_dir / path).resolve()
             frag = "#" + frag if frag else ""
-            if target in self.md_pages:
-                return self.md_pages[target] + frag
+            for pages in (self.md_pages, self.course_pages):
+                if target in pages:
+                    return pages[target] + frag
+            if target.is_dir():
+                return self.folder_pages.get(target)
+            if target.suffix.lower() in SOURCE_SUFFIXES:
+                return SOURCE + self.repo_path(target) if target.is_file() else None
             if target.is_file():
                 return self.asset(target) + frag
             return None
@@ -117,11 +144,14 @@ def _markdown_page(site: _Site, source: Path, result: SiteResult, title: str | N
     result.pages[name] = title
 
 
-def doc_sources(docs: Path, root: Path) -> list[Path]:
-    """The markdown pages: ``docs/findings/*.md``, ``docs/*.md``, ARCHITECTURE.md, validate/README.md."""
+def doc_sources(docs: Path, root: Path, derivations: Path | None = None) -> list[Path]:
+    """The markdown pages: ``docs/findings/*.md``, ``docs/*.md``, README.md, ARCHITECTURE.md, the
+    course's README, validate/README.md and ``validate/plans/*.md`` (the plans the findings cite)."""
+    derivations = derivations if derivations is not None else root / "derivations"
     found = sorted(Path(docs, "findings").glob("*.md")) + sorted(Path(docs).glob("*.md"))
-    found += [p for p in (root / "ARCHITECTURE.md", root / "validate" / "README.md") if p.is_file()]
-    return found
+    found += [p for p in (root / "README.md", root / "ARCHITECTURE.md", Path(derivations) / "README.md",
+                          root / "validate" / "README.md") if p.is_file()]
+    return found + sorted((root / "validate" / "plans").glob("*.md"))
 
 
 def build_site(out, *, derivations=None, docs=None, root=None, report=None, only: str | None = None,
@@ -143,54 +173,108 @@ def build_site(out, *, derivations=None, docs=None, root=None, report=None, only
     (out / "style.css").write_text(CSS.lstrip())
     result, site = SiteResult(out), _Site(out, root)
 
-    sources = doc_sources(docs, root)
+    sources = doc_sources(docs, root, derivations)
     for src in sources:
         site.md_pages[src.resolve()] = _slug(src, root) + ".html"
     report_md = Path(report) / "report.md" if report is not None else None
     if report_md is not None:
         site.md_pages[report_md.resolve()] = "report.html"
+    scripts = course.select(derivations, only)
+    for script in scripts:
+        site.course_pages[script.resolve()] = f"course-{script.stem}.html"
+    site.folder_pages = _folder_pages(site, root, docs, derivations)
 
-    groups: dict[str, list[str]] = {"Course": [], "Findings and notes": [], "Validation report": [],
+    groups: dict[str, list[str]] = {"Course": [], "Findings": [], "Notes": [], "Validation report": [],
                                     "Reference": []}
-    for script in course.select(derivations, only):
+    descriptions: dict[str, str] = {}
+    course_readme = Path(derivations) / "README.md"
+    taught = index.course_descriptions(course_readme.read_text()) if course_readme.is_file() else {}
+    for script in scripts:
         say(f"course: {script.name}")
         run = course.run_script(script, out / "course", timeout, cwd=derivations.parent)
         title, body = course.render(run, result.math_errors, site.resolver(derivations))
-        name = f"course-{script.stem}.html"
+        name = site.course_pages[script.resolve()]
         (out / name).write_text(page(title, body))
         result.pages[name] = title
         groups["Course"].append(name)
+        descriptions[name] = taught.get(script.name) or _course_description(run)
         if run.failed:
             result.failures[script.name] = course.error_line(run)
             if not keep_going:
                 raise BuildError(f"docs: {derivations.name}/{script.name} failed: {course.error_line(run)}")
+    findings = Path(docs, "findings").resolve()
     for src in sources:
-        _markdown_page(site, src, result)
-        groups["Findings and notes"].append(site.md_pages[src.resolve()])
+        _markdown_page(site, src, result, title="README" if src.resolve() == (root / "README.md").resolve() else None)
+        name = site.md_pages[src.resolve()]
+        groups["Findings" if src.resolve().parent == findings else "Notes"].append(name)
+        descriptions[name] = index.describe(src.read_text())
     if report_md is not None:
         _markdown_page(site, report_md, result, title=f"Validation report ({Path(report).name})")
         groups["Validation report"].append("report.html")
+        descriptions["report.html"] = "the latest validation campaign: its verdicts, tables and figures."
     from amutheory.site.reference import api_reference, cli_reference
 
-    references = ([("cli.html", cli_reference(cli_parser))] if cli_parser is not None else []) + [
-        ("api.html", api_reference())]
-    for name, (title, body) in references:
+    references = ([("cli.html", cli_reference(cli_parser), "every command and flag of the command line.")]
+                  if cli_parser is not None else []) + [
+        ("api.html", api_reference(), "the Python API and every registered law.")]
+    for name, (title, body), about in references:
         (out / name).write_text(page(title, body))
         result.pages[name] = title
         groups["Reference"].append(name)
-    (out / "index.html").write_text(page("amutheory", _index_body(groups, result, report_md is not None)))
+        descriptions[name] = about
+    readme = root / "README.md"
+    body = _index_body(site, groups, result, report_md is not None, descriptions,
+                       readme.read_text() if readme.is_file() else None)
+    (out / "index.html").write_text(page("amutheory", body))
     result.pages["index.html"] = "amutheory"
     return result
 
 
-def _index_body(groups: dict, result: SiteResult, has_report: bool) -> str:
-    parts = ["<p>How the maximal-update learning rate scales with depth: the course (each derivation "
-             "script run at build time), the findings, the latest validation report and the reference.</p>"]
+#: the index's sections that stand for repository folders (``index.html#findings`` for docs/findings/)
+GROUP_IDS = {"Course": "course", "Findings": "findings", "Notes": "notes", "Validation report": "report",
+             "Reference": "reference"}
+
+
+def _folder_pages(site: _Site, root: Path, docs: Path, derivations: Path) -> dict[Path, str]:
+    """The page a link to a folder opens: the folder's own README page, else its index section."""
+    folders = {Path(docs).resolve(): "index.html#notes", Path(docs, "findings").resolve(): "index.html#findings",
+               Path(derivations).resolve(): "index.html#course"}
+    for src, name in site.md_pages.items():
+        if src.name == "README.md":
+            folders[src.parent] = name
+    folders[root.resolve()] = "index.html"
+    return folders
+
+
+def _course_description(run) -> str:
+    """A course part's line when the course README has none: its first markdown cell's first sentence."""
+    for cell in run.cells:
+        if cell.kind == "markdown":
+            return index.describe(cell.source)
+    return ""
+
+
+def _index_body(site: _Site, groups: dict, result: SiteResult, has_report: bool, descriptions: dict,
+                readme: str | None) -> str:
+    """The pitch (the README's opening), "Start here", the README's verdict table, failures, then every
+    page by group with its line of description."""
+    render = (lambda md: rewrite_links(markdown_to_html(md, result.math_errors), site.resolver(site.root)))
+    sections = index.sections(readme) if readme is not None else {}
+    parts = []
+    pitch = index.opening(readme) if readme is not None else ""
+    parts.append(f'<div class="pitch">{render(pitch)}</div>' if pitch else
+                 "<p>How the maximal-update learning rate scales with depth: the course (each derivation "
+                 "script run at build time), the findings, the latest validation report and the reference.</p>")
     if result.failures:
         items = "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>" for k, v in result.failures.items())
         parts.append(f'<div class="failure"><strong>Scripts that failed:</strong><ul>{items}</ul></div>')
+    parts.append(_start_here(groups, result, sections, render))
+    verdicts = sections.get(index.VERDICT_HEADING)
+    if verdicts:
+        parts.append(f'<section class="verdicts">{render(verdicts)}</section>')
+    parts.append('<h2 id="all-pages">Every page</h2>')
     for group, names in groups.items():
-        parts.append(f"<h2>{html.escape(group)}</h2>")
+        parts.append(f'<h3 id="{GROUP_IDS[group]}">{html.escape(group)}</h3>')
         if group == "Validation report" and not has_report:
             parts.append("<p>No validation report yet: run <code>amutheory validate --preset quick</code> "
                          "(writes <code>results/quick/report.md</code>), then rebuild with "
@@ -199,6 +283,42 @@ def _index_body(groups: dict, result: SiteResult, has_report: bool) -> str:
         if not names:
             parts.append("<p>(none built)</p>")
             continue
-        items = "".join(f'<li><a href="{html.escape(n)}">{html.escape(result.pages[n])}</a></li>' for n in names)
-        parts.append(f"<ul>{items}</ul>")
+        items = []
+        for n in names:
+            about = descriptions.get(n, "")
+            about = f' <span class="about">&mdash; {index.inline(about)}</span>' if about else ""
+            items.append(f'<li><a href="{html.escape(n)}">{html.escape(result.pages[n])}</a>{about}</li>')
+        parts.append(f'<ul class="pages">{"".join(items)}</ul>')
     return "\n".join(parts)
+
+
+def _start_here(groups: dict, result: SiteResult, sections: dict, render) -> str:
+    """Set-up and the quick campaign (the README's set-up block), the commands, the course's first
+    part, the findings, the reference: each a link into the site."""
+    def link(name, text=None):
+        return f'<a href="{html.escape(name)}">{html.escape(text or result.pages[name])}</a>'
+
+    items = []
+    readme = "README.html" if "README.html" in result.pages else None
+    setup = sections.get(index.SETUP_HEADING, "")
+    block = re.search(r"^```[^\n]*\n.*?^```", setup, re.S | re.M)
+    if readme:
+        where = link(f"{readme}#{index.heading_id(index.SETUP_HEADING)}", "set-up")
+        items.append(f"<li><strong>Install and run the quick campaign</strong> (the README's {where}; the last "
+                     f"line writes a validation report){render(block.group(0)) if block else ''}</li>")
+        items.append(f"<li><strong>The commands</strong>, one line each, and a first look: "
+                     f"{link(readme + '#' + index.heading_id(index.COMMANDS_HEADING), 'the README')} "
+                     f"(every page of it: {link(readme, 'README')}).</li>")
+    if groups["Course"]:
+        first = groups["Course"][0]
+        items.append(f"<li><strong>The course</strong>, from its first part: {link(first)}.</li>")
+    elif "derivations-README.html" in result.pages:
+        items.append(f"<li><strong>The course</strong>: {link('derivations-README.html')}.</li>")
+    verdicts = f' and <a href="#{index.heading_id(index.VERDICT_HEADING)}">the verdict table</a> below' \
+        if index.VERDICT_HEADING in sections else ""
+    items.append(f'<li><strong>What holds and what fails</strong>: <a href="#findings">the findings pages</a>'
+                 f'{verdicts}.</li>')
+    refs = [link(n) for n in groups["Reference"]]
+    if refs:
+        items.append(f"<li><strong>The reference</strong>: {', '.join(refs)}.</li>")
+    return f'<h2 id="start-here">Start here</h2>\n<ol class="start">{"".join(items)}</ol>'

@@ -12,6 +12,9 @@ EXTENSIONS = ["tables", "fenced_code", "sane_lists", "toc"]
 _ATTR = re.compile(r'(?P<tag><(?:a|img)\b[^>]*?\s)(?P<attr>href|src)="(?P<url>[^"]*)"')
 _UNLINK = re.compile(r'<a href="amutheory-unlinked:[^"]*">(.*?)</a>', re.S)
 _NO_IMAGE = re.compile(r'<img\b[^>]*?src="amutheory-unlinked:(?P<url>[^"]*)"[^>]*>')
+#: what a resolver returns for a repository file the site does not render (``SOURCE + "path/in/repo.py"``)
+SOURCE = "amutheory-source:"
+_SOURCE = re.compile(r'<a href="amutheory-source:(?P<path>[^"]*)"[^>]*>(?P<text>.*?)</a>', re.S)
 
 
 def markdown_to_html(text: str, errors: list) -> str:
@@ -26,7 +29,9 @@ def markdown_to_html(text: str, errors: list) -> str:
 
 def rewrite_links(fragment: str, resolve) -> str:
     """Every ``href``/``src`` through ``resolve(url) -> url or None``; a link resolved to None is
-    kept as its text (a link to a folder or to a file that does not exist has no place in the site)."""
+    kept as its text (a link to a folder or to a file that does not exist has no place in the site);
+    one resolved to ``SOURCE + path`` (a source file the site does not render) becomes a code
+    reference: its text, with the repository path beside it unless the text already names the file."""
 
     def one(m: re.Match) -> str:
         url = html.unescape(m.group("url"))
@@ -37,7 +42,16 @@ def rewrite_links(fragment: str, resolve) -> str:
 
     out = _ATTR.sub(one, fragment)
     out = _NO_IMAGE.sub(lambda m: f'<span class="unlinked">[image not found: {m.group("url")}]</span>', out)
+    out = _SOURCE.sub(_source_reference, out)
     return _UNLINK.sub(r'<span class="unlinked">\1</span>', out)
+
+
+def _source_reference(m: re.Match) -> str:
+    path, text = html.unescape(m.group("path")), m.group("text")
+    shown = html.unescape(re.sub(r"<[^>]+>", "", text))
+    if path.rsplit("/", 1)[-1] in shown:
+        return f'<span class="source-ref" title="{html.escape(path)} in the repository">{text}</span>'
+    return f'<span class="source-ref">{text} (<code>{html.escape(path)}</code>)</span>'
 
 
 def title_of(text: str, fallback: str) -> str:
