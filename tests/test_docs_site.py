@@ -7,6 +7,7 @@ renders pages with Debian's chromium where it is installed and skips cleanly whe
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import subprocess
@@ -49,6 +50,38 @@ print("value:", 1 + 1)
 FAILING_SCRIPT = '''print("before")
 raise RuntimeError("deliberate failure")
 '''
+README = """# toolkit
+
+A toolkit that **checks a depth law** against `real nets`, with honest statistics.
+
+It checks the papers.  The verdicts are in [the table](#what-holds-and-what-fails); the evidence in
+[docs/findings/](docs/findings/); the course starts at [part 01](derivations/01_figure.py).
+
+**Who it is for**
+
+* anyone; see [the plan](validate/plans/PLAN.md), [a script](validate/tool.py) and [notes](tests/NOTES.md#x).
+
+## Set-up (fresh machine)
+
+```bash
+pip install -e .
+amutheory validate --preset quick --out results/quick
+```
+
+## What holds and what fails
+
+Verdicts only.
+
+| claim | verdict | evidence |
+|---|---|---|
+| the law `L^(-3/2)` | **holds** | [note.md](docs/findings/note.md) |
+| the boundary claim | **fails** at practical sizes | [note](docs/findings/note.md#a-note), [theory](docs/theory.md) |
+
+## Limitations
+
+* Nothing else.
+"""
+PLAN = "# A plan\n\nWritten before it ran; back to the [README](../../README.md#set-up-fresh-machine).\n"
 NOTE = """# A note
 
 ![a figure](../figures/plot.png)
@@ -89,7 +122,56 @@ def _fake_repo(root: Path, failing: bool = False) -> Path:
     ax.plot([1, 2])
     fig.savefig(root / "docs" / "figures" / "plot.png")
     plt.close(fig)
+    (root / "README.md").write_text(README)
+    (root / "validate" / "plans").mkdir(parents=True)
+    (root / "validate" / "plans" / "PLAN.md").write_text(PLAN)
+    (root / "validate" / "tool.py").write_text("print('a tool')\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "NOTES.md").write_text("# Notes the site does not render\n")
     return root
+
+
+def _plain(markdown_text: str) -> str:
+    """Markdown inline text as a reader sees it: links to their text, no emphasis or code marks."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown_text)
+    pieces = text.split("`")  # odd pieces are code spans: their stars are not emphasis
+    for i in range(0, len(pieces), 2):
+        pieces[i] = re.sub(r"(?<![\w*])\*(\S[^*]*?)\*(?![\w*])", r"\1", pieces[i].replace("**", ""))
+    return " ".join("".join(pieces).split())
+
+
+def _text(fragment: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", fragment)).split())
+
+
+def readme_pitch(readme: str) -> str:
+    """The README's first paragraph under its title, as plain text."""
+    body = readme.split("\n# ", 1)[-1] if not readme.startswith("# ") else readme[2:]
+    return _plain(body.split("\n\n")[1])
+
+
+def readme_verdict_rows(readme: str) -> list[list[str]]:
+    """The rows of the README's "What holds and what fails" table (header and rule left out)."""
+    section = readme.split("\n## What holds and what fails\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")][2:]
+    return [[_plain(cell) for cell in row.strip().strip("|").split("|")] for row in rows]
+
+
+def check_index(pages: dict, readme: str) -> None:
+    """The index opens with the README's pitch, has "Start here" and the README's verdict table (the
+    same rows), and README.html is a page."""
+    index = pages["index.html"]
+    assert "README.html" in pages
+    pitch = re.search(r'<div class="pitch">(.*?)</div>', index, re.S)
+    assert pitch and readme_pitch(readme) in _text(pitch.group(1))
+    assert index.index('class="pitch"') < index.index('id="start-here"') < index.index('class="verdicts"')
+    start = re.search(r'<h2 id="start-here">Start here</h2>\s*<ol class="start">(.*?)</ol>', index, re.S)
+    assert start and 'href="cli.html"' in start.group(1) and "validate --preset quick" in _text(start.group(1))
+    table = re.search(r'<section class="verdicts">.*?<tbody>(.*?)</tbody>', index, re.S)
+    assert table, "no verdict table on the index"
+    rows = [[_text(c) for c in re.findall(r"<td>(.*?)</td>", tr, re.S)]
+            for tr in re.findall(r"<tr>(.*?)</tr>", table.group(1), re.S)]
+    assert rows == readme_verdict_rows(readme)
 
 
 def check_site(out: Path) -> dict:
@@ -109,6 +191,7 @@ def check_site(out: Path) -> dict:
                 continue
             target = out / parsed.path
             assert target.is_file(), f"{name}: broken link {url}"
+            assert not parsed.path.lower().endswith((".md", ".py")), f"{name}: raw source link {url}"
             if parsed.fragment and target.suffix == ".html":
                 pass  # anchors of generated headings are not checked
         for url in parser.images:
@@ -143,6 +226,16 @@ def test_fake_course_site(tmp_path):
         if name != "index.html":
             assert f'href="{name}"' in index, name
     assert "amutheory validate" in index  # no report: the index says how to make one
+    check_index(pages, README)
+    assert 'href="#what-holds-and-what-fails"' in index and 'id="what-holds-and-what-fails"' in index
+    assert 'href="index.html#findings"' in index and 'id="findings"' in index  # a folder link
+    assert 'href="course-01_figure.html"' in index.split('class="verdicts"')[0]  # the course's first part
+    assert index.count('href="docs-findings-note.html#a-note"') == 1  # the table's links open site pages
+    readme = pages["README.html"]
+    assert 'href="validate-plans-PLAN.html"' in readme and 'href="docs-findings-note.html"' in readme
+    assert re.search(r'class="source-ref"[^>]*>a script \(<code>validate/tool.py</code>\)', readme)
+    assert re.search(r'class="source-ref"[^>]*>notes \(<code>tests/NOTES.md</code>\)', readme)
+    assert 'href="README.html#set-up-fresh-machine"' in pages["validate-plans-PLAN.html"]
     figure = pages["course-01_figure.html"]
     assert figure.count("<math") == 2 and "<msup>" in figure  # $\Delta h$ and $$ x^2 $$
     assert "plain line" in figure and 'href="docs-findings-note.html"' in figure
@@ -213,6 +306,9 @@ def test_real_site_first_script(tmp_path, capsys):
     assert {"cli.html", "api.html", "ARCHITECTURE.html", "validate-README.html"} <= set(pages)
     assert any(name.startswith("docs-findings-") for name in pages)
     assert "wrote" in capsys.readouterr().out
+    check_index(pages, (Path(__file__).resolve().parents[1] / "README.md").read_text())
+    findings = re.search(r'<h3 id="findings">.*?</ul>', pages["index.html"], re.S).group(0)
+    assert all(f'href="{name}"' in findings for name in pages if name.startswith("docs-findings-"))
 
 
 def _chromium() -> str | None:

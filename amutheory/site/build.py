@@ -17,7 +17,7 @@ from pathlib import Path
 
 from amutheory.site import course
 from amutheory.site import index
-from amutheory.site.markdown import SOURCE, markdown_to_html, rewrite_links, title_of
+from amutheory.site.markdown import EXTERNAL, SOURCE, markdown_to_html, rewrite_links, title_of
 
 #: the repository (a source checkout: the course and the docs are not installed with the package)
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,9 +113,12 @@ class _Site:
     def resolver(self, source_dir: Path):
         """``resolve(url)`` for links written in a file of ``source_dir``: a rendered markdown file or
         course script -> its page (anchor kept); a folder -> the page standing for it, if any; a
-        ``.md``/``.py`` file the site does not render -> a code reference (never a raw link); any
+        ``.md``/``.py`` file the site does not render -> a code reference (never a raw link), and so
+        is a web address (the site refers to nothing on the network); any
         other file -> a copy in ``assets/``; a missing target -> None (the link's text only)."""
         def resolve(url: str):
+            if re.match(r"^(https?:)?//", url, re.I):
+                return EXTERNAL + url
             if not url or re.match(r"^[a-z][a-z0-9+.-]*:", url, re.I) or url.startswith("#"):
                 return url
             path, _, frag = url.partition("#")
