@@ -310,8 +310,8 @@ def _start_here(groups: dict, result: SiteResult, sections: dict, render) -> str
         items.append(f"<li><strong>Install and run the quick campaign</strong> (the README's {where}; the last "
                      f"line writes a validation report){render(block.group(0)) if block else ''}</li>")
         items.append(f"<li><strong>The commands</strong>, one line each, and a first look: "
-                     f"{link(readme + '#' + index.heading_id(index.COMMANDS_HEADING), 'the README')} "
-                     f"(every page of it: {link(readme, 'README')}).</li>")
+                     f"{link(readme + '#' + index.heading_id(index.COMMANDS_HEADING), 'the README list')}; "
+                     f"{link(readme, 'the whole README')}.</li>")
     if groups["Course"]:
         first = groups["Course"][0]
         items.append(f"<li><strong>The course</strong>, from its first part: {link(first)}.</li>")
