@@ -3,8 +3,12 @@ API reference; one CSS file, no JavaScript, nothing fetched at build or view tim
 
 Every page sits at the top of ``out`` (so links between pages are plain file names); figures of the
 course are in ``out/course/``, images and files the markdown pages link to are copied into
-``out/assets/``.  ``build_site`` raises :class:`BuildError` naming the first failed script unless
-``keep_going``; with it, the rest is built and the failures are returned (and shown in the index).
+``out/assets/``.  A link to a repository file the site renders (README.md, docs/*.md,
+docs/findings/*.md, ARCHITECTURE.md, the course and its README, validate/README.md,
+validate/plans/*.md) opens its page, anchor kept; a ``.md``/``.py`` file it does not render, and a
+web address, is shown as a code reference, not a link: a browser would open raw text, and the site
+refers to nothing on the network.  ``build_site`` raises :class:`BuildError` naming the first failed
+script unless ``keep_going``; with it, the rest is built and the failures are returned (and shown in the index).
 """
 
 from __future__ import annotations
