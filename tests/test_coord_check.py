@@ -214,3 +214,16 @@ def test_json_is_strict(transformer_file, tmp_path, capsys):
 
     data = json.loads(out, parse_constant=refuse)
     assert data["reading"]["groups"] and data["records"]
+
+
+def test_help_documents_every_flag():
+    res = subprocess.run([sys.executable, "-m", "amutheory", "coord-check", "--help"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(amutheory.__file__).resolve().parents[1])})
+    assert res.returncode == 0
+    from amutheory.cli import build_parser
+
+    sub = build_parser()._subparsers._group_actions[0].choices["coord-check"]
+    for action in sub._actions:
+        for flag in action.option_strings:
+            assert flag in res.stdout, flag
+        assert action.help, action.option_strings
