@@ -227,3 +227,28 @@ def test_help_documents_every_flag():
         for flag in action.option_strings:
             assert flag in res.stdout, flag
         assert action.help, action.option_strings
+
+
+class ResidualMLP(nn.Module):
+    def __init__(self, depth, width=8):
+        super().__init__()
+        self.inp, self.head = nn.Linear(8, width), nn.Linear(width, 3)
+        self.blocks = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+
+    def forward(self, x):
+        x = self.inp(x)
+        for block in self.blocks:
+            x = x + torch.relu(block(x))
+        return self.head(x)
+
+
+def test_own_batch_and_residual_kind():
+    """A user's (inputs, targets) batch replaces the random one; identity skips read as residual."""
+    gen = torch.Generator().manual_seed(3)
+    batch = (torch.randn(6, 8, generator=gen), torch.randint(0, 3, (6,), generator=gen))
+    res = amutheory.coord_check(ResidualMLP, (6, 8), [1, 3], steps=1, lr=0.1, seeds=2, dataset=batch)
+    assert res["reading"]["kind"] == "residual" and res["dataset"] is True
+    assert {r["group"] for r in res["records"]} == {"inp", "blocks.*", "readout"}
+    assert all(r["width"] is None for r in res["records"])  # no widths: the factory's own
+    with pytest.raises(TypeError, match="dataset"):
+        amutheory.coord_check(ResidualMLP, (6, 8), [1, 3], dataset=batch[0])

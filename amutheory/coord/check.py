@@ -82,8 +82,6 @@ def check_arguments(input_shape, depths, widths, steps, optimizer, lr, seeds, in
         raise ValueError("vocab is required with input_kind='tokens' (tokens are drawn in [0, vocab))")
     if vocab is not None:
         check_size("vocab", vocab)
-    if shape and any(s < 1 for s in shape):
-        raise ValueError(f"input_shape must hold positive sizes, got {shape}")
     return tuple(shape), depths, widths, sorted(set(seeds))
 
 
@@ -95,7 +93,7 @@ def coord_check(factory, input_shape, depths, widths=None, steps: int = 3, optim
 
     ``factory``: a callable ``FACTORY(depth=, width=)`` or ``"FILE.py:FACTORY"``; ``seeds``: a count
     (seeds ``0 .. seeds-1``) or a list; ``dataset``: an ``(inputs, targets)`` batch used instead of random
-    inputs and labels.  Returns ``{"records": [...], "reading": {...}, ...}``; the records are a list of
+    inputs and labels (``input_shape`` then only serves to read the network's kind from its traced graph).  Returns ``{"records": [...], "reading": {...}, ...}``; the records are a list of
     dicts with :data:`RECORD_KEYS` (``pandas.DataFrame(result["records"])`` gives the tidy table).  With
     ``out`` (a folder, made if missing) also writes :data:`FILES`."""
     shape, depths, widths, seeds = check_arguments(input_shape, depths, widths, steps, optimizer, lr, seeds,

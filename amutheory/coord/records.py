@@ -47,7 +47,8 @@ def _first_tensor(output):
         return output
     if isinstance(output, (tuple, list)) and output and isinstance(output[0], torch.Tensor):
         return output[0]  # nn.MultiheadAttention: (attention output, weights)
-    raise TypeError(f"a counted module returned {type(output).__name__}, not a tensor")
+    raise TypeError(f"model: an output (of the model or of a recorded module) is a {type(output).__name__}, not a "
+                    f"tensor or a tuple starting with one")
 
 
 def counted_calls(model, inputs, layers=None) -> list[tuple[str, str, int]]:
