@@ -2,7 +2,7 @@
 
 Public API (symbolic side imports no torch; measurement imports it lazily):
 
-    from amutheory import ArchSpec, ProbeProtocol, derive, predict, measure
+    from amutheory import ArchSpec, ProbeProtocol, derive, predict, measure, coord_check
 """
 
 import sys
@@ -10,8 +10,9 @@ import types
 
 from amutheory.spec import ArchSpec, ProbeProtocol
 from amutheory.api import Measurement, Prediction, derive, measure, predict
+from amutheory.coord import coord_check
 
-__all__ = ["ArchSpec", "ProbeProtocol", "derive", "predict", "measure", "Measurement", "Prediction"]
+__all__ = ["ArchSpec", "ProbeProtocol", "derive", "predict", "measure", "Measurement", "Prediction", "coord_check"]
 __version__ = "0.1.0"
 
 #: the API functions whose names are also sub-packages (``amutheory.measure`` holds the probe)

@@ -1,4 +1,4 @@
-"""Command line: ``amutheory {derive,predict,laws,measure,boundary,validate,compare-widths,depth,transfer,sweep,docs} ...`` (also ``python -m amutheory``).
+"""Command line: ``amutheory {derive,predict,laws,measure,boundary,validate,compare-widths,depth,transfer,sweep,coord-check,docs} ...`` (also ``python -m amutheory``).
 
 Every command takes ``--json`` to print one JSON object (the contract in docs/json_contract.md) instead of
 text.  Bad input ends with one line ``amutheory: error: ...`` on stderr and exit status 2, before any
@@ -663,7 +663,7 @@ THREADS_HELP = ("torch threads of this process (default 1: more busy threads tha
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="amutheory", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", metavar="{derive,predict,laws,measure,boundary,validate,compare-widths,depth,transfer,sweep,docs}",
+    sub = p.add_subparsers(dest="command", metavar="{derive,predict,laws,measure,boundary,validate,compare-widths,depth,transfer,sweep,coord-check,docs}",
                            parser_class=_Parser)
     common = _Parser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -679,6 +679,7 @@ def build_parser() -> argparse.ArgumentParser:
     _depth_parser(sub, common)
     _transfer_parser(sub, common)
     _sweep_parser(sub, common)
+    _coord_check_parser(sub, common)
     _docs_parser(sub, common)
     for command in sub.choices.values():  # sweep and validate have theirs (torch threads per worker)
         if "--threads" not in command._option_string_actions:
@@ -936,6 +937,79 @@ def _sweep_parser(sub, common) -> None:
     g.add_argument("--loop", action="store_true", help="train one run at a time instead of all rates at once")
     g.add_argument("--no-figures", action="store_true", help="skip the figures")
     sw.set_defaults(func=cmd_sweep)
+
+
+def _name_list(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",")]
+    if not text.strip() or any(not n for n in names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated module type names or name patterns, got {text!r}")
+    return names
+
+
+def _coord_check_parser(sub, common) -> None:
+    from amutheory.coord.records import INPUT_KINDS, OPTIMIZERS
+
+    cc = sub.add_parser("coord-check", parents=[common], help="coord check of your own model across depth (and width)",
+                        description="Train FACTORY(depth=L, width=n) a few real optimizer steps at every depth (and "
+                                    "width) and seed; record each module's output size and the size of its change "
+                                    "since step 0; read, per module group, whether the update grows, shrinks or stays "
+                                    "flat with depth, against what the theory expects.  Writes coord.csv, coord.json "
+                                    "and coord.png to --out.")
+    cc.add_argument("--model", required=True, metavar="FILE.py:FACTORY",
+                    help="the factory, called as FACTORY(depth=L, width=n) (FACTORY(depth=L) without --widths)")
+    cc.add_argument("--input-shape", type=_shape, required=True, help="input shape, e.g. 8,3,32,32 (batch first)")
+    cc.add_argument("--depths", type=_int_list, required=True, help="comma-separated depths, e.g. 2,4,8")
+    cc.add_argument("--widths", type=_int_list, default=None,
+                    help="comma-separated widths (default: the factory's own width)")
+    cc.add_argument("--steps", type=int, default=3, help="optimizer steps (default 3)")
+    cc.add_argument("--optimizer", default="sgd", choices=OPTIMIZERS, help="plain SGD or Adam (default sgd)")
+    cc.add_argument("--lr", type=float, default=0.01, help="learning rate, the same at every size (default 0.01)")
+    cc.add_argument("--seeds", type=int, default=3, help="seeds 0 .. N-1 per size (>= 2, default 3)")
+    cc.add_argument("--layers", type=_name_list, default=None,
+                    help="comma-separated module type names or name patterns to record (default: every Conv/Linear "
+                         "output but the readout, and every MultiheadAttention output; the readout is always added)")
+    cc.add_argument("--input-kind", default="float", choices=INPUT_KINDS,
+                    help="float (Gaussian inputs, default) or tokens (integers in [0, --vocab))")
+    cc.add_argument("--vocab", type=int, default=None, help="token vocabulary size (with --input-kind tokens)")
+    cc.add_argument("--out", required=True, metavar="DIR", help="output folder, made if missing (its parent must exist)")
+    cc.set_defaults(func=cmd_coord_check)
+
+
+def cmd_coord_check(args):
+    from amutheory.coord import coord_check
+
+    progress = None
+    if not (args.json or args.quiet):
+        start = time.perf_counter()
+
+        def progress(i, total, depth, width):
+            size = f"depth {depth}" + ("" if width is None else f", width {width}")
+            print(f"  coord check {size} ({i}/{total}) {time.perf_counter() - start:.1f} s", file=sys.stderr,
+                  flush=True)
+
+    res = coord_check(args.model, args.input_shape, args.depths, widths=args.widths, steps=args.steps,
+                      optimizer=args.optimizer, lr=args.lr, seeds=args.seeds, layers=args.layers,
+                      input_kind=args.input_kind, vocab=args.vocab, out=args.out, progress=progress)
+    reading = res["reading"]
+    lines = [f"{args.model}: coord check, {args.optimizer} at lr {args.lr:g}, {len(res['seeds'])} seeds; "
+             f"network read as: {reading['kind']}",
+             f"expected under a fixed rate: {reading['expectation']}",
+             f"rule: {reading['rule']}",
+             f"{'group':<28} {'step':>4} {'depth slope':>12} {'95% CI':>20}  trend      expected"]
+    for row in reading["groups"]:
+        ci = row["depth_slope_ci"]
+        slope = "-" if row["depth_slope"] is None else f"{row['depth_slope']:.3g}"
+        interval = "-" if ci is None else f"[{ci[0]:.3g}, {ci[1]:.3g}]"
+        expected = "/".join(row["expected_depth_trend"] or ["(none)"])
+        lines.append(f"{row['group']:<28} {row['step']:>4} {slope:>12} {interval:>20}  "
+                     f"{row['depth_trend'] or row['why'] or '-':<10} {expected}")
+        if row["width_slope"] is not None:
+            lines.append(f"{'':<28} {'':>4} width slope {row['width_slope']:.3g} [{row['width_slope_ci'][0]:.3g}, "
+                         f"{row['width_slope_ci'][1]:.3g}] {row['width_trend']}")
+    lines.append("wrote " + ", ".join(res["files"]))
+    from amutheory.jsonio import json_safe
+
+    _emit(args, json_safe(res), "\n".join(lines))
 
 
 def _docs_parser(sub, common) -> None:

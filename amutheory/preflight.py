@@ -26,7 +26,7 @@ from amutheory.spec import (
 #: the flags that lower the probe's memory (named in a memory refusal)
 PROBE_FLAGS = "--width, --spatial, --batch, --depths or --chunk"
 #: commands whose work runs torch from the start (main() sets their threads before they run)
-TORCH_COMMANDS = ("measure", "validate", "depth", "transfer", "sweep")
+TORCH_COMMANDS = ("measure", "validate", "depth", "transfer", "sweep", "coord-check")
 #: seeds the API's predict measures at once when it calibrates (its measure's default chunk)
 CALIBRATION_CHUNK = 16
 #: orders of 1/L corrections derive computes (amutheory.symbolic.primitives.law)
@@ -315,6 +315,38 @@ def check_training_memory(template, depths, widths, lrs: int, workers: int, vect
                       "--widths, --depths, --batch-size, --workers or use --loop", template.device)
 
 
+def _coord_check(args) -> None:
+    """Numbers, sizes, the output folder, then the factory: it loads, builds at the smallest size and runs
+    on the input shape, and --layers selects something in it (all before any training)."""
+    from amutheory.coord.records import counted_calls, make_batch
+
+    check_input_shape(args.input_shape, "--input-shape")
+    depths = check_depth_list("--depths", args.depths)
+    for w in args.widths or []:
+        check_size("--widths", w)
+    check_int("--steps", args.steps, 1, 10_000, "a coord check reads the first few steps")
+    check_rate("--lr", args.lr)
+    check_int("--seeds", args.seeds, 2, 10_000, "a seed bootstrap needs two; more than a coord check needs")
+    if args.vocab is not None:
+        check_size("--vocab", args.vocab)
+    if args.input_kind == "tokens" and args.vocab is None:
+        raise ValueError("--vocab is required with --input-kind tokens (tokens are drawn in [0, vocab))")
+    check_output_dir(args.out, "--out")
+    from amutheory.coord.check import build, load_factory
+
+    factory = load_factory(args.model)
+    width = min(args.widths) if args.widths else None
+    model = build(factory, min(depths), width, 0)
+    try:
+        inputs, _ = make_batch(model, args.input_shape, 0, args.input_kind, args.vocab)
+    except ValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's model on this input: one line saying what failed
+        raise ValueError(f"--input-shape {','.join(map(str, args.input_shape))}: running the model on it failed: "
+                         f"{type(exc).__name__}: {' '.join(str(exc).split())}") from None
+    counted_calls(model, inputs, args.layers)
+
+
 def _docs(args) -> None:
     """The output folder, the report folder, the course pattern and the timeout, before any work."""
     from pathlib import Path
@@ -347,4 +379,4 @@ def _laws(args) -> None:
 
 CHECKS = {"derive": _derive, "predict": _predict, "laws": _laws, "measure": _measure, "boundary": _boundary,
           "validate": _validate, "compare-widths": _compare_widths, "depth": _depth, "transfer": _transfer,
-          "sweep": _sweep, "docs": _docs}
+          "sweep": _sweep, "coord-check": _coord_check, "docs": _docs}

@@ -44,7 +44,7 @@ VALID = {
 #: folder it writes into, made if missing; its parent must exist) or "input-dir" (a folder it reads)
 PATH_FLAGS = {("measure", "--out"): "file", ("depth", "--plot"): "file", ("compare-widths", "--out"): "file",
               ("validate", "--out"): "dir", ("sweep", "--out"): "dir", ("*", "--data-dir"): "input-dir",
-              ("docs", "--out"): "dir", ("docs", "--report"): "input-dir"}
+              ("docs", "--out"): "dir", ("docs", "--report"): "input-dir", ("coord-check", "--out"): "dir"}
 #: the word a refusal uses for a flag when it is not the flag's own name
 ALIASES = {"--seq-len": ("spatial",), "--from-depth": ("depth",), "--to-depth": ("depth",),
            "--to-width": ("width",), "model": ("model", "factory", "depth:"), "folders": ("campaign folder",),
@@ -55,6 +55,23 @@ from torch import nn
 
 def make():
     return nn.Sequential(nn.Conv1d(3, 4, 3, padding=1), nn.ReLU(), nn.Conv1d(4, 2, 3, padding=1))
+
+
+class Deep(nn.Module):  # coord-check: a factory of depth and width (named modules, no "0" among them)
+    def __init__(self, depth, width):
+        super().__init__()
+        self.inp, self.head = nn.Linear(3, width), nn.Linear(width, 2)
+        self.hidden = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+
+    def forward(self, x):
+        x = self.inp(x)
+        for layer in self.hidden:
+            x = layer(x)
+        return self.head(x)
+
+
+def make_deep(depth, width=4):
+    return Deep(depth, width)
 """
 
 
@@ -82,7 +99,8 @@ def places(tmp_path_factory) -> dict:
     (root / "model.py").write_text(MODEL)
     return {"root": root, "file": str(root / "a-file"), "folder": str(root / "a-folder"),
             "file_parent": str(root / "a-file" / "out.json"), "missing": str(root / "missing" / "out.json"),
-            "unwritable": "/proc/amutheory-fuzz.json", "model": f"{root / 'model.py'}:make"}
+            "unwritable": "/proc/amutheory-fuzz.json", "model": f"{root / 'model.py'}:make",
+            "factory": f"{root / 'model.py'}:make_deep"}
 
 
 def _context(command: str, flag: str, places: dict) -> list[str]:
@@ -102,6 +120,8 @@ def _context(command: str, flag: str, places: dict) -> list[str]:
         "sweep": ["--depths", "2", "--width", "4", "--lrs", "0.1,0.2,0.4", "--out", str(root / "s"), "--steps", "2",
                   "--seeds", "2", "--workers", "1", "--batch-size", "4", "--no-figures"],
         "docs": ["--out", str(root / "site")],
+        "coord-check": ["--model", places["factory"], "--input-shape", "2,3", "--depths", "1,2", "--seeds", "2",
+                        "--steps", "1", "--out", str(root / "coord")],
     }.get(command, [])
 
 
