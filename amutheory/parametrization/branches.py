@@ -32,6 +32,7 @@ Transformer scales only ``W_O`` in the attention branch); its ``in_proj`` is ``h
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import torch
@@ -92,6 +93,20 @@ def _example(model: nn.Module, example_input) -> torch.Tensor:
         dtype = p.dtype if p is not None and p.is_floating_point() else torch.get_default_dtype()
         return torch.zeros(tuple(example_input), dtype=dtype)
     raise TypeError(f"example_input must be a tensor or a shape of positive ints, got {example_input!r}")
+
+
+@contextlib.contextmanager
+def buffers_kept(*models):
+    """Run the block and put every buffer of ``models`` back as it was: the forward passes that trace
+    a model and find its readout run it in training mode, where a BatchNorm would move its running
+    statistics."""
+    saved = [(b, b.detach().clone()) for m in models if m is not None for b in m.buffers()]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, value in saved:
+                b.copy_(value)
 
 
 def _ancestors(preds: dict, nodes: list) -> dict:
@@ -212,6 +227,12 @@ def find_residual_branches(model: nn.Module, example_input) -> ResidualBranches:
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     example = _example(model, example_input)
+    with buffers_kept(model):
+        return _find(model, example, trace_dag, symbolic_trace)
+
+
+def _find(model, example, trace_dag, symbolic_trace) -> ResidualBranches:
+    """:func:`find_residual_branches` once the input is a tensor (the forward passes run here)."""
     dag = trace_dag(model, tuple(example.shape))
     gm = symbolic_trace(model)
     fx_nodes = {n.name: n for n in gm.graph.nodes}

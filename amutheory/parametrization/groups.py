@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from amutheory.parametrization.branches import _example, find_residual_branches
+from amutheory.parametrization.branches import _example, buffers_kept, find_residual_branches
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
 HIDDEN_MATRIX_ROLES = ("hidden", "branch", "branch-last")
@@ -104,7 +104,8 @@ def param_groups(model: nn.Module, lr, base_model: nn.Module | None = None, rule
     base_in = base_input if base_input is not None else example_input
     shape = tuple(_example(model, example_input).shape)
     base_shape = tuple(_example(base_model, base_in).shape)
-    result = transfer_lr(lr, base_model, model, rule=rule, input_shape=base_shape, target_input_shape=shape)
+    with buffers_kept(model, base_model):  # transfer runs both models once (BatchNorm statistics kept)
+        result = transfer_lr(lr, base_model, model, rule=rule, input_shape=base_shape, target_input_shape=shape)
     base_found = find_residual_branches(base_model, base_in)
     f_out_base, f_out = _readout_fan_in(base_model, base_found.readout), _readout_fan_in(model, found.readout)
     readout_weight = lr * (f_out_base / f_out) if f_out else lr
