@@ -137,6 +137,10 @@ def parametrize(model: nn.Module, init: str = "k-last", example_input=None, base
         if base.K and found.K and base.n_branches * found.K != found.n_branches * base.K:
             notes.append(f"model and base have different branches per block ({found.n_branches}/{found.K} vs "
                          f"{base.n_branches}/{base.K}): K counts blocks")
+    for b in found.branches:
+        if b.ambiguous:
+            notes.append(f"the addition {b.addition}: neither side is the skip and both have as many layers; "
+                         f"took {', '.join(b.last_layers) or 'no layer'} as the branch's end")
     if found.K == 0 or K_base == 0:
         notes.append("no residual addition in the model or the base: nothing to rescale")
         inner = last = alpha = 1.0
