@@ -3,6 +3,7 @@
 Public API (symbolic side imports no torch; measurement imports it lazily):
 
     from amutheory import ArchSpec, ProbeProtocol, derive, predict, measure, coord_check
+    from amutheory import parametrize, param_groups   # your own nn.Module (imports torch when used)
 """
 
 import sys
@@ -12,7 +13,8 @@ from amutheory.spec import ArchSpec, ProbeProtocol
 from amutheory.api import Measurement, Prediction, derive, measure, predict
 from amutheory.coord import coord_check
 
-__all__ = ["ArchSpec", "ProbeProtocol", "derive", "predict", "measure", "Measurement", "Prediction", "coord_check"]
+__all__ = ["ArchSpec", "ProbeProtocol", "derive", "predict", "measure", "Measurement", "Prediction",
+           "coord_check", "parametrize", "param_groups", "param_table", "find_residual_branches"]
 __version__ = "0.1.0"
 
 #: the API functions whose names are also sub-packages (``amutheory.measure`` holds the probe)
@@ -30,6 +32,19 @@ class _Package(types.ModuleType):
         if name in _FUNCTIONS and isinstance(value, types.ModuleType):
             return
         super().__setattr__(name, value)
+
+
+#: names served by :func:`__getattr__` from :mod:`amutheory.parametrization` (it imports torch, so
+#: ``import amutheory`` stays torch-free until one of them is used)
+_LAZY = {"parametrize", "param_groups", "param_table", "find_residual_branches"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import amutheory.parametrization as parametrization
+
+        return getattr(parametrization, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 sys.modules[__name__].__class__ = _Package
