@@ -369,7 +369,8 @@ def cmd_sweep(args):
     summary = run_sweep(template, args.depths, args.widths, lrs, seeds, args.out, score=args.score,
                         refine=args.refine, engine=args.engine, workers=args.workers, threads=args.threads,
                         vectorise=not args.loop, scheduler=args.scheduler,
-                        progress=not (args.json or args.quiet), figures=not args.no_figures)
+                        progress=not (args.json or args.quiet), figures=not args.no_figures,
+                        transfer_from=args.transfer_from)
     from amutheory.train.report import unresolved_note
 
     fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # noqa: E731 - null: not finite / not defined
@@ -379,8 +380,15 @@ def cmd_sweep(args):
         ci = r["eta_star_train_ci"]
         lines.append(f"{r['depth']:>6} {r['width']:>6} {fmt(r['eta_star_train']):>11} "
                      f"{'n/a' if not ci else f'[{ci[0]:.4g}, {ci[1]:.4g}]':>22} {fmt(r['eta_star_grid']):>10}  "
-                     f"{', '.join(r['flags']) or '-'}")
+                     f"{', '.join(r['flags'] + (['does not learn'] if r.get('learns') is False else [])) or '-'}")
     lines += [f"{note}" for note in map(unresolved_note, summary["runs"]) if note]
+    if any(r.get("learns") is False for r in summary["runs"]):
+        lines.append(f"does not learn: final training loss at the optimum above "
+                     f"{summary['does_not_learn_threshold']:g} x chance ln(classes) = {summary['chance_loss']:.4g}")
+    if summary.get("transfer_from"):
+        o = summary["transfer_from"]
+        lines.append(f"transfer rules from lr {o['lr']:g} at depth {o['from_depth']}: median loss penalty " + ", ".join(
+            f"{k} {fmt(v['median_penalty'])}" for k, v in o["rules"].items()))
     for key, axis in (("depth_fit", "depth"), ("width_fit", "width")):
         for fit in summary.get(key) or []:
             if "exponent" in fit:
@@ -989,6 +997,9 @@ def _sweep_parser(sub, common) -> None:
                    help="a running Dask scheduler, e.g. tcp://10.0.0.1:8786 (implies --engine dask)")
     g.add_argument("--loop", action="store_true", help="train one run at a time instead of all rates at once")
     g.add_argument("--no-figures", action="store_true", help="skip the figures")
+    g.add_argument("--transfer-from", default=None, metavar="L:LR",
+                   help="overlay every transfer rule's rate from LR tuned at depth L on the loss-vs-rate figure "
+                        "and score each rule's loss penalty on this sweep")
     sw.set_defaults(func=cmd_sweep)
 
 

@@ -310,6 +310,10 @@ def _sweep(args) -> None:
     if args.data_dir is not None and not reads_files(args.dataset):
         raise ValueError(f"--data-dir is for the datasets read from files; {args.dataset} is not (leave it out)")
     _check_scheduler(args.scheduler)
+    if args.transfer_from is not None:
+        from amutheory.train.transfer_overlay import parse
+
+        parse(args.transfer_from)
     check_output_dir(args.out, "--out", make_parents=args.out == SWEEP_OUT)
 
 
