@@ -91,7 +91,8 @@ def resolve_kind(traits: dict, residual_additions: int) -> tuple[str, str]:
     if traits["attention"]:
         return "transformer", "attention in the model (nn.MultiheadAttention, an *Attention module or a softmax)"
     if residual_additions > 0:
-        return "residual", f"{residual_additions} residual additions in the traced graph"
+        return "residual", (f"{residual_additions} residual addition{'' if residual_additions == 1 else 's'} in the "
+                            "traced graph")
     return "chain", "no attention and no residual addition in the traced graph"
 
 
