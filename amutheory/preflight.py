@@ -271,6 +271,9 @@ def _transfer(args) -> None:
         if not args.lr_ci[0] <= args.lr <= args.lr_ci[1]:
             raise ValueError(f"--lr-ci {args.lr_ci[0]:g},{args.lr_ci[1]:g} must hold --lr {args.lr:g} (LO <= lr <= HI)")
     check_number("--momentum", args.momentum, minimum=0.0, below=1.0)
+    if args.errors is not None and not os.path.isfile(args.errors):
+        raise ValueError(f"--errors {args.errors!r}: no such file (python validate/transfer_errors.py --run DIR "
+                         "--out FILE writes one)")
     check_input_shape(args.input_shape, "--input-shape")
     check_input_shape(args.to_input_shape, "--to-input-shape")
     spec, _ = _arch(args, depth=args.from_depth)
