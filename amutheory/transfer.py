@@ -43,7 +43,10 @@ a width-free spatial-coherence factor too, which is not derived (a note says so)
 limit) is reported beside it as ``width_rules["fan-in"]``; the ``transfer`` campaign measures both.
 
 Which rule to use is a question of evidence, not of this module: the campaign's ``transfer``
-section measures each rule's error at held-out depths (``report.md``).
+section measures each rule's error at held-out depths (``report.md``).  How far to trust one
+transferred rate is :func:`transfer_with_interval`'s answer (:mod:`amutheory.transfer_interval`):
+an interval from the tuned rate's own CI widened by the rule's measured held-out error for this
+kind of net under training, and the rules' assumptions the model and its optimizer break.
 """
 
 from __future__ import annotations
