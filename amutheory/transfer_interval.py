@@ -109,8 +109,10 @@ def model_of(net, input_shape=None):
 
 # --------------------------------------------------------------------------- assumptions
 def mismatches(traits: dict, kind: str, is_module: bool, spec_activation: str | None, optimizer: str,
-               momentum: float, rule: str) -> list[dict]:
-    """The rules' assumptions this model and training break: ``{"assumption", "model", "rules"}``."""
+               momentum: float, rule: str, chain_fallback: bool = False) -> list[dict]:
+    """The rules' assumptions this model and training break: ``{"assumption", "model", "rules"}``.
+    ``chain_fallback``: am-mup used the chain law in the effective depth (a module, or a spec of a
+    family without a derived law)."""
     out = []
     rules_act = spec_activation if spec_activation is not None else "relu"
     other = [a for a in traits["activations"] if a != rules_act]
@@ -120,9 +122,10 @@ def mismatches(traits: dict, kind: str, is_module: bool, spec_activation: str | 
     if traits["norms"]:
         out.append({"assumption": "norm layers", "model": ", ".join(traits["norms"]),
                     "rules": "derived for nets without normalisation"})
-    if is_module and kind != "chain" and rule in ("am-mup", "per-layer-mup"):
-        out.append({"assumption": "law", "model": f"a {kind} net (a user's nn.Module)",
-                    "rules": f"{rule} uses the chain law in the effective depth with MLP-limit ReLU constants, "
+    if kind != "chain" and (rule == "per-layer-mup" or (rule == "am-mup" and chain_fallback)):
+        out.append({"assumption": "law", "model": f"a {kind} net" + (" (a user's nn.Module)" if is_module else ""),
+                    "rules": f"{rule} uses the chain law in the effective depth with MLP-limit "
+                             f"{_SHOWN.get(rules_act, rules_act)} constants, "
                              f"not a law derived for a {kind} net"})
     if optimizer != "sgd":
         out.append({"assumption": "optimizer", "model": {"adam": "Adam", "adamw": "AdamW"}[optimizer],
@@ -237,7 +240,8 @@ def confidence(result, target, input_shape=None, target_input_shape=None, lr_ci=
             "combination": "[lo * f * exp(-e), hi * f * exp(+e)]: f = lr_t / lr of the rule, [lo, hi] the tuned "
                            "rate's CI (lr_ci, else lr itself), e the rule's median held-out |ln error| for this "
                            "kind of net (0 where none is recorded)",
-            "mismatches": mismatches(traits, kind, is_module, spec_act, optimizer, momentum, result.rule),
+            "mismatches": mismatches(traits, kind, is_module, spec_act, optimizer, momentum, result.rule,
+                                     is_module or any("chain law in the effective depth" in n for n in result.notes)),
             "optimizer": optimizer, "momentum": float(momentum), "lr_ci": None if ci is None else list(ci)}
     return lr_interval, conf
 
