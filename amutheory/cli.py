@@ -369,7 +369,8 @@ def cmd_sweep(args):
     summary = run_sweep(template, args.depths, args.widths, lrs, seeds, args.out, score=args.score,
                         refine=args.refine, engine=args.engine, workers=args.workers, threads=args.threads,
                         vectorise=not args.loop, scheduler=args.scheduler,
-                        progress=not (args.json or args.quiet), figures=not args.no_figures)
+                        progress=not (args.json or args.quiet), figures=not args.no_figures,
+                        transfer_from=args.transfer_from)
     from amutheory.train.report import unresolved_note
 
     fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # noqa: E731 - null: not finite / not defined
@@ -379,8 +380,15 @@ def cmd_sweep(args):
         ci = r["eta_star_train_ci"]
         lines.append(f"{r['depth']:>6} {r['width']:>6} {fmt(r['eta_star_train']):>11} "
                      f"{'n/a' if not ci else f'[{ci[0]:.4g}, {ci[1]:.4g}]':>22} {fmt(r['eta_star_grid']):>10}  "
-                     f"{', '.join(r['flags']) or '-'}")
+                     f"{', '.join(r['flags'] + (['does not learn'] if r.get('learns') is False else [])) or '-'}")
     lines += [f"{note}" for note in map(unresolved_note, summary["runs"]) if note]
+    if any(r.get("learns") is False for r in summary["runs"]):
+        lines.append(f"does not learn: final training loss at the optimum above "
+                     f"{summary['does_not_learn_threshold']:g} x chance ln(classes) = {summary['chance_loss']:.4g}")
+    if summary.get("transfer_from"):
+        o = summary["transfer_from"]
+        lines.append(f"transfer rules from lr {o['lr']:g} at depth {o['from_depth']}: median loss penalty " + ", ".join(
+            f"{k} {fmt(v['median_penalty'])}" for k, v in o["rules"].items()))
     for key, axis in (("depth_fit", "depth"), ("width_fit", "width")):
         for fit in summary.get(key) or []:
             if "exponent" in fit:
@@ -623,35 +631,76 @@ def cmd_depth(args):
     _emit(args, d, "\n".join(lines))
 
 
-def cmd_transfer(args):
-    from amutheory.transfer import transfer_lr
+def _transfer_model(spec: str, depth, width):
+    """The net ``--from``/``--to`` names: a module or a no-argument factory (no depth given), or
+    ``FACTORY(depth=L, width=n)`` after ``torch.manual_seed(0)`` (a depth given)."""
+    if depth is None:
+        return _load_model(spec)
+    from amutheory.families.user import ModuleFamily
+    from amutheory.spec import ArchSpec
 
-    if (args.source is None) != (args.target is None):
-        raise CliError("transfer: give both --from and --to (models), or neither (then --from-depth/--to-depth)")
-    if args.source is not None:
-        if args.input_shape is None:
-            raise CliError("transfer: --input-shape is required with --from/--to")
-        ref, tgt = _load_model(args.source), _load_model(args.target)
-        labels = (args.source, args.target)
-    else:
+    try:
+        return ModuleFamily(spec).build_model(ArchSpec(depth=depth, width=width), who="transfer", seed=0)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _transfer_nets(args):
+    """``(reference, target, labels)`` of the transfer flags (module docstring of cmd_transfer)."""
+    from_width = args.width if args.from_width is None else args.from_width
+    to_width = from_width if args.to_width is None else args.to_width
+    if args.source is None:
+        if args.target is not None:
+            raise CliError("transfer: --to needs --from (or give neither and use --from-depth/--to-depth)")
         if args.from_depth is None or args.to_depth is None:
             raise CliError("transfer: give --from/--to models or --from-depth and --to-depth")
-        ref = _spec(args, depth=args.from_depth)
-        tgt = ref.with_(depth=args.to_depth, width=ref.width if args.to_width is None else args.to_width)
-        labels = (f"{ref.family} depth {ref.depth} width {ref.width}", f"{tgt.family} depth {tgt.depth} "
-                                                                      f"width {tgt.width}")
-    res = transfer_lr(args.lr, ref, tgt, rule=args.rule, input_shape=args.input_shape,
-                      target_input_shape=args.to_input_shape)
+        ref = _spec(args, depth=args.from_depth).with_(width=from_width)
+        tgt = ref.with_(depth=args.to_depth, width=to_width)
+        return ref, tgt, (f"{ref.family} depth {ref.depth} width {ref.width}",
+                          f"{tgt.family} depth {tgt.depth} width {tgt.width}")
+    if args.input_shape is None:
+        raise CliError("transfer: --input-shape is required with --from/--to")
+    if args.target is None and (args.from_depth is None or args.to_depth is None):
+        raise CliError("transfer: --from without --to calls one factory at both depths: give --from-depth and "
+                       "--to-depth")
+    if (args.from_depth is None) != (args.to_depth is None):
+        raise CliError("transfer: give both --from-depth and --to-depth, or neither (no-argument factories)")
+    target = args.source if args.target is None else args.target
+    ref = _transfer_model(args.source, args.from_depth, from_width)
+    tgt = _transfer_model(target, args.to_depth, to_width)
+    if args.from_depth is None:
+        return ref, tgt, (args.source, target)
+    return ref, tgt, (f"{args.source}(depth={args.from_depth}, width={from_width})",
+                      f"{target}(depth={args.to_depth}, width={to_width})")
+
+
+def cmd_transfer(args):
+    """``--from A --to B`` (modules or no-argument factories), ``--from F --from-depth L --to-depth M``
+    (one factory called as ``F(depth=, width=)`` at both), or neither (the architecture flags)."""
+    from amutheory.transfer import transfer_with_interval
+
+    ref, tgt, labels = _transfer_nets(args)
+    try:
+        res = transfer_with_interval(args.lr, ref, tgt, rule=args.rule, input_shape=args.input_shape,
+                                     target_input_shape=args.to_input_shape, lr_ci=args.lr_ci,
+                                     optimizer=args.optimizer, momentum=args.momentum, errors=args.errors)
+    except ValueError as exc:
+        raise CliError(f"transfer: {exc}") from None
     d = res.to_dict()
     d["from"], d["to"] = labels
+    conf = res.confidence
     lines = [f"lr {args.lr:g} at {labels[0]} (effective depth {res.reference.effective_depth:g}, "
              f"blocks {res.reference.blocks})",
              f"-> {labels[1]} (effective depth {res.target.effective_depth:g}, blocks {res.target.blocks}):",
-             f"lr = {res.lr:.6g}  [{res.rule}]"]
+             f"lr = {res.lr:.6g}  [{res.rule}]   interval [{res.lr_interval[0]:.4g}, {res.lr_interval[1]:.4g}]"
+             + ("" if conf["covers_rule_error"] else "  (does NOT cover the rule's own error)")]
     lines += [f"  {k:<14} {v:.6g}" for k, v in res.rules.items()]
     if res.width_rules.get("fan-in", 1.0) != 1.0 or res.width_factor != 1.0:
         lines.append(f"width factor {res.width_factor:.6g} (derived; 'fan-in' rule 1/F: "
                      f"{res.width_rules['fan-in']:.6g})")
+    lines.append(f"resolved as: {conf['resolved_as']} ({conf['resolved_because']})")
+    lines += [f"evidence: {e}" for e in conf["evidence"]]
+    lines += [f"mismatch: {m['assumption']}: {m['model']}; {m['rules']}" for m in conf["mismatches"]]
     lines += [f"note: {n}" for n in res.notes]
     _emit(args, d, "\n".join(lines))
 
@@ -875,13 +924,26 @@ def _transfer_parser(sub, common) -> None:
     tr.add_argument("--from", dest="source", default=None,
                     help="reference model FILE.py:FACTORY or MODULE:FACTORY (or use --from-depth)")
     tr.add_argument("--to", dest="target", default=None,
-                    help="target model FILE.py:FACTORY or MODULE:FACTORY (or use --to-depth)")
+                    help="target model FILE.py:FACTORY or MODULE:FACTORY (default: --from's factory at --to-depth)")
     tr.add_argument("--input-shape", type=_shape, default=None,
                     help="input shape of the models, e.g. 1,3,32,32 (required with --from/--to)")
     tr.add_argument("--to-input-shape", type=_shape, default=None, help="target input shape if different")
-    tr.add_argument("--from-depth", type=int, default=None, help="reference depth (architecture flags)")
-    tr.add_argument("--to-depth", type=int, default=None, help="target depth (architecture flags)")
-    tr.add_argument("--to-width", type=int, default=None, help="target width (default --width)")
+    tr.add_argument("--from-depth", type=int, default=None,
+                    help="reference depth (architecture flags, or FACTORY(depth=L, width=n) of --from)")
+    tr.add_argument("--to-depth", type=int, default=None,
+                    help="target depth (architecture flags, or of the factory: --from's when --to is left out)")
+    tr.add_argument("--from-width", type=int, default=None,
+                    help="reference width (default --width; a factory is called as FACTORY(depth=L, width=n))")
+    tr.add_argument("--to-width", type=int, default=None, help="target width (default the reference's)")
+    tr.add_argument("--lr-ci", type=_float_list, default=None, metavar="LO,HI",
+                    help="the tuned rate's own uncertainty (e.g. the sweep's 95%% CI of eta*_train), carried into "
+                         "lr_interval")
+    tr.add_argument("--optimizer", default="sgd", choices=("sgd", "adam", "adamw"),
+                    help="how you train (the rules are derived for plain SGD; default sgd)")
+    tr.add_argument("--momentum", type=float, default=0.0, help="your SGD momentum (default 0)")
+    tr.add_argument("--errors", default=None, metavar="FILE.json",
+                    help="held-out error file (default: the package's, or $AMUTHEORY_TRANSFER_ERRORS; "
+                         "python validate/transfer_errors.py --run DIR writes one)")
     tr.add_argument("--rule", default=DEFAULT_RULE, choices=RULES, help=f"rule of 'lr' (default {DEFAULT_RULE})")
     _arch_args(tr, depths_required=False)
     tr.set_defaults(func=cmd_transfer)
@@ -936,6 +998,9 @@ def _sweep_parser(sub, common) -> None:
                    help="a running Dask scheduler, e.g. tcp://10.0.0.1:8786 (implies --engine dask)")
     g.add_argument("--loop", action="store_true", help="train one run at a time instead of all rates at once")
     g.add_argument("--no-figures", action="store_true", help="skip the figures")
+    g.add_argument("--transfer-from", default=None, metavar="L:LR",
+                   help="overlay every transfer rule's rate from LR tuned at depth L on the loss-vs-rate figure "
+                        "and score each rule's loss penalty on this sweep")
     sw.set_defaults(func=cmd_sweep)
 
 

@@ -260,12 +260,24 @@ def _transfer(args) -> None:
     for flag in ("from_depth", "to_depth"):
         if getattr(args, flag) is not None:
             check_depth(f"--{flag.replace('_', '-')}", getattr(args, flag))
-    if args.to_width is not None:
-        check_size("--to-width", args.to_width)
+    for flag in ("from_width", "to_width"):
+        if getattr(args, flag) is not None:
+            check_size(f"--{flag.replace('_', '-')}", getattr(args, flag))
+    if args.lr_ci is not None:
+        if len(args.lr_ci) != 2:
+            raise ValueError(f"--lr-ci takes two rates LO,HI, got {len(args.lr_ci)}")
+        for v in args.lr_ci:
+            check_rate("--lr-ci", v)
+        if not args.lr_ci[0] <= args.lr <= args.lr_ci[1]:
+            raise ValueError(f"--lr-ci {args.lr_ci[0]:g},{args.lr_ci[1]:g} must hold --lr {args.lr:g} (LO <= lr <= HI)")
+    check_number("--momentum", args.momentum, minimum=0.0, below=1.0)
+    if args.errors is not None and not os.path.isfile(args.errors):
+        raise ValueError(f"--errors {args.errors!r}: no such file (python validate/transfer_errors.py --run DIR "
+                         "--out FILE writes one)")
     check_input_shape(args.input_shape, "--input-shape")
     check_input_shape(args.to_input_shape, "--to-input-shape")
     spec, _ = _arch(args, depth=args.from_depth)
-    if args.from_depth is not None and args.to_depth is not None:
+    if args.source is None and args.from_depth is not None and args.to_depth is not None:
         target = spec.with_(depth=args.to_depth, width=args.to_width or spec.width)
         for net in (spec, target):
             limits.check_fits(limits.model_bytes(net, 1, "float64", optimizer_states=0),
@@ -301,6 +313,10 @@ def _sweep(args) -> None:
     if args.data_dir is not None and not reads_files(args.dataset):
         raise ValueError(f"--data-dir is for the datasets read from files; {args.dataset} is not (leave it out)")
     _check_scheduler(args.scheduler)
+    if args.transfer_from is not None:
+        from amutheory.train.transfer_overlay import parse
+
+        parse(args.transfer_from)
     check_output_dir(args.out, "--out", make_parents=args.out == SWEEP_OUT)
 
 

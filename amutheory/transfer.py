@@ -43,7 +43,10 @@ a width-free spatial-coherence factor too, which is not derived (a note says so)
 limit) is reported beside it as ``width_rules["fan-in"]``; the ``transfer`` campaign measures both.
 
 Which rule to use is a question of evidence, not of this module: the campaign's ``transfer``
-section measures each rule's error at held-out depths (``report.md``).
+section measures each rule's error at held-out depths (``report.md``).  How far to trust one
+transferred rate is :func:`transfer_with_interval`'s answer (:mod:`amutheory.transfer_interval`):
+an interval from the tuned rate's own CI widened by the rule's measured held-out error for this
+kind of net under training, and the rules' assumptions the model and its optimizer break.
 """
 
 from __future__ import annotations
@@ -92,12 +95,18 @@ class TransferResult:
     lr_reference: float
     notes: list = field(default_factory=list)
     width_rules: dict = field(default_factory=dict)
+    #: ``[lo, hi]`` for the chosen rule and what it rests on (:func:`transfer_with_interval`; else None)
+    lr_interval: list | None = None
+    confidence: dict | None = None
 
     def to_dict(self) -> dict:
-        return {"lr": self.lr, "rule": self.rule, "rules": dict(self.rules), "lr_reference": self.lr_reference,
-                "depth_factors": dict(self.depth_factors), "width_factor": self.width_factor,
-                "width_rules": dict(self.width_rules),
-                "reference": self.reference.to_dict(), "target": self.target.to_dict(), "notes": list(self.notes)}
+        d = {"lr": self.lr, "rule": self.rule, "rules": dict(self.rules), "lr_reference": self.lr_reference,
+             "depth_factors": dict(self.depth_factors), "width_factor": self.width_factor,
+             "width_rules": dict(self.width_rules),
+             "reference": self.reference.to_dict(), "target": self.target.to_dict(), "notes": list(self.notes)}
+        if self.confidence is not None:
+            d["lr_interval"], d["confidence"] = list(self.lr_interval), self.confidence
+        return d
 
 
 # --------------------------------------------------------------------------- depth measures
@@ -298,3 +307,19 @@ def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=Non
     rules = {k: lr * f * width for k, f in factors.items()}
     _check_transferred(lr, rules)
     return TransferResult(rules[rule], rule, rules, factors, width, ref, tgt, lr, notes, widths)
+
+
+def transfer_with_interval(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=None,
+                           target_input_shape=None, lr_ci=None, optimizer: str = "sgd", momentum: float = 0.0,
+                           errors=None) -> TransferResult:
+    """:func:`transfer_lr` with ``lr_interval`` and ``confidence`` filled in
+    (:mod:`amutheory.transfer_interval`): ``lr_ci = (lo, hi)`` is the tuned rate's own uncertainty,
+    ``optimizer``/``momentum`` how the user trains, ``errors`` a held-out error file (default: the
+    package's, or ``$AMUTHEORY_TRANSFER_ERRORS``)."""
+    from amutheory.transfer_interval import confidence
+
+    res = transfer_lr(lr, reference, target, rule=rule, input_shape=input_shape,
+                      target_input_shape=target_input_shape)
+    res.lr_interval, res.confidence = confidence(res, target, input_shape, target_input_shape, lr_ci, optimizer,
+                                                 momentum, errors)
+    return res

@@ -295,3 +295,63 @@ def test_sigterm_ends_with_one_line_and_keeps_finished_groups(tmp_path):
     assert proc.returncode == 143, err
     assert err == ["amutheory: terminated by SIGTERM (finished results are kept; rerun to resume)"]
     assert len(S.read_table(out)) >= 1
+
+
+# ----------------------------------------------------------------------------- a user's model (issue 39, part 5)
+DIGITS_MLP = '''
+from torch import nn
+
+
+def mlp(depth, width):
+    layers = [nn.Flatten(), nn.Linear(64, width)]
+    for _ in range(depth - 1):
+        layers += [nn.ReLU(), nn.Linear(width, width)]
+    return nn.Sequential(*layers, nn.ReLU(), nn.Linear(width, 10))
+'''
+MODEL_SWEEP = ["sweep", "--dataset", "digits", "--dim", "1", "--width", "16", "--seeds", "2", "--steps", "80",
+               "--batch-size", "16", "--momentum", "0.5", "--weight-decay", "0.0001", "--workers", "1", "--quiet"]
+
+
+def test_model_sweep_names_the_model_and_optimizer_flags_learning_and_scores_the_rules(tmp_path, capsys):
+    (tmp_path / "net.py").write_text(DIGITS_MLP)
+    model = f"{tmp_path / 'net.py'}:mlp"
+    out = tmp_path / "learns"
+    assert main(MODEL_SWEEP + ["--model", model, "--depths", "2,3", "--lrs", "0.1,0.3,1", "--out", str(out),
+                               "--transfer-from", "2:0.3", "--json"]) == 0
+    d = _strict_json(capsys.readouterr().out)
+    report = (out / "report.md").read_text()
+    assert f"user's module {model}" in report and "conv net" not in report
+    assert "optimizer sgd (momentum 0.5, weight decay 0.0001)" in report
+    assert d["chance_loss"] == pytest.approx(2.302585, abs=1e-6) and "Chance level" in report
+    for r in d["runs"]:  # learns: the final loss at the optimum is below half the chance loss
+        assert r["learns"] is True and r["final_loss_at_optimum"] <= 0.5 * r["chance_loss"]
+    o = d["transfer_from"]
+    assert (o["from_depth"], o["lr"]) == (2, 0.3) and [(r["depth"], r["width"]) for r in o["rows"]] == [(2, 16),
+                                                                                                      (3, 16)]
+    from amutheory.transfer import RULES
+
+    assert set(o["rules"]) == set(RULES)
+    for r in o["rows"]:
+        for rule, x in r["rules"].items():
+            assert x["on_grid"] == (0.1 <= x["lr"] <= 1.0), rule
+            if x["penalty"] is not None:
+                assert x["penalty"] == pytest.approx(x["loss"] - r["best_loss"]) and x["penalty"] >= -1e-12
+    assert o["rows"][0]["rules"]["power"]["lr"] == pytest.approx(0.3)  # no depth change at the tuned depth
+    assert "Transfer rules from lr 0.3 at depth 2" in report and "| am-mup |" in report
+    assert (out / "transfer.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    tiny = tmp_path / "tiny"  # rates far too small: nothing is learned
+    assert main(MODEL_SWEEP + ["--model", model, "--depths", "2", "--lrs", "1e-6,2e-6,4e-6", "--out", str(tiny),
+                               "--no-figures"]) == 0
+    text = capsys.readouterr().out
+    s = _strict_json((tiny / "summary.json").read_text())
+    assert s["runs"][0]["learns"] is False and s["learns"] is False
+    assert "does not learn" in text and "**Does not learn**" in (tiny / "report.md").read_text()
+
+
+def test_transfer_from_is_checked_before_any_work(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(TINY + ["--depths", "2", "--lrs", "0.01,0.1,1", "--out", str(out), "--transfer-from", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--transfer-from takes DEPTH:RATE" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from amutheory.families import result_family
+from amutheory.train.learning import DOES_NOT_LEARN
 
 
 def _g(v, fmt=".3g") -> str:
@@ -103,8 +104,9 @@ def cost_table(cost: dict) -> list[str]:
             f"core-seconds, {_g(cost['cells_ratio'], '.3f')} in training runs."]
 
 
-#: a net whose best seed-mean loss is above this fraction of the chance loss has barely learned
-BARELY_LEARNS = 0.9
+#: a net whose final loss at its optimum is above this fraction of the chance loss does not learn
+#: (the one threshold, shared with the sweep's report: amutheory.train.learning)
+BARELY_LEARNS = DOES_NOT_LEARN
 
 
 def caveats(summary: dict) -> list[str]:
@@ -113,7 +115,7 @@ def caveats(summary: dict) -> list[str]:
     weak = [f"{name} ({s['axis']} {r[s['axis']]})" for name, s in summary["studies"].items() for r in s["rows"]
             if r.get("final_loss_at_optimum") is not None and r["final_loss_at_optimum"] > BARELY_LEARNS * r["chance_loss"]]
     if weak:
-        out.append(f"* Barely learning (at the grid optimum, the training loss over the last tenth of the steps is "
+        out.append(f"* Not learning (at the grid optimum, the training loss over the last tenth of the steps is "
                    f"above {BARELY_LEARNS:g} x the chance loss ln(classes)): {', '.join(weak)}. There eta*_train is "
                    "the fastest rate a barely-learning net tolerates, not the optimum of a net that learns.")
     flagged = [f"{name} ({s['axis']} {r[s['axis']]}: {', '.join(r['flags'])})" for name, s in summary["studies"].items()

@@ -23,6 +23,7 @@ import numpy as np
 
 from amutheory.bootstrap import resample, seed_draws
 from amutheory.protocol.verdicts import ci, rule_verdict, transfer_status
+from amutheory.train.search import loss_at as _loss_at
 from amutheory.transfer import RULES, transfer_lr
 
 ONESTEP_RULES = ("onestep-mean", "onestep-typical")
@@ -47,20 +48,6 @@ def onestep_draws(s_bar: np.ndarray, draws: int, seed: int) -> dict:
     boot = resample(seed_draws(s.shape[0], draws, seed), s)  # draws x seeds x depths
     return {"onestep-mean": (s.mean(0) ** -0.5, boot.mean(1) ** -0.5),
             "onestep-typical": (np.exp(-0.5 * np.log(s).mean(0)), np.exp(-0.5 * np.log(boot).mean(1)))}
-
-
-def _loss_at(search, lr: float) -> float | None:
-    """The seed-mean loss at ``lr``, linear in ``ln lr`` between grid rates (``None`` off the grid;
-    ``inf`` next to a diverged rate)."""
-    x, y = np.log(search.lrs), search.loss_mean
-    v = math.log(lr)
-    if not (x[0] <= v <= x[-1]) or not math.isfinite(v):
-        return None
-    i = int(np.clip(np.searchsorted(x, v) - 1, 0, len(x) - 2))
-    t = (v - x[i]) / (x[i + 1] - x[i])
-    if not (np.isfinite(y[i]) and np.isfinite(y[i + 1])):
-        return math.inf
-    return float((1 - t) * y[i] + t * y[i + 1])
 
 
 def regret(search, lr: float) -> float | None:

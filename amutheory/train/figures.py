@@ -21,7 +21,14 @@ def _plt():
     return plt
 
 
-def transfer_plot(searches, by: str = "depth", score: str = "mean"):
+_RULE_MARKERS = "v^<>dPXhs"
+
+
+def transfer_plot(searches, by: str = "depth", score: str = "mean", chance: float | None = None,
+                  learns: dict | None = None, overlay: dict | None = None):
+    """``chance``: the chance loss ln(classes), drawn as a dashed line; ``learns[(depth, width)]``
+    false marks a curve "does not learn" in the legend; ``overlay`` (``summary["transfer_from"]``):
+    each rule's transferred rate on each curve, one marker per rule."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     cmap = plt.get_cmap("viridis")
@@ -30,6 +37,8 @@ def transfer_plot(searches, by: str = "depth", score: str = "mean"):
     for i, s in enumerate(searches):
         color = cmap(i / max(1, len(searches) - 1))
         label = f"{by} {s.depth if by == 'depth' else s.width}"
+        if learns is not None and learns.get((s.depth, s.width)) is False:
+            label += " (does not learn)"
         ok = np.isfinite(s.loss_mean)
         ax.plot(s.lrs[ok], s.loss_mean[ok], "o-", ms=3, color=color, label=label)
         band = [(c is not None) for c in s.loss_ci]
@@ -43,14 +52,36 @@ def transfer_plot(searches, by: str = "depth", score: str = "mean"):
         if np.isfinite(s.eta_star_train):
             y = np.interp(np.log(s.eta_star_train), np.log(s.lrs[ok]), s.loss_mean[ok])
             ax.plot([s.eta_star_train], [y], "*", color=color, ms=14, mec="black", mew=0.6)
+    if chance is not None:
+        ax.axhline(chance, ls="--", lw=1, color="0.4", label="chance ln(classes)")
+    if overlay:
+        _draw_overlay(ax, searches, overlay, cmap)
     ax.set_xscale("log")
     ax.set_xlabel("learning rate")
     ax.set_ylabel("mean training loss over the run" if score == "mean" else "final training loss (last tenth)")
-    ax.set_title("loss vs learning rate (star: eta*_train; x: a seed diverged)")
+    ax.set_title("loss vs learning rate (star: eta*_train; x: a seed diverged)"
+                 + (f"\nmarkers: each rule's rate from lr {overlay['lr']:g} at depth {overlay['from_depth']}"
+                    if overlay else ""), fontsize=9 if overlay else None)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
     return fig
+
+
+def _draw_overlay(ax, searches, overlay: dict, cmap) -> None:
+    """Each rule's transferred rate on its run's curve (on the grid: at its interpolated loss)."""
+    rows = {(r["depth"], r["width"]): r for r in overlay["rows"]}
+    rules = list(overlay["rules"])
+    for i, s in enumerate(searches):
+        color = cmap(i / max(1, len(searches) - 1))
+        row = rows.get((s.depth, s.width))
+        for j, rule in enumerate(rules if row else ()):
+            r = row["rules"][rule]
+            if r["loss"] is not None:
+                ax.plot([r["lr"]], [r["loss"]], _RULE_MARKERS[j % len(_RULE_MARKERS)], color=color, ms=6,
+                        mec="black", mew=0.5)
+    for j, rule in enumerate(rules):
+        ax.plot([], [], _RULE_MARKERS[j % len(_RULE_MARKERS)], color="white", mec="black", label=rule)
 
 
 def eta_star_plot(searches, fits, axis: str = "depth"):

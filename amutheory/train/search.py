@@ -152,3 +152,17 @@ def fit_power(xs, searches: list[LrSearch]) -> dict | None:
             slopes = np.polyfit(lx, b[good].T, 1)[0]
             out["exponent_ci"] = [float(np.percentile(slopes, 2.5)), float(np.percentile(slopes, 97.5))]
     return out
+
+
+def loss_at(search, lr: float) -> float | None:
+    """The seed-mean loss at ``lr``, linear in ``ln lr`` between grid rates (``None`` off the grid;
+    ``inf`` next to a diverged rate)."""
+    x, y = np.log(search.lrs), search.loss_mean
+    v = math.log(lr)
+    if not (x[0] <= v <= x[-1]) or not math.isfinite(v):
+        return None
+    i = int(np.clip(np.searchsorted(x, v) - 1, 0, len(x) - 2))
+    t = (v - x[i]) / (x[i + 1] - x[i])
+    if not (np.isfinite(y[i]) and np.isfinite(y[i + 1])):
+        return math.inf
+    return float((1 - t) * y[i] + t * y[i + 1])

@@ -204,10 +204,17 @@ def horizon_study(template, table, rates, seeds, depths, widths) -> list[dict]:
 
 def run_sweep(template: Cell, depths, widths, lrs, seeds, out, *, score: str = "mean", refine: int = 0,
               engine: str = "local", workers: int = 1, threads: int = 1, vectorise: bool = True,
-              scheduler: str | None = None, progress: bool = False, figures: bool = True) -> dict:
-    """Run (or resume) the sweep in ``out``; its summary (the JSON contract of ``amutheory sweep``)."""
+              scheduler: str | None = None, progress: bool = False, figures: bool = True,
+              transfer_from: tuple | None = None) -> dict:
+    """Run (or resume) the sweep in ``out``; its summary (the JSON contract of ``amutheory sweep``).
+    ``transfer_from = (L, lr)``: every transfer rule's rate from ``lr`` tuned at depth ``L``, scored
+    on the sweep (:mod:`amutheory.train.transfer_overlay`; summary key ``transfer_from``)."""
     if not isinstance(template, Cell):
         raise TypeError(f"template must be a Cell, got {type(template).__name__}")
+    if transfer_from is not None:
+        from amutheory.train.transfer_overlay import parse
+
+        transfer_from = parse(transfer_from if isinstance(transfer_from, str) else ":".join(map(str, transfer_from)))
     depths, widths = _check_list("depths", depths), _check_list("widths", widths)
     lrs, seeds = _check_list("lrs", lrs, float), _check_list("seeds", seeds, int, 0)
     if score not in SCORES:
@@ -239,6 +246,10 @@ def run_sweep(template: Cell, depths, widths, lrs, seeds, out, *, score: str = "
     summary = summarise(template, searches, depths, widths, score, table, rates, seeds)
     if score == "mean":
         summary["horizons"] = horizon_study(template, table, rates, seeds, depths, widths)
+    if transfer_from is not None:
+        from amutheory.train.transfer_overlay import overlay
+
+        summary["transfer_from"] = overlay(template, searches, *transfer_from)
     summary["this_run"] = {"cells_run": ran, "seconds": seconds}
     write_outputs(out, summary, searches, figures)
     return summary
@@ -247,17 +258,25 @@ def run_sweep(template: Cell, depths, widths, lrs, seeds, out, *, score: str = "
 def summarise(template, searches, depths, widths, score, table, rates, seeds) -> dict:
     """The JSON contract: ``runs`` (one search per depth and width) and, for a single one, its keys
     at the top level too; the power laws of ``eta*_train`` in depth and width; the cost."""
+    from amutheory.train.learning import DOES_NOT_LEARN, chance_loss, learns
+
     runs = [s.to_dict() for s in searches]
+    chance = chance_loss(template.spec.outputs)
     for run, s in zip(runs, searches):  # does the net learn? held-out accuracy at the grid optimum
-        accs = [] if not np.isfinite(s.eta_star_grid) else [
+        recs = [] if not np.isfinite(s.eta_star_grid) else [
             table[template.with_(spec=template.spec.with_(depth=s.depth, width=s.width), lr=float(s.eta_star_grid),
-                                 seed=seed).key()]["test_accuracy"] for seed in seeds]
-        accs = [a for a in accs if a is not None]
+                                 seed=seed).key()] for seed in seeds]
+        accs = [r["test_accuracy"] for r in recs if r["test_accuracy"] is not None]
+        finals = [r["final_loss"] for r in recs if r.get("final_loss") is not None]
         run["test_accuracy_at_grid_optimum"] = float(np.mean(accs)) if accs else None
+        run["final_loss_at_optimum"] = float(np.mean(finals)) if finals else None
+        run["chance_loss"] = chance
+        run["learns"] = learns(run["final_loss_at_optimum"], template.spec.outputs)
     keys = [template.with_(spec=template.spec.with_(depth=L, width=n), lr=lr, seed=s).key()
             for (L, n), rs in rates.items() for lr in rs for s in seeds]
     recs = [table[k] for k in keys]
-    summary = {"template": fixed_fields(template), "score": score, "depths": list(depths),
+    summary = {"template": fixed_fields(template), "score": score, "chance_loss": chance,
+               "does_not_learn_threshold": DOES_NOT_LEARN, "depths": list(depths),
                "widths": list(widths), "seeds": list(seeds), "runs": runs,
                "cells": len(keys), "forward_passes": sum(r["forward_passes"] for r in recs),
                "backward_passes": sum(r["backward_passes"] for r in recs),
@@ -291,7 +310,9 @@ def write_outputs(out: Path, summary: dict, searches, figures: bool) -> None:
         from amutheory.train.figures import eta_star_plot, transfer_plot
 
         by = "depth" if len(summary["depths"]) > 1 or len(summary["widths"]) == 1 else "width"
-        _save(transfer_plot(searches, by=by, score=summary["score"]), out / "transfer.png")
+        _save(transfer_plot(searches, by=by, score=summary["score"], chance=summary.get("chance_loss"),
+                            learns={(r["depth"], r["width"]): r.get("learns") for r in summary["runs"]},
+                            overlay=summary.get("transfer_from")), out / "transfer.png")
         names.append("transfer.png")
         for axis, fits in (("depth", summary.get("depth_fit")), ("width", summary.get("width_fit"))):
             if fits:

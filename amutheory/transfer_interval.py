@@ -1,0 +1,300 @@
+"""How far to trust a transferred learning rate: an interval and what it rests on.
+
+:func:`transfer_lr` gives one rate per rule; a user needs to know how wrong that rate may be.  The
+interval combines two measured uncertainties on the log scale, and says which assumptions of the
+rules the model breaks (it does not try to correct for them):
+
+* the tuned rate's own uncertainty (``lr_ci = (lo, hi)`` around the tuned ``lr``, e.g. a sweep's
+  bootstrap CI of ``eta*_train``), carried through the rule's factor ``f = lr_t / lr``:
+  ``[lo f, hi f]`` (no CI given: the point ``lr_t``);
+* the rule's measured held-out error for this kind of net under training: ``e`` = the median
+  ``|ln(predicted / eta*_train)|`` of that rule over a registered protocol run's held-out depths
+  (``summary.json``: ``transfer.rules[RULE].median_abs_log_error``), stored per run in a small
+  data file keyed by the run's protocol fingerprint (``validate/transfer_errors.py --run DIR``
+  writes it).  The interval is widened to ``[lo f exp(-e), hi f exp(+e)]``.
+
+Where no protocol run of this kind of net is recorded, ``held_out_error`` is null with the reason,
+and the interval is the tuned rate's CI alone, flagged as not covering the rule's own error.
+
+*Kind of net* (``resolved_as``): read off the model itself, the same way for a user's module and
+a built-in spec: attention (an ``nn.MultiheadAttention``, a module class named ``*Attention``, or a
+softmax / scaled-dot-product call in the traced graph) -> ``transformer``; otherwise a residual
+addition in the traced graph -> ``residual``; otherwise ``chain``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+#: environment variable naming another held-out error file (tests, a user's own protocol runs)
+ERRORS_ENV = "AMUTHEORY_TRANSFER_ERRORS"
+#: the file shipped with the package (absent until a registered protocol run is recorded)
+ERRORS_FILE = Path(__file__).parent / "data" / "transfer_errors.json"
+#: the kinds of net a model resolves to
+KINDS = ("chain", "residual", "transformer")
+#: optimizers a user may say they train with (the rules are derived for plain SGD)
+OPTIMIZERS = ("sgd", "adam", "adamw")
+NO_RUN = ("no protocol run recorded for this kind of net (python validate/transfer_errors.py --run DIR makes it)")
+
+_ACTIVATIONS = {"ReLU": "relu", "GELU": "gelu", "SiLU": "silu", "Tanh": "tanh", "Sigmoid": "sigmoid",
+                "ELU": "elu", "SELU": "selu", "CELU": "celu", "Softplus": "softplus", "LeakyReLU": "leaky_relu",
+                "Mish": "mish", "Hardswish": "hardswish", "Hardtanh": "hardtanh", "GLU": "glu"}
+_FUNCTIONS = {"relu", "gelu", "silu", "tanh", "sigmoid", "elu", "selu", "celu", "softplus", "leaky_relu", "mish",
+              "hardswish", "hardtanh", "glu"}
+_SHOWN = {"relu": "ReLU", "gelu": "GELU", "silu": "SiLU", "elu": "ELU", "selu": "SELU", "celu": "CELU",
+          "leaky_relu": "LeakyReLU", "glu": "GLU"}
+_ATTENTION_CALLS = {"softmax", "scaled_dot_product_attention"}
+
+
+# --------------------------------------------------------------------------- what the model is
+def model_traits(model) -> dict:
+    """``{"activations": [...], "norms": [...], "attention": bool, "traced": bool}`` of ``model``:
+    its activation and normalisation modules (by class), and the functional activations and
+    attention calls its ``torch.fx`` trace shows (``traced`` false where it cannot be traced)."""
+    from torch import nn
+
+    from amutheory.graph.trace import _NORM_TYPES
+
+    acts, norms, attention = set(), set(), False
+    for mod in model.modules():
+        name = type(mod).__name__
+        if name in _ACTIVATIONS:
+            acts.add(_ACTIVATIONS[name])
+        if isinstance(mod, _NORM_TYPES):
+            norms.add(name)
+        if isinstance(mod, nn.MultiheadAttention) or name.lower().endswith("attention"):
+            attention = True
+    traced = True
+    try:
+        from amutheory.graph.trace import symbolic_trace
+
+        gm = symbolic_trace(model)
+        for node in gm.graph.nodes:
+            if node.op in ("call_function", "call_method"):
+                target = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+                if target in _FUNCTIONS:
+                    acts.add(target)
+                elif target in _ATTENTION_CALLS:
+                    attention = True
+                elif target in ("layer_norm", "batch_norm", "group_norm", "rms_norm", "instance_norm"):
+                    norms.add(target)
+    except Exception:  # noqa: BLE001 - a model fx cannot trace: its modules still tell most
+        traced = False
+    return {"activations": sorted(acts), "norms": sorted(norms), "attention": attention, "traced": traced}
+
+
+def resolve_kind(traits: dict, residual_additions: int) -> tuple[str, str]:
+    """``(kind, why)``: transformer (attention), residual (a residual addition), else chain."""
+    if traits["attention"]:
+        return "transformer", "attention in the model (nn.MultiheadAttention, an *Attention module or a softmax)"
+    if residual_additions > 0:
+        return "residual", (f"{residual_additions} residual addition{'' if residual_additions == 1 else 's'} in the "
+                            "traced graph")
+    return "chain", "no attention and no residual addition in the traced graph"
+
+
+def model_of(net, input_shape=None):
+    """The ``nn.Module`` behind ``net`` (a spec's model is built from seed 0, as the rules read it)."""
+    from torch import nn
+
+    if isinstance(net, nn.Module):
+        return net
+    from amutheory.measure.models import build_model
+
+    return build_model(net, seed=0)
+
+
+# --------------------------------------------------------------------------- assumptions
+def mismatches(traits: dict, kind: str, is_module: bool, spec_activation: str | None, optimizer: str,
+               momentum: float, rule: str, chain_fallback: bool = False) -> list[dict]:
+    """The rules' assumptions this model and training break: ``{"assumption", "model", "rules"}``.
+    ``chain_fallback``: am-mup used the chain law in the effective depth (a module, or a spec of a
+    family without a derived law)."""
+    out = []
+    rules_act = spec_activation if spec_activation is not None else "relu"
+    other = [a for a in traits["activations"] if a != rules_act]
+    if other:
+        out.append({"assumption": "activation", "model": ", ".join(_SHOWN.get(a, a) for a in other),
+                    "rules": f"the chain constants are {_SHOWN.get(rules_act, rules_act)}'s (MLP limit)"})
+    if traits["norms"]:
+        out.append({"assumption": "norm layers", "model": ", ".join(traits["norms"]),
+                    "rules": "derived for nets without normalisation"})
+    if kind != "chain" and (rule == "per-layer-mup" or (rule == "am-mup" and chain_fallback)):
+        out.append({"assumption": "law", "model": f"a {kind} net" + (" (a user's nn.Module)" if is_module else ""),
+                    "rules": f"{rule} uses the chain law in the effective depth with MLP-limit "
+                             f"{_SHOWN.get(rules_act, rules_act)} constants, "
+                             f"not a law derived for a {kind} net"})
+    if optimizer != "sgd":
+        out.append({"assumption": "optimizer", "model": {"adam": "Adam", "adamw": "AdamW"}[optimizer],
+                    "rules": "derived for plain SGD (the one-step update of gradient descent)"})
+    if momentum:
+        out.append({"assumption": "momentum", "model": f"momentum {momentum:g}",
+                    "rules": "derived for SGD without momentum (momentum m raises the effective rate towards "
+                             "lr / (1 - m))"})
+    if not traits["traced"]:
+        out.append({"assumption": "trace", "model": "torch.fx cannot trace the model",
+                    "rules": "functional activations and norms could not be read; only its modules were"})
+    return out
+
+
+# --------------------------------------------------------------------------- held-out errors
+def errors_path(path=None) -> Path:
+    """The held-out error file: ``path``, else ``$AMUTHEORY_TRANSFER_ERRORS``, else the package's."""
+    if path is not None:
+        return Path(path)
+    env = os.environ.get(ERRORS_ENV)
+    return Path(env) if env else ERRORS_FILE
+
+
+def load_errors(path=None) -> dict:
+    """``{fingerprint: record}`` of the file (``{}`` when there is none)."""
+    p = errors_path(path)
+    if not p.is_file():
+        return {}
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"held-out error file {p}: not readable JSON ({exc})") from None
+    runs = data.get("runs") if isinstance(data, dict) else None
+    if not isinstance(runs, dict):
+        raise ValueError(f"held-out error file {p}: no 'runs' table (write it with validate/transfer_errors.py)")
+    return runs
+
+
+def held_out_error(kind: str, rule: str, path=None) -> tuple[float | None, dict | None, str]:
+    """``(e, record, fingerprint or reason)``: the rule's median held-out ``|ln error|`` for ``kind``
+    from the recorded protocol run of that kind with the most held-out depths."""
+    runs = load_errors(path)
+    found = sorted(((fp, r) for fp, r in runs.items() if r.get("kind") == kind),
+                   key=lambda fr: (-len(fr[1].get("targets", [])), fr[0]))
+    if not found:
+        return None, None, NO_RUN
+    fp, rec = found[0]
+    e = rec.get("rules", {}).get(rule)
+    if e is None:
+        return None, rec, f"protocol run {fp} recorded no held-out error for rule {rule}"
+    return float(e), rec, fp
+
+
+# --------------------------------------------------------------------------- the interval
+def check_lr_ci(lr_ci, lr: float):
+    """``(lo, hi)`` with ``0 < lo <= lr <= hi`` finite, or ``None``."""
+    if lr_ci is None:
+        return None
+    if not isinstance(lr_ci, (list, tuple)) or len(lr_ci) != 2:
+        raise ValueError(f"lr_ci must be two numbers LO,HI, got {lr_ci!r}")
+    lo, hi = (float(v) for v in lr_ci)
+    if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo <= lr <= hi):
+        raise ValueError(f"lr_ci must satisfy 0 < LO <= lr <= HI (finite): got {lo:g}, {hi:g} around lr {lr:g}")
+    return lo, hi
+
+
+def interval(lr: float, lr_t: float, lr_ci, e: float | None) -> list[float]:
+    """``[lo f exp(-e), hi f exp(+e)]``, ``f = lr_t / lr`` (module docstring)."""
+    f = lr_t / lr
+    lo, hi = (lr, lr) if lr_ci is None else lr_ci
+    w = 0.0 if e is None else e
+    return [lo * f * math.exp(-w), hi * f * math.exp(w)]
+
+
+def confidence(result, target, input_shape=None, target_input_shape=None, lr_ci=None,
+               optimizer: str = "sgd", momentum: float = 0.0, errors=None) -> tuple[list, dict]:
+    """``(lr_interval, confidence)`` of a :class:`~amutheory.transfer.TransferResult` (module docstring)."""
+    from torch import nn
+
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {optimizer!r}")
+    if isinstance(momentum, bool) or not isinstance(momentum, (int, float)) or not 0 <= momentum < 1:
+        raise ValueError(f"momentum must be a number in [0, 1), got {momentum!r}")
+    ci = check_lr_ci(lr_ci, result.lr_reference)
+    is_module = isinstance(target, nn.Module)
+    traits = model_traits(model_of(target))  # the target: the net the rate is for
+    kind, why = resolve_kind(traits, _residual_additions(target, target_input_shape or input_shape))
+    spec_act = None if is_module else target.activation
+    e, rec, source = held_out_error(kind, result.rule, errors)
+    lr_interval = interval(result.lr_reference, result.lr, ci, e)
+    evidence = []
+    if ci is not None:
+        evidence.append(f"the tuned rate's CI [{ci[0]:g}, {ci[1]:g}] (lr_ci), carried through the rule's factor")
+    else:
+        evidence.append("no CI of the tuned rate given (lr_ci): the tuned rate is taken as exact")
+    if e is not None:
+        evidence.append(f"protocol run {source} (protocol {rec.get('protocol')}, study {rec.get('study')}: a "
+                        f"{kind} net, {rec.get('optimizer')}): rule {result.rule}'s median |ln error| over held-out "
+                        f"depths {rec.get('targets')} calibrated at {rec.get('calibration')}")
+    else:
+        evidence.append(f"not covered: the rule's own error ({source}); the interval is the tuned rate's "
+                        "uncertainty alone and does NOT cover the rule's error")
+    conf = {"resolved_as": kind, "resolved_because": why,
+            "evidence": evidence,
+            "held_out_error": None if e is None else {"median_abs_log_error": e, "rule": result.rule,
+                                                      "fingerprint": source, "protocol": rec.get("protocol"),
+                                                      "study": rec.get("study"), "optimizer": rec.get("optimizer"),
+                                                      "calibration": rec.get("calibration"),
+                                                      "targets": rec.get("targets")},
+            "held_out_error_reason": None if e is not None else source,
+            "covers_rule_error": e is not None,
+            "combination": "[lo * f * exp(-e), hi * f * exp(+e)]: f = lr_t / lr of the rule, [lo, hi] the tuned "
+                           "rate's CI (lr_ci, else lr itself), e the rule's median held-out |ln error| for this "
+                           "kind of net (0 where none is recorded)",
+            "mismatches": mismatches(traits, kind, is_module, spec_act, optimizer, momentum, result.rule,
+                                     is_module or any("chain law in the effective depth" in n for n in result.notes)),
+            "optimizer": optimizer, "momentum": float(momentum), "lr_ci": None if ci is None else list(ci)}
+    return lr_interval, conf
+
+
+def _residual_additions(net, input_shape) -> int:
+    from torch import nn
+
+    if isinstance(net, nn.Module):
+        from amutheory.graph import effective_depth
+
+        return effective_depth(net, tuple(input_shape)).residual_additions
+    return net.family_object.depth_report(net).residual_additions
+
+
+# --------------------------------------------------------------------------- the data file
+def record_from_run(run) -> tuple[str, dict]:
+    """``(fingerprint, record)`` of a protocol run folder (its ``summary.json`` and ``protocol.json``):
+    the transfer study's kind of net (its spec's model, resolved as above), optimizer, calibration
+    and held-out depths, and every rule's median held-out ``|ln error|``."""
+    from amutheory.spec import ArchSpec
+
+    run = Path(run)
+    try:
+        summary = json.loads((run / "summary.json").read_text())
+        meta = json.loads((run / "protocol.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--run {run}: not a finished protocol run (summary.json and protocol.json): {exc}") from None
+    t = summary.get("transfer") or {}
+    if summary.get("fingerprint") != meta.get("fingerprint") or not t.get("rules"):
+        raise ValueError(f"--run {run}: summary.json and protocol.json disagree, or no transfer table")
+    study = next(s for s in meta["protocol"]["studies"] if s["name"] == t["study"])
+    spec = ArchSpec(**study["spec"]).with_(depth=int(study["depths"][0]))
+    model = model_of(spec)
+    kind, why = resolve_kind(model_traits(model), spec.family_object.depth_report(spec).residual_additions)
+    rules = {rule: r.get("median_abs_log_error") for rule, r in t["rules"].items()}
+    return summary["fingerprint"], {
+        "protocol": summary.get("protocol"), "study": t["study"], "kind": kind, "kind_because": why,
+        "family": study["spec"].get("family"), "activation": study["spec"].get("activation"),
+        "optimizer": study.get("optimizer"), "dataset": study.get("dataset"), "steps": study.get("steps"),
+        "calibration": list(t["calibration"]), "targets": list(t["targets"]), "tolerance": t.get("tolerance"),
+        "rules": rules, "source": "summary.json: transfer.rules[RULE].median_abs_log_error"}
+
+
+def write_errors(run, out=None) -> tuple[Path, str]:
+    """Add (or replace) ``run``'s record in the held-out error file ``out`` (default the package's);
+    ``(path, fingerprint)``."""
+    fp, rec = record_from_run(run)
+    path = ERRORS_FILE if out is None else Path(out)
+    runs = load_errors(path) if path.is_file() else {}
+    runs[fp] = rec
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps({"what": "per protocol run (keyed by its fingerprint): each transfer rule's median "
+                                        "held-out |ln(predicted / eta*_train)|; written by "
+                                        "validate/transfer_errors.py", "runs": runs}, indent=1, sort_keys=True)
+                    + "\n")
+    return path, fp
