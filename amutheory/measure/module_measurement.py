@@ -9,6 +9,7 @@ model (``None`` where the model cannot be traced; the fit in effective depth is 
 
 from __future__ import annotations
 
+import copy
 import inspect
 from dataclasses import dataclass, field
 
@@ -86,11 +87,11 @@ def check_factory(factory, width) -> None:
 
 
 def builder(model, depth: int, width):
-    """A no-argument callable returning the net of ``depth`` (the module itself, or the factory's call)."""
+    """A no-argument callable returning the net of ``depth`` (a copy of the module, or the factory's call)."""
     from torch import nn
 
-    if isinstance(model, nn.Module):
-        return lambda: model
+    if isinstance(model, nn.Module):  # a copy: tracing runs it in training mode (BatchNorm would update)
+        return lambda: copy.deepcopy(model)
     kwargs = {"depth": depth} if width is None else {"depth": depth, "width": width}
 
     def build():
