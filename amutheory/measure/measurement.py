@@ -69,34 +69,11 @@ class Measurement:
         return d
 
 
-def measure(spec, depths, seeds, protocol: ProbeProtocol = ProbeProtocol(), C: float = 1.0,
-            progress=None, chunk: int = 16, *, input_shape=None, width=None, layers=None, input_kind: str = "float",
-            vocab=None, name: str | None = None) -> Measurement:
-    """Run the probe on ``spec`` at every depth (``spec.depth`` is replaced) for every seed.
-
-    ``spec`` may also be a user's ``nn.Module`` or a model factory ``FACTORY(depth=L, width=n)``: then
-    ``input_shape`` (batch first) is required, ``width``, ``layers`` (module types, name patterns or a
-    preset ``"resnet"``/``"transformer"``), ``input_kind`` (``"float"`` or ``"tokens"``) and ``vocab``
-    say how, and the result is a :class:`amutheory.measure.module_measurement.ModuleMeasurement`
-    (its seeding rule and dtype: :mod:`amutheory.measure.module_probe`)."""
+def measure(spec: ArchSpec, depths, seeds, protocol: ProbeProtocol = ProbeProtocol(), C: float = 1.0,
+            progress=None, chunk: int = 16) -> Measurement:
+    """Run the probe on ``spec`` at every depth (``spec.depth`` is replaced) for every seed."""
     from amutheory.measure.probe import probe
 
-    if not isinstance(spec, ArchSpec):
-        from amutheory.measure.module_measurement import is_model, measure_module
-
-        if is_model(spec):
-            depths = check_depths(depths)
-            C = _check_C(C)
-            seeds = _check_seeds(seeds)
-            _check_protocol_and_chunk(protocol, chunk)
-            return measure_module(spec, depths, seeds, protocol, C, progress, chunk, input_shape=input_shape,
-                                  width=width, layers=layers, input_kind=input_kind, vocab=vocab, name=name)
-    module_only = {"input_shape": input_shape, "width": width, "layers": layers, "vocab": vocab, "name": name}
-    for key, value in module_only.items():
-        if value is not None:
-            raise ValueError(f"{key} is for an nn.Module or a model factory; an ArchSpec says its own")
-    if input_kind != "float":
-        raise ValueError("input_kind is for an nn.Module or a model factory; an ArchSpec says its own")
     _check_spec(spec)
     depths = check_depths(depths)
     C = _check_C(C)
@@ -109,13 +86,6 @@ def measure(spec, depths, seeds, protocol: ProbeProtocol = ProbeProtocol(), C: f
         if progress is not None:
             progress(i + 1, len(depths), d)
     return Measurement(spec, depths, seeds, profiles, C)
-
-
-def _check_protocol_and_chunk(protocol, chunk) -> None:
-    if not isinstance(protocol, ProbeProtocol):
-        raise TypeError(f"protocol must be a ProbeProtocol, got {type(protocol).__name__}")
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
 
 
 def _check_seeds(seeds) -> list[int]:

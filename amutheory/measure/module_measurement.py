@@ -65,13 +65,6 @@ class ModuleMeasurement(Measurement):
         return d
 
 
-def is_model(obj) -> bool:
-    """Whether ``obj`` is what the module probe takes: an ``nn.Module`` or a callable factory."""
-    from torch import nn
-
-    return isinstance(obj, nn.Module) or callable(obj)
-
-
 def check_factory(factory, width) -> None:
     """``factory`` takes ``depth=`` (and ``width=`` when one is given): ``TypeError`` naming it otherwise."""
     try:
@@ -130,8 +123,16 @@ def measure_module(model, depths, seeds, protocol, C: float = 1.0, progress=None
     import torch
     from torch import nn
 
+    from amutheory.checks import _check_C, check_depths
+    from amutheory.measure.measurement import _check_seeds
     from amutheory.measure.module_probe import check_input, probe_module
+    from amutheory.spec import ProbeProtocol
 
+    depths, C, seeds = check_depths(depths), _check_C(C), _check_seeds(seeds)
+    if not isinstance(protocol, ProbeProtocol):
+        raise TypeError(f"protocol must be a ProbeProtocol, got {type(protocol).__name__}")
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
     if input_shape is None:
         raise ValueError("input_shape is required for an nn.Module or a model factory (e.g. (8, 3, 8, 8): batch "
                          "first)")
