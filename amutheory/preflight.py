@@ -244,6 +244,12 @@ def check_module_model(model: str, depth: int, width, input_shape, layers, input
         try:
             d = draw(lambda: net, seed, input_shape, input_kind, vocab, protocol.input_var,
                      getattr(torch, protocol.dtype), protocol.device)
+        except TypeError as exc:
+            if not str(exc).startswith("model:"):
+                raise ValueError(f"--model {model}: its forward failed on --input-shape "
+                                 f"{','.join(map(str, input_shape))} ({input_kind}): TypeError: "
+                                 f"{' '.join(str(exc).split())[:300]}") from None
+            raise
         except Exception as exc:  # noqa: BLE001 - the user's forward: one line saying what failed
             raise ValueError(f"--model {model}: its forward failed on --input-shape "
                              f"{','.join(map(str, input_shape))} ({input_kind}): {type(exc).__name__}: "

@@ -330,3 +330,33 @@ def test_api_refuses_module_options_for_a_spec():
     with pytest.raises(ValueError, match="input_shape is required"):
         amutheory.measure(lambda depth: torch.nn.Linear(3, 2), [2], [0, 1])
 
+
+
+def test_layers_by_preset_type_and_pattern(models):
+    """``layers``: the ResNet preset counts the ReLU inputs (the stem's, and two per BasicBlock: ``BN(conv1 x)``
+    and ``BN(conv2 ...) + x``); a type name and a name pattern select those modules' calls."""
+    _, m = models
+    kw = dict(input_shape=(4, 3, 8, 8), width=4)
+    preset = amutheory.measure(m.resnet, [2], [0, 1], layers="resnet", **kw)
+    assert preset.layers[2] == ["(model):relu"] + [f"blocks.{k}:relu" for k in range(2) for _ in (1, 2)]
+    by_type = amutheory.measure(m.resnet, [2], [0, 1], layers=["Linear"], **kw)
+    assert by_type.layers[2] == ["fc"]
+    by_name = amutheory.measure(m.resnet, [2], [0, 1], layers=["blocks.*.conv1"], **kw)
+    assert by_name.layers[2] == ["blocks.0.conv1", "blocks.1.conv1"]
+    default = amutheory.measure(m.resnet, [2], [0, 1], **kw)
+    index = default.layers[2].index("blocks.1.conv1")  # the same call, the same s_l, whichever way it is chosen
+    np.testing.assert_allclose(by_name.profiles[2][:, 1], default.profiles[2][:, index], rtol=1e-10)
+
+
+class _TwoOutputs(torch.nn.Module):
+    def __init__(self, depth, width):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(5, width), torch.nn.Linear(width, 3)
+
+    def forward(self, x):
+        return {"logits": self.b(torch.relu(self.a(x)))}
+
+
+def test_a_forward_that_returns_no_tensor_is_refused():
+    with pytest.raises(TypeError, match="one floating-point tensor"):
+        amutheory.measure(_TwoOutputs, [2], [0, 1], input_shape=(4, 5), width=4)

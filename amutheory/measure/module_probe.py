@@ -149,6 +149,9 @@ def draw(build, seed: int, shape, input_kind="float", vocab=None, input_var=1.0,
     x = draw_input(shape, input_kind, vocab, input_var, dtype)
     with torch.no_grad(), _sdpa_math(), capture(model, [], []):
         out = model(x.to(device))
+    if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.dim() < 1:
+        raise TypeError(f"model: its forward must return one floating-point tensor of outputs (the loss is "
+                        f"mean <r, f(x)> over its last axis), got {type(out).__name__}")
     r = torch.randn(tuple(out.shape), dtype=dtype)
     return SeedDraw(model, x.to(device), r.to(device))
 
@@ -195,7 +198,11 @@ def probe_module(build, seeds, input_shape, layers=None, input_kind: str = "floa
                 except Exception as exc:  # noqa: BLE001 - any model vmap cannot run: the loop below
                     vectorised, fallback = False, f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
             if block is None:
-                block = np.stack([_one(d, calls) for d in drawn])
+                try:
+                    block = np.stack([_one(d, calls) for d in drawn])
+                except Exception as exc:  # noqa: BLE001 - an op without forward-mode AD, ...: one line
+                    raise ValueError(f"model: the probe could not differentiate the model (grad, then jvp): "
+                                     f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from None
             rows.append(block)
     return ModuleProbeResult(seeds, np.concatenate(rows, axis=0), [c.name for c in calls], vectorised, fallback,
                              calls)
