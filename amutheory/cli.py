@@ -451,6 +451,11 @@ def cmd_laws(args):
 def cmd_measure(args):
     from amutheory.api import measure
 
+    if args.model is not None:
+        return _measure_model(args)
+    from amutheory.flags import measure_width
+
+    measure_width(args)
     spec = _spec(args)
     seeds = list(range(args.seed_start, args.seed_start + args.seeds))
     m = measure(spec, args.depths, seeds, _protocol(args), C=args.C, progress=_progress(args), chunk=args.chunk)
@@ -474,6 +479,55 @@ def cmd_measure(args):
         if not args.json:
             print(json.dumps(d, default=float))
         raise CliError(f"measure: could not write --out {args.out} ({written}); the result is on stdout")
+
+
+def _measure_model(args):
+    """``measure --model FILE.py:FACTORY``: the probe of ``FACTORY(depth=L, width=n)`` (flags checked by
+    preflight: the factory loads, takes depth= and width=, and runs on --input-shape)."""
+    from amutheory.api import measure
+    from amutheory.families import module_family
+
+    factory = module_family(args.model).load("measure")
+    seeds = list(range(args.seed_start, args.seed_start + args.seeds))
+    m = measure(factory, args.depths, seeds, _protocol(args), C=args.C, progress=_progress(args), chunk=args.chunk,
+                input_shape=args.input_shape, width=args.width, layers=args.layers, input_kind=args.input_kind,
+                vocab=args.vocab, name=args.model)
+    d = m.to_dict()
+    width = "the factory's default" if args.width is None else args.width
+    lines = [f"{args.model}: {len(seeds)} seeds, width {width}, input {','.join(map(str, args.input_shape))} "
+             f"({args.input_kind}), {args.dtype}",
+             f"{'L':>5} {'L_eff':>6} {'layers':>6} {'eta*(mean)':>11} {'95% CI':>23} {'eta*(geo)':>11}"]
+    for i, L in enumerate(m.depths):
+        lo, hi = d["eta_star_mean_ci"][i]
+        eff = d["effective_depths"][i]
+        lines.append(f"{L:>5} {'-' if eff is None else f'{eff:g}':>6} {d['layers_counted'][i]:>6} "
+                     f"{d['eta_star_mean'][i]:>11.5g} [{lo:>10.4g},{hi:>10.4g}] {d['eta_star_geo'][i]:>11.5g}")
+    for key, what in (("fitted_exponent", "depth"), ("fitted_exponent_effective", "effective depth")):
+        for s in ("mean", "geo"):
+            if d.get(f"{key}_{s}") is not None:
+                lo, hi = d[f"{key}_{s}_ci"]
+                lines.append(f"fitted exponent in {what} ({s}): {d[f'{key}_{s}']:.3f}  95% CI [{lo:.3f}, {hi:.3f}]")
+    lines.append(f"counted at depth {m.depths[-1]}: " + ", ".join(d["layers"][-1]))
+    lines += [f"note: {n}" for n in d["notes"]]
+    written = _write_result(args.out, d) if args.out else None
+    _emit(args, d, "\n".join(lines))
+    if written is not None:
+        if not args.json:
+            print(json.dumps(d, default=float))
+        raise CliError(f"measure: could not write --out {args.out} ({written}); the result is on stdout")
+
+
+def _layers(text: str):
+    """``--layers``: a preset name, or comma-separated module type names / name patterns."""
+    from amutheory.graph.layers import PRESETS
+
+    if text in PRESETS:
+        return text
+    names = [t.strip() for t in text.split(",")]
+    if not text.strip() or any(not t for t in names):
+        raise argparse.ArgumentTypeError(f"expected a preset ({', '.join(PRESETS)}) or comma-separated module types "
+                                         f"or name patterns, got {text!r}")
+    return names
 
 
 def _write_result(path: str, d: dict) -> str | None:
@@ -799,7 +853,25 @@ def _measure_parser(sub, common) -> None:
     me.add_argument("--spread", action="store_true",
                     help="also split the seed spread of ln s_bar at the loss directions (JSON key 'spread'; "
                          "costs batch x outputs probe evaluations per seed)")
-    me.set_defaults(func=cmd_measure)
+    g = me.add_argument_group("your own model (instead of the architecture flags)")
+    g.add_argument("--model", default=None, metavar="FILE.py:FACTORY",
+                   help="probe FACTORY(depth=L, width=n) at every --depths (FACTORY(depth=L) without --width; the "
+                        "factory draws its weights after torch.manual_seed(seed)); needs --input-shape")
+    g.add_argument("--input-shape", type=_shape, default=None, metavar="B,C,...",
+                   help="with --model: the input's shape, batch first (e.g. 8,3,8,8, or 8,16 for 16 tokens)")
+    g.add_argument("--layers", type=_layers, default=None, metavar="T1,T2|PATTERN|PRESET",
+                   help="with --model: the pre-activations counted: module types (Linear,Conv2d), qualified-name "
+                        "patterns (blocks.*.fc1) or a preset (resnet, transformer: the inputs of the activation "
+                        "functions, the built-in nets' convention); default every Conv/Linear output but the last "
+                        "Linear (the readout) and every MultiheadAttention output")
+    g.add_argument("--input-kind", default="float", choices=("float", "tokens"),
+                   help="with --model: Gaussian inputs (float, default) or integer tokens in [0, --vocab)")
+    g.add_argument("--vocab", type=int, default=None, help="with --input-kind tokens: the vocabulary size")
+    # the defaults, so that preflight can tell an architecture flag given with --model (it means nothing there);
+    # --width defaults to None: with --model the factory's own default width, else 64 (flags.measure_width)
+    me.set_defaults(func=cmd_measure, flag_defaults={dest: me.get_default(dest) for dest in
+                                                     {a.dest for a in me._actions}})
+    me.set_defaults(width=None)
 
 
 def _boundary_parser(sub, common) -> None:

@@ -13,6 +13,23 @@ PROTOCOL_PRESETS = ("protocol", "protocol-paper")
 SWEEP_OUT = "results/sweep"
 
 
+#: ``measure``'s width without ``--width`` (the architecture flags' default; with ``--model`` the factory's own)
+MEASURE_WIDTH = 64
+#: ``measure`` flags that mean nothing with ``--model`` (the factory builds the net, ``--input-shape`` gives
+#: the input): refused there when set to anything but their defaults
+MODEL_IGNORED_FLAGS = ("family", "dim", "padding", "activation", "kernel", "spatial", "seq_len", "init_c", "branch",
+                       "init", "shortcut", "heads", "mlp_ratio", "attn_scale", "law", "input_channels", "batch",
+                       "outputs", "readout", "spread")
+#: ``measure`` flags that only ``--model`` reads (refused without it when set)
+MODEL_ONLY_FLAGS = ("input_shape", "layers", "vocab")
+
+
+def measure_width(args) -> None:
+    """``measure`` without ``--model``: ``--width`` left out is :data:`MEASURE_WIDTH`."""
+    if args.width is None:
+        args.width = MEASURE_WIDTH
+
+
 def spec_from_flags(args, depth=None):
     """The :class:`~amutheory.spec.ArchSpec` of the architecture flags at ``depth`` (default the
     first of ``--depths``, or 1).  ``--depths`` is checked (and replaced by the checked list); a

@@ -164,6 +164,15 @@ def _predict(args) -> None:
 
 
 def _measure(args) -> None:
+    from amutheory.flags import MODEL_ONLY_FLAGS, measure_width
+
+    if getattr(args, "model", None) is not None:
+        return _measure_model(args)
+    for dest in MODEL_ONLY_FLAGS + ("input_kind",):
+        if getattr(args, dest, None) not in (None, "float"):
+            raise ValueError(f"--{dest.replace('_', '-')} is an option of --model FILE.py:FACTORY (the built-in "
+                             "families say their own input)")
+    measure_width(args)
     spec, protocol = _arch(args)
     check_seed_range(args.seed_start, args.seeds, "--seed-start", "--seeds")
     check_size("--chunk", args.chunk)
@@ -174,6 +183,81 @@ def _measure(args) -> None:
     check_probe(spec, args.chunk, args.seeds, protocol)
     if args.out is not None:
         check_output_file(args.out, "--out")
+
+
+def _measure_model(args) -> None:
+    """``measure --model``: the flags, then the factory loaded, called at the smallest depth and run once
+    on an input of ``--input-shape`` (one line naming what failed; no probe yet)."""
+    from amutheory.families import module_family
+    from amutheory.flags import MODEL_IGNORED_FLAGS, protocol_from_flags
+
+    module_family(args.model).load("measure")  # first: a bad --model is named before anything else
+    defaults = getattr(args, "flag_defaults", {})
+    for dest in MODEL_IGNORED_FLAGS:
+        if dest in defaults and getattr(args, dest) != defaults[dest]:
+            flag = "--" + dest.replace("_", "-") if dest != "C" else "--C"
+            raise ValueError(f"{flag} has no meaning with --model (the factory builds the net; --input-shape gives "
+                             "the input)")
+    check_depth_list("--depths", args.depths)
+    if args.width is not None:
+        check_size("--width", args.width)
+    _positive("--C", args.C)
+    _scale("--input-var", args.input_var)
+    check_seed_range(args.seed_start, args.seeds, "--seed-start", "--seeds")
+    check_size("--chunk", args.chunk)
+    if args.input_shape is None:
+        raise ValueError("--input-shape is required with --model (the input's shape, batch first, e.g. 8,3,8,8)")
+    check_input_shape(args.input_shape, "--input-shape")
+    if args.input_kind == "tokens":
+        if args.vocab is None:
+            raise ValueError("--vocab is required with --input-kind tokens (tokens are integers in [0, vocab))")
+        check_size("--vocab", args.vocab)
+        if args.input_var != 1.0:
+            raise ValueError("--input-var is the Gaussian inputs' variance; --input-kind tokens draws integers")
+    elif args.vocab is not None:
+        raise ValueError("--vocab is for --input-kind tokens")
+    if args.out is not None:
+        check_output_file(args.out, "--out")
+    check_module_model(args.model, min(args.depths), args.width, args.input_shape, args.layers, args.input_kind,
+                       args.vocab, protocol_from_flags(args), args.seed_start)
+
+
+def check_module_model(model: str, depth: int, width, input_shape, layers, input_kind, vocab, protocol,
+                       seed: int) -> None:
+    """The factory ``model`` loads, takes ``depth=`` (and ``width=``), builds a module at ``depth`` and runs
+    once on the seed's input of ``input_shape``; ``layers`` selects something there."""
+    import torch
+
+    from amutheory.families import module_family
+    from amutheory.graph.layers import select_layers
+    from amutheory.measure.module_measurement import builder, check_factory
+    from amutheory.measure.module_probe import draw
+
+    factory = module_family(model).load("measure")
+    if isinstance(factory, torch.nn.Module) or not callable(factory):
+        raise ValueError(f"--model {model}: measure calls a factory FACTORY(depth=L, width=n); this names a "
+                         f"{type(factory).__name__}")
+    check_factory(factory, width)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        net = builder(factory, depth, width)()  # a failing factory: ValueError naming the model
+        try:
+            d = draw(lambda: net, seed, input_shape, input_kind, vocab, protocol.input_var,
+                     getattr(torch, protocol.dtype), protocol.device)
+        except TypeError as exc:
+            if not str(exc).startswith("model:"):
+                raise ValueError(f"--model {model}: its forward failed on --input-shape "
+                                 f"{','.join(map(str, input_shape))} ({input_kind}): TypeError: "
+                                 f"{' '.join(str(exc).split())[:300]}") from None
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user's forward: one line saying what failed
+            raise ValueError(f"--model {model}: its forward failed on --input-shape "
+                             f"{','.join(map(str, input_shape))} ({input_kind}): {type(exc).__name__}: "
+                             f"{' '.join(str(exc).split())[:300]}") from None
+        try:
+            select_layers(d.model, d.x, layers)
+        except ValueError as exc:
+            raise ValueError(f"--layers: {exc}".replace("--layers: layers: ", "--layers: ")) from None
 
 
 def _boundary(args) -> None:

@@ -128,15 +128,17 @@ def report(dag: WeightedDAG) -> DepthReport:
                        longest_critical_path=lpath, weights=dict(dag.weights_used))
 
 
-def effective_depth(model, input_shape=None, weights=None, *, leaf_modules=(), module_weights=None) -> DepthReport:
+def effective_depth(model, input_shape=None, weights=None, *, leaf_modules=(), module_weights=None,
+                    input_dtype=None) -> DepthReport:
     """Trace ``model`` (``torch.fx``) and return its :class:`DepthReport`.
 
     ``weights``: ``{"layer": 1, "residual": 1, "norm": 0}`` by default (any subset overrides);
     ``input_shape`` e.g. ``(1, 3, 32, 32)``: the model is run once on zeros to tell data edges from
-    shape metadata.  ``leaf_modules``/``module_weights``: see :func:`amutheory.graph.trace.trace_dag`.
-    Raises ``ValueError`` (one line) when tracing or running fails.
+    shape metadata (``input_dtype="long"``: integer zeros, for a model that takes token ids).
+    ``leaf_modules``/``module_weights``: see :func:`amutheory.graph.trace.trace_dag`.  Raises ``ValueError`` (one line) when tracing or running fails.
     """
-    dag = trace_dag(model, input_shape, weights, leaf_modules=leaf_modules, module_weights=module_weights)
+    dag = trace_dag(model, input_shape, weights, leaf_modules=leaf_modules, module_weights=module_weights,
+                    input_dtype=input_dtype)
     return report(dag)
 
 

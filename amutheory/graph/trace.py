@@ -197,12 +197,14 @@ class _Recorder(torch.fx.Interpreter):
         return result
 
 
-def _run_shapes(gm: torch.fx.GraphModule, input_shape) -> dict[str, bool]:
+def _run_shapes(gm: torch.fx.GraphModule, input_shape, input_dtype=None) -> dict[str, bool]:
     shape = tuple(int(s) for s in input_shape)
     if not shape or any(s <= 0 for s in shape):
         raise ValueError(f"input shape must be positive integers, got {input_shape!r}")
     params = list(gm.parameters())
     dtype = params[0].dtype if params and params[0].is_floating_point() else torch.get_default_dtype()
+    if input_dtype == "long":  # token ids (an nn.Embedding first): zeros are token 0
+        dtype = torch.long
     device = params[0].device if params else "cpu"
     rec = _Recorder(gm)
     try:
@@ -229,7 +231,7 @@ def _is_param_attr(gm, node) -> bool:
 
 
 def trace_dag(model: nn.Module, input_shape=None, weights=None, *, leaf_modules=(),
-              module_weights=None) -> WeightedDAG:
+              module_weights=None, input_dtype=None) -> WeightedDAG:
     """Trace ``model`` into a :class:`WeightedDAG` from its first input to its output.
 
     ``weights``: dict (or object with attributes) ``layer``/``residual``/``norm``, defaults
@@ -244,7 +246,7 @@ def trace_dag(model: nn.Module, input_shape=None, weights=None, *, leaf_modules=
     if not placeholders:
         raise ValueError("the model's forward takes no input")
     source = placeholders[0]
-    has_tensor = _run_shapes(gm, input_shape) if input_shape is not None else None
+    has_tensor = _run_shapes(gm, input_shape, input_dtype) if input_shape is not None else None
     builder = _DagBuilder(gm, source, has_tensor, w, module_weights)
     for n in graph_nodes:
         builder.add(n)
