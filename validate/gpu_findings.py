@@ -79,6 +79,16 @@ def page(run: Path) -> str:
     if cpu and gpu:
         lines += ["", f"The same work on the device's CPU (one torch thread) and on CUDA: **{cpu[1] / gpu[1]:.1f}x** "
                       f"faster on CUDA (one run each, start-up included in both)."]
+    second = run / "module_probe_cuda.txt"
+    if second.is_file():
+        tests2 = (run / "gpu_tests2.txt").read_text().strip().splitlines()
+        lines += ["", "## Second check: the user's-module probe on CUDA", "",
+                  "`bash validate/gpu/device_check_2.sh` (after issue 38 and the probe of a user's `nn.Module`): the "
+                  f"`gpu`-marked tests `{next((l for l in tests2 if 'passed' in l or 'failed' in l), '?').strip()}`; "
+                  "`python validate/gpu/module_probe_cuda.py`, s_l of a user's module on CUDA against the CPU (float64):",
+                  ""]
+        lines += [f"* {line}" for line in second.read_text().strip().splitlines()
+                  if "difference" in line]
     return "\n".join(lines) + "\n"
 
 
