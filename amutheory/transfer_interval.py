@@ -16,6 +16,12 @@ rules the model breaks (it does not try to correct for them):
 Where no protocol run of this kind of net is recorded, ``held_out_error`` is null with the reason,
 and the interval is the tuned rate's CI alone, flagged as not covering the rule's own error.
 
+*The init* (a mismatch ``init``): the rules assume the critical He init ``Var[W] = c* / fan_in``
+(``c* = 2`` for ReLU).  For a user's module the median over its hidden Linear/Conv weights of the
+drawn ``Var[W] fan_in`` is compared with ``c*`` of the activation read off the model (ReLU, GELU,
+Tanh; ReLU assumed, and said, when there is none single); more than :data:`INIT_TOLERANCE` off either
+way is named.  PyTorch's default ``Linear``/``Conv`` init draws ``Var[W] fan_in = 1/3``.
+
 *Kind of net* (``resolved_as``): read off the model itself, the same way for a user's module and
 a built-in spec: attention (an ``nn.MultiheadAttention``, a module class named ``*Attention``, or a
 softmax / scaled-dot-product call in the traced graph) -> ``transformer``; otherwise a residual
@@ -27,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 from pathlib import Path
 
 #: environment variable naming another held-out error file (tests, a user's own protocol runs)
@@ -140,6 +147,92 @@ def mismatches(traits: dict, kind: str, is_module: bool, spec_activation: str | 
     return out
 
 
+# --------------------------------------------------------------------------- the init
+#: an init matches the rules' critical He init when the median ``Var[W] fan_in`` of the hidden weights is
+#: within this factor of the critical constant ``c*`` (either way); PyTorch's default init gives about
+#: ``1/3``, a factor ``6`` below ReLU's ``c* = 2``
+INIT_TOLERANCE = 2.0
+#: the roles (:func:`amutheory.find_residual_branches`) whose weights should carry ``c* / fan_in``: the
+#: readout and a branch's last layer (scaled by ``1/K`` under the residual conventions) are left out
+_HE_ROLES = ("input", "hidden", "branch")
+
+
+def init_activation(traits: dict) -> tuple[str, str]:
+    """``(activation, why)``: the activation whose critical constant the init is compared with -- the
+    model's one activation when it is ReLU, GELU, Tanh (or none: linear); otherwise ReLU, assumed."""
+    from amutheory.activations import _REGISTRY
+
+    acts = traits["activations"]
+    if len(acts) == 1 and acts[0] in _REGISTRY:
+        return acts[0], f"{_SHOWN.get(acts[0], acts[0])}, read from the model"
+    if acts:
+        return "relu", f"ReLU assumed (the model's activations {', '.join(acts)} have no single critical constant here)"
+    if traits["traced"]:
+        return "linear", "no activation in the model or its traced graph: linear"
+    return "relu", "ReLU assumed (the model could not be traced and has no activation module)"
+
+
+def _hidden_weights(model, input_shape) -> tuple[list, str]:
+    """``[(name, weight)]`` of the Linear/Conv weights that should carry ``c* / fan_in``, and how they
+    were chosen: by role from the traced graph, else every Linear/Conv but the last-registered Linear."""
+    from torch import nn
+
+    layers = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
+    owned = {f"{m}.weight" if m else "weight": mod.weight for m, mod in model.named_modules()
+             if isinstance(mod, layers) and mod.weight is not None}
+    if input_shape is not None:
+        try:
+            from amutheory.parametrization.branches import find_residual_branches
+
+            roles = find_residual_branches(model, tuple(input_shape)).roles
+            return ([(n, w) for n, w in owned.items() if roles.get(n) in _HE_ROLES],
+                    "input, hidden and branch layers of the traced graph (no readout, no branch-last layer)")
+        except Exception:  # noqa: BLE001 - a model that does not trace: its modules still tell
+            pass
+    linears = [m for m, mod in model.named_modules() if isinstance(mod, nn.Linear)]
+    readout = f"{linears[-1]}.weight" if linears else None
+    return [(n, w) for n, w in owned.items() if n != readout], "every Linear/Conv but the last Linear registered"
+
+
+def init_mismatch(model, traits: dict, input_shape=None) -> dict | None:
+    """The ``init`` mismatch of a user's module, or None when its hidden weights' median
+    ``Var[W] fan_in`` (``Var`` the mean square of the drawn entries) is within :data:`INIT_TOLERANCE`
+    of the critical constant ``c*`` of its activation (:func:`init_activation`)."""
+    import torch
+
+    from amutheory.activations import get_activation
+
+    weights, chosen = _hidden_weights(model, input_shape)
+    if not weights:
+        return None
+    scaled = []
+    for _, w in weights:
+        fan_in = torch.nn.init._calculate_fan_in_and_fan_out(w)[0]
+        scaled.append(float(w.detach().double().pow(2).mean()) * fan_in)
+    x = statistics.median(scaled)
+    act, why = init_activation(traits)
+    c = get_activation(act).critical_c()
+    if 1 / INIT_TOLERANCE <= x / c <= INIT_TOLERANCE:
+        return None
+    return {"assumption": "init", "model": f"Var[W] fan_in ~ {x:.3g} (median over {len(scaled)} weights: {chosen})",
+            "rules": f"critical c = {c:.4g} ({why}): Var[W] = c / fan_in, off by more than a factor "
+                     f"{INIT_TOLERANCE:g}"}
+
+
+def spec_init_mismatch(spec) -> dict | None:
+    """The ``init`` mismatch of a built-in spec: its ``init_c`` set off its activation's critical one."""
+    if spec.init_c is None or spec.activation not in ("relu", "gelu", "tanh", "linear"):
+        return None
+    from amutheory.activations import get_activation
+
+    c = get_activation(spec.activation).critical_c()
+    if 1 / INIT_TOLERANCE <= spec.init_c / c <= INIT_TOLERANCE:
+        return None
+    return {"assumption": "init", "model": f"Var[W] fan_in = {spec.init_c:g} (init_c)",
+            "rules": f"critical c = {c:.4g} ({_SHOWN.get(spec.activation, spec.activation)}), "
+                     f"off by more than a factor {INIT_TOLERANCE:g}"}
+
+
 # --------------------------------------------------------------------------- held-out errors
 def errors_path(path=None) -> Path:
     """The held-out error file: ``path``, else ``$AMUTHEORY_TRANSFER_ERRORS``, else the package's."""
@@ -241,7 +334,9 @@ def confidence(result, target, input_shape=None, target_input_shape=None, lr_ci=
                            "rate's CI (lr_ci, else lr itself), e the rule's median held-out |ln error| for this "
                            "kind of net (0 where none is recorded)",
             "mismatches": mismatches(traits, kind, is_module, spec_act, optimizer, momentum, result.rule,
-                                     is_module or any("chain law in the effective depth" in n for n in result.notes)),
+                                     is_module or any("chain law in the effective depth" in n for n in result.notes))
+            + [m for m in [init_mismatch(target, traits, target_input_shape or input_shape) if is_module
+                           else spec_init_mismatch(target)] if m is not None],
             "optimizer": optimizer, "momentum": float(momentum), "lr_ci": None if ci is None else list(ci)}
     return lr_interval, conf
 

@@ -113,6 +113,7 @@ def _fake_repo(root: Path, failing: bool = False) -> Path:
     (root / "docs" / "figures").mkdir()
     (root / "docs" / "findings" / "note.md").write_text(NOTE)
     (root / "docs" / "theory.md").write_text("# Theory\n\nNothing here.\n")
+    (root / "docs" / "your_model.md").write_text("# Your own model\n\nA guide.\n")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -167,6 +168,8 @@ def check_index(pages: dict, readme: str) -> None:
     assert index.index('class="pitch"') < index.index('id="start-here"') < index.index('class="verdicts"')
     start = re.search(r'<h2 id="start-here">Start here</h2>\s*<ol class="start">(.*?)</ol>', index, re.S)
     assert start and 'href="cli.html"' in start.group(1) and "validate --preset quick" in _text(start.group(1))
+    if "docs-your_model.html" in pages:
+        assert 'href="docs-your_model.html"' in start.group(1) and "Your own model" in _text(start.group(1))
     table = re.search(r'<section class="verdicts">.*?<tbody>(.*?)</tbody>', index, re.S)
     assert table, "no verdict table on the index"
     rows = [[_text(c) for c in re.findall(r"<td>(.*?)</td>", tr, re.S)]
@@ -220,7 +223,7 @@ def test_fake_course_site(tmp_path):
     assert not result.failures and not result.math_errors
     pages = check_site(out)
     assert {"course-01_figure.html", "course-02_markdown.html", "docs-findings-note.html", "docs-theory.html",
-            "cli.html", "api.html"} <= set(pages)
+            "docs-your_model.html", "cli.html", "api.html"} <= set(pages)
     index = pages["index.html"]
     for name in pages:
         if name != "index.html":

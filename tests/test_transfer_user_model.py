@@ -73,6 +73,15 @@ MODELS = textwrap.dedent('''
         return ResMLP(depth, width)
 
 
+    def resmlp_he(depth, width):
+        """the same net with the critical He init on every Linear: Var[W] = 2 / fan_in"""
+        model = ResMLP(depth, width)
+        for m in model.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
+        return model
+
+
     def resmlp_d2():
         torch.manual_seed(0)
         return ResMLP(2, 16)
@@ -127,6 +136,21 @@ def test_lr_ci_widens_the_interval_and_sgd_relu_has_no_activation_mismatch(model
     assert point["confidence"]["resolved_as"] == "residual"
     kinds = {m["assumption"] for m in wide["confidence"]["mismatches"]}
     assert "momentum" in kinds and "activation" not in kinds and "norm layers" not in kinds
+
+
+def test_an_init_off_the_critical_he_init_is_a_mismatch(models, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv(ERRORS_ENV, str(tmp_path / "none.json"))
+    default = _transfer(capsys, "--from", f"{models}:resmlp", *RESMLP)["confidence"]["mismatches"]
+    he = _transfer(capsys, "--from", f"{models}:resmlp_he", *RESMLP)["confidence"]["mismatches"]
+    init = [m for m in default if m["assumption"] == "init"]
+    assert len(init) == 1 and "critical c = 2 (ReLU" in init[0]["rules"], default
+    x = float(init[0]["model"].split("~ ")[1].split()[0])  # PyTorch's default: Var[W] fan_in = 1/3
+    assert abs(x - 1 / 3) < 0.1, init[0]["model"]
+    assert "init" not in {m["assumption"] for m in he}, he
+    builtin = _transfer(capsys, "--from-depth", "2", "--to-depth", "8", "--init-c", "0.5")["confidence"]["mismatches"]
+    assert "init" in {m["assumption"] for m in builtin}
+    assert "init" not in {m["assumption"] for m in _transfer(capsys, "--from-depth", "2", "--to-depth", "8")[
+        "confidence"]["mismatches"]}
 
 
 def test_no_argument_factories_still_transfer(models, capsys, monkeypatch, tmp_path):

@@ -316,6 +316,11 @@ def _start_here(groups: dict, result: SiteResult, sections: dict, render) -> str
         items.append(f"<li><strong>The commands</strong>, one line each, and a first look: "
                      f"{link(readme + '#' + index.heading_id(index.COMMANDS_HEADING), 'the README list')}; "
                      f"{link(readme, 'the whole README')}.</li>")
+    guide = _slug(Path(index.YOUR_MODEL_GUIDE), Path(".")) + ".html"
+    if guide in result.pages:
+        items.append(f"<li><strong>Your own model</strong>: {link(guide, index.YOUR_MODEL_GUIDE)} (a factory, the "
+                     "probe, a coord check, a tuned rate's transfer with its interval, the init and "
+                     "per-parameter rates).</li>")
     if groups["Course"]:
         first = groups["Course"][0]
         items.append(f"<li><strong>The course</strong>, from its first part: {link(first)}.</li>")
