@@ -75,9 +75,10 @@ def page(run: Path) -> str:
               "and says so (`covers_rule_error` false): it is as narrow as the shallow depth's CI, so whether it "
               "contains the deeper optimum says more about the rule's error than about the interval. A depth that does "
               "not learn at its optimum (final loss above half of ln 10) has a flat loss-vs-rate curve: its "
-              "eta*_train and every rule's penalty there are not evidence for or against a rule. `confidence` does "
-              "not yet name an init that is not the rules' critical He init (PyTorch's default `Linear`/`Conv` init "
-              "has variance 1/(3 fan_in)): an open item of issue 39.", ""]
+              "eta*_train and every rule's penalty there are not evidence for or against a rule. The `init` mismatch "
+              "(an init off the rules' critical He init: PyTorch's default `Linear`/`Conv` init "
+              "has variance 1/(3 fan_in)) was added after these runs and named here by running the plan's `transfer`
+              "command again (same rates and intervals; only `mismatches` gained `init`).", ""]
     return "\n".join(lines)
 
 
