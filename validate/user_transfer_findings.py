@@ -77,7 +77,7 @@ def page(run: Path) -> str:
               "not learn at its optimum (final loss above half of ln 10) has a flat loss-vs-rate curve: its "
               "eta*_train and every rule's penalty there are not evidence for or against a rule. The `init` mismatch "
               "(an init off the rules' critical He init: PyTorch's default `Linear`/`Conv` init "
-              "has variance 1/(3 fan_in)) was added after these runs and named here by running the plan's `transfer`
+              "has variance 1/(3 fan_in)) was added after these runs and named here by running the plan's `transfer` "
               "command again (same rates and intervals; only `mismatches` gained `init`).", ""]
     return "\n".join(lines)
 
