@@ -252,3 +252,10 @@ def test_own_batch_and_residual_kind():
     assert all(r["width"] is None for r in res["records"])  # no widths: the factory's own
     with pytest.raises(TypeError, match="dataset"):
         amutheory.coord_check(ResidualMLP, (6, 8), [1, 3], dataset=batch[0])
+
+
+def test_groups_of_a_sequential_name_their_module_type():
+    from amutheory.coord.records import group_of
+
+    assert group_of("blocks.3.fc1", "Linear") == "blocks.*.fc1"
+    assert group_of("3", "Linear") == "Linear *" and group_of("0.2", "Conv2d") == "Conv2d *.*"

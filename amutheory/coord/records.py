@@ -35,9 +35,12 @@ OPTIMIZERS = ("sgd", "adam")
 INPUT_KINDS = ("float", "tokens")
 
 
-def group_of(name: str) -> str:
-    """``name`` with every all-digit component replaced by ``*``: the blocks of one kind share a group."""
-    return ".".join("*" if part.isdigit() else part for part in name.split("."))
+def group_of(name: str, kind: str = "") -> str:
+    """``name`` with every all-digit component replaced by ``*``: the blocks of one kind share a group.  A name
+    with no other component (the layers of an ``nn.Sequential``: ``0``, ``2``, ...) is prefixed by the module's
+    type, so that ``Linear *`` and ``Conv2d *`` stay apart and the legend says what the group is."""
+    pattern = ".".join("*" if part.isdigit() else part for part in name.split("."))
+    return f"{kind} {pattern}" if kind and set(pattern) <= {"*", "."} else pattern
 
 
 def _first_tensor(output):
@@ -66,7 +69,7 @@ def counted_calls(model, inputs, layers=None) -> list[tuple[str, str, int]]:
         k = seen.get(c.name, 0)
         seen[c.name] = k + 1
         label = c.name if k == 0 else f"{c.name}#{k}"
-        out.append((label, READOUT if readout is not None and c.order == readout.order else group_of(c.name),
+        out.append((label, READOUT if readout is not None and c.order == readout.order else group_of(c.name, c.kind),
                     c.order))
     return out
 
