@@ -25,7 +25,7 @@ import torch
 import amutheory
 from amutheory.cli import main
 from amutheory.graph.layers import select_layers
-from amutheory.measure.module_probe import draw, first_order_change, probe_module, sgd_step_change
+from amutheory.measure.module_probe import builtin_factory, draw, first_order_change, probe_module, sgd_step_change
 from amutheory.spec import ArchSpec
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:`torch\.jit\.script` is deprecated:DeprecationWarning")
@@ -195,20 +195,6 @@ def test_factory_of_the_builtin_conv_chain_equals_measure_family_conv(models, ca
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=0)
 
 
-def _global_stream(spec):
-    """A factory of the built-in net of ``spec``'s family drawn from the global generator's stream."""
-    from amutheory.measure.models import build_model
-
-    def make(depth, width):
-        gen = torch.Generator()
-        gen.set_state(torch.get_rng_state())
-        net = build_model(spec.with_(depth=depth, width=width), generator=gen)
-        torch.set_rng_state(gen.get_state())
-        return net
-
-    return make
-
-
 @pytest.mark.parametrize("spec, preset", [
     (ArchSpec(family="resnet", depth=2, width=6, spatial=6, batch=3, branch="preact"), "resnet"),
     (ArchSpec(family="resnet", depth=2, width=6, spatial=6, batch=3, branch="conv-mlp"), "resnet"),
@@ -219,7 +205,7 @@ def test_presets_reproduce_the_builtin_conventions(spec, preset):
     return (the inputs of the activation functions): the same ``s_l``, seed by seed, layer by layer."""
     depths, seeds = [2, 3], [0, 1, 2]
     builtin = amutheory.measure(spec, depths, seeds)
-    user = amutheory.measure(_global_stream(spec), depths, seeds, input_shape=(spec.batch, 3, spec.spatial),
+    user = amutheory.measure(builtin_factory(spec), depths, seeds, input_shape=(spec.batch, 3, spec.spatial),
                              width=spec.width, layers=preset)
     for d in depths:
         np.testing.assert_allclose(user.profiles[d], builtin.profiles[d], rtol=1e-10, atol=0)

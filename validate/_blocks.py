@@ -9,6 +9,7 @@ import argparse
 import csv
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -127,3 +128,20 @@ def seed_s_bar(folder: Path, fresh: bool | str = False) -> dict:
             per_seed.setdefault(seed, []).append(s)
         out[(name, depth)] = {seed: float(np.mean(v)) for seed, v in per_seed.items()}
     return out
+
+
+def write_page(argv, doc: str, run: str, out: str, page, needs=()) -> int:
+    """``main`` of a findings script: ``--run`` (the folder of a run's files, default ``run``) and ``--out``
+    (the page, default ``out``); the files ``needs`` must be in the run folder (one line and exit 2
+    otherwise); writes ``page(run_folder)``."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--run", default=run, type=Path)
+    ap.add_argument("--out", default=out, type=Path)
+    args = ap.parse_args(argv)
+    missing = [f for f in needs if not (args.run / f).is_file()] if args.run.is_dir() else ["the folder itself"]
+    if missing:
+        print(f"error: {args.run} lacks {', '.join(missing)}", file=sys.stderr)
+        return 2
+    args.out.write_text(page(args.run))
+    print(f"wrote {args.out}")
+    return 0

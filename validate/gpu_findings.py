@@ -9,12 +9,14 @@ read from those files; the page says which command produced each.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _blocks import write_page  # noqa: E402
 
 CHANCE = math.log(10)  # ten classes
 
@@ -93,17 +95,7 @@ def page(run: Path) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--run", default="docs/findings/gpu", type=Path)
-    ap.add_argument("--out", default="docs/findings/gpu.md", type=Path)
-    args = ap.parse_args(argv)
-    missing = [f for f in ("device.txt", "gpu_tests.txt", "study.json", "timing.txt") if not (args.run / f).is_file()]
-    if missing:
-        print(f"error: {args.run} lacks {', '.join(missing)} (run validate/gpu/device_check.sh there)", file=sys.stderr)
-        return 2
-    args.out.write_text(page(args.run))
-    print(f"wrote {args.out}")
-    return 0
+    return write_page(argv, __doc__, "docs/findings/gpu", "docs/findings/gpu.md", page, ("device.txt", "gpu_tests.txt", "study.json", "timing.txt"))
 
 
 if __name__ == "__main__":

@@ -8,11 +8,13 @@ The run folder holds, per model M, ``sweep_M.json`` (the sweep's ``--json`` with
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _blocks import write_page  # noqa: E402
 
 MODELS = {"resnet": "BasicBlock ResNet (width 16, BatchNorm)", "mlp": "MLP (width 64)"}
 
@@ -31,7 +33,7 @@ def model_section(name: str, sweep: dict, transfer: dict) -> list[str]:
     inside = lo <= eta <= hi
     overlap = lo <= ehi and elo <= hi
     lines = [f"## {MODELS.get(name, name)}", "",
-             f"| depth | eta*_train | 95% CI | final loss at the optimum | learns (<= ln 10 / 2) |", "|---|---|---|---|---|"]
+             "| depth | eta*_train | 95% CI | final loss at the optimum | learns (<= ln 10 / 2) |", "|---|---|---|---|---|"]
     for r in (shallow, deep):
         lines.append(f"| {r['depth']} | {r['eta_star_train']:.4g} | [{r['eta_star_train_ci'][0]:.3g}, "
                      f"{r['eta_star_train_ci'][1]:.3g}] | {r['final_loss_at_optimum']:.3f} | "
@@ -44,7 +46,7 @@ def model_section(name: str, sweep: dict, transfer: dict) -> list[str]:
                   f"{'overlaps' if overlap else 'does not overlap'} the measured CI. The interval carries the tuned "
                   f"rate's CI only: `confidence.covers_rule_error` = {transfer['confidence']['covers_rule_error']} "
                   f"({transfer['confidence'].get('held_out_error_reason') or ''}).", "",
-              f"Mismatches stated by `confidence`: "
+              "Mismatches stated by `confidence`: "
               + (", ".join(f"{m['assumption']} ({m.get('model', '')})" for m in transfer["confidence"]["mismatches"])
                  or "none") + ".", "",
               f"Loss penalty of training the depth-{deep['depth']} net at each rule's rate (seed-mean training score at "
@@ -83,16 +85,7 @@ def page(run: Path) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--run", default="docs/findings/user_transfer", type=Path)
-    ap.add_argument("--out", default="docs/findings/user_model_transfer.md", type=Path)
-    args = ap.parse_args(argv)
-    if not args.run.is_dir():
-        print(f"error: {args.run} is not a folder", file=sys.stderr)
-        return 2
-    args.out.write_text(page(args.run))
-    print(f"wrote {args.out}")
-    return 0
+    return write_page(argv, __doc__, "docs/findings/user_transfer", "docs/findings/user_model_transfer.md", page, ())
 
 
 if __name__ == "__main__":

@@ -69,6 +69,22 @@ def probe_copy(model: nn.Module, dtype: torch.dtype, device) -> nn.Module:
     return net
 
 
+def builtin_factory(spec):
+    """The built-in net of ``spec``'s family as a user's factory ``make(depth, width)`` under this probe's
+    seeding rule: its weights are drawn from the global generator's stream (which the probe seeds), so
+    probing it here reproduces the built-in probe's draws seed for seed."""
+    from amutheory.measure.models import build_model
+
+    def make(depth, width):
+        gen = torch.Generator()
+        gen.set_state(torch.get_rng_state())
+        net = build_model(spec.with_(depth=depth, width=width), generator=gen)
+        torch.set_rng_state(gen.get_state())
+        return net
+
+    return make
+
+
 def check_input(input_shape, input_kind: str = "float", vocab=None) -> tuple[int, ...]:
     """``input_shape`` as a tuple of positive integers; ``input_kind`` and ``vocab`` checked together."""
     if input_kind not in INPUT_KINDS:

@@ -12,18 +12,7 @@ from torch import nn
 
 import amutheory
 from amutheory import ArchSpec, ProbeProtocol
-from amutheory.measure.models import build_model
-
-
-def built_in(spec):
-    """A factory drawing the built-in net's weights from the global generator's stream (the probe's seeding)."""
-    def factory(depth, width):
-        gen = torch.Generator()
-        gen.set_state(torch.get_rng_state())
-        net = build_model(spec.with_(depth=depth, width=width), generator=gen)
-        torch.set_rng_state(gen.get_state())
-        return net
-    return factory
+from amutheory.measure.module_probe import builtin_factory
 
 
 class Tokens(nn.Module):
@@ -46,8 +35,8 @@ def main():
     for family, layers in (("conv", None), ("transformer", "transformer")):
         spec = ArchSpec(family=family, depth=2, width=16, spatial=8, batch=4)
         t = time.time()
-        cpu = amutheory.measure(built_in(spec), [2, 4], 8, input_shape=(4, 3, 8), width=16, layers=layers)
-        gpu = amutheory.measure(built_in(spec), [2, 4], 8, ProbeProtocol(device="cuda"), input_shape=(4, 3, 8),
+        cpu = amutheory.measure(builtin_factory(spec), [2, 4], 8, input_shape=(4, 3, 8), width=16, layers=layers)
+        gpu = amutheory.measure(builtin_factory(spec), [2, 4], 8, ProbeProtocol(device="cuda"), input_shape=(4, 3, 8),
                                 width=16, layers=layers)
         diff = [float(np.max(np.abs(gpu.profiles[d] / cpu.profiles[d] - 1))) for d in (2, 4)]
         print(f"{family}: max relative difference CUDA vs CPU at depths 2, 4: {diff}; vectorised {gpu.vectorised}; "
