@@ -15,6 +15,10 @@ import tempfile
 from pathlib import Path
 
 
+#: the project's results folder (relative): ``results/NAME`` may be given on a clean clone
+RESULTS = Path("results")
+
+
 def _why(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
@@ -72,11 +76,14 @@ def check_output_dir(path, flag: str, make_parents: bool = False) -> Path:
 
     The rule is the one of an output file (:func:`check_output_file`): its folder must exist.  A
     missing parent is refused rather than made, so that a mistyped path (``results/sweeep/run1``)
-    never plants a tree of folders somewhere unexpected.  ``make_parents`` is for a command's own
-    default folder (``results/NAME``), whose ``results/`` is made where it is missing."""
+    never plants a tree of folders somewhere unexpected.  The project's results folder is the one
+    exception: ``results/NAME`` (relative to the working directory, as the README's commands write it,
+    or a command's default) gets its ``results/`` made where it is missing; ``make_parents`` extends the
+    exception to any path."""
     p = _nonempty(path, flag)
     if os.path.lexists(p) and not p.is_dir():
         raise ValueError(f"{flag} {path}: is a file, not a folder")
+    make_parents = make_parents or p.parent == RESULTS
     if not p.is_dir() and not os.path.lexists(p.parent) and not make_parents:
         raise ValueError(f"{flag} {path}: folder {p.parent} does not exist (only the last folder is made)")
     check_writable_folder(p if p.is_dir() else _nearest_existing(p), flag, path)

@@ -1,6 +1,8 @@
 """Size bounds, memory estimates and output-path checks (amutheory.limits, amutheory.outputs): what
 the command line's fuzz test relies on, checked where the API meets them."""
 
+from pathlib import Path
+
 import pytest
 
 from amutheory import limits
@@ -72,3 +74,12 @@ def test_output_checks_have_no_side_effects(tmp_path):
         check_output_file(tmp_path / "a" / "b.png", "--plot")
     with pytest.raises(ValueError, match="--out .*: is a file, not a folder"):
         check_output_dir(tmp_path / "f", "--out")
+
+
+def test_the_projects_results_folder_may_be_missing(tmp_path, monkeypatch):
+    # the README's first command on a clean clone: `amutheory validate --preset quick --out results/quick`
+    monkeypatch.chdir(tmp_path)
+    check_output_dir(Path("results") / "quick", "--out")
+    assert list(tmp_path.iterdir()) == []  # checked, nothing made yet
+    with pytest.raises(ValueError, match="folder results/a does not exist"):
+        check_output_dir(Path("results") / "a" / "b", "--out")

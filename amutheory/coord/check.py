@@ -133,7 +133,7 @@ def write_outputs(result: dict, out) -> list[str]:
     from amutheory.jsonio import json_safe
 
     folder = Path(out)
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)  # preflight allowed only results/ as a missing parent
     with open(folder / "coord.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=RECORD_KEYS)
         writer.writeheader()
