@@ -110,7 +110,7 @@ def progress_bar(total: int, enabled: bool):
     return tqdm(total=total, unit="cell", desc="sweep", dynamic_ncols=True, leave=True)
 
 
-def _run(groups, out: Path, table: dict, run_opts: dict, bar) -> tuple[int, float]:
+def run_missing(groups, out: Path, table: dict, run_opts: dict, bar=None) -> tuple[int, float]:
     """Run the groups with a missing cell; write their missing records; ``(cells run, seconds)``."""
     from amutheory.train.engine import run_groups
 
@@ -233,12 +233,12 @@ def run_sweep(template: Cell, depths, widths, lrs, seeds, out, *, score: str = "
     run_opts = dict(engine=engine, workers=workers, threads=threads, vectorise=vectorise, scheduler=scheduler)
     groups = plan(template, depths, widths, lrs, seeds)
     bar = progress_bar(sum(len(g) for g in groups), progress)
-    ran, seconds = _run(groups, out, table, run_opts, bar)
+    ran, seconds = run_missing(groups, out, table, run_opts, bar)
     rates, extra = refined_plan(template, table, depths, widths, lrs, seeds, score, refine)
     if extra:
         if bar is not None:
             bar.total += sum(len(g) for g in extra)
-        more, secs = _run(extra, out, table, run_opts, bar)
+        more, secs = run_missing(extra, out, table, run_opts, bar)
         ran, seconds = ran + more, seconds + secs
     if bar is not None:
         bar.close()
