@@ -1,4 +1,4 @@
-"""Command line: ``amutheory {derive,predict,laws,measure,boundary,validate,compare-widths,depth,transfer,sweep,coord-check,docs} ...`` (also ``python -m amutheory``).
+"""Command line: ``amutheory {derive,predict,laws,measure,boundary,validate,compare-widths,depth,transfer,sweep,tune,coord-check,docs} ...`` (also ``python -m amutheory``).
 
 Every command takes ``--json`` to print one JSON object (the contract in docs/json_contract.md) instead of
 text.  Bad input ends with one line ``amutheory: error: ...`` on stderr and exit status 2, before any
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from amutheory.families import family_names
-from amutheory.flags import PROTOCOL_PRESETS, SWEEP_OUT
+from amutheory.flags import PROTOCOL_PRESETS, SWEEP_OUT, TUNE_OUT
 from amutheory.spec import ACTIVATIONS, BRANCHES, INITS, PADDINGS, SHORTCUTS
 
 EXIT_USAGE = 2
@@ -347,6 +347,44 @@ def _layout_note(args, spec) -> str | None:
     keep = " (--dim 2 keeps them as images)" if family.convolutional else ""
     return (f"a 1-D {family.title} reads the {args.dataset} images as {spec.spatial} positions of "
             f"{spec.input_channels} features (channels x columns){keep}")
+
+
+def cmd_tune(args):
+    from amutheory.tune.guided import Bracket
+    from amutheory.tune.pipeline import tune
+
+    if args.depth is not None and args.depths is not None:
+        raise CliError("tune: give --depth or --depths, not both")
+    depths = [args.depth] if args.depth is not None else args.depths
+    if depths is None:
+        raise CliError("tune: give the target depth: --depth L (or --depths L1,L2)")
+    args.depths = [args.from_depth] + [L for L in depths if L != args.from_depth]  # the template's spec is built
+    template = _sweep_template(args)                                            # at a depth every net has
+    if args.model is not None:
+        from amutheory.train.modelcheck import check_network
+
+        check_network(template, sorted(set(args.depths)), [template.width])
+    bracket = Bracket(points=args.bracket, factor=args.bracket_factor, tolerance=args.tolerance,
+                      max_runs=args.max_runs)
+    summary = tune(template, depths, from_depth=args.from_depth, from_lr=args.from_lr, from_lr_ci=args.from_lr_ci,
+                   rule=args.rule, out=args.out, seeds=args.seeds, seed_start=args.seed_start, bracket=bracket,
+                   engine=args.engine, workers=args.workers, threads=args.threads, vectorise=not args.loop,
+                   scheduler=args.scheduler, progress=not (args.json or args.quiet), figures=not args.no_figures,
+                   errors=args.errors)
+    fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # noqa: E731
+    lines = [f"wrote {args.out}/tune.json, tune.md, cells.jsonl" + ("" if args.no_figures else ", tune.png"),
+             f"{'depth':>6} {'rule':>10} {'prior':>9} {'eta*_train':>11} {'95% CI':>22} {'runs':>5}  stop"]
+    for t in summary["targets"]:
+        ci = t["eta_star_train_ci"]
+        lines.append(f"{t['depth']:>6} {t['prior']['rule']:>10} {fmt(t['prior']['lr']):>9} {fmt(t['eta_star_train']):>11} "
+                     f"{'n/a' if not ci else f'[{ci[0]:.4g}, {ci[1]:.4g}]':>22} {t['runs']:>5}  {t['stop']}"
+                     + (f" ({', '.join(t['flags'])})" if t["flags"] else "")
+                     + ("  does not learn" if t["learns"] is False else ""))
+    c = summary["cost"]
+    lines.append(f"rule: {summary['targets'][0]['prior']['rule_reason']}")
+    lines.append(f"cost: {c['cells']} cells, {c['steps']} steps, {c['forward_passes']} forward passes, "
+                 f"{c['core_seconds']:.1f} core-s (this call trained {summary['this_run']['cells_trained']})")
+    _emit(args, summary, "\n".join(lines))
 
 
 def cmd_sweep(args):
@@ -766,7 +804,7 @@ THREADS_HELP = ("torch threads of this process (default 1: more busy threads tha
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="amutheory", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", metavar="{derive,predict,laws,measure,boundary,validate,compare-widths,depth,transfer,sweep,coord-check,docs}",
+    sub = p.add_subparsers(dest="command", metavar="{derive,predict,laws,measure,boundary,validate,compare-widths,depth,transfer,sweep,tune,coord-check,docs}",
                            parser_class=_Parser)
     common = _Parser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -782,6 +820,7 @@ def build_parser() -> argparse.ArgumentParser:
     _depth_parser(sub, common)
     _transfer_parser(sub, common)
     _sweep_parser(sub, common)
+    _tune_parser(sub, common)
     _coord_check_parser(sub, common)
     _docs_parser(sub, common)
     for command in sub.choices.values():  # sweep and validate have theirs (torch threads per worker)
@@ -1021,10 +1060,41 @@ def _transfer_parser(sub, common) -> None:
     tr.set_defaults(func=cmd_transfer)
 
 
-def _sweep_parser(sub, common) -> None:
+def _training_args(g, seeds_help: str = "seeds per rate (>= 2, default 3)", seeds_default: int = 3,
+                   seed_start_default: int = 0) -> None:
+    """The training flags sweep and tune share: the run (steps, batch, optimizer, layers, model, data)
+    and where it runs (engine, workers, threads)."""
     from amutheory.spec import NORMS
     from amutheory.train.cell import OPTIMIZERS
     from amutheory.train.engine import ENGINES
+
+    g.add_argument("--seeds", type=int, default=seeds_default, help=seeds_help)
+    g.add_argument("--seed-start", type=int, default=seed_start_default, help=f"first seed (default {seed_start_default})")
+    g.add_argument("--steps", type=int, default=100, help="training steps per run (default 100)")
+    g.add_argument("--batch-size", type=int, default=32, help="minibatch size (default 32)")
+    g.add_argument("--optimizer", default="sgd", choices=OPTIMIZERS, help="default sgd (plain, as the papers)")
+    g.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (default 0)")
+    g.add_argument("--weight-decay", type=float, default=0.0, help="weight decay (AdamW: decoupled; default 0)")
+    g.add_argument("--norm", default="none", choices=NORMS, help="normalisation before every activation (default none)")
+    g.add_argument("--dropout", type=float, default=0.0, help="dropout probability after activations (default 0)")
+    g.add_argument("--model", default=None, metavar="FILE.py:FACTORY",
+                   help="train FACTORY(depth=L, width=n) instead of the built-in family")
+    g.add_argument("--dataset", default="synthetic",
+                   help="synthetic (a random teacher; --spatial, --input-channels, --outputs), digits (scikit-learn's "
+                        "8x8 images), mnist (IDX files), cifar10, cifar100 (python-pickle folders); default synthetic")
+    g.add_argument("--data-dir", default=None, help="folder of the mnist/cifar files (never downloaded)")
+    g.add_argument("--engine", default="local", choices=ENGINES, help="local process pool (default) or dask")
+    g.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                   help="worker processes (local pool or local Dask cluster; default min(2, cores))")
+    g.add_argument("--threads", type=int, default=1,
+                   help="torch threads per worker (default 1: more busy threads than cores slow the run down)")
+    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="a running Dask scheduler, e.g. tcp://10.0.0.1:8786 (implies --engine dask)")
+    g.add_argument("--loop", action="store_true", help="train one run at a time instead of all rates at once")
+    g.add_argument("--no-figures", action="store_true", help="skip the figures")
+
+
+def _sweep_parser(sub, common) -> None:
     from amutheory.train.search import SCORES
 
     sw = sub.add_parser("sweep", parents=[common], help="train real networks over a learning-rate grid; eta*_train",
@@ -1042,38 +1112,57 @@ def _sweep_parser(sub, common) -> None:
     g.add_argument("--points", type=int, default=None, help="points of --lr-range (>= 3, default 9)")
     g.add_argument("--refine", type=int, default=0,
                    help="R more rates between the grid neighbours of each optimum, run after the grid (default 0)")
-    g.add_argument("--seeds", type=int, default=3, help="seeds per rate (>= 2, default 3)")
-    g.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
-    g.add_argument("--steps", type=int, default=100, help="training steps per run (default 100)")
-    g.add_argument("--batch-size", type=int, default=32, help="minibatch size (default 32)")
-    g.add_argument("--optimizer", default="sgd", choices=OPTIMIZERS, help="default sgd (plain, as the papers)")
-    g.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (default 0)")
-    g.add_argument("--weight-decay", type=float, default=0.0, help="weight decay (AdamW: decoupled; default 0)")
-    g.add_argument("--norm", default="none", choices=NORMS, help="normalisation before every activation (default none)")
-    g.add_argument("--dropout", type=float, default=0.0, help="dropout probability after activations (default 0)")
-    g.add_argument("--model", default=None, metavar="FILE.py:FACTORY",
-                   help="train FACTORY(depth=L, width=n) instead of the built-in family")
-    g.add_argument("--dataset", default="synthetic",
-                   help="synthetic (a random teacher; --spatial, --input-channels, --outputs), digits (scikit-learn's "
-                        "8x8 images), mnist (IDX files), cifar10, cifar100 (python-pickle folders); default synthetic")
-    g.add_argument("--data-dir", default=None, help="folder of the mnist/cifar files (never downloaded)")
+    _training_args(g)
     g.add_argument("--score", default="mean", choices=SCORES,
                    help="mean training loss over the run (the papers', default) or final (the last tenth)")
     g.add_argument("--out", default=SWEEP_OUT, help=f"output folder, made if missing (its parent must exist); "
                                                     f"a rerun resumes (default {SWEEP_OUT})")
-    g.add_argument("--engine", default="local", choices=ENGINES, help="local process pool (default) or dask")
-    g.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
-                   help="worker processes (local pool or local Dask cluster; default min(2, cores))")
-    g.add_argument("--threads", type=int, default=1,
-                   help="torch threads per worker (default 1: more busy threads than cores slow the run down)")
-    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="a running Dask scheduler, e.g. tcp://10.0.0.1:8786 (implies --engine dask)")
-    g.add_argument("--loop", action="store_true", help="train one run at a time instead of all rates at once")
-    g.add_argument("--no-figures", action="store_true", help="skip the figures")
     g.add_argument("--transfer-from", default=None, metavar="L:LR",
                    help="overlay every transfer rule's rate from LR tuned at depth L on the loss-vs-rate figure "
                         "and score each rule's loss penalty on this sweep")
     sw.set_defaults(func=cmd_sweep)
+
+
+def _tune_parser(sub, common) -> None:
+    from amutheory.transfer import RULES
+    from amutheory.tune.guided import Bracket
+
+    b = Bracket()
+    tu = sub.add_parser("tune", parents=[common], help="find eta*_train at new depths: a rule's prior, then a short "
+                                                        "confirming bracket",
+                        description="Guided learning-rate search: from a rate tuned at --from-depth, a depth rule "
+                                    "predicts the rate at each target depth; a short bracket of rates around it "
+                                    "confirms it (moved when the optimum leaves it, seeds added only where two rates "
+                                    "are too close to call), stopping on a stated rule.  Same cells, store, engines "
+                                    "and resume as sweep; writes tune.json, tune.md, tune.png in --out.")
+    _arch_args(tu, depths_required=False)
+    tu.set_defaults(spatial=None, input_channels=None, outputs=None, batch=None, input_var=None, C=None, law=None,
+                    dtype="float32", widths=None)
+    g = tu.add_argument_group("search")
+    g.add_argument("--depth", type=int, default=None, help="the target depth (or --depths for several)")
+    g.add_argument("--from-depth", type=int, required=True, help="the depth the source rate was tuned at")
+    g.add_argument("--from-lr", type=float, required=True, help="the rate tuned at --from-depth (not charged)")
+    g.add_argument("--from-lr-ci", type=_float_list, default=None, metavar="LO,HI",
+                   help="the source rate's own 95%% CI (e.g. a sweep's), carried into the prior's interval")
+    g.add_argument("--rule", default=None, choices=RULES,
+                   help="the rule that carries the rate (default: the smallest measured held-out error for this "
+                        "kind of net in the held-out error file)")
+    g.add_argument("--errors", default=None, metavar="FILE.json",
+                   help="held-out error file (default: the package's, or $AMUTHEORY_TRANSFER_ERRORS)")
+    g.add_argument("--tolerance", type=float, default=b.tolerance,
+                   help=f"stop when the 95%% CI of ln(eta*) is within +-TOL (and the loss across it within the "
+                        f"seed noise; default {b.tolerance:g})")
+    g.add_argument("--bracket", type=int, default=b.points, help=f"rates in the first bracket (default {b.points})")
+    g.add_argument("--bracket-factor", type=float, default=b.factor,
+                   help=f"ratio of neighbouring rates in the bracket (default sqrt 2 = {b.factor:.4g})")
+    g.add_argument("--max-runs", type=int, default=b.max_runs,
+                   help=f"runs per target depth at most (default {b.max_runs})")
+    _training_args(g, seeds_help="seeds at most per rate (the cap; two to start, more only where needed; default 5)",
+                   seeds_default=5, seed_start_default=100)
+    g.add_argument("--out", default=TUNE_OUT, help=f"output folder, made if missing (its parent must exist); a "
+                                                   f"rerun resumes; a sweep's folder with the same fixed fields is "
+                                                   f"shared cell for cell (default {TUNE_OUT})")
+    tu.set_defaults(func=cmd_tune)
 
 
 def _name_list(text: str) -> list[str]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 PROTOCOL_PRESETS = ("protocol", "protocol-paper")
 #: ``sweep``'s default output folder (its ``results/`` is made if missing; a given --out's parent must exist)
 SWEEP_OUT = "results/sweep"
+#: tune's default output folder
+TUNE_OUT = "results/tune"
 
 
 #: ``measure``'s width without ``--width`` (the architecture flags' default; with ``--model`` the factory's own)

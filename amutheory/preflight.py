@@ -16,7 +16,7 @@ import os
 import re
 
 from amutheory import limits
-from amutheory.flags import SWEEP_OUT
+from amutheory.flags import SWEEP_OUT, TUNE_OUT
 from amutheory.outputs import check_output_dir, check_output_file
 from amutheory.spec import (
     SIZE_WHY, ArchSpec, check_depth, check_depth_list, check_int, check_number, check_rate, check_scale, check_seed_range,
@@ -26,7 +26,7 @@ from amutheory.spec import (
 #: the flags that lower the probe's memory (named in a memory refusal)
 PROBE_FLAGS = "--width, --spatial, --batch, --depths or --chunk"
 #: commands whose work runs torch from the start (main() sets their threads before they run)
-TORCH_COMMANDS = ("measure", "validate", "depth", "transfer", "sweep", "coord-check")
+TORCH_COMMANDS = ("measure", "validate", "depth", "transfer", "sweep", "tune", "coord-check")
 #: seeds the API's predict measures at once when it calibrates (its measure's default chunk)
 CALIBRATION_CHUNK = 16
 #: orders of 1/L corrections derive computes (amutheory.symbolic.primitives.law)
@@ -369,19 +369,31 @@ def _transfer(args) -> None:
                               "--width, --spatial or the depths")
 
 
+def _training(args) -> None:
+    """The training flags sweep and tune share."""
+    check_size("--batch-size", args.batch_size)
+    _scale("--init-c", args.init_c)
+    check_int("--steps", args.steps, 2, limits.MAX_SIZE, "one step scores the loss before any update, the same at "
+              "every rate")
+    check_seed_range(args.seed_start, args.seeds, "--seed-start", "--seeds")
+    check_number("--momentum", args.momentum, minimum=0.0, below=1.0)
+    check_number("--weight-decay", args.weight_decay, minimum=0.0)
+    check_number("--dropout", args.dropout, minimum=0.0, below=1.0)
+    _check_data_dir(args.data_dir)
+    if args.data_dir is not None and not reads_files(args.dataset):
+        raise ValueError(f"--data-dir is for the datasets read from files; {args.dataset} is not (leave it out)")
+    _check_scheduler(args.scheduler)
+
+
 def _sweep(args) -> None:
     if args.depths is not None:
         check_depth_list("--depths", args.depths)
     for w in args.widths or []:
         check_size("--widths", w)
-    check_size("--batch-size", args.batch_size)
-    _scale("--init-c", args.init_c)
-    check_int("--steps", args.steps, 2, limits.MAX_SIZE, "one step scores the loss before any update, the same at "
-              "every rate")
+    _training(args)
     check_int("--refine", args.refine, 0, limits.MAX_SIZE, SIZE_WHY)
     if args.points is not None:
         check_int("--points", args.points, 3, limits.MAX_SIZE, SIZE_WHY)
-    check_seed_range(args.seed_start, args.seeds, "--seed-start", "--seeds")
     for flag in ("lrs", "lr_range"):
         for v in getattr(args, flag) or []:
             check_rate(f"--{flag.replace('_', '-')}", v)
@@ -390,18 +402,47 @@ def _sweep(args) -> None:
     if args.lrs is not None and len(args.lrs) < MIN_GRID:
         raise ValueError(f"--lrs must give at least {MIN_GRID} distinct rates (an optimum needs a neighbour on each "
                          f"side), got {len(args.lrs)}")
-    check_number("--momentum", args.momentum, minimum=0.0, below=1.0)
-    check_number("--weight-decay", args.weight_decay, minimum=0.0)
-    check_number("--dropout", args.dropout, minimum=0.0, below=1.0)
-    _check_data_dir(args.data_dir)
-    if args.data_dir is not None and not reads_files(args.dataset):
-        raise ValueError(f"--data-dir is for the datasets read from files; {args.dataset} is not (leave it out)")
-    _check_scheduler(args.scheduler)
     if args.transfer_from is not None:
         from amutheory.train.transfer_overlay import parse
 
         parse(args.transfer_from)
     check_output_dir(args.out, "--out", make_parents=args.out == SWEEP_OUT)
+
+
+def _tune(args) -> None:
+    from amutheory.tune.guided import MAX_BRACKET_FACTOR
+
+    """The target depths, the source rate and its CI, the search's settings, then sweep's training flags."""
+    if args.depth is not None and args.depths is not None:
+        raise ValueError("give --depth or --depths, not both")
+    if args.depth is None and args.depths is None:
+        raise ValueError("give the target depth: --depth L (or --depths L1,L2)")
+    if args.depth is not None:
+        check_depth("--depth", args.depth)
+    else:
+        check_depth_list("--depths", args.depths)
+    check_depth("--from-depth", args.from_depth)
+    check_rate("--from-lr", args.from_lr)
+    if args.from_lr_ci is not None:
+        from amutheory.transfer_interval import check_lr_ci
+
+        try:
+            check_lr_ci(args.from_lr_ci, args.from_lr)
+        except ValueError as exc:
+            raise ValueError(f"--from-lr-ci: {exc}") from None
+    check_int("--seeds", args.seeds, 2, limits.MAX_SIZE, "a seed noise needs two seeds")
+    check_int("--bracket", args.bracket, 3, limits.MAX_SIZE, "an optimum needs a neighbour on each side")
+    check_number("--bracket-factor", args.bracket_factor, minimum=1.0)
+    if not 1.0 < args.bracket_factor <= MAX_BRACKET_FACTOR:
+        raise ValueError(f"--bracket-factor must be > 1 and at most {MAX_BRACKET_FACTOR:g} (a bracket confirms a "
+                         f"prediction; a wider search is sweep's), got {args.bracket_factor:g}")
+    _positive("--tolerance", args.tolerance)
+    check_int("--max-runs", args.max_runs, 2 * args.bracket, limits.MAX_SIZE,
+              "the first bracket trains --bracket rates on two seeds")
+    _training(args)
+    if args.errors is not None and not os.path.isfile(args.errors):
+        raise ValueError(f"--errors {args.errors}: no such file")
+    check_output_dir(args.out, "--out", make_parents=args.out == TUNE_OUT)
 
 
 def check_training_memory(template, depths, widths, lrs: int, workers: int, vectorise: bool) -> None:
@@ -479,4 +520,4 @@ def _laws(args) -> None:
 
 CHECKS = {"derive": _derive, "predict": _predict, "laws": _laws, "measure": _measure, "boundary": _boundary,
           "validate": _validate, "compare-widths": _compare_widths, "depth": _depth, "transfer": _transfer,
-          "sweep": _sweep, "coord-check": _coord_check, "docs": _docs}
+          "sweep": _sweep, "tune": _tune, "coord-check": _coord_check, "docs": _docs}

@@ -35,7 +35,7 @@ VALID = {
     ("*", "--momentum"): {"0"}, ("*", "--weight-decay"): {"0", HUGE}, ("*", "--dropout"): {"0"},
     ("*", "--norm-weight"): {"0", HUGE}, ("*", "--residual-weight"): {"0", HUGE}, ("*", "--layer-weight"): {HUGE},
     # real numbers without an upper bound: a variance, a target moment, an init constant, a rate, a budget
-    ("*", "--input-var"): {HUGE}, ("*", "--C"): {HUGE}, ("*", "--init-c"): {HUGE}, ("*", "--lr"): {HUGE},
+    ("*", "--input-var"): {HUGE}, ("*", "--C"): {HUGE}, ("*", "--init-c"): {HUGE}, ("*", "--lr"): {HUGE}, ("*", "--from-lr"): {HUGE},
     ("*", "--lrs"): {HUGE}, ("*", "--tolerance"): {HUGE}, ("*", "--budget"): {HUGE},
     ("depth", "--leaf"): {"0"},  # the first submodule of the context's nn.Sequential
     ("docs", "--only"): {"0"},  # a prefix of the course scripts 01_ .. 09_
@@ -43,7 +43,7 @@ VALID = {
 #: (command, flag) -> kind of path: "file" (a file the command writes; its folder must exist), "dir" (a
 #: folder it writes into, made if missing; its parent must exist) or "input-dir" (a folder it reads)
 PATH_FLAGS = {("measure", "--out"): "file", ("depth", "--plot"): "file", ("compare-widths", "--out"): "file",
-              ("validate", "--out"): "dir", ("sweep", "--out"): "dir", ("*", "--data-dir"): "input-dir",
+              ("validate", "--out"): "dir", ("sweep", "--out"): "dir", ("tune", "--out"): "dir", ("*", "--data-dir"): "input-dir",
               ("docs", "--out"): "dir", ("docs", "--report"): "input-dir", ("coord-check", "--out"): "dir"}
 #: the word a refusal uses for a flag when it is not the flag's own name
 ALIASES = {"--seq-len": ("spatial",), "--from-depth": ("depth",), "--to-depth": ("depth",),
@@ -119,6 +119,9 @@ def _context(command: str, flag: str, places: dict) -> list[str]:
         "transfer": ["--lr", "0.1", "--from-depth", "2", "--to-depth", "4", "--width", "4", "--spatial", "4"],
         "sweep": ["--depths", "2", "--width", "4", "--lrs", "0.1,0.2,0.4", "--out", str(root / "s"), "--steps", "2",
                   "--seeds", "2", "--workers", "1", "--batch-size", "4", "--no-figures"],
+        "tune": ["--depth", "3", "--from-depth", "2", "--from-lr", "0.1", "--width", "4", "--spatial", "4",
+                 "--out", str(root / "t"), "--steps", "2", "--seeds", "2", "--workers", "1", "--batch-size", "4",
+                 "--max-runs", "10", "--no-figures"],
         "docs": ["--out", str(root / "site")],
         "coord-check": ["--model", places["factory"], "--input-shape", "2,3", "--depths", "1,2", "--seeds", "2",
                         "--steps", "1", "--out", str(root / "coord")],
@@ -257,11 +260,14 @@ def _valid_runs(places) -> dict:
         "transfer": ["--lr", "0.1", "--from-depth", "2", "--to-depth", "4", "--to-width", "1"],
         "sweep": ["--depths", "2", "--width", "4", "--lrs", "0.1,0.2,0.4", "--out", str(root / "ok-sweep"),
                   "--steps", "2", "--seeds", "2", "--workers", "1", "--batch-size", "4", "--no-figures"],
+        "tune": ["--depth", "3", "--from-depth", "2", "--from-lr", "0.1", "--width", "4", "--spatial", "4",
+                 "--out", str(root / "ok-tune"), "--steps", "2", "--seeds", "2", "--workers", "1", "--batch-size", "4",
+                 "--max-runs", "10", "--no-figures"],
     }
 
 
 @pytest.mark.parametrize("command", ["derive", "predict", "laws", "measure", "boundary", "depth", "transfer",
-                                     "sweep"])
+                                     "sweep", "tune"])
 def test_json_is_strict(command, places, capsys):
     """A run that succeeds prints one strict JSON object with --json (no NaN, Infinity)."""
     code, out, err = _run_in_process([command] + _valid_runs(places)[command] + ["--json", "--quiet"], capsys)

@@ -1,0 +1,155 @@
+"""``amutheory tune``: the guided search at every target depth, through the sweep's store and engines.
+
+:func:`tune` checks everything before any work (the template, the depths, the source rate and its CI,
+the rule, the seeds, the data at every depth, the output folder: a folder a sweep of the same fixed
+fields wrote is shared, cell for cell), then per target depth takes the prior
+(:mod:`amutheory.tune.prior`) and runs the guided search (:mod:`amutheory.tune.guided`), training
+the cells it asks for where the table lacks them (:mod:`amutheory.tune.runner`).  It writes
+``tune.json`` (the JSON contract), ``tune.md`` and ``tune.png`` beside ``cells.jsonl``.
+
+Cost (:mod:`amutheory.tune.cost`): ``prior`` (the rule: nothing; the source depth's tuned rate is the
+user's and is not charged) and ``confirmation`` (every cell the search read), summed in ``cost``;
+``this_run`` says what this call trained (a resumed call trains only what was missing).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+from amutheory.train.cell import Cell
+from amutheory.tune.cost import Cost, total
+from amutheory.tune.guided import Bracket, search
+
+OUT = "tune.json"
+
+
+def _check(template, depths, from_depth, from_lr, from_lr_ci, rule, seeds, seed_start) -> tuple:
+    from amutheory.spec import check_int
+    from amutheory.train.sweep import _check_list
+    from amutheory.transfer import RULES
+    from amutheory.transfer_interval import check_lr_ci
+
+    if not isinstance(template, Cell):
+        raise TypeError(f"template must be a Cell, got {type(template).__name__}")
+    if isinstance(depths, int) and not isinstance(depths, bool):
+        depths = [depths]
+    depths = _check_list("depths", depths)
+    from_depth = check_int("from_depth", from_depth, 1)
+    if isinstance(from_lr, bool) or not isinstance(from_lr, (int, float)) or not math.isfinite(from_lr) \
+            or from_lr <= 0:
+        raise ValueError(f"from_lr must be a finite rate > 0, got {from_lr!r}")
+    ci = check_lr_ci(from_lr_ci, float(from_lr))
+    if rule is not None and rule not in RULES:
+        raise ValueError(f"rule must be one of {', '.join(RULES)}; got {rule!r}")
+    seeds = check_int("seeds", seeds, 2)
+    seed_start = check_int("seed_start", seed_start, 0)
+    return depths, from_depth, float(from_lr), ci, list(range(seed_start, seed_start + seeds))
+
+
+def _trial(depth: int, width: int, t: dict) -> dict:
+    rec = t["record"]
+    return {"depth": depth, "width": width, "lr": t["lr"], "seed": t["seed"], "round": t["round"],
+            "phase": "confirmation", "key": rec["key"], "score": rec["score"], "final_loss": rec["final_loss"],
+            "diverged": rec["diverged"], "test_accuracy": rec["test_accuracy"]}
+
+
+def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=None, rule: str | None = None,
+         out, seeds: int = 5, seed_start: int = 100, bracket: Bracket | None = None, engine: str = "local",
+         workers: int = 1, threads: int = 1, vectorise: bool = True, scheduler: str | None = None,
+         progress: bool = False, figures: bool = True, errors=None) -> dict:
+    """Tune the learning rate of ``template``'s net at each of ``depths`` (module docstring); the
+    JSON contract of ``amutheory tune``.  ``seeds`` is the cap (seeds ``seed_start ..``)."""
+    from amutheory.train.learning import DOES_NOT_LEARN, chance_loss, learns
+    from amutheory.train.run import cell_data
+    from amutheory.train.store import check_meta, check_out_dir, read_table
+    from amutheory.train.sweep import check_run_options, fixed_fields, progress_bar
+    from amutheory.tune.prior import prior as prior_at
+    from amutheory.tune.runner import ensure
+
+    depths, from_depth, from_lr, ci, seed_list = _check(template, depths, from_depth, from_lr, from_lr_ci, rule,
+                                                        seeds, seed_start)
+    bracket = Bracket() if bracket is None else bracket
+    if not isinstance(bracket, Bracket):
+        raise TypeError(f"bracket must be a Bracket, got {type(bracket).__name__}")
+    if len(seed_list) < bracket.min_seeds:
+        raise ValueError(f"seeds ({len(seed_list)}) must be at least the bracket's min_seeds ({bracket.min_seeds})")
+    check_run_options(engine, workers, threads, scheduler)
+    width = template.width
+    for L in sorted(set(depths) | {from_depth}):  # every net valid and the data loadable before any work
+        cell_data(template.with_(spec=template.spec.with_(depth=L)))
+    out = check_out_dir(out)
+    check_meta(out, fixed_fields(template))
+    table = read_table(out)
+    run_opts = dict(engine=engine, workers=workers, threads=threads, vectorise=vectorise, scheduler=scheduler)
+    bar = progress_bar(bracket.max_runs * len(depths), progress)
+    trained, start = 0, time.perf_counter()
+    targets, trials = [], []
+    for L in depths:
+        pr = prior_at(template, from_depth, from_lr, L, width, rule=rule, from_lr_ci=ci, errors=errors)
+
+        def run(requests, L=L):
+            nonlocal trained
+            cells = [template.with_(spec=template.spec.with_(depth=L), lr=lr, seed=s) for lr, s in requests]
+            before = len(table)
+            recs = ensure(cells, out, table, run_opts)
+            trained += len(table) - before
+            if bar is not None:
+                bar.update(len(cells))
+            return recs
+
+        res = search(pr["lr"], bracket, seed_list, run)
+        raw = res.pop("trials")
+        recs = [t["record"] for t in raw]
+        rows = [_trial(L, width, t) for t in raw]
+        trials += rows
+        cost = Cost()  # the prior: a rule, no cell
+        conf = total(recs, threads)
+        best = min((r for r in res["rates"] if r["loss_mean"] is not None), key=lambda r: r["loss_mean"],
+                   default=None)
+        finals = [] if best is None else [t["final_loss"] for t in rows
+                                          if t["lr"] == best["lr"] and t["final_loss"] is not None]
+        final = sum(finals) / len(finals) if finals else None
+        targets.append({"depth": L, "width": width, **res, "prior": pr,
+                        "final_loss_at_optimum": final, "learns": learns(final, template.spec.outputs),
+                        "cost": {**(cost + conf).to_dict(), "prior": cost.to_dict(), "confirmation": conf.to_dict()}})
+    if bar is not None:
+        bar.close()
+    prior_cost = Cost()
+    conf_cost = Cost()
+    for t in targets:
+        conf_cost = conf_cost + Cost(**t["cost"]["confirmation"])
+    summary = {"method": "guided", "template": fixed_fields(template), "depths": depths, "width": width,
+               "from": {"depth": from_depth, "lr": from_lr, "lr_ci": None if ci is None else list(ci)},
+               "rule": rule, "bracket": bracket.to_dict(), "seeds": seed_list,
+               "chance_loss": chance_loss(template.spec.outputs), "does_not_learn_threshold": DOES_NOT_LEARN,
+               "targets": targets, "trials": trials,
+               "cost": {**(prior_cost + conf_cost).to_dict(), "prior": prior_cost.to_dict(),
+                        "confirmation": conf_cost.to_dict(),
+                        "charged": "prior: the rule (no cell; the source depth's tuned rate is the user's); "
+                                   "confirmation: every cell the search read, to its end"},
+               "this_run": {"cells_trained": trained, "seconds": time.perf_counter() - start}}
+    if len(targets) == 1:
+        summary.update({k: v for k, v in targets[0].items() if k not in ("depth", "width", "cost")})
+    _write(out, summary, figures)
+    return summary
+
+
+def _write(out: Path, summary: dict, figures: bool) -> None:
+    from amutheory.train.store import _json_ready
+    from amutheory.tune.report import markdown
+
+    (out / OUT).write_text(json.dumps(_json_ready(summary), indent=1, sort_keys=True) + "\n")
+    names = []
+    if figures:
+        from amutheory.tune.figures import bracket_plot
+
+        fig = bracket_plot(summary)
+        fig.savefig(out / "tune.png", dpi=120, bbox_inches="tight")
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        names.append("tune.png")
+    (out / "tune.md").write_text(markdown(summary, names))

@@ -1,0 +1,37 @@
+"""``tune.md``: the guided search's answer per target depth, how it got there, and what it cost."""
+
+from __future__ import annotations
+
+
+def _num(v, fmt=".4g") -> str:
+    return "n/a" if v is None else format(v, fmt)
+
+
+def markdown(summary: dict, figures: list[str]) -> str:
+    f = summary["from"]
+    t0 = summary["template"]
+    model = t0.get("model") or f"{t0['spec']['family']} ({t0['spec']['activation']})"
+    opt = t0["optimizer"] + (f", momentum {t0['momentum']:g}" if t0.get("momentum") else "") + \
+        (f", weight decay {t0['weight_decay']:g}" if t0.get("weight_decay") else "")
+    lines = ["# Guided learning-rate search", "",
+             f"Model {model}, width {summary['width']}, {t0['dataset']}, {t0['steps']} steps of {opt}, "
+             f"batch {t0['batch_size']}.  Source: lr {f['lr']:g} tuned at depth {f['depth']}"
+             + (f" (CI [{f['lr_ci'][0]:g}, {f['lr_ci'][1]:g}])" if f["lr_ci"] else "") + ".", "",
+             "| depth | rule | prior | eta*_train | 95% CI | stop | runs | learns |",
+             "|---|---|---|---|---|---|---|---|"]
+    for t in summary["targets"]:
+        ci = t["eta_star_train_ci"]
+        lines.append(f"| {t['depth']} | {t['prior']['rule']} | {t['prior']['lr']:.4g} | {_num(t['eta_star_train'])} | "
+                     f"{'n/a' if not ci else f'[{ci[0]:.4g}, {ci[1]:.4g}]'} | {t['stop']}"
+                     f"{' (' + ', '.join(t['flags']) + ')' if t['flags'] else ''} | {t['runs']} | "
+                     f"{'n/a' if t['learns'] is None else ('yes' if t['learns'] else 'no')} |")
+    c = summary["cost"]
+    lines += ["", f"Rule choice: {summary['targets'][0]['prior']['rule_reason']}.", "",
+              f"Cost: {c['cells']} cells, {c['steps']} steps, {c['forward_passes']} forward passes, "
+              f"{c['core_seconds']:.1f} core-seconds ({c['charged']}).", "",
+              "Stopping rule: the 95% CI of ln(eta*) within +-" + f"{summary['bracket']['tolerance']:g}"
+              " once the best rate has " + f"{summary['bracket']['seeds_to_stop']}"
+              " seeds, and the fitted loss rising less than one seed-mean's noise across that CI; otherwise a "
+              "seed more where two rates are too close to call, up to the seed cap and the run budget."]
+    lines += [f"\n![{n}]({n})" for n in figures]
+    return "\n".join(lines) + "\n"
