@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from amutheory.spec import check_int
+from amutheory.spec import check_int, check_number
 from amutheory.train.cell import Cell
 from amutheory.train.run import curve_steps
 from amutheory.tune.cost import Cost, charge, total
@@ -95,8 +95,6 @@ def halve(lrs: list[float], records: list[list[dict]], steps: int, eta: int = 3)
 def check_grid(lrs) -> list[float]:
     if isinstance(lrs, (str, bytes)) or not hasattr(lrs, "__iter__"):
         raise TypeError(f"lrs must be a list of rates, got {lrs!r}")
-    from amutheory.spec import check_number
-
     lrs = [check_number("lrs", v, positive=True) for v in lrs]
     if len(lrs) < 2 or len(set(lrs)) != len(lrs):
         raise ValueError(f"lrs must hold at least 2 distinct rates, got {lrs}")

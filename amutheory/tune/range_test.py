@@ -22,7 +22,9 @@ three suggestions:
 ``steepest`` and ``min/10`` leave out the first tenth of the planned points and the last
 :data:`SKIP_END` points (where the average is still warming up and where the loss shoots up), as
 fastai's suggestions and torch-lr-finder's plot do; where that leaves fewer than 3 points, all are
-used.  Per suggestion: each seed's rate and their geometric mean.
+used.  A run stopped by the divergence rule keeps its last, diverging step where its loss is finite
+(it lifts only the smoothed tail, which the trimming leaves out).  Per suggestion: each seed's rate
+(``None`` where the run gives none) and the geometric mean of those given.
 
 The curve: a run of at most :data:`~amutheory.train.run.CURVE_POINTS` (200) steps keeps every step,
 so the suggestions read every step.  A longer ramp's record keeps about 200 evenly spaced steps
