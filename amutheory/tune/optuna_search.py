@@ -105,8 +105,9 @@ def optuna_search(template: Cell, depth: int, width: int, lo: float, hi: float, 
                 study.tell(trial, value)
             for rec in row:
                 cost = cost + charge(rec, steps=upto, threads=threads)
-            trials.append({"number": trial.number, "lr": lr, "state": state, "value": None if math.isinf(value)
-                           else value, "steps_charged": [min(upto or steps, int(rec["backward_passes"])) for rec in row],
+            trials.append({"number": trial.number, "lr": lr, "state": state,
+                           "value": None if math.isinf(value) else value,
+                           "steps_charged": [min(upto or steps, int(rec["backward_passes"])) for rec in row],
                            "keys": [rec["key"] for rec in row]})
     done = [t for t in trials if t["state"] == "complete" and t["value"] is not None]
     best = min(done, key=lambda t: (t["value"], t["number"])) if done else None
