@@ -8,6 +8,12 @@ number of steps and the batch size, and the training layers (``norm``, ``dropout
 without ever running a finished cell twice.  Where the data lives (``data_dir``) and on which
 device it runs are not part of the key: the same cell on another machine is the same cell.
 
+``schedule`` (``None``: the rate is ``lr`` at every step) makes the rate move during the run;
+the one form is ``"exp-ramp:HI"``, an exponential ramp from ``lr`` at step 0 to ``HI`` at the last
+step (:meth:`Cell.rate_at`), the learning-rate range test's run.  A cell without a schedule has
+the key it had before the field existed (:meth:`Cell.identity` leaves ``schedule`` out when it is
+``None``).
+
 The seed fixes the init (the model's generator), the order of the minibatches (a second
 generator, :data:`DATA_SEED_OFFSET` away) and the dropout masks (the global generator, seeded
 :data:`DROPOUT_SEED_OFFSET` away, in the loop engine).
@@ -18,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 
 from amutheory.spec import NORMS, ArchSpec
@@ -36,6 +43,8 @@ DIVERGENCE_FACTOR = 10.0
 #: Adam's constants (torch's defaults), named so the record can say them
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
+#: the learning-rate schedules a cell can follow (``exp-ramp:HI``: lr -> HI exponentially)
+SCHEDULES = ("exp-ramp",)
 #: fields of a cell that are not part of its identity (where it runs, not what it computes)
 _NOT_KEYED = ("data_dir", "device")
 
@@ -64,6 +73,7 @@ class Cell:
     dropout: float = 0.0
     model: str | None = None
     dtype: str = "float32"
+    schedule: str | None = None
     data_dir: str | None = None
     device: str = "cpu"
 
@@ -85,6 +95,8 @@ class Cell:
         object.__setattr__(self, "dropout", _check_number("dropout", self.dropout, minimum=0.0, below=1.0))
         _check_choice("dtype", self.dtype, DTYPES)
         self.family_object.check_training_options(self.spec, self.norm, self.dropout)
+        if self.schedule is not None:
+            _ramp_end(self.schedule, self.lr, self.steps)
         if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
             raise ValueError(f"device must be 'cpu' or 'cuda[:i]', got {self.device!r}")
 
@@ -107,9 +119,20 @@ class Cell:
     def width(self) -> int:
         return self.spec.width
 
+    def rate_at(self, t: int) -> float:
+        """The learning rate of step ``t`` (0-based): ``lr``, or on an ``exp-ramp:HI`` schedule
+        ``lr * (HI / lr) ** (t / (steps - 1))`` (``lr`` at step 0, ``HI`` at the last step)."""
+        if self.schedule is None:
+            return self.lr
+        hi = _ramp_end(self.schedule, self.lr, self.steps)
+        return self.lr * (hi / self.lr) ** (t / (self.steps - 1))
+
     def identity(self) -> dict:
-        """The fields the record depends on (everything but :data:`_NOT_KEYED`), JSON-ready."""
+        """The fields the record depends on (everything but :data:`_NOT_KEYED`), JSON-ready;
+        ``schedule`` only when set, so the keys of cells without one are those of before it existed."""
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_KEYED}
+        if d["schedule"] is None:
+            del d["schedule"]
         d["spec"] = self.spec.to_dict()
         d["lr"] = repr(self.lr)  # the exact float, not a rounded print
         return d
@@ -139,3 +162,21 @@ class Cell:
         d["spec"] = ArchSpec(**d["spec"])
         d["lr"] = float(d["lr"])
         return cls(**d, **extra)
+
+
+def _ramp_end(schedule, lr: float, steps: int) -> float:
+    """The end rate ``HI`` of ``schedule = "exp-ramp:HI"``, checked (a ValueError naming ``schedule``)."""
+    if not isinstance(schedule, str):
+        raise TypeError(f"schedule must be a string like 'exp-ramp:1.0' or None, got {type(schedule).__name__}")
+    form, sep, arg = schedule.partition(":")
+    if form not in SCHEDULES or not sep:
+        raise ValueError(f"schedule must be 'exp-ramp:HI' (HI: the rate at the last step), got {schedule!r}")
+    try:
+        hi = float(arg)
+    except ValueError:
+        raise ValueError(f"schedule {schedule!r}: HI must be a number, got {arg!r}") from None
+    if not math.isfinite(hi) or hi <= lr:
+        raise ValueError(f"schedule {schedule!r}: HI must be finite and above lr = {lr!r}, got {arg!r}")
+    if steps < 2:
+        raise ValueError(f"schedule {schedule!r} needs steps >= 2 (a ramp has a first and a last step), got {steps}")
+    return hi

@@ -6,7 +6,8 @@ learning rate side by side: one set of initial weights, stacked once per rate, t
 minibatches, and ``torch.func.vmap`` of ``grad`` of ``functional_call`` on the same module, so
 each member is the loop's run to float rounding; a member that diverges is dropped from the
 stack on its own and the others go on.  Cells with dropout run through the loop (their masks are
-drawn per run from the global generator, which a vmap cannot split the same way).
+drawn per run from the global generator, which a vmap cannot split the same way), and so do cells
+on a rate schedule (the loop sets each step's rate, :meth:`Cell.rate_at`, on its param groups).
 
 Both return the same record (:func:`record`): the papers' score (``score``: the mean training
 loss over the run), ``final_loss`` (the mean over the last tenth of the steps), the thinned loss
@@ -126,13 +127,20 @@ def init_label(cell: Cell) -> dict:
     return {"c": c, "label": " = ".join(names) or "custom"}
 
 
+def curve_steps(steps: int) -> np.ndarray:
+    """The steps (0-based, sorted) a record's curve keeps of a run of ``steps`` steps: about
+    :data:`CURVE_POINTS` evenly spaced ones (every step when ``steps <= CURVE_POINTS``) and the
+    last step of each horizon in :data:`HORIZONS` the run reaches."""
+    marks = [T - 1 for T in HORIZONS if T <= steps]
+    return np.unique(np.concatenate([np.linspace(0, steps - 1, min(steps, CURVE_POINTS)).round(), marks]).astype(int))
+
+
 def record(cell: Cell, losses: list[float], why: str | None, test: tuple, mode: str, wall: float,
            eval_passes: int) -> dict:
     """The record of one run (JSON-ready: a non-finite number is ``null``; ``score`` and
     ``final_loss`` are ``null`` exactly when the run diverged, meaning +inf)."""
     steps = len(losses)
-    marks = [T - 1 for T in HORIZONS if T <= steps]
-    keep = np.unique(np.concatenate([np.linspace(0, steps - 1, min(steps, CURVE_POINTS)).round(), marks]).astype(int))
+    keep = curve_steps(steps)
     running = np.cumsum(losses) / np.arange(1, steps + 1)
     tail = losses[-max(1, math.ceil(cell.steps / 10)):]
     diverged = why is not None
@@ -176,7 +184,11 @@ def train_cell(cell: Cell) -> dict:
     idx = batch_indices(x.shape[0], cell).to(x.device)
     torch.manual_seed(cell.seed + DROPOUT_SEED_OFFSET)
     losses, why = [], None
+    scheduled = cell.schedule is not None
     for t in range(cell.steps):
+        if scheduled:
+            for group in opt.param_groups:
+                group["lr"] = cell.rate_at(t)
         loss = F.cross_entropy(net(x[idx[t]]), y[idx[t]])
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -206,7 +218,7 @@ def train_group(cells: list[Cell]) -> list[dict]:
     """Train cells that differ only in ``lr`` side by side (vmap); their records, in order."""
     _same_but_lr(cells)
     base = cells[0]
-    if base.dropout:
+    if base.dropout or any(c.schedule is not None for c in cells):
         return [train_cell(c) for c in cells]
     start = time.perf_counter()
     x, y, xt, yt = cell_data(base)
