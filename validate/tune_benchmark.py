@@ -20,6 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 
@@ -128,6 +129,7 @@ def _pilot_row(st, s) -> dict:
 def run(run_opts) -> list:
     from amutheory.train import grid
     from amutheory.train.search import loss_at
+    from amutheory.tune.cost import total
     from amutheory.tune.halving import successive_halving
     from amutheory.tune.pipeline import tune
     from amutheory.tune.prior import prior
@@ -149,6 +151,9 @@ def run(run_opts) -> list:
             best_i = int(np.nanargmin(np.where(np.isfinite(ref.loss_mean), ref.loss_mean, np.nan)))
             best = float(ref.loss_mean[best_i])
             noise = (ref.loss_ci[best_i][1] - ref.loss_ci[best_i][0]) / 2 if ref.loss_ci[best_i] else None
+            ref_keys = [tpl.with_(spec=tpl.spec.with_(depth=L), lr=lr, seed=sd).key()
+                        for lr in ref.lrs.tolist() for sd in REF_SEEDS]
+            ref_cost = total([st.table[k] for k in ref_keys], run_opts["threads"]).to_dict()
             say(f"{net} L={L}: reference eta* {ref.eta_star_train:.4g} CI {ref.eta_star_train_ci} flags {ref.flags}")
             chosen = {}  # method -> (lr, cost dict)
             zero = {"cells": 0, "steps": 0, "forward_passes": 0, "core_seconds": 0.0}
@@ -189,11 +194,14 @@ def run(run_opts) -> list:
                              "in_ci": in_ci, "regret": regret, "noise": noise,
                              "diverges": at is not None and not math.isfinite(at),
                              "lands": in_ci or (regret is not None and noise is not None and regret <= noise),
-                             "cost": cost, **extra})
+                             "cost": cost, "ref_cost": ref_cost, **extra})
             say(f"{net} L={L}: " + ", ".join(f"{r['method']} {'Y' if r['lands'] else 'n'}"
                                              for r in rows if r["net"] == net and r["depth"] == L))
         say(f"{net}: {time.perf_counter() - t0:.0f} s")
-        (OUT / "benchmark.json").write_text(json.dumps({"rows": rows, "pilot": sizes}, indent=1) + "\n")
+        (OUT / "benchmark.json").write_text(json.dumps(
+            {"rows": rows, "pilot": sizes, "workers": run_opts["workers"], "threads": run_opts["threads"],
+             "reference_core_seconds": sorted({(r["net"], r["depth"]): r["ref_cost"]["core_seconds"]
+                                               for r in rows}.values())}, indent=1) + "\n")
     return rows
 
 
@@ -216,7 +224,7 @@ def main(argv=None) -> int:
     elif a.stage == "run":
         run(run_opts)
     else:
-        from validate.tune_report import write_page
+        from tune_report import write_page
 
         write_page(OUT / "benchmark.json", PAGE, FIGURES)
     return 0
