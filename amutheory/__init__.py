@@ -4,6 +4,7 @@ Public API (symbolic side imports no torch; measurement imports it lazily):
 
     from amutheory import ArchSpec, ProbeProtocol, derive, predict, measure, coord_check
     from amutheory import parametrize, param_groups   # your own nn.Module (imports torch when used)
+    from amutheory import tune                         # eta*_train at new depths: a rule's prior, confirmed
 """
 
 import sys
@@ -14,7 +15,7 @@ from amutheory.api import Measurement, Prediction, derive, measure, predict
 from amutheory.coord import coord_check
 
 __all__ = ["ArchSpec", "ProbeProtocol", "derive", "predict", "measure", "Measurement", "Prediction",
-           "coord_check", "parametrize", "param_groups", "param_table", "find_residual_branches"]
+           "coord_check", "parametrize", "param_groups", "param_table", "find_residual_branches", "tune"]
 __version__ = "0.1.0"
 
 #: the API functions whose names are also sub-packages (``amutheory.measure`` holds the probe)
@@ -34,16 +35,18 @@ class _Package(types.ModuleType):
         super().__setattr__(name, value)
 
 
-#: names served by :func:`__getattr__` from :mod:`amutheory.parametrization` (it imports torch, so
+#: names served by :func:`__getattr__` from the module that defines them (they import torch, so
 #: ``import amutheory`` stays torch-free until one of them is used)
-_LAZY = {"parametrize", "param_groups", "param_table", "find_residual_branches"}
+_LAZY = {"parametrize": "amutheory.parametrization", "param_groups": "amutheory.parametrization",
+         "param_table": "amutheory.parametrization", "find_residual_branches": "amutheory.parametrization",
+         "tune": "amutheory.tuning.pipeline"}
 
 
 def __getattr__(name):
     if name in _LAZY:
-        import amutheory.parametrization as parametrization
+        import importlib
 
-        return getattr(parametrization, name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

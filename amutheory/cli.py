@@ -350,8 +350,8 @@ def _layout_note(args, spec) -> str | None:
 
 
 def cmd_tune(args):
-    from amutheory.tune.guided import Bracket
-    from amutheory.tune.pipeline import tune
+    from amutheory.tuning.guided import Bracket
+    from amutheory.tuning.pipeline import tune
 
     if args.depth is not None and args.depths is not None:
         raise CliError("tune: give --depth or --depths, not both")
@@ -1125,7 +1125,7 @@ def _sweep_parser(sub, common) -> None:
 
 def _tune_parser(sub, common) -> None:
     from amutheory.transfer import RULES
-    from amutheory.tune.guided import Bracket
+    from amutheory.tuning.guided import Bracket
 
     b = Bracket()
     tu = sub.add_parser("tune", parents=[common], help="find eta*_train at new depths: a rule's prior, then a short "

@@ -410,7 +410,7 @@ def _sweep(args) -> None:
 
 
 def _tune(args) -> None:
-    from amutheory.tune.guided import MAX_BRACKET_FACTOR
+    from amutheory.tuning.guided import MAX_BRACKET_FACTOR
 
     """The target depths, the source rate and its CI, the search's settings, then sweep's training flags."""
     if args.depth is not None and args.depths is not None:

@@ -16,8 +16,8 @@ import pytest
 
 from amutheory.spec import ArchSpec
 from amutheory.train import Cell
-from amutheory.tune.fit import fitted_loss, vertex, vertex_interval
-from amutheory.tune.guided import STOPS, Bracket, pooled_sd, search
+from amutheory.tuning.fit import fitted_loss, vertex, vertex_interval
+from amutheory.tuning.guided import STOPS, Bracket, pooled_sd, search
 
 SPEC = ArchSpec(dim=1, depth=2, width=8, kernel=3, spatial=8, input_channels=3, outputs=10)
 TEMPLATE = Cell(spec=SPEC, lr=0.1, steps=20, batch_size=16)
@@ -128,7 +128,7 @@ CONTRACT = ("eta_star_train", "eta_star_train_ci", "targets", "trials", "cost", 
 
 
 def test_tune_json_contract_and_resume(tmp_path):
-    from amutheory.tune.pipeline import tune
+    from amutheory.tuning.pipeline import tune
 
     s = tune(TEMPLATE, 3, from_depth=2, from_lr=0.3, out=tmp_path, seeds=3, bracket=Bracket(max_runs=12),
              figures=False)
@@ -148,7 +148,7 @@ def test_tune_json_contract_and_resume(tmp_path):
 
 
 def test_tune_several_depths_gives_targets(tmp_path):
-    from amutheory.tune.pipeline import tune
+    from amutheory.tuning.pipeline import tune
 
     s = tune(TEMPLATE, [3, 4], from_depth=2, from_lr=0.3, out=tmp_path, seeds=2, bracket=Bracket(max_runs=10),
              figures=True)
@@ -158,7 +158,7 @@ def test_tune_several_depths_gives_targets(tmp_path):
 
 
 def test_tune_refuses_bad_input(tmp_path):
-    from amutheory.tune.pipeline import tune
+    from amutheory.tuning.pipeline import tune
 
     for kw, match in (({"from_lr": -1.0}, "from_lr"), ({"from_lr_ci": (0.5, 0.6)}, "lr_ci"),
                       ({"rule": "nope"}, "rule"), ({"seeds": 1}, "seeds")):

@@ -1,4 +1,4 @@
-"""Tests of the practitioners' learning-rate searches (amutheory.tune's baselines) and the rate
+"""Tests of the practitioners' learning-rate searches (amutheory.tuning's baselines) and the rate
 schedule they need on a cell:
 
 1. ``Cell.schedule`` (``exp-ramp:HI``): validation, the keys of unscheduled cells unchanged, and
@@ -23,8 +23,8 @@ from amutheory.spec import ArchSpec
 from amutheory.train import run as R
 from amutheory.train.cell import Cell
 from amutheory.train.store import TABLE, read_table
-from amutheory.tune import halving as H
-from amutheory.tune import range_test as RT
+from amutheory.tuning import halving as H
+from amutheory.tuning import range_test as RT
 
 SPEC = ArchSpec(family="conv", dim=1, depth=2, width=4, kernel=3, spatial=8, input_channels=3, outputs=10)
 RUN = dict(engine="local", workers=1, threads=1, vectorise=True, scheduler=None)
@@ -360,7 +360,7 @@ def test_successive_halving_on_a_real_grid(tmp_path):
 def test_optuna_search_says_how_to_install_it(tmp_path, monkeypatch):
     import sys
 
-    from amutheory.tune import optuna_search as O
+    from amutheory.tuning import optuna_search as O
 
     monkeypatch.setitem(sys.modules, "optuna", None)  # import optuna -> ImportError, as when missing
     with pytest.raises(ValueError, match=r"needs optuna: pip install 'amutheory\[tune\]'"):
@@ -368,7 +368,7 @@ def test_optuna_search_says_how_to_install_it(tmp_path, monkeypatch):
 
 
 def test_report_points():
-    from amutheory.tune.optuna_search import report_points
+    from amutheory.tuning.optuna_search import report_points
 
     assert report_points(100, 3) == [3, 9, 27, 81, 100]
     assert report_points(27, 1) == [1, 3, 9, 27]
@@ -377,7 +377,7 @@ def test_report_points():
 
 def test_optuna_study_on_a_real_net(tmp_path):
     pytest.importorskip("optuna")
-    from amutheory.tune.optuna_search import optuna_search
+    from amutheory.tuning.optuna_search import optuna_search
 
     template = _cell(steps=27)
     kw = dict(n_trials=12, batch=4, min_resource=3, out=tmp_path, run_opts=RUN)

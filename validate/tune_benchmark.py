@@ -129,11 +129,11 @@ def _pilot_row(st, s) -> dict:
 def run(run_opts) -> list:
     from amutheory.train import grid
     from amutheory.train.search import loss_at
-    from amutheory.tune.cost import total
-    from amutheory.tune.halving import successive_halving
-    from amutheory.tune.pipeline import tune
-    from amutheory.tune.prior import prior
-    from amutheory.tune.range_test import range_test
+    from amutheory.tuning.cost import total
+    from amutheory.tuning.halving import successive_halving
+    from amutheory.tuning.pipeline import tune
+    from amutheory.tuning.prior import prior
+    from amutheory.tuning.range_test import range_test
 
     sizes = json.loads((OUT / "pilot.json").read_text())
     rows = []
@@ -175,7 +175,7 @@ def run(run_opts) -> list:
                                     table=st.table, run_opts=run_opts)
             chosen["halving"] = (sh["lr"], sh["cost"], {"cost_run": sh["cost_run"]})
             try:
-                from amutheory.tune.optuna_search import optuna_search
+                from amutheory.tuning.optuna_search import optuna_search
 
                 op = optuna_search(tpl, L, WIDTH, lo, hi, seeds=OPTUNA_SEEDS, n_trials=OPTUNA_TRIALS, batch=2,
                                    sampler_seed=0, out=st.out, table=st.table, run_opts=run_opts)

@@ -25,10 +25,10 @@ import numpy as np
 
 from amutheory.spec import check_int
 from amutheory.train.cell import Cell
-from amutheory.tune.cost import Cost, charge, total
-from amutheory.tune.halving import score_at
-from amutheory.tune.range_test import check_ramp, check_seeds
-from amutheory.tune.runner import ensure
+from amutheory.tuning.cost import Cost, charge, total
+from amutheory.tuning.halving import score_at
+from amutheory.tuning.range_test import check_ramp, check_seeds
+from amutheory.tuning.runner import ensure
 
 #: the study's name (Hyperband assigns brackets by a hash of it and the trial number)
 STUDY_NAME = "amutheory-tune"

@@ -14,7 +14,7 @@ every step up to 200 steps, so then ``s + 1 = floor(r_k)``), which is exactly th
 minibatches, constant rate).  A run that diverged at or before ``s`` scores ``+inf``.
 
 What is charged is what the decision read: each rate ``s + 1`` steps of its last rung reading
-(:func:`~amutheory.tune.cost.charge`, a prefix), per seed.  The engine itself trains every grid
+(:func:`~amutheory.tuning.cost.charge`, a prefix), per seed.  The engine itself trains every grid
 cell to ``T`` (one vectorised group per seed: the same work as a sweep of the grid, which the
 prefix readings make exact), and that is reported beside it as ``cost_run``.
 """
@@ -28,9 +28,9 @@ import numpy as np
 from amutheory.spec import check_int, check_number
 from amutheory.train.cell import Cell
 from amutheory.train.run import curve_steps
-from amutheory.tune.cost import Cost, charge, total
-from amutheory.tune.range_test import check_seeds
-from amutheory.tune.runner import ensure
+from amutheory.tuning.cost import Cost, charge, total
+from amutheory.tuning.range_test import check_seeds
+from amutheory.tuning.runner import ensure
 
 
 def rung_count(n_rates: int, eta: int) -> int:

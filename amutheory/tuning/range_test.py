@@ -43,8 +43,8 @@ import numpy as np
 from amutheory.spec import check_int, check_number
 from amutheory.train.cell import Cell
 from amutheory.train.run import CURVE_POINTS
-from amutheory.tune.cost import total
-from amutheory.tune.runner import ensure
+from amutheory.tuning.cost import total
+from amutheory.tuning.runner import ensure
 
 #: the moving average's constant b (fastai's ``beta``)
 SMOOTHING = 0.98

@@ -1,6 +1,6 @@
 """The guided search at one target depth: predict, then confirm with a short bracket.
 
-Start from the prior rate ``p`` (:mod:`amutheory.tune.prior`) and :class:`Bracket`'s settings:
+Start from the prior rate ``p`` (:mod:`amutheory.tuning.prior`) and :class:`Bracket`'s settings:
 
 1. **Bracket.**  ``points`` rates ``p * factor^k`` (``k = -(points // 2) .. points // 2``; default
    five at factors of sqrt 2), each trained on the first ``min_seeds`` seeds.
@@ -9,7 +9,7 @@ Start from the prior rate ``p`` (:mod:`amutheory.tune.prior`) and :class:`Bracke
    rates below the lowest.  Repeated (each move is charged) until the best rate has a neighbour on
    each side, or the budget runs out.
 3. **Fit.**  The optimum from a parabola in ``ln(rate)`` through the finite points around the best
-   one and its seed-bootstrap CI (:mod:`amutheory.tune.fit`).
+   one and its seed-bootstrap CI (:mod:`amutheory.tuning.fit`).
 4. **Stop** when both hold (``converged``):
 
    * the CI's half-width is at most ``tolerance`` (in ``ln(rate)``), read only once the best rate has
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from amutheory.tune.fit import WINDOW, fitted_loss, vertex, vertex_interval
+from amutheory.tuning.fit import WINDOW, fitted_loss, vertex, vertex_interval
 
 #: two seed-means closer than Z pooled standard errors (of their difference) are too close to call
 Z = 1.96

@@ -3,11 +3,11 @@
 :func:`tune` checks everything before any work (the template, the depths, the source rate and its CI,
 the rule, the seeds, the data at every depth, the output folder: a folder a sweep of the same fixed
 fields wrote is shared, cell for cell), then per target depth takes the prior
-(:mod:`amutheory.tune.prior`) and runs the guided search (:mod:`amutheory.tune.guided`), training
-the cells it asks for where the table lacks them (:mod:`amutheory.tune.runner`).  It writes
+(:mod:`amutheory.tuning.prior`) and runs the guided search (:mod:`amutheory.tuning.guided`), training
+the cells it asks for where the table lacks them (:mod:`amutheory.tuning.runner`).  It writes
 ``tune.json`` (the JSON contract), ``tune.md`` and ``tune.png`` beside ``cells.jsonl``.
 
-Cost (:mod:`amutheory.tune.cost`): ``prior`` (the rule: nothing; the source depth's tuned rate is the
+Cost (:mod:`amutheory.tuning.cost`): ``prior`` (the rule: nothing; the source depth's tuned rate is the
 user's and is not charged) and ``confirmation`` (every cell the search read), summed in ``cost``;
 ``this_run`` says what this call trained (a resumed call trains only what was missing).
 """
@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from amutheory.train.cell import Cell
-from amutheory.tune.cost import Cost, total
-from amutheory.tune.guided import Bracket, search
+from amutheory.tuning.cost import Cost, total
+from amutheory.tuning.guided import Bracket, search
 
 OUT = "tune.json"
 
@@ -66,8 +66,8 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
     from amutheory.train.run import cell_data
     from amutheory.train.store import check_meta, check_out_dir, read_table
     from amutheory.train.sweep import check_run_options, fixed_fields, progress_bar
-    from amutheory.tune.prior import prior as prior_at
-    from amutheory.tune.runner import ensure
+    from amutheory.tuning.prior import prior as prior_at
+    from amutheory.tuning.runner import ensure
 
     depths, from_depth, from_lr, ci, seed_list = _check(template, depths, from_depth, from_lr, from_lr_ci, rule,
                                                         seeds, seed_start)
@@ -139,12 +139,12 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
 
 def _write(out: Path, summary: dict, figures: bool) -> None:
     from amutheory.train.store import _json_ready
-    from amutheory.tune.report import markdown
+    from amutheory.tuning.report import markdown
 
     (out / OUT).write_text(json.dumps(_json_ready(summary), indent=1, sort_keys=True) + "\n")
     names = []
     if figures:
-        from amutheory.tune.figures import bracket_plot
+        from amutheory.tuning.figures import bracket_plot
 
         fig = bracket_plot(summary)
         fig.savefig(out / "tune.png", dpi=120, bbox_inches="tight")
