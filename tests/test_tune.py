@@ -214,3 +214,37 @@ def test_tune_gives_the_same_answer_on_a_local_dask_cluster(tmp_path):
     dask = _cli(tmp_path / "dask", "--engine", "dask", "--workers", "2")
     assert ref.returncode == 0 and dask.returncode == 0, dask.stderr[-2000:]
     assert _answer(json.loads(dask.stdout)) == _answer(json.loads(ref.stdout))
+
+
+USER_MODEL = '''
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.norm, self.lin = nn.LayerNorm(width), nn.Linear(width, width)
+
+    def forward(self, x):
+        return x + self.lin(self.norm(x)).relu()
+
+
+def make(depth, width=8):
+    return nn.Sequential(nn.Flatten(), nn.Linear(24, width), *[Block(width) for _ in range(depth)],
+                         nn.Linear(width, 10))
+'''
+
+
+def test_tune_on_a_users_model_from_the_command_line(tmp_path, capsys):
+    from amutheory.cli import main
+
+    (tmp_path / "models.py").write_text(USER_MODEL)
+    code = main(["tune", "--model", f"{tmp_path / 'models.py'}:make", "--width", "8", "--spatial", "8",
+                 "--input-channels", "3", "--steps", "20", "--batch-size", "16", "--from-depth", "1",
+                 "--from-lr", "0.2", "--depth", "3", "--seeds", "3", "--max-runs", "12", "--workers", "1",
+                 "--out", str(tmp_path / "t"), "--no-figures", "--json", "--quiet"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert out["prior"]["confidence"]["resolved_as"] == "residual"  # read off the user's traced graph
+    assert out["template"]["model"].endswith("models.py:make") and out["runs"] <= 12
+    assert isinstance(out["eta_star_train"], float)
