@@ -193,7 +193,7 @@ def run(run_opts) -> list:
                              "distance": None if lr is None else abs(math.log(lr / ref.eta_star_train)),
                              "in_ci": in_ci, "regret": regret, "noise": noise,
                              "diverges": at is not None and not math.isfinite(at),
-                             "lands": in_ci or (regret is not None and noise is not None and regret <= noise),
+                             "lands": bool(in_ci or (regret is not None and noise is not None and regret <= noise)),
                              "cost": cost, "ref_cost": ref_cost, **extra})
             say(f"{net} L={L}: " + ", ".join(f"{r['method']} {'Y' if r['lands'] else 'n'}"
                                              for r in rows if r["net"] == net and r["depth"] == L))
@@ -201,8 +201,15 @@ def run(run_opts) -> list:
         (OUT / "benchmark.json").write_text(json.dumps(
             {"rows": rows, "pilot": sizes, "workers": run_opts["workers"], "threads": run_opts["threads"],
              "reference_core_seconds": sorted({(r["net"], r["depth"]): r["ref_cost"]["core_seconds"]
-                                               for r in rows}.values())}, indent=1) + "\n")
+                                               for r in rows}.values())}, indent=1, default=_plain) + "\n")
     return rows
+
+
+def _plain(obj):
+    """numpy scalars as Python numbers (json's default hook)."""
+    if hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"not JSON: {type(obj).__name__}")
 
 
 def _reread(st) -> dict:
