@@ -268,3 +268,35 @@ def test_the_paper_protocol_runs_on_cifar_files(tmp_path):
     assert s["studies"]["cifar-sgd"]["dataset"] == "cifar10" and s["studies"]["cifar-adam"]["optimizer"] == "adam"
     assert s["transfer"]["calibration"] == [3, 4] and s["transfer"]["targets"] == [5]
     assert s["this_run"]["cells_run"] > 0
+
+
+# ----------------------------------------------------------------------------- learning nets, registrations
+def test_the_2026_11_registration_keeps_its_fingerprint_under_its_own_name():
+    from amutheory.protocol.presets import PRESETS
+
+    assert fingerprint(PRESETS["protocol-2026-11"]) == "3ec19a75a6d0b7fb"  # registered in REGISTRATION_PROTOCOL.md
+    flagged = dataclasses.replace(PRESETS["protocol-2026-11"], requires_learning=True)
+    assert fingerprint(flagged) != "3ec19a75a6d0b7fb"  # the learning rule is part of what a registration names
+
+
+def test_a_claim_on_nets_that_do_not_learn_is_untestable():
+    claim = {"verdict": "holds", "reason": "-1.5 is inside the CI"}
+    assert V.learning_verdict(claim, {"chain": {2: True, 4: True}}) is None
+    out = V.learning_verdict(claim, {"chain": {2: True, 4: False}, "bn": {2: None}})
+    assert out["verdict"] == "untestable" and out["verdict_if_tested"] == "holds"
+    assert "chain at 4" in out["reason"] and "bn at 2" in out["reason"]
+    assert "untestable" in V.VERDICTS
+
+
+def test_every_claim_says_which_of_its_points_learn(tiny_run):
+    from amutheory.train.learning import learns
+
+    _, s = tiny_run
+    for c in s["claims"]:
+        assert set(c["learns"]) == set(c["studies"]) and set(c["largest_size"]) == set(c["studies"])
+        for study, pts in c["learns"].items():
+            rows = {str(r[s["studies"][study]["axis"]]): r for r in s["studies"][study]["rows"]}
+            for p, ok in pts.items():
+                assert ok == learns(rows[p]["final_loss_at_optimum"], 10)
+            assert c["learning_points"][study] == [int(p) for p, ok in pts.items() if ok]
+        assert c["verdict"] != "untestable"  # TINY is not registered with requires_learning

@@ -240,6 +240,31 @@ def _cost(protocol, r: StudyResult, saved: dict, rules: dict) -> dict:
             "cells_ratio": route["cells"] / grid["cells"] if grid["cells"] else None}
 
 
+def _learning(claim: dict, results: dict) -> dict:
+    """``{study: {point: learns}}`` over the points the claim's fits use (a ``same-exponent`` or
+    ``steeper`` claim: the studies' common points), and the largest size tried with its loss."""
+    from amutheory.train.learning import learns
+
+    out = {}
+    for name in claim["studies"]:
+        r = results[name]
+        points = claim.get("depths") or r.points
+        rows = {row[r.study.axis]: row for row in r.rows()}
+        out[name] = {p: learns(rows[p]["final_loss_at_optimum"], r.template.spec.outputs) for p in points if p in rows}
+    return out
+
+
+def _largest(claim: dict, results: dict) -> dict:
+    """The deepest (or widest) net each study of the claim tried and the final loss it reached."""
+    out = {}
+    for name in claim["studies"]:
+        r = results[name]
+        row = r.rows()[-1]
+        out[name] = {r.study.axis: row[r.study.axis], "width": r.study.widths[-1],
+                     "final_loss_at_optimum": row["final_loss_at_optimum"], "chance_loss": row["chance_loss"]}
+    return out
+
+
 def analyse(protocol, prepared: dict, rates: dict, onestep: dict) -> dict:
     """The protocol's summary (the JSON contract of ``validate --preset protocol``)."""
     from amutheory.protocol.presets import fingerprint
@@ -256,6 +281,12 @@ def analyse(protocol, prepared: dict, rates: dict, onestep: dict) -> dict:
                          "steps": r.study.steps, "seeds": r.study.seeds, "optimizer": r.study.optimizer,
                          "dataset": r.study.dataset, "cost": r.cost(r.points)}
     claims = [_claim(c, results, protocol) for c in protocol.claims]
+    for c in claims:  # which nets the verdict rests on learn; untestable where one does not (new registrations)
+        c["learns"] = {study: {str(p): ok for p, ok in pts.items()} for study, pts in _learning(c, results).items()}
+        c["learning_points"] = {study: [p for p, ok in pts.items() if ok] for study, pts in _learning(c, results).items()}
+        c["largest_size"] = _largest(c, results)
+        if getattr(protocol, "requires_learning", False):
+            c.update(V.learning_verdict(c, _learning(c, results)) or {})
     return {"protocol": protocol.name, "fingerprint": fingerprint(protocol), "description": protocol.description,
             "size_note": protocol.size_note, "registered_horizon": "each study's steps",
             "verdicts": {c["name"]: c["verdict"] for c in claims}, "claims": claims,

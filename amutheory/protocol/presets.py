@@ -129,6 +129,9 @@ class Protocol:
     conditional_horizons: tuple = (100,)
     size_note: str = ""
     notes: tuple = field(default_factory=tuple)
+    #: a claim whose nets do not learn at their optimum is ``untestable`` (registrations from 2026-11-27 on;
+    #: left out of ``to_dict`` when false, so an earlier registration keeps its fingerprint)
+    requires_learning: bool = False
 
     def __post_init__(self):
         names = [s.name for s in self.studies]
@@ -149,7 +152,15 @@ class Protocol:
         return next(s for s in self.studies if s.name == name)
 
     def to_dict(self) -> dict:
-        return _plain(dataclasses.asdict(self))
+        d = _plain(dataclasses.asdict(self))
+        for name, default in _ADDED_FIELDS.items():
+            if d.get(name) == default:
+                d.pop(name)
+        return d
+
+
+#: fields added to Protocol after a registration, with the value every earlier registration has
+_ADDED_FIELDS = {"requires_learning": False}
 
 
 def _plain(obj):
@@ -283,7 +294,10 @@ PROTOCOL_PAPER_CPU = _paper((3, 4, 5, 6, 8), 16, 50, 9, 2,
                             "CPU size: width 16, depths 3..8, 50 steps, 9 rates, 2 seeds (the GPU size is width "
                             "64, depths 3..30, 100 steps, 15 rates, 3 seeds)")
 
-PRESETS = {"protocol": PROTOCOL, "protocol-paper": PROTOCOL_PAPER}
+#: the registration of 2026-11 (fingerprint 3ec19a75a6d0b7fb, validate/plans/REGISTRATION_PROTOCOL.md), by its date
+PROTOCOL_2026_11 = PROTOCOL
+
+PRESETS = {"protocol": PROTOCOL, "protocol-2026-11": PROTOCOL_2026_11, "protocol-paper": PROTOCOL_PAPER}
 
 
 def for_device(preset: str, device: str) -> Protocol:

@@ -58,13 +58,23 @@ def _deepest(summary: dict, study: str) -> str:
             f"{_g(row.get('test_accuracy_at_optimum'), '.2f')}{flags}")
 
 
+def _learning(c: dict) -> str:
+    """Per study of the claim, the points its fits use that learn, of those it uses."""
+    learns = c.get("learns")
+    if not learns:
+        return "n/a"
+    return "; ".join(f"{study}: {', '.join(p for p, ok in pts.items() if ok) or 'none'} of {len(pts)}"
+                     for study, pts in learns.items())
+
+
 def verdict_table(summary: dict) -> list[str]:
-    lines = ["| claim | verdict | numbers (95% CI) | why | deepest net at its optimum: final loss / chance |",
-             "|---|---|---|---|---|"]
+    lines = ["| claim | verdict | numbers (95% CI) | why | deepest net at its optimum: final loss / chance | "
+             "points that learn |",
+             "|---|---|---|---|---|---|"]
     for c in summary["claims"]:
         why = c["reason"] + (f" (condition: {c['condition']})" if c.get("condition") else "")
         lines.append(f"| {c['statement']} | **{c['verdict']}** | {_claim_numbers(c)} | {why} | "
-                     f"{_deepest(summary, c['studies'][0])} |")
+                     f"{_deepest(summary, c['studies'][0])} | {_learning(c)} |")
     return lines
 
 

@@ -36,7 +36,23 @@ import numpy as np
 #: a CI wider than this (in exponent units) says nothing about a -3/2 claim
 MAX_CI_WIDTH = 1.0
 LEVEL = 0.95
-VERDICTS = ("holds", "fails", "conditional", "inconclusive")
+VERDICTS = ("holds", "fails", "conditional", "inconclusive", "untestable")
+
+
+def learning_verdict(claim: dict, learns: dict) -> dict | None:
+    """``untestable`` when a net the claim's fits use does not learn at its optimum (``learns``:
+    ``{study: {point: True / False / None}}``; ``None``: no finite loss, every rate diverged), with the
+    largest size tried and the loss it reached; ``None`` when every point learns.  Only protocols
+    registered with ``requires_learning`` apply it (the earlier registration keeps its own rules)."""
+    bad = [(study, p) for study, pts in learns.items() for p, ok in pts.items() if ok is not True]
+    if not bad:
+        return None
+    where = ", ".join(f"{study} at {p}" for study, p in bad)
+    return {"verdict": "untestable",
+            "reason": f"the nets do not learn at this size (final training loss at the optimum above the threshold, "
+                      f"or every rate diverged): {where}; the verdict it would have had: {claim['verdict']} "
+                      f"({claim['reason']})",
+            "verdict_if_tested": claim["verdict"]}
 
 
 def ci(draws) -> list | None:
