@@ -219,13 +219,39 @@ def _measure_model(args) -> None:
     if args.out is not None:
         check_output_file(args.out, "--out")
     check_module_model(args.model, min(args.depths), args.width, args.input_shape, args.layers, args.input_kind,
-                       args.vocab, protocol_from_flags(args), args.seed_start)
+                       args.vocab, protocol_from_flags(args), args.seed_start,
+                       memory=(max(args.depths), min(args.chunk, args.seeds)))
+
+
+def module_probe_bytes(net, x, itemsize: int, depth: int, deepest: int, chunk: int) -> float:
+    """An estimate of the user-module probe's peak memory at depth ``deepest`` from the net built at ``depth``:
+    per seed of a chunk, the parameters twice (the weights and their update direction) and every module's
+    output three times (forward, tangent, gradient), scaled by ``deepest / depth`` (the stem and head scale
+    too: an overestimate)."""
+    import torch
+
+    outputs = []
+
+    def hook(_mod, _inp, out):
+        if isinstance(out, torch.Tensor):
+            outputs.append(out.numel())
+
+    handles = [m.register_forward_hook(hook) for m in net.modules() if not list(m.children())]
+    try:
+        with torch.no_grad():
+            net(x)
+    finally:
+        for h in handles:
+            h.remove()
+    params = sum(p.numel() for p in net.parameters())
+    return chunk * itemsize * (2 * params + 3 * sum(outputs)) * deepest / depth
 
 
 def check_module_model(model: str, depth: int, width, input_shape, layers, input_kind, vocab, protocol,
-                       seed: int) -> None:
+                       seed: int, memory: tuple | None = None) -> None:
     """The factory ``model`` loads, takes ``depth=`` (and ``width=``), builds a module at ``depth`` and runs
-    once on the seed's input of ``input_shape``; ``layers`` selects something there."""
+    once on the seed's input of ``input_shape``; ``layers`` selects something there.  ``memory =
+    (deepest, chunk)``: the probe's memory estimate at the deepest depth fits (:func:`module_probe_bytes`)."""
     import torch
 
     from amutheory.families import module_family
@@ -258,6 +284,12 @@ def check_module_model(model: str, depth: int, width, input_shape, layers, input
             select_layers(d.model, d.x, layers)
         except ValueError as exc:
             raise ValueError(f"--layers: {exc}".replace("--layers: layers: ", "--layers: ")) from None
+        if memory is not None:
+            deepest, chunk = memory
+            need = module_probe_bytes(d.model, d.x.to(protocol.device), torch.finfo(getattr(torch, protocol.dtype)).bits // 8, depth,
+                                      deepest, chunk)
+            limits.check_fits(need, f"probing --model {model} at depth {deepest} ({chunk} seeds at once)",
+                              "--depths, --width, --input-shape or --chunk", protocol.device)
 
 
 def _boundary(args) -> None:

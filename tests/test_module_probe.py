@@ -346,3 +346,28 @@ class _TwoOutputs(torch.nn.Module):
 def test_a_forward_that_returns_no_tensor_is_refused():
     with pytest.raises(TypeError, match="one floating-point tensor"):
         amutheory.measure(_TwoOutputs, [2], [0, 1], input_shape=(4, 5), width=4)
+
+
+WIDE = """
+from torch import nn
+
+
+def make(depth, width=512):
+    return nn.Sequential(*[nn.Linear(width, width) for _ in range(depth)], nn.Linear(width, 10))
+"""
+
+
+def test_a_probe_too_big_for_memory_is_refused_before_any_work(tmp_path, capsys):
+    """The estimate (parameters x 2 + module outputs x 3, per seed of a chunk, scaled to the deepest depth) is
+    checked against the free memory at the smallest depth's build, before the probe runs."""
+    from amutheory.preflight import module_probe_bytes
+
+    (tmp_path / "wide.py").write_text(WIDE)
+    code = main(["measure", "--model", f"{tmp_path / 'wide.py'}:make", "--input-shape", "4096,512",
+                 "--depths", "1,64", "--seeds", "16"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "needs ~" in err[0] and "depth 64" in err[0]
+    net = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10))
+    x = torch.zeros(4, 512)
+    expected = 16 * 8 * (2 * (512 * 512 + 512 + 512 * 10 + 10) + 3 * (4 * 512 + 4 * 10)) * 64 / 1
+    assert module_probe_bytes(net, x, 8, 1, 64, 16) == expected
