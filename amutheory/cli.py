@@ -599,7 +599,7 @@ def _measure_spread(args, spec, seeds, d) -> list[str]:
 
 
 _PROTOCOL_ONLY = ("workers", "engine", "scheduler", "data_dir")
-_CAMPAIGN_ONLY = {"only": None, "chunk": 16, "fresh": False, "first_seed": 0, "dtype": "float64"}
+_CAMPAIGN_ONLY = {"only": None, "chunk": 16, "fresh": False, "dtype": "float64"}
 
 
 def cmd_protocol(args):
@@ -615,7 +615,8 @@ def cmd_protocol(args):
     say = (lambda msg: None) if (args.json or args.quiet) else (lambda msg: print(msg, file=sys.stderr, flush=True))
     summary = run_protocol(args.preset, out, workers=workers, threads=threads, engine=args.engine or "local",
                            scheduler=args.scheduler, data_dir=args.data_dir, device=args.device,
-                           progress=not (args.json or args.quiet), figures=not args.no_figures, say=say)
+                           progress=not (args.json or args.quiet), figures=not args.no_figures, say=say,
+                           first_seed=args.first_seed)
     lines = [f"wrote {out}/report.md, summary.json" + ("" if args.no_figures else ", figures/"), "claims:"]
     lines += [f"  {c['name']:<24} {c['verdict']:<13} {c['reason']}" for c in summary["claims"]]
     t = summary["transfer"]
@@ -976,7 +977,8 @@ def _validate_parser(sub, common) -> None:
     va.add_argument("--fresh", action="store_true", help="ignore finished results in --out (default: resume)")
     va.add_argument("--first-seed", type=int, default=0,
                     help="measure every config on seeds FIRST-SEED + its seeds (a replicate on independent seeds "
-                         "when past the preset's, e.g. 7000; default 0: the preset's seeds 0 .. S-1)")
+                         "when past the preset's, e.g. 7000; default 0: the preset's seeds 0 .. S-1); training "
+                         "presets: every study trained on seeds FIRST-SEED .. (its own fingerprint)")
     va.add_argument("--input-var", type=float, default=1.0, help=argparse.SUPPRESS)
     va.add_argument("--dtype", default="float64", choices=("float64", "float32"), help="default float64")
     va.add_argument("--device", default="cpu", help="cpu or cuda[:i] (default cpu)")

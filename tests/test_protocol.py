@@ -300,3 +300,19 @@ def test_every_claim_says_which_of_its_points_learn(tiny_run):
                 assert ok == learns(rows[p]["final_loss_at_optimum"], 10)
             assert c["learning_points"][study] == [int(p) for p, ok in pts.items() if ok]
         assert c["verdict"] != "untestable"  # TINY is not registered with requires_learning
+
+
+def test_a_replicate_on_disjoint_seeds_trains_other_seeds_under_its_own_fingerprint(tmp_path):
+    one = Protocol("one", "one study", studies=(Study("chain", "1D chain", CHAIN, depths=(2, 3), seeds=2, steps=10,
+                                                      points=3, dataset="synthetic", synthetic_shape=(3, 8),
+                                                      lr_range=(0.05, 0.5), refine=0),),
+                   claims=(Claim("chain", "eta* ~ L^(-3/2)", "exponent", ("chain",)),),
+                   transfer=TransferPlan("chain", calibration=(2,), targets=(3,)), horizons=(), conditional_horizons=())
+    s = run_protocol(one, tmp_path / "rep", workers=1, say=lambda m: None, figures=False, first_seed=500)
+    assert s["fingerprint"] != fingerprint(one)
+    seeds = {json.loads(line)["cell"]["seed"] for line in (tmp_path / "rep" / "chain" / "cells.jsonl").read_text()
+             .splitlines()}
+    assert seeds == {500, 501}
+    assert one.studies[0].seed_list == [0, 1]
+    assert dataclasses.replace(one.studies[0], first_seed=500).seed_list == [500, 501]
+    assert "first_seed" not in json.dumps(one.to_dict())  # at 0: not part of any fingerprint

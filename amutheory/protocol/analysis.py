@@ -44,7 +44,7 @@ class StudyResult:
         from amutheory.train.sweep import searches_at
 
         self.study, self.template, self.table, self.rates = study, template, table, rates
-        seeds = list(range(study.seeds))
+        seeds = study.seed_list
         key = (lambda p: (p, study.widths[0])) if study.axis == "depth" else (lambda p: (study.depths[0], p))
         self.points = list(study.widths if study.axis == "width" else study.depths)
         at = {None: searches_at(template, table, rates, seeds)}
@@ -73,7 +73,7 @@ class StudyResult:
         L, n = (p, self.study.widths[0]) if self.study.axis == "depth" else (self.study.depths[0], p)
         spec = self.template.spec.with_(depth=L, width=n)
         vals = [self.table[self.template.with_(spec=spec, lr=float(s.eta_star_grid), seed=k).key()].get(field)
-                for k in range(self.study.seeds)]
+                for k in self.study.seed_list]
         vals = [v for v in vals if v is not None]
         return float(np.mean(vals)) if vals else None
 
@@ -92,7 +92,7 @@ class StudyResult:
 
     def cost(self, points) -> dict:
         """Cells, passes and core-seconds of the records at ``points`` (every rate and seed)."""
-        seeds = range(self.study.seeds)
+        seeds = self.study.seed_list
         recs = []
         for p in points:
             L, n = (p, self.study.widths[0]) if self.study.axis == "depth" else (self.study.depths[0], p)

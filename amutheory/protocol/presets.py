@@ -56,6 +56,9 @@ class Study:
     onestep: bool = False
     probe_seeds: int = 32
     synthetic_shape: tuple | None = None
+    #: the training seeds are first_seed .. first_seed + seeds - 1 (a pilot or a replicate on disjoint seeds;
+    #: left out of the fingerprint at 0, so an earlier registration keeps its fingerprint)
+    first_seed: int = 0
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.replace("-", "").isalnum():
@@ -66,10 +69,17 @@ class Study:
             raise ValueError(f"study {self.name}: sweep depths or widths, not both")
         if self.seeds < 2:
             raise ValueError(f"study {self.name}: seeds must be >= 2 (a bootstrap needs two)")
+        if isinstance(self.first_seed, bool) or not isinstance(self.first_seed, int) or self.first_seed < 0:
+            raise ValueError(f"study {self.name}: first_seed must be an integer >= 0, got {self.first_seed!r}")
 
     @property
     def axis(self) -> str:
         return "width" if len(self.widths) > 1 else "depth"
+
+    @property
+    def seed_list(self) -> list[int]:
+        """The training seeds."""
+        return list(range(self.first_seed, self.first_seed + self.seeds))
 
 
 @dataclass(frozen=True)
@@ -156,11 +166,17 @@ class Protocol:
         for name, default in _ADDED_FIELDS.items():
             if d.get(name) == default:
                 d.pop(name)
+        for study in d["studies"]:
+            for name, default in _ADDED_STUDY_FIELDS.items():
+                if study.get(name) == default:
+                    study.pop(name)
         return d
 
 
 #: fields added to Protocol after a registration, with the value every earlier registration has
 _ADDED_FIELDS = {"requires_learning": False}
+#: the same for Study
+_ADDED_STUDY_FIELDS = {"first_seed": 0}
 
 
 def _plain(obj):

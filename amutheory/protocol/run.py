@@ -165,13 +165,20 @@ def _append_run(out: Path, run: dict) -> list:
 
 def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str = "local",
                  scheduler: str | None = None, data_dir=None, device: str = "cpu", progress: bool = False,
-                 figures: bool = True, say=print) -> dict:
+                 figures: bool = True, say=print, first_seed: int = 0) -> dict:
     """Run or resume ``preset`` (a name of :data:`~amutheory.protocol.presets.PRESETS` or a
-    :class:`~amutheory.protocol.presets.Protocol`) in ``out``; the summary (also ``summary.json``)."""
+    :class:`~amutheory.protocol.presets.Protocol`) in ``out``; the summary (also ``summary.json``).
+    ``first_seed``: every study trained on seeds ``first_seed ..`` instead of ``0 ..`` (a replicate on
+    disjoint seeds; its fingerprint differs from the preset's and the summary names it)."""
     from amutheory.protocol.analysis import analyse
     from amutheory.train.sweep import check_run_options, progress_bar, plan, refined_plan, run_sweep
 
     protocol = preset if isinstance(preset, Protocol) else for_device(preset, device)
+    if first_seed:
+        import dataclasses
+
+        protocol = dataclasses.replace(protocol, studies=tuple(dataclasses.replace(st, first_seed=first_seed)
+                                                               for st in protocol.studies))
     check_run_options(engine, workers, threads, scheduler)
     out = Path(out)
     _check_folder(out, protocol)
@@ -182,13 +189,13 @@ def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str
     bar = progress_bar(0, progress)
     start = time.perf_counter()
     grid_jobs = [(prepared[st.name], g) for st in protocol.studies
-                 for g in plan(prepared[st.name]["template"], st.depths, st.widths, study_rates(st), range(st.seeds))]
+                 for g in plan(prepared[st.name]["template"], st.depths, st.widths, study_rates(st), st.seed_list)]
     ran = _run_all(grid_jobs, run_opts, bar)
     rates, refine_jobs = {}, []
     for st in protocol.studies:
         p = prepared[st.name]
         rates[st.name], extra = refined_plan(p["template"], p["table"], st.depths, st.widths, study_rates(st),
-                                             list(range(st.seeds)), "mean", st.refine)
+                                             st.seed_list, "mean", st.refine)
         refine_jobs += [(p, g) for g in extra]
     ran += _run_all(refine_jobs, run_opts, bar)
     if bar is not None:
@@ -197,7 +204,7 @@ def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str
     onestep = {st.name: _probe(st, prepared[st.name], threads, say) for st in protocol.studies if st.onestep}
     for st in protocol.studies:  # each study's own sweep outputs; nothing is left to train
         p = prepared[st.name]
-        run_sweep(p["template"], list(st.depths), list(st.widths), study_rates(st), list(range(st.seeds)), p["folder"],
+        run_sweep(p["template"], list(st.depths), list(st.widths), study_rates(st), st.seed_list, p["folder"],
                   refine=st.refine, figures=figures)
     summary = analyse(protocol, prepared, rates, onestep)
     summary["this_run"] = {"cells_run": ran, "train_wall_s": train_seconds,
