@@ -290,4 +290,17 @@ def analyse(protocol, prepared: dict, rates: dict, onestep: dict) -> dict:
     return {"protocol": protocol.name, "fingerprint": fingerprint(protocol), "description": protocol.description,
             "size_note": protocol.size_note, "registered_horizon": "each study's steps",
             "verdicts": {c["name"]: c["verdict"] for c in claims}, "claims": claims,
-            "transfer": _transfer(protocol, results, onestep), "studies": studies}
+            "transfer": _transfer(protocol, results, onestep), "studies": studies,
+            "bridges": _bridges(results, onestep)}
+
+
+def _bridges(results: dict, onestep: dict) -> dict:
+    """eta*_train / eta*_onestep against depth and horizon for every study that probed (the transfer study's
+    is also under ``transfer.bridge``): ``{study: {"width": n, statistic: bridge}}``."""
+    out = {}
+    for name, saved in onestep.items():
+        r = results[name]
+        one = _onestep_curves(saved, r.points)
+        horizons = {(r.study.steps if T is None else T): s for T, s in r.by_horizon.items()}
+        out[name] = {"width": r.study.widths[0], **{stat: bridge(horizons, one[stat], r.points) for stat in one}}
+    return out

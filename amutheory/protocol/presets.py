@@ -272,6 +272,81 @@ PROTOCOL = Protocol(
 )
 
 
+# ----------------------------------------------------------------------------- nets that learn (2026-11-27)
+#: the candidate depths of the 2026-11-27 design, before its pilot cuts each study at its deepest learning depth
+LEARNING_CANDIDATES = {
+    "chain1d": (2, 3, 4, 5, 6, 8, 10, 12, 16), "chain2d": (2, 4, 8, 12), "circular-n32": (2, 4, 8, 16),
+    "zero-n32": (2, 4, 8, 16), "resnet-aware": (2, 4, 8, 16), "resnet-standard": (2, 4, 8, 16),
+    "resnet-depth-mup": (2, 4, 8, 16), "gelu-he": (2, 4, 8, 16), "gelu-critical": (2, 4, 8, 16),
+    "batchnorm": (2, 4, 8, 16), "dropout": (2, 4, 8, 16), "adam": (2, 4, 8, 16), "transformer": (1, 2, 4, 8),
+    "width": (4,), "horizon": (2, 4, 8), "bridge-w64": (2, 4, 8)}
+
+
+def learning_protocol(name: str, description: str, depths: dict, seeds: int, points: int,
+                      size_note: str = "") -> Protocol:
+    """The 2026-11-27 design: every net at width 32 (the papers' replicated size: batch 32, 300 steps of plain
+    SGD on digits unless a study says otherwise), the papers' conv+MLP residual block, a horizon study (1000
+    steps, read at 10..1000) and the one-step bridge at widths 32 and 64; ``depths`` per study (the pilot's cut),
+    ``seeds`` and ``points`` for every study; a claim on nets that do not learn is ``untestable``."""
+    chain = ArchSpec(family="conv", dim=1, depth=2, width=32, kernel=3, padding="circular", activation="relu")
+    res = ArchSpec(family="resnet", dim=1, depth=2, width=32, kernel=3, branch="conv-mlp", activation="relu")
+    tr = ArchSpec(family="transformer", depth=2, width=32, heads=2, mlp_ratio=2, init="none")
+    base = dict(seeds=seeds, points=points, steps=300, batch_size=32, refine=2)
+    common = {**base, "widths": (32,)}
+    d = depths
+    studies = (
+        Study("chain1d", "1D conv chain on digits (8 positions x 8 features), ReLU, circular padding, width 32: the "
+              "transfer study", chain, "digits", d["chain1d"], lr_range=(0.003, 3.0), onestep=True, **common),
+        Study("chain2d", "2D conv chain on digits (8x8), ReLU, circular padding, width 32", chain.with_(dim=2),
+              "digits", d["chain2d"], lr_range=(0.001, 1.0), **common),
+        Study("circular-n32", "1D conv chain, circular padding, synthetic teacher data with N = 32 positions", chain,
+              "synthetic", d["circular-n32"], synthetic_shape=(4, 32), lr_range=(0.003, 3.0), **common),
+        Study("zero-n32", "the same with zero padding", chain.with_(padding="zero"), "synthetic", d["zero-n32"],
+              synthetic_shape=(4, 32), lr_range=(0.003, 3.0), **common),
+        Study("resnet-aware", "1D ResNet with the papers' conv+MLP block x + W2 phi(W1 * x) on digits, residual-aware "
+              "init Var c/(K fan_in) on W2", res.with_(init="k-last"), "digits", d["resnet-aware"],
+              lr_range=(0.001, 1.0), **common),
+        Study("resnet-standard", "the same ResNet, standard He init (no 1/K)", res.with_(init="none"), "digits",
+              d["resnet-standard"], lr_range=(1e-4, 0.1), **common),
+        Study("resnet-depth-mup", "the same ResNet, Depth-muP's 1/sqrt(K) branch multiplier",
+              res.with_(init="sqrt-multiplier"), "digits", d["resnet-depth-mup"], lr_range=(0.001, 1.0), **common),
+        Study("gelu-he", "1D chain on digits, GELU at He c = 2 (sub-critical for GELU)",
+              chain.with_(activation="gelu", init_c=2.0), "digits", d["gelu-he"], lr_range=(0.003, 3.0), **common),
+        Study("gelu-critical", "1D chain on digits, GELU at its own critical c", chain.with_(activation="gelu"),
+              "digits", d["gelu-critical"], lr_range=(0.003, 3.0), **common),
+        Study("batchnorm", "1D chain on digits with BatchNorm after every conv", chain, "digits", d["batchnorm"],
+              norm="batch", lr_range=(0.01, 10.0), **common),
+        Study("dropout", "1D chain on digits with Dropout(0.1) after every activation", chain, "digits",
+              d["dropout"], dropout=0.1, lr_range=(0.003, 3.0), **common),
+        Study("adam", "1D chain on digits trained with Adam", chain, "digits", d["adam"], optimizer="adam",
+              lr_range=(1e-4, 0.1), **common),
+        Study("transformer", "pre-LN Transformer (d_model 32, 2 heads) on a generated sequence task: 16 positions "
+              "of 4 Gaussian features, labels from a random conv teacher", tr, "synthetic", d["transformer"],
+              synthetic_shape=(4, 16), lr_range=(0.003, 3.0), **common),
+        Study("width", "1D chain on digits at depth 4, widths 16 to 128", chain.with_(depth=4), "digits", d["width"],
+              widths=(16, 32, 64, 128), lr_range=(0.003, 3.0), **base),
+        Study("horizon", "1D chain on digits trained 1000 steps: the exponent read at T = 10 .. 1000", chain,
+              "digits", d["horizon"], lr_range=(0.003, 3.0), **{**common, "steps": 1000}),
+        Study("bridge-w64", "1D chain on digits at width 64: eta*_train / eta*_onestep at a second width",
+              chain.with_(width=64), "digits", d["bridge-w64"], widths=(64,), lr_range=(0.003, 3.0), onestep=True,
+              **base),
+    )
+    claims = _protocol_claims()
+    targets = tuple(x for x in d["chain1d"] if x > 4)
+    return Protocol(name=name, description=description, studies=studies, claims=claims,
+                    transfer=TransferPlan("chain1d", calibration=(3, 4), targets=targets),
+                    horizons=(10, 30, 100, 300), conditional_horizons=(100,), size_note=size_note,
+                    requires_learning=True)
+
+
+#: the pilot of the 2026-11-27 design (its own registration: validate/plans/REGISTRATION_PILOT_2026_11_27.md), run
+#: twice on disjoint seeds (validate --first-seed 5000 and 6000): it sizes each study and checks the replicate
+PROTOCOL_PILOT = learning_protocol(
+    "protocol-pilot", "Pilot of the 2026-11-27 protocol: every candidate depth, 3 seeds, 9 rates; run twice on "
+    "disjoint seeds to size each study (its deepest learning depth) and to check that two runs agree within their "
+    "CIs.", LEARNING_CANDIDATES, seeds=3, points=9)
+
+
 # ----------------------------------------------------------------------------- the GPU protocol
 _PAPER_DEPTHS = (3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 18, 20, 24, 30)
 _PAPER_SPEC = ArchSpec(family="conv", dim=2, depth=3, width=64, kernel=3, padding="circular", activation="relu")
@@ -313,7 +388,8 @@ PROTOCOL_PAPER_CPU = _paper((3, 4, 5, 6, 8), 16, 50, 9, 2,
 #: the registration of 2026-11 (fingerprint 3ec19a75a6d0b7fb, validate/plans/REGISTRATION_PROTOCOL.md), by its date
 PROTOCOL_2026_11 = PROTOCOL
 
-PRESETS = {"protocol": PROTOCOL, "protocol-2026-11": PROTOCOL_2026_11, "protocol-paper": PROTOCOL_PAPER}
+PRESETS = {"protocol": PROTOCOL, "protocol-2026-11": PROTOCOL_2026_11, "protocol-pilot": PROTOCOL_PILOT,
+           "protocol-paper": PROTOCOL_PAPER}
 
 
 def for_device(preset: str, device: str) -> Protocol:
