@@ -349,6 +349,15 @@ def _layout_note(args, spec) -> str | None:
             f"{spec.input_channels} features (channels x columns){keep}")
 
 
+def _rate(v) -> str:
+    """A rate in a text table (``n/a``: null, not finite or not defined)."""
+    return "n/a" if v is None else f"{v:.4g}"
+
+
+def _rate_ci(ci) -> str:
+    return "n/a" if not ci else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
+
+
 def cmd_tune(args):
     from amutheory.tuning.guided import Bracket
     from amutheory.tuning.pipeline import tune
@@ -371,13 +380,11 @@ def cmd_tune(args):
                    engine=args.engine, workers=args.workers, threads=args.threads, vectorise=not args.loop,
                    scheduler=args.scheduler, progress=not (args.json or args.quiet), figures=not args.no_figures,
                    errors=args.errors)
-    fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # noqa: E731
     lines = [f"wrote {args.out}/tune.json, tune.md, cells.jsonl" + ("" if args.no_figures else ", tune.png"),
              f"{'depth':>6} {'rule':>10} {'prior':>9} {'eta*_train':>11} {'95% CI':>22} {'runs':>5}  stop"]
     for t in summary["targets"]:
-        ci = t["eta_star_train_ci"]
-        lines.append(f"{t['depth']:>6} {t['prior']['rule']:>10} {fmt(t['prior']['lr']):>9} {fmt(t['eta_star_train']):>11} "
-                     f"{'n/a' if not ci else f'[{ci[0]:.4g}, {ci[1]:.4g}]':>22} {t['runs']:>5}  {t['stop']}"
+        lines.append(f"{t['depth']:>6} {t['prior']['rule']:>10} {_rate(t['prior']['lr']):>9} "
+                     f"{_rate(t['eta_star_train']):>11} {_rate_ci(t['eta_star_train_ci']):>22} {t['runs']:>5}  {t['stop']}"
                      + (f" ({', '.join(t['flags'])})" if t["flags"] else "")
                      + ("  does not learn" if t["learns"] is False else ""))
     c = summary["cost"]
@@ -411,13 +418,12 @@ def cmd_sweep(args):
                         transfer_from=args.transfer_from)
     from amutheory.train.report import unresolved_note
 
-    fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # noqa: E731 - null: not finite / not defined
+    fmt = _rate
     lines = [f"wrote {args.out}/summary.json, report.md, cells.jsonl" + ("" if args.no_figures else ", figures"),
              f"{'depth':>6} {'width':>6} {'eta*_train':>11} {'95% CI':>22} {'eta*_grid':>10}  flags"]
     for r in summary["runs"]:
-        ci = r["eta_star_train_ci"]
-        lines.append(f"{r['depth']:>6} {r['width']:>6} {fmt(r['eta_star_train']):>11} "
-                     f"{'n/a' if not ci else f'[{ci[0]:.4g}, {ci[1]:.4g}]':>22} {fmt(r['eta_star_grid']):>10}  "
+        lines.append(f"{r['depth']:>6} {r['width']:>6} {_rate(r['eta_star_train']):>11} "
+                     f"{_rate_ci(r['eta_star_train_ci']):>22} {_rate(r['eta_star_grid']):>10}  "
                      f"{', '.join(r['flags'] + (['does not learn'] if r.get('learns') is False else [])) or '-'}")
     lines += [f"{note}" for note in map(unresolved_note, summary["runs"]) if note]
     if any(r.get("learns") is False for r in summary["runs"]):

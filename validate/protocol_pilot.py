@@ -1,0 +1,150 @@
+"""The pilot of the 2026-11-27 protocol, read by its registered rules
+(``validate/plans/REGISTRATION_PILOT_2026_11_27.md``): each study's depths for the protocol to register, and the
+replicate check (do two runs on disjoint seeds agree within their stated CIs?).
+
+    python validate/protocol_pilot.py --a results/pilot-a --b results/pilot-b
+
+Writes ``docs/findings/protocol_pilot.md`` and keeps both runs' ``summary.json`` in
+``docs/findings/protocol_pilot/`` (so the page regenerates without the runs); prints the depth sets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+KEEP = ROOT / "docs" / "findings" / "protocol_pilot"
+PAGE = ROOT / "docs" / "findings" / "protocol_pilot.md"
+
+
+def depths_to_register(a: dict, b: dict, candidates: dict) -> dict:
+    """Rule 1: up to the deepest candidate that learns in both runs (every shallower one kept); fewer than three
+    such depths -> the three shallowest candidates."""
+    from amutheory.train.learning import learns
+
+    out = {}
+    for name, cand in candidates.items():
+        if len(cand) < 3:
+            out[name] = {"depths": list(cand), "learning": None, "why": "a width study (one depth)"}
+            continue
+        axis = a["studies"][name]["axis"]
+        both = []
+        for L in cand:
+            ok = [learns(next(r for r in s["studies"][name]["rows"] if r[axis] == L)["final_loss_at_optimum"],
+                         10) for s in (a, b)]
+            both.append(bool(ok[0]) and bool(ok[1]))
+        deepest = max((L for L, ok in zip(cand, both) if ok), default=None)
+        kept = [L for L in cand if deepest is not None and L <= deepest]
+        if len(kept) < 3:
+            out[name] = {"depths": list(cand[:3]), "learning": [L for L, ok in zip(cand, both) if ok],
+                         "why": "fewer than three depths learn in both runs: the three shallowest (untestable if they "
+                                "do not learn)"}
+        else:
+            out[name] = {"depths": kept, "learning": [L for L, ok in zip(cand, both) if ok],
+                         "why": f"deepest learning in both runs: {deepest}"}
+    return out
+
+
+def _estimate(claim: dict):
+    """(estimate, CI) of a claim: its exponent, or its exponent difference (the first of a steeper claim)."""
+    if claim.get("fit") and claim["fit"].get("exponent_ci"):
+        return claim["fit"]["exponent"], claim["fit"]["exponent_ci"]
+    for key in ("difference", "difference_critical"):
+        d = claim.get(key)
+        if d and d.get("exponent_difference_ci"):
+            return d["exponent_difference"], d["exponent_difference_ci"]
+    return None, None
+
+
+def replicate(a: dict, b: dict) -> list[dict]:
+    """Rule 2: each run's estimate inside the other's 95% CI?"""
+    rows = []
+    for ca, cb in zip(a["claims"], b["claims"]):
+        ea, ia = _estimate(ca)
+        eb, ib = _estimate(cb)
+        ok = None if None in (ea, eb) or not ia or not ib else (ia[0] <= eb <= ia[1] and ib[0] <= ea <= ib[1])
+        rows.append({"claim": ca["name"], "a": ea, "a_ci": ia, "b": eb, "b_ci": ib, "agree": ok,
+                     "verdict_a": ca["verdict"], "verdict_b": cb["verdict"]})
+    return rows
+
+
+def _ci(c):
+    return "n/a" if not c else f"[{c[0]:+.2f}, {c[1]:+.2f}]"
+
+
+def page(a: dict, b: dict, cut: dict, rep: list, timing: dict) -> str:
+    from amutheory.protocol.presets import PROTOCOL_PILOT, fingerprint
+
+    agree = [r for r in rep if r["agree"] is True]
+    disagree = [r for r in rep if r["agree"] is False]
+    lines = ["# The pilot of the 2026-11-27 protocol: sizes and a replicate", "",
+             "Registered before it ran: [REGISTRATION_PILOT_2026_11_27.md](../../validate/plans/REGISTRATION_PILOT_2026_11_27.md) "
+             f"(preset `protocol-pilot`, fingerprint `{fingerprint(PROTOCOL_PILOT)}`). Written by "
+             "`python validate/protocol_pilot.py` from the two runs' `summary.json` (kept in `docs/findings/protocol_pilot/`).",
+             "", f"* Run A (seeds 5000..): `{a['fingerprint']}`; {timing.get('a', 'time not recorded')}.",
+             f"* Run B (seeds 6000..): `{b['fingerprint']}`; {timing.get('b', 'time not recorded')}.", "",
+             "## Final training loss at each study's grid optimum (A / B; learns: at most half of ln 10 = 1.15)", "",
+             "| study | " + " | ".join(["points"]) + " |", "|---|---|"]
+    for name, st in a["studies"].items():
+        axis = st["axis"]
+        cells = []
+        for ra in st["rows"]:
+            rb = next(r for r in b["studies"][name]["rows"] if r[axis] == ra[axis])
+            f = lambda v: "div" if v is None else f"{v:.2f}"  # noqa: E731 - every rate diverged
+            cells.append(f"{ra[axis]}: {f(ra['final_loss_at_optimum'])} / {f(rb['final_loss_at_optimum'])}")
+        lines.append(f"| {name} | {'; '.join(cells)} |")
+    lines += ["", "## Rule 1: the depths the protocol registers", "", "| study | depths | why |", "|---|---|---|"]
+    lines += [f"| {name} | {', '.join(map(str, c['depths']))} | {c['why']} |" for name, c in cut.items()]
+    lines += ["", "## Rule 2: the replicate check", "",
+              "| claim | A: estimate (95% CI) | B: estimate (95% CI) | each inside the other's CI | verdict A / B |",
+              "|---|---|---|---|---|"]
+    for r in rep:
+        est = lambda e, c: "n/a" if e is None else f"{e:+.2f} {_ci(c)}"  # noqa: E731
+        lines.append(f"| {r['claim']} | {est(r['a'], r['a_ci'])} | {est(r['b'], r['b_ci'])} | "
+                     f"{'n/a' if r['agree'] is None else ('yes' if r['agree'] else '**no**')} | "
+                     f"{r['verdict_a']} / {r['verdict_b']} |")
+    lines += ["", f"Two runs agree within their stated CIs on {len(agree)} of {len(agree) + len(disagree)} claims with an "
+              f"estimate in both; they disagree on {', '.join(r['claim'] for r in disagree) or 'none'}. These are the "
+              "pilot's sizes (3 seeds, 9 rates, every candidate depth, including those that do not learn); the "
+              "registered protocol takes 4 seeds and 11 rates at the depths of rule 1.", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    from amutheory.protocol.presets import LEARNING_CANDIDATES
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--a", default=None, help="run A's folder (default: the kept summaries)")
+    p.add_argument("--b", default=None, help="run B's folder")
+    args = p.parse_args(argv)
+    KEEP.mkdir(parents=True, exist_ok=True)
+    for key, folder in (("a", args.a), ("b", args.b)):
+        if folder:
+            shutil.copyfile(Path(folder) / "summary.json", KEEP / f"summary_{key}.json")
+    a = json.loads((KEEP / "summary_a.json").read_text())
+    b = json.loads((KEEP / "summary_b.json").read_text())
+    timing = {}
+    for key, s in (("a", a), ("b", b)):
+        run = next((r for r in s.get("runs", []) if r.get("cells_run")), None)
+        if run:
+            timing[key] = (f"{run['cells_run']} cells in {run['wall_s'] / 60:.1f} min of wall-clock on "
+                           f"{run.get('workers')} workers x {run.get('threads')} thread")
+    cut = depths_to_register(a, b, LEARNING_CANDIDATES)
+    rep = replicate(a, b)
+    PAGE.write_text(page(a, b, cut, rep, timing))
+    (KEEP / "cut.json").write_text(json.dumps({"depths": {k: v["depths"] for k, v in cut.items()},
+                                               "replicate": rep}, indent=1) + "\n")
+    print(f"wrote {PAGE}")
+    print(json.dumps({k: v["depths"] for k, v in cut.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
