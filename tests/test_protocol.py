@@ -192,6 +192,8 @@ def test_summary_holds_a_verdict_per_claim_and_an_error_per_rule(tiny_run):
         assert all(row["relative_error_ci"] is None or row["relative_error_ci"][0] <= row["relative_error_ci"][1]
                    for row in r["rows"])
     assert set(t["bridge"]) == {"onestep-mean", "onestep-typical"}
+    assert set(s["bridges"]) == {"chain"} and s["bridges"]["chain"]["width"] == 16  # the study's width (widths)
+    assert s["bridges"]["chain"]["onestep-mean"] == t["bridge"]["onestep-mean"]
     assert set(t["bridge"]["onestep-mean"]) == {10, 20}
     c = t["cost"]
     rates = {r["depth"]: len(r["lrs"]) for r in json.loads((out / "chain" / "summary.json").read_text())["runs"]}
