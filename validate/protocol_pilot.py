@@ -75,6 +75,31 @@ def replicate(a: dict, b: dict) -> list[dict]:
     return rows
 
 
+def estimate_minutes(run: Path, cut: dict, seeds=(3, 4), rates=(9 + 2, 11 + 2), cores: int = 2) -> float | None:
+    """Rule 3: the registered protocol's wall time on ``cores`` from a pilot run's own cells (run on this machine):
+    per study the core-seconds of its cells at the depths kept, scaled by seeds and rates (grid + refined),
+    plus the probe's seconds at the kept depths, over ``cores``."""
+    import collections
+
+    if run is None or not Path(run).is_dir():
+        return None
+    per = collections.defaultdict(float)
+    for f in Path(run).glob("*/cells.jsonl"):
+        study = f.parent.name
+        for line in f.read_text().splitlines():
+            rec = json.loads(line)
+            spec = rec["cell"]["spec"]
+            if study in cut and (spec["depth"] in cut[study]["depths"] or len(cut[study]["depths"]) == 1):
+                per[study] += rec["timing"]["wall_s"]
+    probe = 0.0
+    for f in Path(run).glob("*/onestep.json"):
+        saved = json.loads(f.read_text())
+        probe += sum(v.get("seconds", 0.0) for L, v in saved.get("depths", {}).items()
+                     if int(L) in cut.get(f.parent.name, {}).get("depths", []))
+    scale = seeds[1] / seeds[0] * rates[1] / rates[0]
+    return (sum(per.values()) * scale / cores + probe) / 60
+
+
 def _ci(c):
     return "n/a" if not c else f"[{c[0]:+.2f}, {c[1]:+.2f}]"
 
@@ -102,6 +127,10 @@ def page(a: dict, b: dict, cut: dict, rep: list, timing: dict) -> str:
         lines.append(f"| {name} | {'; '.join(cells)} |")
     lines += ["", "## Rule 1: the depths the protocol registers", "", "| study | depths | why |", "|---|---|---|"]
     lines += [f"| {name} | {', '.join(map(str, c['depths']))} | {c['why']} |" for name, c in cut.items()]
+    if timing.get("estimate") is not None:
+        lines += ["", f"Rule 3: the registered protocol (4 seeds, 11 rates + 2 refined, at these depths) is estimated at "
+                      f"**{timing['estimate']:.0f} minutes on 2 cores** from run B's own cells on this machine (their "
+                      "core-seconds at the kept depths, scaled by seeds and rates, halved, plus the probe)."]
     lines += ["", "## Rule 2: the replicate check", "",
               "| claim | A: estimate (95% CI) | B: estimate (95% CI) | each inside the other's CI | verdict A / B |",
               "|---|---|---|---|---|"]
@@ -138,9 +167,15 @@ def main(argv=None) -> int:
                            f"{run.get('workers')} workers x {run.get('threads')} thread")
     cut = depths_to_register(a, b, LEARNING_CANDIDATES)
     rep = replicate(a, b)
+    minutes = estimate_minutes(args.b, cut)
+    if minutes is None and (KEEP / "cut.json").is_file():  # regenerating without the run: the kept estimate
+        minutes = json.loads((KEEP / "cut.json").read_text()).get("estimate_minutes")
+    if minutes is not None:
+        timing["estimate"] = minutes
     PAGE.write_text(page(a, b, cut, rep, timing))
     (KEEP / "cut.json").write_text(json.dumps({"depths": {k: v["depths"] for k, v in cut.items()},
-                                               "replicate": rep}, indent=1) + "\n")
+                                               "replicate": rep, "estimate_minutes": timing.get("estimate")},
+                                              indent=1) + "\n")
     print(f"wrote {PAGE}")
     print(json.dumps({k: v["depths"] for k, v in cut.items()}))
     return 0
