@@ -605,7 +605,7 @@ def _measure_spread(args, spec, seeds, d) -> list[str]:
 
 
 _PROTOCOL_ONLY = ("workers", "engine", "scheduler", "data_dir")
-_CAMPAIGN_ONLY = {"only": None, "chunk": 16, "fresh": False, "dtype": "float64"}
+_CAMPAIGN_ONLY = {"chunk": 16, "fresh": False, "dtype": "float64"}
 
 
 def cmd_protocol(args):
@@ -622,7 +622,10 @@ def cmd_protocol(args):
     summary = run_protocol(args.preset, out, workers=workers, threads=threads, engine=args.engine or "local",
                            scheduler=args.scheduler, data_dir=args.data_dir, device=args.device,
                            progress=not (args.json or args.quiet), figures=not args.no_figures, say=say,
-                           first_seed=args.first_seed)
+                           first_seed=args.first_seed, only=args.only)
+    if not summary.get("complete", True):
+        return _emit(args, summary, f"trained {', '.join(summary['this_run']['only'])} in {out}; still to run before "
+                                    f"the claims are read: {', '.join(summary['studies_missing'])}")
     lines = [f"wrote {out}/report.md, summary.json" + ("" if args.no_figures else ", figures/"), "claims:"]
     lines += [f"  {c['name']:<24} {c['verdict']:<13} {c['reason']}" for c in summary["claims"]]
     t = summary["transfer"]
@@ -973,7 +976,8 @@ def _validate_parser(sub, common) -> None:
                          "time; default quick")
     va.add_argument("--only", action="append", default=None, metavar="CONFIG",
                     help="run only this config of the preset (repeatable; default all); summary.json and "
-                         "report.md then cover only these")
+                         "report.md then cover only these; training presets: train only this study (the claims are "
+                         "read once every study is done: a long protocol in pieces)")
     va.add_argument("--out", default=None,
                     help="output folder, made if missing (its parent must exist; default results/quick for the "
                          "one-step presets, results/PRESET for the training presets)")

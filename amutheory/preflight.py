@@ -321,6 +321,13 @@ def _validate(args) -> None:
     _check_scheduler(args.scheduler)
     default = f"results/{args.preset if training else 'quick'}"
     check_output_dir(default if args.out is None else args.out, "--out", make_parents=args.out is None)
+    if training and args.only:
+        from amutheory.protocol.presets import PRESETS
+
+        names = [st.name for st in PRESETS[args.preset].studies]
+        bad = [n for n in args.only if n not in names]
+        if bad:
+            raise ValueError(f"--only {bad[0]}: not a study of {args.preset} (its studies: {', '.join(names)})")
     configs = [] if training else _campaign_configs(args)
     for cfg in configs:  # every config fits the probe at its deepest depth
         deepest = max(cfg.depths + cfg.calibration_depths)

@@ -318,3 +318,32 @@ def test_a_replicate_on_disjoint_seeds_trains_other_seeds_under_its_own_fingerpr
     assert one.studies[0].seed_list == [0, 1]
     assert dataclasses.replace(one.studies[0], first_seed=500).seed_list == [500, 501]
     assert "first_seed" not in json.dumps(one.to_dict())  # at 0: not part of any fingerprint
+
+
+def test_a_protocol_runs_in_pieces_with_only(tmp_path):
+    two = Protocol("two", "two studies", studies=(
+        Study("chain", "1D chain", CHAIN, depths=(2, 3), seeds=2, steps=10, points=3, dataset="synthetic",
+              synthetic_shape=(3, 8), lr_range=(0.05, 0.5), refine=0),
+        Study("bn", "with BatchNorm", CHAIN, depths=(2, 3), seeds=2, steps=10, points=3, dataset="synthetic",
+              synthetic_shape=(3, 8), lr_range=(0.05, 0.5), refine=0, norm="batch")),
+        claims=(Claim("bn", "BatchNorm: prefactor, not exponent", "same-exponent", ("bn", "chain")),),
+        transfer=TransferPlan("chain", calibration=(2,), targets=(3,)), horizons=(), conditional_horizons=())
+    out = tmp_path / "pieces"
+    with pytest.raises(ValueError, match="--only nope: not a study of two"):
+        run_protocol(two, out, workers=1, say=lambda m: None, only=["nope"])
+    first = run_protocol(two, out, workers=1, say=lambda m: None, figures=False, only=["chain"])
+    assert first["complete"] is False and first["studies_missing"] == ["bn"] and "claims" not in first
+    assert not (out / "summary.json").exists() and not (out / "bn" / "cells.jsonl").exists()
+    second = run_protocol(two, out, workers=1, say=lambda m: None, figures=False, only=["bn"])
+    assert second["complete"] is True and set(second["verdicts"]) == {"bn"}
+    assert second["this_run"]["only"] == ["bn"]
+    whole = run_protocol(two, tmp_path / "whole", workers=1, say=lambda m: None, figures=False)
+    assert whole["claims"][0]["difference"] == second["claims"][0]["difference"]  # the same cells, the same claim
+
+
+def test_cli_refuses_an_unknown_study_for_only(capsys):
+    from amutheory.cli import main as cli_main
+
+    code = cli_main(["validate", "--preset", "protocol-pilot", "--only", "nope", "--out", "/tmp/amutheory-never"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--only nope: not a study of protocol-pilot" in err[0]

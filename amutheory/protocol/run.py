@@ -163,13 +163,47 @@ def _append_run(out: Path, run: dict) -> list:
     return runs
 
 
+def _chosen(protocol: Protocol, only) -> list:
+    """The studies ``only`` names (every study without it); an unknown name is refused."""
+    if not only:
+        return list(protocol.studies)
+    names = [st.name for st in protocol.studies]
+    bad = [n for n in only if n not in names]
+    if bad:
+        raise ValueError(f"--only {bad[0]}: not a study of {protocol.name} (its studies: {', '.join(names)})")
+    return [st for st in protocol.studies if st.name in only]
+
+
+def _complete(study: Study, state: dict) -> bool:
+    """Every grid and refined cell of ``study`` is in its table (and its probe saved, where it probes)."""
+    from amutheory.train.sweep import plan, refined_plan
+
+    grid = [c for g in plan(state["template"], study.depths, study.widths, study_rates(study), study.seed_list)
+            for c in g]
+    if any(c.key() not in state["table"] for c in grid):
+        return False
+    _, extra = refined_plan(state["template"], state["table"], study.depths, study.widths, study_rates(study),
+                            study.seed_list, "mean", study.refine)
+    if any(c.key() not in state["table"] for g in extra for c in g):
+        return False
+    if study.onestep:
+        saved = state["folder"] / "onestep.json"
+        if not saved.is_file():
+            return False
+        done = json.loads(saved.read_text()).get("depths", {})
+        return all(str(L) in done for L in study.depths)
+    return True
+
+
 def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str = "local",
                  scheduler: str | None = None, data_dir=None, device: str = "cpu", progress: bool = False,
-                 figures: bool = True, say=print, first_seed: int = 0) -> dict:
+                 figures: bool = True, say=print, first_seed: int = 0, only=None) -> dict:
     """Run or resume ``preset`` (a name of :data:`~amutheory.protocol.presets.PRESETS` or a
     :class:`~amutheory.protocol.presets.Protocol`) in ``out``; the summary (also ``summary.json``).
     ``first_seed``: every study trained on seeds ``first_seed ..`` instead of ``0 ..`` (a replicate on
-    disjoint seeds; its fingerprint differs from the preset's and the summary names it)."""
+    disjoint seeds; its fingerprint differs from the preset's and the summary names it).  ``only``: train
+    only these studies (a long protocol run in pieces); the claims are read once every study is complete,
+    until then the summary says which studies are done and which are still to run."""
     from amutheory.protocol.analysis import analyse
     from amutheory.train.sweep import check_run_options, progress_bar, plan, refined_plan, run_sweep
 
@@ -180,6 +214,7 @@ def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str
         protocol = dataclasses.replace(protocol, studies=tuple(dataclasses.replace(st, first_seed=first_seed)
                                                                for st in protocol.studies))
     check_run_options(engine, workers, threads, scheduler)
+    chosen = _chosen(protocol, only)
     out = Path(out)
     _check_folder(out, protocol)
     prepared = _prepare(protocol, out, data_dir, device)
@@ -188,11 +223,11 @@ def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str
     run_opts = dict(engine=engine, workers=workers, threads=threads, scheduler=scheduler)
     bar = progress_bar(0, progress)
     start = time.perf_counter()
-    grid_jobs = [(prepared[st.name], g) for st in protocol.studies
+    grid_jobs = [(prepared[st.name], g) for st in chosen
                  for g in plan(prepared[st.name]["template"], st.depths, st.widths, study_rates(st), st.seed_list)]
     ran = _run_all(grid_jobs, run_opts, bar)
     rates, refine_jobs = {}, []
-    for st in protocol.studies:
+    for st in chosen:
         p = prepared[st.name]
         rates[st.name], extra = refined_plan(p["template"], p["table"], st.depths, st.widths, study_rates(st),
                                              st.seed_list, "mean", st.refine)
@@ -201,15 +236,32 @@ def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str
     if bar is not None:
         bar.close()
     train_seconds = time.perf_counter() - start
-    onestep = {st.name: _probe(st, prepared[st.name], threads, say) for st in protocol.studies if st.onestep}
-    for st in protocol.studies:  # each study's own sweep outputs; nothing is left to train
+    for st in chosen:
+        if st.onestep:
+            _probe(st, prepared[st.name], threads, say)
+    for st in chosen:  # each study's own sweep outputs; nothing is left to train
         p = prepared[st.name]
         run_sweep(p["template"], list(st.depths), list(st.widths), study_rates(st), st.seed_list, p["folder"],
                   refine=st.refine, figures=figures)
+    missing = [st.name for st in protocol.studies if st not in chosen and not _complete(st, prepared[st.name])]
+    this_run = {"cells_run": ran, "train_wall_s": train_seconds, "wall_s": time.perf_counter() - start,
+                "workers": workers, "threads": threads, "engine": engine, "device": device,
+                "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "only": [st.name for st in chosen] if only else None}
+    if missing:
+        runs = _append_run(out, this_run)
+        say(f"{protocol.name}: studies still to run before the claims are read: {', '.join(missing)}")
+        return {"protocol": protocol.name, "fingerprint": fingerprint(protocol), "complete": False,
+                "studies_done": [st.name for st in protocol.studies if st.name not in missing],
+                "studies_missing": missing, "this_run": this_run, "runs": runs}
+    for st in protocol.studies:
+        if st not in chosen:
+            p = prepared[st.name]
+            rates[st.name] = refined_plan(p["template"], p["table"], st.depths, st.widths, study_rates(st),
+                                          st.seed_list, "mean", st.refine)[0]
+    onestep = {st.name: _probe(st, prepared[st.name], threads, say) for st in protocol.studies if st.onestep}
     summary = analyse(protocol, prepared, rates, onestep)
-    summary["this_run"] = {"cells_run": ran, "train_wall_s": train_seconds,
-                           "wall_s": time.perf_counter() - start, "workers": workers, "threads": threads,
-                           "engine": engine, "device": device, "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+    summary["complete"] = True
+    summary["this_run"] = this_run
     summary["runs"] = _append_run(out, summary["this_run"])
     from amutheory.protocol.report import write_outputs
 
