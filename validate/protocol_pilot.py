@@ -104,6 +104,15 @@ def _ci(c):
     return "n/a" if not c else f"[{c[0]:+.2f}, {c[1]:+.2f}]"
 
 
+def _machine(key: str) -> str:
+    """The CPU a run ran on (kept beside the summaries)."""
+    f = KEEP / f"machine_{key}.txt"
+    if not f.is_file():
+        return "machine not recorded"
+    first = f.read_text().splitlines()[0]
+    return first.split(":", 1)[-1].strip() + (", a lent device machine's CPU cores" if key == "a" else ", this machine")
+
+
 def page(a: dict, b: dict, cut: dict, rep: list, timing: dict) -> str:
     from amutheory.protocol.presets import PROTOCOL_PILOT, fingerprint
 
@@ -113,8 +122,10 @@ def page(a: dict, b: dict, cut: dict, rep: list, timing: dict) -> str:
              "Registered before it ran: [REGISTRATION_PILOT_2026_11_27.md](../../validate/plans/REGISTRATION_PILOT_2026_11_27.md) "
              f"(preset `protocol-pilot`, fingerprint `{fingerprint(PROTOCOL_PILOT)}`). Written by "
              "`python validate/protocol_pilot.py` from the two runs' `summary.json` (kept in `docs/findings/protocol_pilot/`).",
-             "", f"* Run A (seeds 5000..): `{a['fingerprint']}`; {timing.get('a', 'time not recorded')}.",
-             f"* Run B (seeds 6000..): `{b['fingerprint']}`; {timing.get('b', 'time not recorded')}.", "",
+             "", f"* Run A (seeds 5000..): `{a['fingerprint']}`; {timing.get('a', 'time not recorded')} "
+             f"({_machine('a')}).",
+             f"* Run B (seeds 6000..): `{b['fingerprint']}`; {timing.get('b', 'time not recorded')} "
+             f"({_machine('b')}).", "",
              "## Final training loss at each study's grid optimum (A / B; learns: at most half of ln 10 = 1.15)", "",
              "| study | " + " | ".join(["points"]) + " |", "|---|---|"]
     for name, st in a["studies"].items():
@@ -143,6 +154,13 @@ def page(a: dict, b: dict, cut: dict, rep: list, timing: dict) -> str:
               f"estimate in both; they disagree on {', '.join(r['claim'] for r in disagree) or 'none'}. These are the "
               "pilot's sizes (3 seeds, 9 rates, every candidate depth, including those that do not learn); the "
               "registered protocol takes 4 seeds and 11 rates at the depths of rule 1.", ""]
+    if disagree:
+        lines += ["**So the seed bootstrap's CIs do not hold up on a replicate**: the percentile bootstrap over three "
+                  "seeds, with each optimum kept inside its grid neighbours, is narrower than the run-to-run variation "
+                  f"for {len(disagree)} of {len(agree) + len(disagree)} claims. The protocol of rule 1 is therefore not "
+                  "registered with this interval method: its CIs must first carry this variation (a resampling that "
+                  "the two pilot runs can check, e.g. a jackknife over seeds with a t quantile, and more seeds), "
+                  "checked on these two runs before the registration.", ""]
     return "\n".join(lines)
 
 
