@@ -347,3 +347,41 @@ def test_cli_refuses_an_unknown_study_for_only(capsys):
     code = cli_main(["validate", "--preset", "protocol-pilot", "--only", "nope", "--out", "/tmp/amutheory-never"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "--only nope: not a study of protocol-pilot" in err[0]
+
+
+def test_jackknife_interval_by_hand():
+    reps = np.array([-1.4, -1.6, -1.5, -1.7])
+    n = 4
+    se = math.sqrt((n - 1) / n * ((reps - reps.mean()) ** 2).sum())
+    from scipy import stats
+
+    lo, hi = V.jackknife_ci(-1.55, reps)
+    assert lo == pytest.approx(-1.55 - stats.t.ppf(0.975, 3) * se) and hi == pytest.approx(-1.55 + stats.t.ppf(0.975, 3) * se)
+    assert V.jackknife_ci(-1.5, [-1.4, -1.6]) is None  # fewer than three replicates: no interval
+
+
+def test_a_search_keeps_its_leave_one_seed_out_optima():
+    lrs = np.geomspace(0.01, 1, 7)
+    scores = np.array([[(np.log(lr) - np.log(0.1) - 0.1 * s) ** 2 + 1 for s in range(4)] for lr in lrs])
+    s = LrSearch(lrs, list(range(4)), scores)
+    assert s.jack.shape == (4,)
+    for j in range(4):  # row j: the vertex of the seed-mean without seed j
+        alone = LrSearch(lrs, [k for k in range(4) if k != j], np.delete(scores, j, axis=1))
+        assert s.jack[j] == pytest.approx(alone.eta_star_train, rel=1e-12)
+
+
+def test_a_protocol_with_jackknife_intervals(tmp_path):
+    one = Protocol("jk", "one study, jackknife", studies=(
+        Study("chain", "1D chain", CHAIN, depths=(2, 3, 4), seeds=3, steps=10, points=4, dataset="synthetic",
+              synthetic_shape=(3, 8), lr_range=(0.05, 0.5), refine=0),),
+        claims=(Claim("chain", "eta* ~ L^(-3/2)", "exponent", ("chain",)),),
+        transfer=TransferPlan("chain", calibration=(2,), targets=(3, 4)), horizons=(), conditional_horizons=(),
+        interval="jackknife")
+    assert fingerprint(one) != fingerprint(dataclasses.replace(one, interval="bootstrap"))
+    assert "interval" not in json.dumps(dataclasses.replace(one, interval="bootstrap").to_dict())
+    s = run_protocol(one, tmp_path / "jk", workers=1, say=lambda m: None, figures=False)
+    fit = s["claims"][0]["fit"]
+    assert fit["interval"] == "jackknife" and (fit["exponent_ci"] is None or
+                                               fit["exponent_ci"][0] <= fit["exponent"] <= fit["exponent_ci"][1])
+    with pytest.raises(ValueError, match="interval"):
+        dataclasses.replace(one, interval="nope")

@@ -40,10 +40,11 @@ def axis_values(study, template, axis: str) -> dict:
 class StudyResult:
     """One study's searches (at the registered horizon and the shorter ones) and its fits."""
 
-    def __init__(self, study, template, table, rates: dict, horizons):
+    def __init__(self, study, template, table, rates: dict, horizons, interval: str = "bootstrap"):
         from amutheory.train.sweep import searches_at
 
         self.study, self.template, self.table, self.rates = study, template, table, rates
+        self.interval = interval
         seeds = study.seed_list
         key = (lambda p: (p, study.widths[0])) if study.axis == "depth" else (lambda p: (study.depths[0], p))
         self.points = list(study.widths if study.axis == "width" else study.depths)
@@ -62,8 +63,12 @@ class StudyResult:
         points = self.points if points is None else [p for p in self.points if p in points]
         s = self.by_horizon[horizon]
         eta = [s[p].eta_star_train for p in points]
-        draws = np.stack([s[p].boot if s[p].boot is not None else np.full(BOOTSTRAP, np.nan) for p in points], 1)
-        return V.loglog_fit([self.x(axis)[p] for p in points], eta, draws)
+        if self.interval == "jackknife":  # the leave-one-seed-out replicates, paired by seed index
+            n = self.study.seeds
+            draws = np.stack([s[p].jack if s[p].jack is not None else np.full(n, np.nan) for p in points], 1)
+        else:
+            draws = np.stack([s[p].boot if s[p].boot is not None else np.full(BOOTSTRAP, np.nan) for p in points], 1)
+        return V.loglog_fit([self.x(axis)[p] for p in points], eta, draws, self.interval)
 
     def _at_grid_optimum(self, p, field: str):
         """The seed mean of a record field at the grid optimum of point ``p`` (``None`` if none)."""
@@ -270,7 +275,8 @@ def analyse(protocol, prepared: dict, rates: dict, onestep: dict) -> dict:
     from amutheory.protocol.presets import fingerprint
 
     results = {st.name: StudyResult(st, prepared[st.name]["template"], prepared[st.name]["table"],
-                                    rates[st.name], protocol.horizons) for st in protocol.studies}
+                                    rates[st.name], protocol.horizons, getattr(protocol, "interval", "bootstrap"))
+               for st in protocol.studies}
     studies = {}
     for name, r in results.items():
         axis = r.study.axis

@@ -142,8 +142,13 @@ class Protocol:
     #: a claim whose nets do not learn at their optimum is ``untestable`` (registrations from 2026-11-27 on;
     #: left out of ``to_dict`` when false, so an earlier registration keeps its fingerprint)
     requires_learning: bool = False
+    #: how the exponents' CIs are made (:data:`amutheory.protocol.verdicts.INTERVALS`; left out of the fingerprint
+    #: at "bootstrap", the method of the registrations up to 2026-11)
+    interval: str = "bootstrap"
 
     def __post_init__(self):
+        if self.interval not in ("bootstrap", "jackknife"):
+            raise ValueError(f"protocol {self.name}: interval must be bootstrap or jackknife, got {self.interval!r}")
         names = [s.name for s in self.studies]
         if len(set(names)) != len(names):
             raise ValueError(f"protocol {self.name}: repeated study names")
@@ -174,7 +179,7 @@ class Protocol:
 
 
 #: fields added to Protocol after a registration, with the value every earlier registration has
-_ADDED_FIELDS = {"requires_learning": False}
+_ADDED_FIELDS = {"requires_learning": False, "interval": "bootstrap"}
 #: the same for Study
 _ADDED_STUDY_FIELDS = {"first_seed": 0}
 

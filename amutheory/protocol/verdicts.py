@@ -73,9 +73,37 @@ def _width(interval) -> float:
     return math.inf if interval is None else interval[1] - interval[0]
 
 
-def loglog_fit(x, eta, draws) -> dict | None:
+#: interval methods: the percentile seed bootstrap (registrations up to 2026-11), or the delete-one-seed
+#: jackknife with a t quantile of n - 1 degrees of freedom (draws are then the n leave-one-out replicates)
+INTERVALS = ("bootstrap", "jackknife")
+
+
+def jackknife_ci(estimate: float, replicates) -> list | None:
+    """``estimate +- t_{n-1} * se``, ``se^2 = (n - 1) / n * sum (r_i - mean r)^2`` over the ``n``
+    leave-one-out replicates (``None`` with fewer than three finite ones)."""
+    from scipy import stats
+
+    r = np.asarray(replicates, float)
+    r = r[np.isfinite(r)]
+    n = r.size
+    if n < 3 or not math.isfinite(estimate):
+        return None
+    se = math.sqrt((n - 1) / n * float(((r - r.mean()) ** 2).sum()))
+    t = float(stats.t.ppf(1 - (1 - LEVEL) / 2, n - 1))
+    return [estimate - t * se, estimate + t * se]
+
+
+def interval(estimate: float, draws, method: str = "bootstrap") -> list | None:
+    """The CI of ``estimate`` from its ``draws`` by ``method`` (:data:`INTERVALS`)."""
+    if method == "jackknife":
+        return jackknife_ci(estimate, draws)
+    return ci(draws)
+
+
+def loglog_fit(x, eta, draws, method: str = "bootstrap") -> dict | None:
     """``eta ~ prefactor * x^exponent`` by least squares in logs; ``draws`` (``B x n``) give the
-    exponent's and the prefactor's draws.  Points whose eta is not finite are left out."""
+    exponent's and the prefactor's draws (bootstrap resamples, or the leave-one-out replicates for
+    ``method="jackknife"``).  Points whose eta is not finite are left out."""
     x, eta = np.asarray(x, float), np.asarray(eta, float)
     ok = np.isfinite(eta) & (eta > 0)
     if ok.sum() < 2:
@@ -86,8 +114,14 @@ def loglog_fit(x, eta, draws) -> dict | None:
     good = np.isfinite(d).all(1)
     slopes = np.full(len(d), np.nan)
     intercepts = np.full(len(d), np.nan)
-    if good.sum() >= 10:
+    if good.sum() >= (3 if method == "jackknife" else 10):
         slopes[good], intercepts[good] = np.polyfit(lx, d[good].T, 1)
+    if method == "jackknife":
+        pre = jackknife_ci(float(intercept), intercepts)
+        return {"exponent": float(slope), "exponent_ci": jackknife_ci(float(slope), slopes),
+                "prefactor": float(math.exp(intercept)), "prefactor_ci": None if pre is None else
+                [math.exp(pre[0]), math.exp(pre[1])], "points": int(ok.sum()), "x": x[ok].tolist(),
+                "slope_draws": slopes, "interval": method}
     return {"exponent": float(slope), "exponent_ci": ci(slopes), "prefactor": float(math.exp(intercept)),
             "prefactor_ci": ci(np.exp(intercepts)), "points": int(ok.sum()), "x": x[ok].tolist(),
             "slope_draws": slopes}
@@ -122,8 +156,13 @@ def paired_difference(fit_a: dict | None, fit_b: dict | None) -> dict | None:
     """``exponent_a - exponent_b`` and the prefactor ratio ``a / b`` at the common points, draw by draw."""
     if fit_a is None or fit_b is None:
         return None
+    if np.shape(fit_a["slope_draws"]) != np.shape(fit_b["slope_draws"]):  # not paired draw by draw: no CI
+        return {"exponent_difference": fit_a["exponent"] - fit_b["exponent"], "exponent_difference_ci": None,
+                "difference_draws": np.full(1, np.nan)}
     diff = fit_a["slope_draws"] - fit_b["slope_draws"]
-    return {"exponent_difference": fit_a["exponent"] - fit_b["exponent"], "exponent_difference_ci": ci(diff),
+    point = fit_a["exponent"] - fit_b["exponent"]
+    return {"exponent_difference": point, "exponent_difference_ci": interval(point, diff, fit_a.get("interval",
+                                                                                                  "bootstrap")),
             "difference_draws": diff}
 
 

@@ -103,6 +103,9 @@ class LrSearch:
         n = self.scores.shape[1]
         draws = seed_draws(n, BOOTSTRAP, BOOTSTRAP_SEED)  # the same indices at every depth: paired
         self.boot = np.exp(_vertices(x, resample(draws, self.scores, axis=1).mean(2).T)) if n > 1 else None
+        # delete-one-seed replicates (row j leaves seed j out), for the jackknife intervals of the protocol
+        keep = ~np.eye(n, dtype=bool)
+        self.jack = np.exp(_vertices(x, np.stack([self.scores[:, k].mean(1) for k in keep]))) if n > 2 else None
         with np.errstate(invalid="ignore"):  # a rate with a diverged seed has no finite spread
             se = self.scores.std(1, ddof=1) / math.sqrt(n) if n > 1 else np.full(len(x), np.nan)
         self.loss_ci = [(m - 1.96 * s, m + 1.96 * s) if np.isfinite(m) and np.isfinite(s) else None
