@@ -418,7 +418,6 @@ def cmd_sweep(args):
                         transfer_from=args.transfer_from)
     from amutheory.train.report import unresolved_note
 
-    fmt = _rate
     lines = [f"wrote {args.out}/summary.json, report.md, cells.jsonl" + ("" if args.no_figures else ", figures"),
              f"{'depth':>6} {'width':>6} {'eta*_train':>11} {'95% CI':>22} {'eta*_grid':>10}  flags"]
     for r in summary["runs"]:
@@ -432,7 +431,7 @@ def cmd_sweep(args):
     if summary.get("transfer_from"):
         o = summary["transfer_from"]
         lines.append(f"transfer rules from lr {o['lr']:g} at depth {o['from_depth']}: median loss penalty " + ", ".join(
-            f"{k} {fmt(v['median_penalty'])}" for k, v in o["rules"].items()))
+            f"{k} {_rate(v['median_penalty'])}" for k, v in o["rules"].items()))
     for key, axis in (("depth_fit", "depth"), ("width_fit", "width")):
         for fit in summary.get(key) or []:
             if "exponent" in fit:

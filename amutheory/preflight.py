@@ -230,19 +230,15 @@ def module_probe_bytes(net, x, itemsize: int, depth: int, deepest: int, chunk: i
     too: an overestimate)."""
     import torch
 
+    from amutheory.graph.forward import forward_with_hooks
+
     outputs = []
 
     def hook(_mod, _inp, out):
         if isinstance(out, torch.Tensor):
             outputs.append(out.numel())
 
-    handles = [m.register_forward_hook(hook) for m in net.modules() if not list(m.children())]
-    try:
-        with torch.no_grad():
-            net(x)
-    finally:
-        for h in handles:
-            h.remove()
+    forward_with_hooks(net, x, [m for m in net.modules() if not list(m.children())], hook)
     params = sum(p.numel() for p in net.parameters())
     return chunk * itemsize * (2 * params + 3 * sum(outputs)) * deepest / depth
 

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -90,9 +89,9 @@ def main() -> int:
         f"graph ({', '.join(f'{x:g}' for x in xs)}): {slope_eff:.2f} (a point estimate: the sweep's JSON keeps no "
         "bootstrap draws). Shorter horizons:", "", *horizons(b), "",
         "## Reading", "",
-        f"* Trained for 1000 steps, the GPU-sized chain learns at every depth (judged, as the sweep and the protocol "
-        f"judge, on the final training loss at the optimum; the first check's page judged the stricter mean loss over "
-        f"the run), and its exponent keeps steepening with the horizon: "
+        "* Trained for 1000 steps, the GPU-sized chain learns at every depth (judged, as the sweep and the protocol "
+        "judge, on the final training loss at the optimum; the first check's page judged the stricter mean loss over "
+        "the run), and its exponent keeps steepening with the horizon: "
         + ", ".join(f"{h['depth_fit'][0]['exponent']:.2f} at T = {h['steps']}" for h in a["horizons"])
         + ". It does not settle by T = 1000; the -3/2 the papers read at their budget is one point on this drift.",
         f"* The residual net under the residual-aware init learns at every K, with an exponent in K of "

@@ -11,8 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-ORDER = ("guided", "keep", "rule:am-mup", "rule:power", "rule:chen", "rule:depth-mup", "rule:completep",
-         "rule:per-layer-mup", "range-test:steepest", "range-test:valley", "range-test:min/10", "halving", "optuna")
+def _order() -> tuple:
+    """The methods in the page's order: guided, keep, every transfer rule, the range test's suggestions,
+    successive halving, Optuna (the rules and suggestions from the package, not typed again)."""
+    from amutheory.transfer import RULES
+    from amutheory.tuning.range_test import SUGGESTIONS
+
+    return (("guided", "keep") + tuple(f"rule:{r}" for r in RULES)
+            + tuple(f"range-test:{n}" for n in SUGGESTIONS) + ("halving", "optuna"))
 
 
 def _fmt(v, f=".3g"):
@@ -27,7 +33,7 @@ def _median(vals):
 def summarise(rows: list) -> list[dict]:
     """One line per method over the held-out (net, depth) pairs whose reference resolves an optimum."""
     out = []
-    for m in [m for m in ORDER if any(r["method"] == m for r in rows)]:
+    for m in [m for m in _order() if any(r["method"] == m for r in rows)]:
         rs = [r for r in rows if r["method"] == m and r["ref_resolved"]]
         out.append({"method": m, "pairs": len(rs), "lands": sum(r["lands"] for r in rs),
                     "in_ci": sum(r["in_ci"] for r in rs),

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from amutheory.graph.forward import forward_with_hooks
+
 #: module types whose outputs are pre-activations by default
 DEFAULT_TYPES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear, nn.MultiheadAttention)
 
@@ -63,19 +65,11 @@ def execution_order(model: nn.Module, example_input) -> list[LayerCall]:
     one forward pass on ``example_input``, in execution order."""
     names = {m: n for n, m in model.named_modules()}
     calls: list[LayerCall] = []
-    hooks = []
 
     def record(module, _inputs, _output):
         calls.append(LayerCall(names[module], type(module).__name__, len(calls)))
 
-    for module in _counted_modules(model):
-        hooks.append(module.register_forward_hook(record))
-    try:
-        with torch.no_grad():
-            model(example_input)
-    finally:
-        for h in hooks:
-            h.remove()
+    forward_with_hooks(model, example_input, list(_counted_modules(model)), record)
     return calls
 
 

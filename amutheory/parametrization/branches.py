@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from amutheory.graph.forward import forward_with_hooks
+
 #: layer modules whose last call is the readout (as :func:`amutheory.transfer._readout_strength`)
 READOUT_TYPES = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
 ROLES = ("input", "hidden", "branch", "branch-last", "readout", "norm", "other")
@@ -197,14 +199,8 @@ def readout_module(model: nn.Module, example) -> str | None:
     """The qualified name of the last ``Linear``/``Conv`` module the forward pass runs."""
     names = {m: n for n, m in model.named_modules()}
     order: list = []
-    hooks = [m.register_forward_hook(lambda mod, i, o: order.append(names[mod]))
-             for m in model.modules() if isinstance(m, READOUT_TYPES)]
-    try:
-        with torch.no_grad():
-            model(example)
-    finally:
-        for h in hooks:
-            h.remove()
+    forward_with_hooks(model, example, [m for m in model.modules() if isinstance(m, READOUT_TYPES)],
+                       lambda mod, i, o: order.append(names[mod]))
     return order[-1] if order else None
 
 
