@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from amutheory.protocol import PRESETS, Claim, Protocol, Study, TransferPlan, fingerprint, for_device, run_protocol
 from amutheory.protocol import verdicts as V
-from amutheory.protocol.presets import PROTOCOL, PROTOCOL_PAPER_CPU
+from amutheory.protocol.presets import PROTOCOL, PROTOCOL_2026_11_27, PROTOCOL_PAPER_CPU
 from amutheory.protocol.zero_shot import ALL_RULES, zero_shot_table
 from amutheory.spec import ArchSpec
 from amutheory.train.search import LrSearch, _vertex, _vertices
@@ -29,6 +29,16 @@ def test_registration_names_the_preset_it_registered():
     assert f"**`{fingerprint(PROTOCOL)}`**" in text, "the protocol preset changed without its registration"
     for s in PROTOCOL.studies:
         assert f"| {s.name} |" in text
+
+
+def test_the_2026_11_27_registration_names_its_preset_and_protocol_runs_it():
+    text = (ROOT / "validate" / "plans" / "REGISTRATION_PROTOCOL_2026_11_27.md").read_text()
+    assert f"**`{fingerprint(PROTOCOL_2026_11_27)}`**" in text, "the protocol preset changed without its registration"
+    for s in PROTOCOL_2026_11_27.studies:
+        assert f"| {s.name} |" in text
+    assert PRESETS["protocol"] is PROTOCOL_2026_11_27
+    assert fingerprint(PRESETS["protocol-2026-11"]) == "3ec19a75a6d0b7fb"  # the earlier registration, unchanged
+    assert PROTOCOL_2026_11_27.interval == "jackknife" and PROTOCOL_2026_11_27.requires_learning
 
 
 def test_fingerprint_moves_with_any_field():

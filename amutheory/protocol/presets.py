@@ -288,7 +288,7 @@ LEARNING_CANDIDATES = {
 
 
 def learning_protocol(name: str, description: str, depths: dict, seeds: int, points: int,
-                      size_note: str = "") -> Protocol:
+                      size_note: str = "", interval: str = "bootstrap") -> Protocol:
     """The 2026-11-27 design: every net at width 32 (the papers' replicated size: batch 32, 300 steps of plain
     SGD on digits unless a study says otherwise), the papers' conv+MLP residual block, a horizon study (1000
     steps, read at 10..1000) and the one-step bridge at widths 32 and 64; ``depths`` per study (the pilot's cut),
@@ -341,7 +341,7 @@ def learning_protocol(name: str, description: str, depths: dict, seeds: int, poi
     return Protocol(name=name, description=description, studies=studies, claims=claims,
                     transfer=TransferPlan("chain1d", calibration=(3, 4), targets=targets),
                     horizons=(10, 30, 100, 300), conditional_horizons=(100,), size_note=size_note,
-                    requires_learning=True)
+                    requires_learning=True, interval=interval)
 
 
 #: the pilot of the 2026-11-27 design (its own registration: validate/plans/REGISTRATION_PILOT_2026_11_27.md), run
@@ -350,6 +350,23 @@ PROTOCOL_PILOT = learning_protocol(
     "protocol-pilot", "Pilot of the 2026-11-27 protocol: every candidate depth, 3 seeds, 9 rates; run twice on "
     "disjoint seeds to size each study (its deepest learning depth) and to check that two runs agree within their "
     "CIs.", LEARNING_CANDIDATES, seeds=3, points=9)
+
+
+#: the depths the pilot's rule 1 keeps (``python validate/protocol_pilot.py``: docs/findings/protocol_pilot/cut.json)
+PILOT_CUT = {
+    "chain1d": (2, 3, 4, 5, 6, 8, 10, 12), "chain2d": (2, 4, 8), "circular-n32": (2, 4, 8), "zero-n32": (2, 4, 8),
+    "resnet-aware": (2, 4, 8, 16), "resnet-standard": (2, 4, 8), "resnet-depth-mup": (2, 4, 8, 16),
+    "gelu-he": (2, 4, 8), "gelu-critical": (2, 4, 8), "batchnorm": (2, 4, 8, 16), "dropout": (2, 4, 8),
+    "adam": (2, 4, 8, 16), "transformer": (1, 2, 4), "width": (4,), "horizon": (2, 4, 8), "bridge-w64": (2, 4, 8)}
+
+#: the registration of 2026-11-27 (validate/plans/REGISTRATION_PROTOCOL_2026_11_27.md): the pilot's depths, 6 seeds,
+#: 9 rates + 2 refined, the delete-one-seed jackknife (the pilot showed the 3-seed bootstrap too narrow)
+PROTOCOL_2026_11_27 = learning_protocol(
+    "protocol", "Zero-shot learning-rate transfer under training and a verdict per claim, on nets that learn: width "
+    "32, digits and synthetic data, each study at the depths its pilot found learning; a claim on nets that do not "
+    "learn is untestable. Sized for a 2-core CPU (estimated 36 minutes).", PILOT_CUT, seeds=6, points=9,
+    size_note="6 seeds, 9 rates + 2 refined per study, at the depths where both pilot runs learn; estimated at 36 "
+              "minutes on 2 cores from the pilot's own cells", interval="jackknife")
 
 
 # ----------------------------------------------------------------------------- the GPU protocol
@@ -393,7 +410,7 @@ PROTOCOL_PAPER_CPU = _paper((3, 4, 5, 6, 8), 16, 50, 9, 2,
 #: the registration of 2026-11 (fingerprint 3ec19a75a6d0b7fb, validate/plans/REGISTRATION_PROTOCOL.md), by its date
 PROTOCOL_2026_11 = PROTOCOL
 
-PRESETS = {"protocol": PROTOCOL, "protocol-2026-11": PROTOCOL_2026_11, "protocol-pilot": PROTOCOL_PILOT,
+PRESETS = {"protocol": PROTOCOL_2026_11_27, "protocol-2026-11": PROTOCOL_2026_11, "protocol-pilot": PROTOCOL_PILOT,
            "protocol-paper": PROTOCOL_PAPER}
 
 
