@@ -970,7 +970,9 @@ def _validate_parser(sub, common) -> None:
                          "rule), resnet-wide (the forward-stable residual nets of full-cpu at width 128), "
                          "resnet-wider (the same at width 256; one config at a time with --only and a smaller "
                          "--chunk), mlp (a ReLU and a linear MLP, held out at L = 8, 12, 16) or paper (GPU); training: protocol (zero-shot transfer under training and a "
-                         "verdict per claim, digits and synthetic data) or protocol-paper (CIFAR-10 from "
+                         "verdict per claim on nets that learn, digits and synthetic data: the registration of "
+                         "2026-11-27, about 40 minutes on 2 cores), protocol-2026-11 (the earlier registration), "
+                         "protocol-pilot (the pilot that sized it) or protocol-paper (CIFAR-10 from "
                          "--data-dir, sized for one GPU, smaller on a CPU); each report states its own run's "
                          "time; default quick")
     va.add_argument("--only", action="append", default=None, metavar="CONFIG",
@@ -993,7 +995,7 @@ def _validate_parser(sub, common) -> None:
     va.add_argument("--device", default="cpu", help="cpu or cuda[:i] (default cpu)")
     from amutheory.train.engine import ENGINES
 
-    tr = va.add_argument_group("training presets (protocol, protocol-paper)")
+    tr = va.add_argument_group("training presets (protocol, protocol-2026-11, protocol-pilot, protocol-paper)")
     tr.add_argument("--workers", type=int, default=None, help="worker processes (default min(2, cores))")
     tr.add_argument("--threads", type=int, default=None,
                     help="torch threads per worker of the training presets, of this process for the one-step "

@@ -259,10 +259,11 @@ def load_errors(path=None) -> dict:
 
 def held_out_error(kind: str, rule: str, path=None) -> tuple[float | None, dict | None, str]:
     """``(e, record, fingerprint or reason)``: the rule's median held-out ``|ln error|`` for ``kind``
-    from the recorded protocol run of that kind with the most held-out depths."""
+    from the recorded protocol run of that kind with the most held-out depths whose nets learn at their optimum
+    (``learning_targets``), then the most held-out depths."""
     runs = load_errors(path)
     found = sorted(((fp, r) for fp, r in runs.items() if r.get("kind") == kind),
-                   key=lambda fr: (-len(fr[1].get("targets", [])), fr[0]))
+                   key=lambda fr: (-len(fr[1].get("learning_targets", [])), -len(fr[1].get("targets", [])), fr[0]))
     if not found:
         return None, None, NO_RUN
     fp, rec = found[0]
@@ -352,6 +353,14 @@ def _residual_additions(net, input_shape) -> int:
 
 
 # --------------------------------------------------------------------------- the data file
+def _learns_at(row: dict) -> bool:
+    """A summary row's net learns at its optimum: final training loss at most DOES_NOT_LEARN x its chance loss."""
+    from amutheory.train.learning import DOES_NOT_LEARN
+
+    final = row.get("final_loss_at_optimum")
+    return final is not None and math.isfinite(final) and final <= DOES_NOT_LEARN * row["chance_loss"]
+
+
 def record_from_run(run) -> tuple[str, dict]:
     """``(fingerprint, record)`` of a protocol run folder (its ``summary.json`` and ``protocol.json``):
     the transfer study's kind of net (its spec's model, resolved as above), optimizer, calibration
@@ -372,11 +381,14 @@ def record_from_run(run) -> tuple[str, dict]:
     model = model_of(spec)
     kind, why = resolve_kind(model_traits(model), spec.family_object.depth_report(spec).residual_additions)
     rules = {rule: r.get("median_abs_log_error") for rule, r in t["rules"].items()}
+    rows = {row.get("depth"): row for row in summary.get("studies", {}).get(t["study"], {}).get("rows", [])}
+    learning = [d for d in t["targets"] if d in rows and _learns_at(rows[d])]
     return summary["fingerprint"], {
         "protocol": summary.get("protocol"), "study": t["study"], "kind": kind, "kind_because": why,
         "family": study["spec"].get("family"), "activation": study["spec"].get("activation"),
         "optimizer": study.get("optimizer"), "dataset": study.get("dataset"), "steps": study.get("steps"),
-        "calibration": list(t["calibration"]), "targets": list(t["targets"]), "tolerance": t.get("tolerance"),
+        "calibration": list(t["calibration"]), "targets": list(t["targets"]), "learning_targets": learning,
+        "tolerance": t.get("tolerance"),
         "rules": rules, "source": "summary.json: transfer.rules[RULE].median_abs_log_error"}
 
 

@@ -158,5 +158,53 @@ for depth, s in searches.items():
 for depth, lr in transferred.items():
     check(f"transferred rate within the grid at L = {depth}", LRS[0] <= lr <= LRS[-1], f"{lr:.4g}")
     check(f"the rule lowers the rate from L = {ref} to {depth}", lr < eta_ref, f"{lr:.4g} < {eta_ref:.4g}")
+
+# %% [markdown]
+# ## 5. At real size: what the registered protocol found
+#
+# The same procedure at the size where it is evidence is `amutheory validate --preset protocol`
+# (registered before it ran: `validate/plans/REGISTRATION_PROTOCOL_2026_11_27.md`; about 40 minutes
+# on 2 cores).  Its summary and its replicate's on disjoint seeds are kept beside the findings page
+# (`docs/findings/protocol/`, written by `python validate/protocol_findings.py`); read them here.  A
+# claim whose nets do not learn at their optimum (final training loss above half the chance loss) is
+# `untestable`, whatever its exponent says.
+
+# %%
+import json  # noqa: E402
+import pathlib  # noqa: E402
+
+from amutheory.protocol.replicate import replicate_rows  # noqa: E402
+
+KEPT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "findings" / "protocol"
+summary = json.loads((KEPT / "summary.json").read_text())
+replicate_file = KEPT / "replicate_summary.json"
+rows = {r["claim"]: r for r in replicate_rows(summary, json.loads(replicate_file.read_text()))} \
+    if replicate_file.is_file() else {}
+print(f"protocol {summary['fingerprint']}: {summary['size_note']}")
+for c in summary["claims"]:
+    learning = "; ".join(f"{st}: {', '.join(p for p, ok in pts.items() if ok) or 'none'}"
+                         for st, pts in (c.get("learns") or {}).items())
+    rep = rows.get(c["name"])
+    where = "" if not rep or rep["second_inside_first"] is None else \
+        ("; replicate inside the CI" if rep["second_inside_first"] else "; replicate OUTSIDE the CI")
+    print(f"{c['name']:>22}: {c['verdict']:<12} learning at {learning}{where}")
+
+# %% [markdown]
+# What a reader checks before trusting a verdict: every claim that is not `untestable` rests on
+# nets that learn at every point its fits use, and every `untestable` one names the largest size it
+# tried and the verdict it would have had.
+
+# %%
+for c in summary["claims"]:
+    pts = [ok for study in (c.get("learns") or {}).values() for ok in study.values()]
+    if c["verdict"] == "untestable":
+        largest = c.get("largest_size") or {}
+        check(f"{c['name']} says what it rests on", largest and "verdict_if_tested" in c,
+              "largest tried: " + "; ".join(f"{st} at {v.get('depth')}, final loss "
+                                            f"{'diverged' if v.get('final_loss_at_optimum') is None else round(v['final_loss_at_optimum'], 2)}"
+                                            for st, v in largest.items()))
+    else:
+        check(f"{c['name']} rests on nets that learn", pts and all(ok is True for ok in pts),
+              f"{sum(ok is True for ok in pts)} of {len(pts)} points learn")
 print(f"(ran in {time.perf_counter() - T0:.1f} s)")
 print("all derivation checks passed")

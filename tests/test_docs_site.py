@@ -152,9 +152,12 @@ def readme_pitch(readme: str) -> str:
 
 
 def readme_verdict_rows(readme: str) -> list[list[str]]:
-    """The rows of the README's "What holds and what fails" table (header and rule left out)."""
+    """The rows of the README's "What holds and what fails" tables (the one-step table and the generated one under
+    training; each table's header and rule left out)."""
     section = readme.split("\n## What holds and what fails\n", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("|")][2:]
+    lines = section.splitlines()
+    rows = [line for i, line in enumerate(lines) if line.startswith("|")
+            and not (i + 1 < len(lines) and lines[i + 1].startswith("|---")) and not line.startswith("|---")]
     return [[_plain(cell) for cell in row.strip().strip("|").split("|")] for row in rows]
 
 
@@ -170,10 +173,11 @@ def check_index(pages: dict, readme: str) -> None:
     assert start and 'href="cli.html"' in start.group(1) and "validate --preset quick" in _text(start.group(1))
     if "docs-your_model.html" in pages:
         assert 'href="docs-your_model.html"' in start.group(1) and "Your own model" in _text(start.group(1))
-    table = re.search(r'<section class="verdicts">.*?<tbody>(.*?)</tbody>', index, re.S)
-    assert table, "no verdict table on the index"
+    section = re.search(r'<section class="verdicts">(.*?)</section>', index, re.S)
+    bodies = re.findall(r"<tbody>(.*?)</tbody>", section.group(1), re.S) if section else []
+    assert bodies, "no verdict table on the index"
     rows = [[_text(c) for c in re.findall(r"<td>(.*?)</td>", tr, re.S)]
-            for tr in re.findall(r"<tr>(.*?)</tr>", table.group(1), re.S)]
+            for body in bodies for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
     assert rows == readme_verdict_rows(readme)
 
 

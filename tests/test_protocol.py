@@ -395,3 +395,67 @@ def test_a_protocol_with_jackknife_intervals(tmp_path):
                                                fit["exponent_ci"][0] <= fit["exponent"] <= fit["exponent_ci"][1])
     with pytest.raises(ValueError, match="interval"):
         dataclasses.replace(one, interval="nope")
+
+
+def test_the_registered_depths_are_the_pilots_rule_1_output():
+    from amutheory.protocol.presets import PILOT_CUT
+
+    cut = json.loads((ROOT / "docs" / "findings" / "protocol_pilot" / "cut.json").read_text())["depths"]
+    assert {k: tuple(v) for k, v in cut.items()} == PILOT_CUT
+    assert {s.name: s.depths for s in PROTOCOL_2026_11_27.studies} == PILOT_CUT
+
+
+def _claims(*estimates):
+    return {"claims": [{"name": f"c{i}", "verdict": "holds", "fit": {"exponent": e, "exponent_ci": ci}}
+                       for i, (e, ci) in enumerate(estimates)]}
+
+
+def test_replicate_rows_read_each_estimate_against_the_others_ci():
+    from amutheory.protocol.replicate import replicate_rows
+
+    first = _claims((-1.5, [-1.8, -1.2]), (-1.0, [-1.1, -0.9]), (0.2, None))
+    second = _claims((-1.3, [-1.4, -1.2]), (-1.4, [-1.9, -0.95]), (0.1, [0.0, 0.3]))
+    rows = replicate_rows(first, second)
+    assert [r["second_inside_first"] for r in rows] == [True, False, None]
+    assert [r["first_inside_second"] for r in rows] == [False, True, None]  # a claim without a CI has no estimate
+    assert [r["agree"] for r in rows] == [False, False, None]
+    with pytest.raises(ValueError, match="different claims"):
+        replicate_rows(first, _claims((-1.5, [-2, -1])))
+    with pytest.raises(TypeError, match="summary.json"):
+        replicate_rows(first, None)
+
+
+def test_the_findings_page_sets_the_replicate_beside_each_verdict_and_the_sizes_beside_the_papers(tiny_run, tmp_path):
+    sys.path.insert(0, str(ROOT / "validate"))
+    import protocol_findings
+
+    out, summary = tiny_run
+    rep = run_protocol(TINY, tmp_path / "rep", workers=1, say=lambda m: None, figures=False, first_seed=900)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n\n{protocol_findings.BEGIN}\nOLD-BLOCK-TEXT\n{protocol_findings.END}\n\nrest\n")
+    page = tmp_path / "findings" / "protocol.md"
+    page.parent.mkdir()
+    assert protocol_findings.main(["--run", str(out), "--replicate", str(tmp_path / "rep"), "--out", str(page),
+                                   "--readme", str(readme)]) == 0
+    text = page.read_text()
+    assert "replicate on disjoint seeds (95% CI)" in text and "## The replicate on disjoint seeds" in text
+    assert "| **the papers** | CIFAR-10" in text and "| chain | synthetic" in text
+    from amutheory.protocol.replicate import replicate_rows
+
+    rows = replicate_rows(summary, rep)
+    n_in = sum(r["second_inside_first"] is True for r in rows)
+    assert f"**{n_in} of {sum(r['second_inside_first'] is not None for r in rows)}**" in text
+    new = readme.read_text()
+    assert new.startswith("intro\n") and new.endswith("\nrest\n") and "OLD-BLOCK-TEXT" not in new
+    assert new.count("| claim, under training |") == 1
+    kept = page.parent / "protocol"
+    assert {p.name for p in kept.iterdir()} == {"summary.json", "protocol.json", "replicate_summary.json",
+                                                "replicate_protocol.json", "runs.json"}
+    # regenerated from the kept summaries alone: the same page
+    assert protocol_findings.main(["--out", str(page)]) == 0 and page.read_text() == text
+    # one study again in another folder: its records equal the run's bit for bit, and the page says so (kept)
+    run_protocol(TINY, tmp_path / "again", workers=1, say=lambda m: None, figures=False, only=["chain"])
+    n = len((out / "chain" / "cells.jsonl").read_text().splitlines())
+    assert protocol_findings.main(["--run", str(out), "--recheck", str(tmp_path / "again"), "--out", str(page)]) == 0
+    assert f"of chain: {n} of {n} records equal bit for bit" in page.read_text()
+    assert protocol_findings.main(["--out", str(page)]) == 0 and "## Reproduced" in page.read_text()

@@ -215,3 +215,25 @@ def test_transfer_errors_refuses_a_folder_without_a_run(tmp_path):
                            "--out", str(tmp_path / "e.json")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "not a finished protocol run" in proc.stderr
     assert not (tmp_path / "e.json").exists()
+
+
+def test_the_error_of_a_run_whose_held_out_nets_learn_is_preferred(errors_file, tmp_path):
+    from amutheory.transfer_interval import held_out_error
+
+    out, summary = errors_file
+    runs = json.loads(out.read_text())["runs"]
+    fp = fingerprint(TINY)
+    rec = runs[fp]
+    rows = {r["depth"]: r for r in summary["studies"][TINY.transfer.study]["rows"]}
+    assert rec["learning_targets"] == [d for d in rec["targets"]
+                                       if rows[d]["final_loss_at_optimum"] is not None
+                                       and rows[d]["final_loss_at_optimum"] <= 0.5 * rows[d]["chance_loss"]]
+    # another record of the same kind: more held-out depths, none of whose nets learn
+    more = dict(rec, targets=rec["targets"] + [99, 100], learning_targets=[], rules={"am-mup": 9.0})
+    learning = dict(rec, learning_targets=rec["targets"], rules={"am-mup": 0.1})
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps({"runs": {"a" * 16: more, "b" * 16: learning}}))
+    e, _, which = held_out_error(rec["kind"], "am-mup", two)
+    assert (e, which) == (0.1, "b" * 16)
+    two.write_text(json.dumps({"runs": {"a" * 16: more, "b" * 16: dict(learning, learning_targets=[])}}))
+    assert held_out_error(rec["kind"], "am-mup", two)[2] == "a" * 16  # none learn: the most held-out depths

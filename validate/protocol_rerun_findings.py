@@ -5,7 +5,7 @@ against the registered report.
 
 Reads the rerun's ``summary.json`` (kept in ``docs/findings/protocol_rerun/``; made by ``amutheory validate
 --preset protocol-2026-11 --out results/protocol`` on 2026-11-27) and the registered report
-``docs/findings/protocol.md`` (its verdict table and its zero-shot table: the registered run's
+``docs/findings/protocol_2026_11.md`` (its verdict table and its zero-shot table: the registered run's
 ``summary.json`` was not kept, so its numbers are read off the page it generated).
 """
 
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 RERUN = ROOT / "docs" / "findings" / "protocol_rerun" / "summary.json"
-REGISTERED = ROOT / "docs" / "findings" / "protocol.md"
+REGISTERED = ROOT / "docs" / "findings" / "protocol_2026_11.md"
 PAGE = ROOT / "docs" / "findings" / "protocol_rerun.md"
 
 
@@ -53,7 +53,7 @@ def main() -> int:
     rules = {r[0]: (r[1], r[2]) for r in _table(reg, "| rule | verdict | median abs log error |")}
     lines = ["# The registered protocol run again: how much of it moves", "",
              "Written by `python validate/protocol_rerun_findings.py` from the rerun's `summary.json` (kept in "
-             "`docs/findings/protocol_rerun/`) and the registered report [protocol.md](protocol.md).", "",
+             "`docs/findings/protocol_rerun/`) and the registered report [protocol_2026_11.md](protocol_2026_11.md).", "",
              f"The rerun: `amutheory validate --preset protocol-2026-11` (fingerprint `{s['fingerprint']}`, the "
              "registered protocol, unchanged) on 2026-11-27, on another machine of the same kind (2 cores, an AMD "
              "EPYC with AVX-512), from the current code.  Its cell keys are the registered run's; its records are "

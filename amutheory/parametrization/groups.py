@@ -19,9 +19,10 @@ Adam (``optimizer="adam"`` or ``"adamw"``)
     (matrices of the hidden, branch and branch-last roles) ``x F_base / F_model`` (the median hidden
     fan-in ratio, transfer's ``width_rules["fan-in"]``), the readout weight ``x`` its fan-in ratio, input
     weights, biases and norm parameters ``x 1``.  Depth: the rule's depth factor on every parameter
-    but the readout's, with a note: the only evidence is the registered protocol's measurement that
-    on 1D conv chains the depth exponent of the tuned rate is the same under Adam as under SGD
-    (docs/findings/protocol.md); nothing is measured for residual nets under Adam.
+    but the readout's, with a note: the only evidence is the registered protocols' Adam claim on 1D
+    conv chains (is the depth exponent of the tuned rate the same under Adam as under SGD? the Adam
+    row of docs/findings/protocol.md and of protocol_2026_11.md); nothing is measured for residual
+    nets under Adam.
 
 With no ``base_model`` (or one of the same depth and width) every multiplier is 1.
 """
@@ -34,9 +35,9 @@ from amutheory.parametrization.branches import _example, buffers_kept, find_resi
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
 HIDDEN_MATRIX_ROLES = ("hidden", "branch", "branch-last")
-ADAM_NOTE = ("adam: nothing derived; depth: the rule's SGD depth factor (the protocol measured the same depth "
-             "exponent under Adam as SGD on 1D conv chains only); width: muP's Adam table (1/fan-in for hidden "
-             "and readout weights)")
+ADAM_NOTE = ("adam: nothing derived; depth: the rule's SGD depth factor (its only evidence: the registered "
+             "protocols' Adam claim on 1D conv chains, docs/findings/protocol.md); width: muP's Adam table "
+             "(1/fan-in for hidden and readout weights)")
 
 
 class ParamGroups(list):

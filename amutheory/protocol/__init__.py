@@ -7,7 +7,8 @@
 * :mod:`~amutheory.protocol.zero_shot`: every rule's zero-shot prediction and error, the bridge;
 * :mod:`~amutheory.protocol.verdicts`: the registered decision rules;
 * :mod:`~amutheory.protocol.analysis`: the summary (the JSON contract);
-* :mod:`~amutheory.protocol.report`, :mod:`~amutheory.protocol.figures`: its outputs.
+* :mod:`~amutheory.protocol.report`, :mod:`~amutheory.protocol.figures`: its outputs;
+* :mod:`~amutheory.protocol.replicate`: a run against its replicate on disjoint seeds, claim by claim.
 """
 
 from amutheory.protocol.presets import PRESETS, Claim, Protocol, Study, TransferPlan, fingerprint, for_device

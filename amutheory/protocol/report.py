@@ -67,14 +67,66 @@ def _learning(c: dict) -> str:
                      for study, pts in learns.items())
 
 
-def verdict_table(summary: dict) -> list[str]:
+def _replicate_cell(row: dict | None) -> str:
+    """The replicate's estimate and CI, and whether it lands inside the registered CI."""
+    if row is None or row["b"] is None:
+        return "n/a"
+    inside = {True: "inside the registered CI", False: "**outside the registered CI**",
+              None: "no registered CI"}[row["second_inside_first"]]
+    return f"{row['b']:+.2f} {_ci(row['b_ci'], '+.2f')}: {inside} (replicate's verdict: {row['verdict_b']})"
+
+
+def verdict_table(summary: dict, replicate: list | None = None) -> list[str]:
+    """One row per claim; with ``replicate`` (:func:`amutheory.protocol.replicate.replicate_rows` of this run and a
+    run on disjoint seeds) a column says where the replicate's estimate lands."""
+    extra = " replicate on disjoint seeds (95% CI) |" if replicate else ""
     lines = ["| claim | verdict | numbers (95% CI) | why | deepest net at its optimum: final loss / chance | "
-             "points that learn |",
-             "|---|---|---|---|---|---|"]
+             "points that learn |" + extra,
+             "|---|---|---|---|---|---|" + ("---|" if replicate else "")]
+    rows = {r["claim"]: r for r in replicate or []}
     for c in summary["claims"]:
         why = c["reason"] + (f" (condition: {c['condition']})" if c.get("condition") else "")
         lines.append(f"| {c['statement']} | **{c['verdict']}** | {_claim_numbers(c)} | {why} | "
-                     f"{_deepest(summary, c['studies'][0])} | {_learning(c)} |")
+                     f"{_deepest(summary, c['studies'][0])} | {_learning(c)} |"
+                     + (f" {_replicate_cell(rows.get(c['name']))} |" if replicate else ""))
+    return lines
+
+
+#: the papers' own training protocol (docs/theory.md, section 2), for the sizes table
+PAPERS_PROTOCOL = {"data": "CIFAR-10 (32x32 RGB)", "net": "2D conv chains (ReLU, GELU; circular padding), ResNets",
+                   "width": "64", "batch": "128", "steps": "100 (sometimes an epoch)",
+                   "optimizer": "plain SGD (and Adam)", "seeds x rates": "2 inits x a log grid",
+                   "depths": "3..30", "score": "mean training loss over the run"}
+
+
+def _depths(study: dict) -> str:
+    d = study["depths"] if len(study["widths"]) == 1 else study["widths"]
+    text = ", ".join(map(str, d))
+    return f"widths {text} at depth {study['depths'][0]}" if len(study["widths"]) > 1 else text
+
+
+def sizes_table(protocol: dict) -> list[str]:
+    """The sizes of each study of ``protocol`` (a ``protocol.json``'s definition) beside the papers' own protocol,
+    one row each, so a reader compares eta*_train and exponents knowing what differs."""
+    p = PAPERS_PROTOCOL
+    lines = ["| | data | net | width | batch | steps | optimizer | seeds x rates | depths | score |",
+             "|---|---|---|---|---|---|---|---|---|---|",
+             f"| **the papers** | {p['data']} | {p['net']} | {p['width']} | {p['batch']} | {p['steps']} | "
+             f"{p['optimizer']} | {p['seeds x rates']} | {p['depths']} | {p['score']} |"]
+    for st in protocol["studies"]:
+        spec = st["spec"]
+        data = st["dataset"]
+        if data == "digits":
+            data = "digits (8x8 images)" if spec["dim"] == 2 else "digits (8 rows x 8 features)"
+        if st.get("synthetic_shape"):
+            data += f" ({st['synthetic_shape'][0]} features x {st['synthetic_shape'][1]} positions)"
+        net = f"{spec['dim']}D {spec['family']}" if spec["family"] != "transformer" else "pre-LN Transformer"
+        net += f", {spec['activation']}" + (f", {st['norm']} norm" if st["norm"] != "none" else "")
+        net += f", {spec['branch']} block, init {spec['init']}" if spec["family"] == "resnet" else ""
+        net += f", dropout {st['dropout']:g}" if st["dropout"] else ""
+        lines.append(f"| {st['name']} | {data} | {net} | {spec['width'] if len(st['widths']) == 1 else '-'} | "
+                     f"{st['batch_size']} | {st['steps']} | {st['optimizer']} | {st['seeds']} x "
+                     f"{st['points']} + {st['refine']} | {_depths(st)} | mean training loss over the run |")
     return lines
 
 
@@ -96,6 +148,37 @@ def bridge_table(bridge: dict, exps: dict) -> list[str]:
         lines.append(f"| {T} | {_g(f and f['exponent'], '.2f')} {_ci(f and f['exponent_ci'], '.2f')} | "
                      f"{_g(row['slope'], '+.2f')} {_ci(row['slope_ci'], '+.2f')} | "
                      f"{'yes' if row['constant_in_depth'] else 'no' if row['constant_in_depth'] is False else 'n/a'} |")
+    return lines
+
+
+def horizon_table(summary: dict) -> list[str]:
+    """Each study's exponent at every horizon read (the shorter ones of ``horizon_fits`` and its own ``steps``):
+    does the exponent settle as T grows?  One row per study trained longer than the registered horizons."""
+    longest = max((int(T) for s in summary["studies"].values() for T in s.get("horizon_fits", {})), default=None)
+    long = {n: s for n, s in summary["studies"].items() if longest is not None and s["steps"] > longest}
+    if not long:
+        return []
+    Ts = sorted({int(T) for s in long.values() for T in s.get("horizon_fits", {})})
+    lines = ["| study | " + " | ".join(f"T = {T}" for T in Ts) + " | T = steps |", "|---|" + "---|" * (len(Ts) + 1)]
+    for name, st in long.items():
+        cells = [st["horizon_fits"].get(str(T)) for T in Ts] + [st["fit"]]
+        lines.append(f"| {name} | " + " | ".join(f"{_g(f and f['exponent'], '.2f')} {_ci(f and f['exponent_ci'], '.2f')}"
+                                                  for f in cells) + f" ({st['steps']}) |")
+    return lines
+
+
+def bridges_table(summary: dict) -> list[str]:
+    """eta*_train / eta*_onestep (seed mean) per probing study (one per width): its slope in ln L at each horizon."""
+    bridges = summary.get("bridges") or {}
+    if len(bridges) < 2:
+        return []
+    Ts = sorted({int(T) for b in bridges.values() for T in b["onestep-mean"]})
+    lines = ["| study (width) | " + " | ".join(f"T = {T}: ratio slope in ln L" for T in Ts) + " |",
+             "|---|" + "---|" * len(Ts)]
+    for name, b in bridges.items():
+        cells = [b["onestep-mean"].get(str(T)) for T in Ts]
+        lines.append(f"| {name} ({b['width']}) | " + " | ".join(
+            "n/a" if c is None else f"{_g(c['slope'], '+.2f')} {_ci(c['slope_ci'], '+.2f')}" for c in cells) + " |")
     return lines
 
 
@@ -136,9 +219,9 @@ def caveats(summary: dict) -> list[str]:
     return out
 
 
-def markdown_sections(summary: dict, figure_dir: str = "figures") -> list[str]:
+def markdown_sections(summary: dict, figure_dir: str = "figures", replicate: list | None = None) -> list[str]:
     t = summary["transfer"]
-    lines = ["### Verdict per claim", ""] + verdict_table(summary)
+    lines = ["### Verdict per claim", ""] + verdict_table(summary, replicate)
     notes = caveats(summary)
     if notes:
         lines += ["", "Read with:", ""] + notes
@@ -159,19 +242,33 @@ def markdown_sections(summary: dict, figure_dir: str = "figures") -> list[str]:
                   f"{_g(t['bridge_exponents']['onestep-typical']['exponent'], '.2f')} "
                   f"{_ci(t['bridge_exponents']['onestep-typical']['exponent_ci'], '.2f')}.", ""]
         lines += bridge_table(t["bridge"]["onestep-mean"], t["bridge_exponents"])
+        two = bridges_table(summary)
+        if two:
+            lines += ["", "The bridge at each width (slope of ln(eta*_train / eta*_onestep) in ln L; 0 = the one-step "
+                      "rate tracks the trained one across depth):", ""] + two
         lines += ["", "### What the theory saves", ""] + cost_table(t["cost"])
+    settle = horizon_table(summary)
+    if settle:
+        lines += ["", "### Does the exponent settle as the horizon grows?", "",
+                  "The exponent of eta*_train read from the same runs at each horizon T (steps):", ""] + settle
     lines += ["", f"![transfer]({figure_dir}/transfer_rules.png)", "", f"![bridge]({figure_dir}/bridge.png)", "",
               f"![claims]({figure_dir}/claims.png)"]
     return lines
 
 
+def _optima(s: dict) -> str:
+    """eta*_train at each point of a study (depth or width: value)."""
+    return "; ".join(f"{r[s['axis']]}: {_g(r.get('eta_star_train'), '.3g')}" for r in s["rows"])
+
+
 def study_table(summary: dict) -> list[str]:
-    lines = ["| study | what | axis | exponent (95% CI) | deepest point at its optimum: final loss / chance | core-s |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| study | what | axis | eta*_train at each point | exponent (95% CI) | deepest point at its optimum: "
+             "final loss / chance | core-s |",
+             "|---|---|---|---|---|---|---|"]
     for name, s in summary["studies"].items():
         f = s["fit"]
         axis = "blocks K" if result_family(s).counts_blocks else s["axis"]
-        lines.append(f"| {name} | {s['what']} | {axis} | {_g(f and f['exponent'], '.2f')} "
+        lines.append(f"| {name} | {s['what']} | {axis} | {_optima(s)} | {_g(f and f['exponent'], '.2f')} "
                      f"{_ci(f and f['exponent_ci'], '.2f')} | {_deepest(summary, name)} | "
                      f"{s['cost']['core_seconds']:.0f} |")
     return lines
