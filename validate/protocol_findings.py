@@ -121,7 +121,19 @@ def replicate_lines(rows: list, rep_origin: dict, rep_summary: dict) -> list[str
             f"The replicate's estimate lies inside the registered 95% CI for **{len(inside)} of {len(tested)}** claims "
             f"with an estimate in both runs" + (f"; outside for {', '.join(out)}" if out else "") +
             f". Each inside the other's CI (the pilot's rule 2): {len(both)} of {len(tested)}. The verdicts are the "
-            "registered run's; the replicate's own verdict is in the same column.", ""]
+            "registered run's; the replicate's own verdict is in the same column.", "", *transfer_replicate(rep_summary)]
+
+
+def transfer_replicate(rep_summary: dict) -> list[str]:
+    """The zero-shot rules in the registered run (kept summary) and in the replicate: verdict and median error."""
+    rep = (rep_summary.get("transfer") or {}).get("rules") or {}
+    if not rep:
+        return []
+    return ["Zero-shot transfer in the replicate (each rule's verdict and median abs log error; the registered run's "
+            "are in the transfer table above):", "", "| rule | replicate: verdict | median abs log error |",
+            "|---|---|---|"] + [f"| {name} | {r['verdict']} | "
+                                f"{'n/a' if r.get('median_abs_log_error') is None else format(r['median_abs_log_error'], '.2f')} |"
+                                for name, r in rep.items()] + [""]
 
 
 def findings_page(summary: dict, protocol_json: dict, org: dict, extra: list | None = None,
