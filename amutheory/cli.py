@@ -971,7 +971,7 @@ def _validate_parser(sub, common) -> None:
                          "resnet-wider (the same at width 256; one config at a time with --only and a smaller "
                          "--chunk), mlp (a ReLU and a linear MLP, held out at L = 8, 12, 16) or paper (GPU); training: protocol (zero-shot transfer under training and a "
                          "verdict per claim on nets that learn, digits and synthetic data: the registration of "
-                         "2026-11-27, about 40 minutes on 2 cores), protocol-2026-11 (the earlier registration), "
+                         "2026-11-27, about 35 minutes on 2 cores), protocol-2026-11 (the earlier registration), "
                          "protocol-pilot (the pilot that sized it) or protocol-paper (CIFAR-10 from "
                          "--data-dir, sized for one GPU, smaller on a CPU); each report states its own run's "
                          "time; default quick")

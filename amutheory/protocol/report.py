@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from amutheory.families import result_family
+from amutheory.families import get_family, result_family
 from amutheory.train.learning import DOES_NOT_LEARN
 
 
@@ -120,9 +120,11 @@ def sizes_table(protocol: dict) -> list[str]:
             data = "digits (8x8 images)" if spec["dim"] == 2 else "digits (8 rows x 8 features)"
         if st.get("synthetic_shape"):
             data += f" ({st['synthetic_shape'][0]} features x {st['synthetic_shape'][1]} positions)"
-        net = f"{spec['dim']}D {spec['family']}" if spec["family"] != "transformer" else "pre-LN Transformer"
+        fam = get_family(spec["family"])
+        net = ("" if "dim" in fam.unused_fields else f"{spec['dim']}D ") + fam.title
         net += f", {spec['activation']}" + (f", {st['norm']} norm" if st["norm"] != "none" else "")
-        net += f", {spec['branch']} block, init {spec['init']}" if spec["family"] == "resnet" else ""
+        net += f", {spec['branch']} block, init {spec['init']}" if fam.residual and "branch" not in fam.unused_fields \
+            else ""
         net += f", dropout {st['dropout']:g}" if st["dropout"] else ""
         lines.append(f"| {st['name']} | {data} | {net} | {spec['width'] if len(st['widths']) == 1 else '-'} | "
                      f"{st['batch_size']} | {st['steps']} | {st['optimizer']} | {st['seeds']} x "
