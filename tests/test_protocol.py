@@ -5,6 +5,7 @@ import dataclasses
 import json
 import math
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -453,6 +454,15 @@ def test_the_findings_page_sets_the_replicate_beside_each_verdict_and_the_sizes_
                                                 "replicate_protocol.json", "runs.json"}
     # regenerated from the kept summaries alone: the same page
     assert protocol_findings.main(["--out", str(page)]) == 0 and page.read_text() == text
+    # a "replicate" of another design is refused in one line before anything is copied
+    other = tmp_path / "other"
+    shutil.copytree(tmp_path / "rep", other)
+    meta = json.loads((other / "protocol.json").read_text())
+    meta["protocol"]["studies"][0]["steps"] += 1
+    (other / "protocol.json").write_text(json.dumps(meta))
+    kept = {p.name: p.read_bytes() for p in (page.parent / "protocol").iterdir()}
+    assert protocol_findings.main(["--run", str(out), "--replicate", str(other), "--out", str(page)]) == 2
+    assert {p.name: p.read_bytes() for p in (page.parent / "protocol").iterdir()} == kept
     # one study again in another folder: its records equal the run's bit for bit, and the page says so (kept)
     run_protocol(TINY, tmp_path / "again", workers=1, say=lambda m: None, figures=False, only=["chain"])
     n = len((out / "chain" / "cells.jsonl").read_text().splitlines())

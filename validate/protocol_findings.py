@@ -195,6 +195,14 @@ def readme_block(summary: dict, org: dict, replicate: list | None = None) -> str
     return "\n".join(lines)
 
 
+def _design(protocol_json: dict) -> dict:
+    """A ``protocol.json``'s definition without its seeds: two runs of one design on other seeds compare equal."""
+    d = json.loads(json.dumps(protocol_json["protocol"]))
+    for study in d["studies"]:
+        study.pop("first_seed", None)
+    return d
+
+
 def _keep(folder: Path | None, keep: Path, names: dict) -> None:
     if folder is None:
         return
@@ -219,6 +227,15 @@ def main(argv=None) -> int:
     keep = out.parent / out.stem
     keep.mkdir(parents=True, exist_ok=True)
     run = Path(a.run) if a.run else None
+    if a.replicate:  # before anything is copied: the replicate must be the same design on other seeds
+        base = (run or keep) / "protocol.json"
+        other = Path(a.replicate) / "protocol.json"
+        if base.is_file() and other.is_file():
+            first, second = json.loads(base.read_text()), json.loads(other.read_text())
+            if _design(first) != _design(second):
+                print(f"error: --replicate {a.replicate} is not a run of the same protocol on other seeds (protocol "
+                      f"{second['fingerprint']} against {first['fingerprint']})", file=sys.stderr)
+                return 2
     try:
         _keep(run, keep, {"summary.json": "summary.json", "protocol.json": "protocol.json"})
         _keep(Path(a.replicate) if a.replicate else None, keep,
