@@ -151,9 +151,11 @@ def findings_page(summary: dict, protocol_json: dict, org: dict, extra: list | N
         head += [f"**Size**: {summary['size_note']}.", ""]
     body = _figures(markdown_sections(summary, figure_dir="FIGDIR", replicate=replicate), "../figures/")
     sizes = ["## The sizes, beside the papers' own", "",
-             "Every study trains on the same dataset with the same score and optimizer as the papers' protocol "
-             "where it can (plain SGD, mean training loss over the run); what differs is below. The papers' column is "
-             "their protocol as [theory.md](../theory.md) section 2 states it.", "", *sizes_table(protocol_json["protocol"]), ""]
+             "Every study keeps the papers' score (the mean training loss over the run) and optimizer (plain SGD; "
+             "Adam for the Adam study); the data (digits or generated data instead of CIFAR-10), the width, batch, "
+             "steps and depths differ, as below, so eta*_train and the exponents compare with the papers' in their "
+             "depth dependence, not in value. The papers' row is their protocol as [theory.md](../theory.md) section 2 "
+             "states it.", "", *sizes_table(protocol_json["protocol"]), ""]
     posthoc = out_dir / "protocol_learning_depths.md" if out_dir else None
     if posthoc is not None and posthoc.is_file():
         extra = [*(extra or []), "## Added after the results: the depths that learn", "",
