@@ -319,11 +319,9 @@ def _validate(args) -> None:
     check_output_dir(default if args.out is None else args.out, "--out", make_parents=args.out is None)
     if training and args.only:
         from amutheory.protocol.presets import PRESETS
+        from amutheory.protocol.run import chosen_studies
 
-        names = [st.name for st in PRESETS[args.preset].studies]
-        bad = [n for n in args.only if n not in names]
-        if bad:
-            raise ValueError(f"--only {bad[0]}: not a study of {args.preset} (its studies: {', '.join(names)})")
+        chosen_studies(PRESETS[args.preset], args.only)  # an unknown study is refused before any work
     configs = [] if training else _campaign_configs(args)
     for cfg in configs:  # every config fits the probe at its deepest depth
         deepest = max(cfg.depths + cfg.calibration_depths)

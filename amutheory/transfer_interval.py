@@ -353,19 +353,12 @@ def _residual_additions(net, input_shape) -> int:
 
 
 # --------------------------------------------------------------------------- the data file
-def _learns_at(row: dict) -> bool:
-    """A summary row's net learns at its optimum: final training loss at most DOES_NOT_LEARN x its chance loss."""
-    from amutheory.train.learning import DOES_NOT_LEARN
-
-    final = row.get("final_loss_at_optimum")
-    return final is not None and math.isfinite(final) and final <= DOES_NOT_LEARN * row["chance_loss"]
-
-
 def record_from_run(run) -> tuple[str, dict]:
     """``(fingerprint, record)`` of a protocol run folder (its ``summary.json`` and ``protocol.json``):
     the transfer study's kind of net (its spec's model, resolved as above), optimizer, calibration
     and held-out depths, and every rule's median held-out ``|ln error|``."""
     from amutheory.spec import ArchSpec
+    from amutheory.train.learning import row_learns
 
     run = Path(run)
     try:
@@ -382,7 +375,7 @@ def record_from_run(run) -> tuple[str, dict]:
     kind, why = resolve_kind(model_traits(model), spec.family_object.depth_report(spec).residual_additions)
     rules = {rule: r.get("median_abs_log_error") for rule, r in t["rules"].items()}
     rows = {row.get("depth"): row for row in summary.get("studies", {}).get(t["study"], {}).get("rows", [])}
-    learning = [d for d in t["targets"] if d in rows and _learns_at(rows[d])]
+    learning = [d for d in t["targets"] if d in rows and row_learns(rows[d])]
     return summary["fingerprint"], {
         "protocol": summary.get("protocol"), "study": t["study"], "kind": kind, "kind_because": why,
         "family": study["spec"].get("family"), "activation": study["spec"].get("activation"),

@@ -174,6 +174,7 @@ import json  # noqa: E402
 import pathlib  # noqa: E402
 
 from amutheory.protocol.replicate import replicate_rows  # noqa: E402
+from amutheory.protocol.report import learning_points  # noqa: E402
 
 KEPT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "findings" / "protocol"
 summary = json.loads((KEPT / "summary.json").read_text())
@@ -182,8 +183,7 @@ rows = {r["claim"]: r for r in replicate_rows(summary, json.loads(replicate_file
     if replicate_file.is_file() else {}
 print(f"protocol {summary['fingerprint']}: {summary['size_note']}")
 for c in summary["claims"]:
-    learning = "; ".join(f"{st}: {', '.join(p for p, ok in pts.items() if ok) or 'none'}"
-                         for st, pts in (c.get("learns") or {}).items())
+    learning = learning_points(c)
     rep = rows.get(c["name"])
     where = "" if not rep or rep["second_inside_first"] is None else \
         ("; replicate inside the CI" if rep["second_inside_first"] else "; replicate OUTSIDE the CI")

@@ -171,14 +171,14 @@ def findings_page(summary: dict, protocol_json: dict, org: dict, extra: list | N
 def readme_rows(summary: dict, replicate: list | None = None) -> list[str]:
     """The README's rows under training: one per claim (verdict, estimate, depths that learn, the replicate) and the
     bridge (is eta*_train / eta*_onestep constant in depth at the longest horizon, per width?)."""
-    from amutheory.protocol.report import _claim_numbers, _learning, _replicate_cell
+    from amutheory.protocol.report import claim_numbers, learning_points, replicate_cell
 
     rows = {r["claim"]: r for r in replicate or []}
     lines = ["| claim, under training | verdict | numbers (95% CI) | points that learn | replicate on disjoint seeds |",
              "|---|---|---|---|---|"]
     for c in summary["claims"]:
-        lines.append(f"| {c['statement']} | **{c['verdict']}** | {_claim_numbers(c)} | {_learning(c)} | "
-                     f"{_replicate_cell(rows.get(c['name']))} |")
+        lines.append(f"| {c['statement']} | **{c['verdict']}** | {claim_numbers(c)} | {learning_points(c)} | "
+                     f"{replicate_cell(rows.get(c['name']))} |")
     for name, b in (summary.get("bridges") or {}).items():
         T = max(b["onestep-mean"], key=int)
         row = b["onestep-mean"][T]

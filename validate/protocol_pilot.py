@@ -26,7 +26,7 @@ PAGE = ROOT / "docs" / "findings" / "protocol_pilot.md"
 def depths_to_register(a: dict, b: dict, candidates: dict) -> dict:
     """Rule 1: up to the deepest candidate that learns in both runs (every shallower one kept); fewer than three
     such depths -> the three shallowest candidates."""
-    from amutheory.train.learning import learns
+    from amutheory.train.learning import row_learns
 
     out = {}
     for name, cand in candidates.items():
@@ -36,8 +36,7 @@ def depths_to_register(a: dict, b: dict, candidates: dict) -> dict:
         axis = a["studies"][name]["axis"]
         both = []
         for L in cand:
-            ok = [learns(next(r for r in s["studies"][name]["rows"] if r[axis] == L)["final_loss_at_optimum"],
-                         10) for s in (a, b)]
+            ok = [row_learns(next(r for r in s["studies"][name]["rows"] if r[axis] == L)) for s in (a, b)]
             both.append(bool(ok[0]) and bool(ok[1]))
         deepest = max((L for L, ok in zip(cand, both) if ok), default=None)
         kept = [L for L in cand if deepest is not None and L <= deepest]

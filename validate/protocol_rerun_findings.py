@@ -45,7 +45,7 @@ def _first(text: str) -> tuple[float | None, list[float] | None]:
 
 
 def main() -> int:
-    from amutheory.protocol.report import _claim_numbers
+    from amutheory.protocol.report import claim_numbers
 
     s = json.loads(RERUN.read_text())
     reg = REGISTERED.read_text()
@@ -70,7 +70,7 @@ def main() -> int:
         rv, rn = claims.get(c["statement"], ("n/a", "n/a"))
         if rv != c["verdict"]:
             changed.append(c["name"])
-        lines.append(f"| {c['statement']} | {rv} | {rn} | **{c['verdict']}** | {_claim_numbers(c)} |")
+        lines.append(f"| {c['statement']} | {rv} | {rn} | **{c['verdict']}** | {claim_numbers(c)} |")
     t = s["transfer"]["rules"]
     lines += ["", "## Zero-shot transfer (chain1d, calibrated at L = 3, 4; held out 5..16)", "",
               "| rule | registered verdict | registered median abs log error | rerun verdict | rerun median |",
@@ -84,7 +84,7 @@ def main() -> int:
     outside, disjoint = [], []
     for c in s["claims"]:
         _, reg_ci = _first(claims.get(c["statement"], ("", ""))[1])
-        est, new_ci = _first(_claim_numbers(c))
+        est, new_ci = _first(claim_numbers(c))
         if reg_ci and est is not None and not reg_ci[0] <= est <= reg_ci[1]:
             outside.append(c["name"])
         if reg_ci and new_ci and (new_ci[1] < reg_ci[0] or new_ci[0] > reg_ci[1]):

@@ -275,7 +275,7 @@ def analyse(protocol, prepared: dict, rates: dict, onestep: dict) -> dict:
     from amutheory.protocol.presets import fingerprint
 
     results = {st.name: StudyResult(st, prepared[st.name]["template"], prepared[st.name]["table"],
-                                    rates[st.name], protocol.horizons, getattr(protocol, "interval", "bootstrap"))
+                                    rates[st.name], protocol.horizons, protocol.interval)
                for st in protocol.studies}
     studies = {}
     for name, r in results.items():
@@ -288,11 +288,12 @@ def analyse(protocol, prepared: dict, rates: dict, onestep: dict) -> dict:
                          "dataset": r.study.dataset, "cost": r.cost(r.points)}
     claims = [_claim(c, results, protocol) for c in protocol.claims]
     for c in claims:  # which nets the verdict rests on learn; untestable where one does not (new registrations)
-        c["learns"] = {study: {str(p): ok for p, ok in pts.items()} for study, pts in _learning(c, results).items()}
-        c["learning_points"] = {study: [p for p, ok in pts.items() if ok] for study, pts in _learning(c, results).items()}
+        learning = _learning(c, results)
+        c["learns"] = {study: {str(p): ok for p, ok in pts.items()} for study, pts in learning.items()}
+        c["learning_points"] = {study: [p for p, ok in pts.items() if ok] for study, pts in learning.items()}
         c["largest_size"] = _largest(c, results)
-        if getattr(protocol, "requires_learning", False):
-            c.update(V.learning_verdict(c, _learning(c, results)) or {})
+        if protocol.requires_learning:
+            c.update(V.learning_verdict(c, learning) or {})
     return {"protocol": protocol.name, "fingerprint": fingerprint(protocol), "description": protocol.description,
             "size_note": protocol.size_note, "registered_horizon": "each study's steps",
             "verdicts": {c["name"]: c["verdict"] for c in claims}, "claims": claims,

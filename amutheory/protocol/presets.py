@@ -22,6 +22,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from amutheory.protocol.verdicts import INTERVALS
 from amutheory.spec import ArchSpec
 from amutheory.train.cell import OPTIMIZERS
 
@@ -147,7 +148,7 @@ class Protocol:
     interval: str = "bootstrap"
 
     def __post_init__(self):
-        if self.interval not in ("bootstrap", "jackknife"):
+        if self.interval not in INTERVALS:
             raise ValueError(f"protocol {self.name}: interval must be bootstrap or jackknife, got {self.interval!r}")
         names = [s.name for s in self.studies]
         if len(set(names)) != len(names):

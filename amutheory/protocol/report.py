@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from amutheory.families import get_family, result_family
-from amutheory.train.learning import DOES_NOT_LEARN
+from amutheory.train.learning import DOES_NOT_LEARN, row_learns
 
 
 def _g(v, fmt=".3g") -> str:
@@ -26,7 +26,7 @@ def _pct(v) -> str:
     return "n/a" if v is None else ("inf" if v == float("inf") else f"{100 * v:+.0f}%")
 
 
-def _claim_numbers(c: dict) -> str:
+def claim_numbers(c: dict) -> str:
     if c["kind"] in ("exponent", "width"):
         f = c.get("fit")
         text = "n/a" if not f else f"exponent {f['exponent']:.2f} {_ci(f['exponent_ci'], '.2f')}, prefactor {f['prefactor']:.3g}"
@@ -58,7 +58,7 @@ def _deepest(summary: dict, study: str) -> str:
             f"{_g(row.get('test_accuracy_at_optimum'), '.2f')}{flags}")
 
 
-def _learning(c: dict) -> str:
+def learning_points(c: dict) -> str:
     """Per study of the claim, the points its fits use that learn, of those it uses."""
     learns = c.get("learns")
     if not learns:
@@ -67,7 +67,7 @@ def _learning(c: dict) -> str:
                      for study, pts in learns.items())
 
 
-def _replicate_cell(row: dict | None) -> str:
+def replicate_cell(row: dict | None) -> str:
     """The replicate's estimate and CI, and whether it lands inside the registered CI."""
     if row is None or row["b"] is None:
         return "n/a"
@@ -86,9 +86,9 @@ def verdict_table(summary: dict, replicate: list | None = None) -> list[str]:
     rows = {r["claim"]: r for r in replicate or []}
     for c in summary["claims"]:
         why = c["reason"] + (f" (condition: {c['condition']})" if c.get("condition") else "")
-        lines.append(f"| {c['statement']} | **{c['verdict']}** | {_claim_numbers(c)} | {why} | "
-                     f"{_deepest(summary, c['studies'][0])} | {_learning(c)} |"
-                     + (f" {_replicate_cell(rows.get(c['name']))} |" if replicate else ""))
+        lines.append(f"| {c['statement']} | **{c['verdict']}** | {claim_numbers(c)} | {why} | "
+                     f"{_deepest(summary, c['studies'][0])} | {learning_points(c)} |"
+                     + (f" {replicate_cell(rows.get(c['name']))} |" if replicate else ""))
     return lines
 
 
@@ -208,7 +208,7 @@ def caveats(summary: dict) -> list[str]:
     """What a reader must know before trusting a verdict, read off the run (not typed)."""
     out = []
     weak = [f"{name} ({s['axis']} {r[s['axis']]})" for name, s in summary["studies"].items() for r in s["rows"]
-            if r.get("final_loss_at_optimum") is not None and r["final_loss_at_optimum"] > BARELY_LEARNS * r["chance_loss"]]
+            if row_learns(r) is False]
     if weak:
         out.append(f"* Not learning (at the grid optimum, the training loss over the last tenth of the steps is "
                    f"above {BARELY_LEARNS:g} x the chance loss ln(classes)): {', '.join(weak)}. There eta*_train is "

@@ -163,7 +163,7 @@ def _append_run(out: Path, run: dict) -> list:
     return runs
 
 
-def _chosen(protocol: Protocol, only) -> list:
+def chosen_studies(protocol: Protocol, only) -> list:
     """The studies ``only`` names (every study without it); an unknown name is refused."""
     if not only:
         return list(protocol.studies)
@@ -214,7 +214,7 @@ def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str
         protocol = dataclasses.replace(protocol, studies=tuple(dataclasses.replace(st, first_seed=first_seed)
                                                                for st in protocol.studies))
     check_run_options(engine, workers, threads, scheduler)
-    chosen = _chosen(protocol, only)
+    chosen = chosen_studies(protocol, only)
     out = Path(out)
     _check_folder(out, protocol)
     prepared = _prepare(protocol, out, data_dir, device)

@@ -27,3 +27,12 @@ def learns(final_loss: float | None, classes: int) -> bool | None:
     if final_loss is None or not math.isfinite(final_loss):
         return None
     return bool(final_loss <= DOES_NOT_LEARN * chance_loss(classes))
+
+
+def row_learns(row: dict) -> bool | None:
+    """:func:`learns` for a stored summary row (its ``final_loss_at_optimum`` against its own ``chance_loss``;
+    ``None`` where there is no finite loss)."""
+    final = row.get("final_loss_at_optimum")
+    if final is None or not math.isfinite(final):
+        return None
+    return bool(final <= DOES_NOT_LEARN * row["chance_loss"])

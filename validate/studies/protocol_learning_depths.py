@@ -28,14 +28,13 @@ PAGE = ROOT / "docs" / "findings" / "protocol_learning_depths.md"
 
 def learning_depths(summary: dict) -> dict:
     """Per depth study, the depths whose net learns at its optimum in this run."""
-    from amutheory.train.learning import DOES_NOT_LEARN
+    from amutheory.train.learning import row_learns
 
     out = {}
     for name, st in summary["studies"].items():
         if st["axis"] != "depth":
             continue
-        out[name] = tuple(r["depth"] for r in st["rows"] if r.get("final_loss_at_optimum") is not None
-                          and r["final_loss_at_optimum"] <= DOES_NOT_LEARN * r["chance_loss"])
+        out[name] = tuple(r["depth"] for r in st["rows"] if row_learns(r))
     return out
 
 
@@ -63,8 +62,6 @@ def reanalyse(folder: Path, first_seed: int, keep: dict) -> dict:
 
 
 def page(rows: list) -> str:
-    from amutheory.protocol.report import _claim_numbers
-
     lines = ["# The 2026-11-27 protocol on the depths that learn (added after the results, not registered)", "",
              "Written by `python validate/studies/protocol_learning_depths.py`. The registered verdicts are on "
              "[protocol.md](protocol.md); a claim resting on a net that does not learn there is `untestable`. This "
@@ -78,7 +75,7 @@ def page(rows: list) -> str:
 
 
 def main(argv=None) -> int:
-    from amutheory.protocol.report import _claim_numbers
+    from amutheory.protocol.report import claim_numbers
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", default="results/protocol-2026-11-27")
@@ -97,7 +94,7 @@ def main(argv=None) -> int:
         kept = "; ".join(f"{s}: {', '.join(map(str, keep.get(s, ()))) or 'none'}" for s in c["studies"]
                          if s in keep)
         rows.append(f"| {c['statement']} | {c['verdict']} | {kept or 'a width study'} | **{c_cut['verdict']}** | "
-                    f"{_claim_numbers(c_cut)} | {c_rep['verdict']} | {_claim_numbers(c_rep)} |")
+                    f"{claim_numbers(c_cut)} | {c_rep['verdict']} | {claim_numbers(c_rep)} |")
     PAGE.write_text(page(rows))
     print(f"wrote {PAGE}")
     return 0
