@@ -302,7 +302,7 @@ def test_a_claim_on_nets_that_do_not_learn_is_untestable():
 
 
 def test_every_claim_says_which_of_its_points_learn(tiny_run):
-    from amutheory.train.learning import learns
+    from amutheory.train.learning import learns, row_learns
 
     _, s = tiny_run
     for c in s["claims"]:
@@ -311,6 +311,7 @@ def test_every_claim_says_which_of_its_points_learn(tiny_run):
             rows = {str(r[s["studies"][study]["axis"]]): r for r in s["studies"][study]["rows"]}
             for p, ok in pts.items():
                 assert ok == learns(rows[p]["final_loss_at_optimum"], 10)
+                assert row_learns(rows[p]) == ok  # the stored row says the same on its own chance loss
             assert c["learning_points"][study] == [int(p) for p, ok in pts.items() if ok]
         assert c["verdict"] != "untestable"  # TINY is not registered with requires_learning
 
