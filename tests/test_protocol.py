@@ -437,8 +437,11 @@ def test_the_findings_page_sets_the_replicate_beside_each_verdict_and_the_sizes_
     readme.write_text(f"intro\n\n{protocol_findings.BEGIN}\nOLD-BLOCK-TEXT\n{protocol_findings.END}\n\nrest\n")
     page = tmp_path / "findings" / "protocol.md"
     page.parent.mkdir()
-    assert protocol_findings.main(["--run", str(out), "--replicate", str(tmp_path / "rep"), "--out", str(page),
-                                   "--readme", str(readme)]) == 0
+    # the documented command, run as a user runs it
+    proc = subprocess.run([sys.executable, str(ROOT / "validate" / "protocol_findings.py"), "--run", str(out),
+                           "--replicate", str(tmp_path / "rep"), "--out", str(page), "--readme", str(readme)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
     text = page.read_text()
     assert "replicate on disjoint seeds (95% CI)" in text and "## The replicate on disjoint seeds" in text
     assert "| **the papers** | CIFAR-10" in text and "| chain | synthetic" in text
