@@ -388,9 +388,7 @@ def _transfer(args) -> None:
         if not args.lr_ci[0] <= args.lr <= args.lr_ci[1]:
             raise ValueError(f"--lr-ci {args.lr_ci[0]:g},{args.lr_ci[1]:g} must hold --lr {args.lr:g} (LO <= lr <= HI)")
     check_number("--momentum", args.momentum, minimum=0.0, below=1.0)
-    if args.errors is not None and not os.path.isfile(args.errors):
-        raise ValueError(f"--errors {args.errors!r}: no such file (python validate/transfer_errors.py --run DIR "
-                         "--out FILE writes one)")
+    check_errors_file(args.errors)
     check_input_shape(args.input_shape, "--input-shape")
     check_input_shape(args.to_input_shape, "--to-input-shape")
     spec, _ = _arch(args, depth=args.from_depth)
@@ -400,6 +398,21 @@ def _transfer(args) -> None:
             limits.check_fits(limits.model_bytes(net, 1, "float64", optimizer_states=0),
                               f"building the net of depth {net.depth}, width {net.width}",
                               "--width, --spatial or the depths")
+
+
+def check_errors_file(path) -> None:
+    """The held-out error file (``--errors``, else ``$AMUTHEORY_TRANSFER_ERRORS``, else the package's)
+    exists when named and holds what ``validate/transfer_errors.py`` writes, every number finite
+    (:func:`amutheory.transfer_interval.load_errors`): read once here, before any net is built."""
+    from amutheory.transfer_interval import load_errors
+
+    if path is not None and not os.path.isfile(path):
+        raise ValueError(f"--errors {path}: no such file (python validate/transfer_errors.py --run DIR "
+                         "--out FILE writes one)")
+    try:
+        load_errors(path)
+    except ValueError as exc:
+        raise ValueError(f"--errors: {exc}" if path is not None else str(exc)) from None
 
 
 def _training(args) -> None:
@@ -473,8 +486,7 @@ def _tune(args) -> None:
     check_int("--max-runs", args.max_runs, 2 * args.bracket, limits.MAX_SIZE,
               "the first bracket trains --bracket rates on two seeds")
     _training(args)
-    if args.errors is not None and not os.path.isfile(args.errors):
-        raise ValueError(f"--errors {args.errors}: no such file")
+    check_errors_file(args.errors)
     check_output_dir(args.out, "--out", make_parents=args.out == TUNE_OUT)
 
 

@@ -34,6 +34,7 @@ import json
 import math
 import os
 import statistics
+import sys
 from pathlib import Path
 
 #: environment variable naming another held-out error file (tests, a user's own protocol runs)
@@ -44,6 +45,9 @@ ERRORS_FILE = Path(__file__).parent / "data" / "transfer_errors.json"
 KINDS = ("chain", "residual", "transformer")
 #: optimizers a user may say they train with (the rules are derived for plain SGD)
 OPTIMIZERS = ("sgd", "adam", "adamw")
+#: the largest median held-out ``|ln error|`` a file may record: a rule off by a median factor above
+#: ``e^100`` (about 1e43) predicts nothing, and the bound keeps the interval's ``exp(+-e)`` far inside float64
+MAX_LOG_ERROR = 100.0
 NO_RUN = ("no protocol run recorded for this kind of net (python validate/transfer_errors.py --run DIR makes it)")
 
 _ACTIVATIONS = {"ReLU": "relu", "GELU": "gelu", "SiLU": "silu", "Tanh": "tanh", "Sigmoid": "sigmoid",
@@ -243,18 +247,63 @@ def errors_path(path=None) -> Path:
 
 
 def load_errors(path=None) -> dict:
-    """``{fingerprint: record}`` of the file (``{}`` when there is none)."""
+    """``{fingerprint: record}`` of the file (``{}`` when there is none), every record checked
+    (:func:`check_errors`): a file that is not what ``validate/transfer_errors.py`` writes is refused
+    here, naming the file and the key, never read into a NaN or an overflow later."""
     p = errors_path(path)
     if not p.is_file():
         return {}
     try:
         data = json.loads(p.read_text())
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"held-out error file {p}: not readable JSON ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ValueError(f"held-out error file {p}: not readable JSON ({' '.join(str(exc).split())})") from None
+    return check_errors(data, p)
+
+
+def _bad(p, key: str, what: str):
+    return ValueError(f"held-out error file {p}: {key} {what} (write it with validate/transfer_errors.py)")
+
+
+def check_errors(data, p) -> dict:
+    """The ``runs`` table of a held-out error file's JSON ``data`` (``p`` names it in a refusal):
+    each record a table whose ``kind`` is a name, ``targets`` / ``learning_targets`` / ``calibration``
+    lists of depths, and ``rules`` a table of rule -> median ``|ln error|``, each null or a finite number
+    in ``[0, MAX_LOG_ERROR]`` (JSON's ``NaN`` and ``Infinity`` included in the refusal)."""
     runs = data.get("runs") if isinstance(data, dict) else None
     if not isinstance(runs, dict):
         raise ValueError(f"held-out error file {p}: no 'runs' table (write it with validate/transfer_errors.py)")
+    for fp, rec in runs.items():
+        where = f"runs.{fp}"
+        if not isinstance(rec, dict):
+            raise _bad(p, where, f"is {type(rec).__name__} {_short(rec)}, not a record")
+        if rec.get("kind") is not None and not isinstance(rec["kind"], str):
+            raise _bad(p, f"{where}.kind", f"is {_short(rec['kind'])}, not a name ({', '.join(KINDS)})")
+        for key in ("targets", "learning_targets", "calibration"):
+            v = rec.get(key)
+            if v is not None and not (isinstance(v, list) and all(_is_int(d) for d in v)):
+                raise _bad(p, f"{where}.{key}", f"is {_short(v)}, not a list of depths")
+        rules = rec.get("rules")
+        if rules is None:
+            continue
+        if not isinstance(rules, dict):
+            raise _bad(p, f"{where}.rules", f"is {_short(rules)}, not a table of rule -> median |ln error|")
+        for rule, e in rules.items():
+            if e is None:
+                continue
+            if isinstance(e, bool) or not isinstance(e, (int, float)) or not math.isfinite(e) \
+                    or not 0 <= e <= MAX_LOG_ERROR:
+                raise _bad(p, f"{where}.rules.{rule}", f"is {_short(e)}; a median |ln error| is a finite number in "
+                                                       f"[0, {MAX_LOG_ERROR:g}] (or null)")
     return runs
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def held_out_error(kind: str, rule: str, path=None) -> tuple[float | None, dict | None, str]:
@@ -291,7 +340,11 @@ def interval(lr: float, lr_t: float, lr_ci, e: float | None) -> list[float]:
     f = lr_t / lr
     lo, hi = (lr, lr) if lr_ci is None else lr_ci
     w = 0.0 if e is None else e
-    return [lo * f * math.exp(-w), hi * f * math.exp(w)]
+    bounds = [lo * f * math.exp(-w), hi * f * math.exp(w)]
+    if not all(math.isfinite(b) and b >= sys.float_info.min for b in bounds):
+        raise ValueError(f"the interval of the transferred rate {lr_t:g} ([{bounds[0]:g}, {bounds[1]:g}]: its CI "
+                         f"times exp(+-{w:g})) leaves the floats; give a rate nearer the target's scale")
+    return bounds
 
 
 def confidence(result, target, input_shape=None, target_input_shape=None, lr_ci=None,

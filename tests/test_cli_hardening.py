@@ -265,3 +265,53 @@ def test_preflight_flags_and_site_never_import_the_cli():
             names = ([node.module or ""] if isinstance(node, ast.ImportFrom) else
                      [a.name for a in node.names] if isinstance(node, ast.Import) else [])
             assert not any(n == "amutheory.cli" or n.startswith("amutheory.cli.") for n in names), path
+
+
+# --------------------------------------------------------------------------- issue 46, part 6
+TUNE = ["tune", "--depth", "3", "--from-depth", "2", "--from-lr", "0.1", "--width", "4", "--spatial", "4",
+        "--steps", "2", "--seeds", "2", "--bracket", "3", "--max-runs", "6", "--batch-size", "4", "--workers", "1",
+        "--no-figures", "--quiet"]
+
+
+def _errors_file(tmp_path, value) -> Path:
+    """A held-out error file like the package's, every rule's error replaced by ``value`` (a JSON text)."""
+    from amutheory.transfer_interval import ERRORS_FILE
+
+    runs = json.loads(ERRORS_FILE.read_text())["runs"]
+    fp = sorted(runs)[0]
+    text = json.dumps({"runs": {fp: dict(runs[fp], rules={"am-mup": "VALUE", "power": 0.25})}})
+    path = tmp_path / "errors.json"
+    path.write_text(text.replace('"VALUE"', value))
+    return path
+
+
+@pytest.mark.parametrize("value, needles", [("NaN", ("is nan",)), ("Infinity", ("is inf",)),
+                                            ("1e300", ("1e+300",)), ("-0.5", ("-0.5",)),
+                                            ('"0.3"', ("'0.3'",))])
+@pytest.mark.parametrize("command", ["transfer", "tune"])
+def test_errors_file_numbers_refused_naming_file_and_key(command, value, needles, tmp_path, capsys):
+    path = _errors_file(tmp_path, value)
+    argv = (["transfer", "--lr", "0.1", "--from-depth", "2", "--to-depth", "8", "--json"] if command == "transfer"
+            else TUNE + ["--out", str(tmp_path / "t")])
+    line = _refused(argv + ["--errors", str(path)], capsys, "--errors", str(path), ".rules.am-mup", *needles)
+    assert "finite number" in line or "not" in line
+    assert not (tmp_path / "t").exists()  # refused before the folder was made
+
+
+@pytest.mark.parametrize("text, needles", [('{"runs": {"x": 3}}', ("runs.x", "not a record")),
+                                           ('{"runs": {"x": {"rules": [1]}}}', ("runs.x.rules",)),
+                                           ('{"runs": {"x": {"targets": "5"}}}', ("runs.x.targets",)),
+                                           ("[1, 2", ("not readable JSON",))])
+def test_malformed_errors_file_refused_before_tune_starts(text, needles, tmp_path, capsys):
+    path = tmp_path / "errors.json"
+    path.write_text(text)
+    _refused(TUNE + ["--out", str(tmp_path / "t"), "--errors", str(path)], capsys, "--errors", *needles)
+    assert not (tmp_path / "t").exists()
+
+
+def test_transfer_interval_that_leaves_the_floats_is_refused():
+    from amutheory.transfer_interval import interval
+
+    assert interval(0.1, 0.2, None, 1.0)[1] == pytest.approx(0.2 * 2.718281828459045)
+    with pytest.raises(ValueError, match="leaves the floats"):
+        interval(0.1, 1e300, None, 100.0)
