@@ -518,11 +518,12 @@ def _coord_check(args) -> None:
     if args.input_kind == "tokens" and args.vocab is None:
         raise ValueError("--vocab is required with --input-kind tokens (tokens are drawn in [0, vocab))")
     check_output_dir(args.out, "--out")
-    from amutheory.coord.check import build, load_factory
+    from amutheory.coord.check import build, check_lr_fits, load_factory
 
     factory = load_factory(args.model)
     width = min(args.widths) if args.widths else None
     model = build(factory, min(depths), width, 0)
+    check_lr_fits(model, args.lr, "--lr")
     try:
         inputs, _ = make_batch(model, args.input_shape, 0, args.input_kind, args.vocab)
     except ValueError:

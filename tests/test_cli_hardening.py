@@ -315,3 +315,50 @@ def test_transfer_interval_that_leaves_the_floats_is_refused():
     assert interval(0.1, 0.2, None, 1.0)[1] == pytest.approx(0.2 * 2.718281828459045)
     with pytest.raises(ValueError, match="leaves the floats"):
         interval(0.1, 1e300, None, 100.0)
+
+
+MLP_FACTORY = """
+from torch import nn
+
+def mlp(depth, width=4):
+    layers = [nn.Flatten(), nn.Linear(12, width)]
+    for _ in range(depth):
+        layers += [nn.ReLU(), nn.Linear(width, width)]
+    return nn.Sequential(*layers, nn.ReLU(), nn.Linear(width, 10))
+"""
+
+
+@pytest.fixture
+def mlp_file(tmp_path):
+    path = tmp_path / "mlp.py"
+    path.write_text(MLP_FACTORY)
+    return f"{path}:mlp"
+
+
+@pytest.mark.parametrize("lr, needles", [("1e308", ("--lr", "float32", "3.4e+38")), ("1e-300", ("--lr", "float32"))])
+def test_coord_check_rate_outside_the_models_dtype_refused(lr, needles, mlp_file, tmp_path, capsys):
+    out = tmp_path / "c"
+    _refused(["coord-check", "--model", mlp_file, "--input-shape", "2,3,4", "--depths", "1,2", "--steps", "1",
+              "--seeds", "2", "--lr", lr, "--out", str(out), "--quiet"], capsys, *needles)
+    assert not out.exists()
+
+
+def test_coord_check_api_rate_outside_the_dtype_refused():
+    import amutheory.coord.check as cc
+    from torch import nn
+
+    def factory(depth, width):
+        return nn.Sequential(nn.Flatten(), *[nn.Linear(12 if i == 0 else width, width) for i in range(depth)])
+
+    with pytest.raises(ValueError, match="lr 1e\\+308: the model's float32"):
+        cc.coord_check(factory, (2, 3, 4), [1, 2], widths=[4], steps=1, lr=1e308, seeds=2)
+
+
+def test_coord_check_that_diverges_still_writes_its_figure(mlp_file, tmp_path, capsys):
+    """A rate the dtype holds but the training does not: the records say it, the figure is drawn (no
+    'Data cannot be log-scaled')."""
+    out = tmp_path / "c"
+    code = main(["coord-check", "--model", mlp_file, "--input-shape", "2,3,4", "--depths", "1,2", "--steps", "3",
+                 "--seeds", "2", "--lr", "1e30", "--out", str(out), "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    assert (out / "coord.png").read_bytes()[:4] == b"\x89PNG"

@@ -47,6 +47,19 @@ def build(factory, depth: int, width, seed: int):
     return model
 
 
+def check_lr_fits(model, lr: float, name: str = "lr") -> None:
+    """``lr`` is a normal number of every floating dtype of ``model``'s parameters: the optimizer's update
+    ``p -= lr * grad`` takes ``lr`` in the parameters' own dtype, where a larger rate cannot be converted
+    (float32 stops at 3.4e38) and a smaller one rounds to zero (no update at all)."""
+    import torch
+
+    for dtype in sorted({p.dtype for p in model.parameters() if p.dtype.is_floating_point}, key=str):
+        info = torch.finfo(dtype)
+        if not info.tiny <= lr <= info.max:
+            raise ValueError(f"{name} {lr:g}: the model's {str(dtype).replace('torch.', '')} parameters take rates "
+                             f"from {info.tiny:.3g} to {info.max:.3g} (the update is computed in their dtype)")
+
+
 def _ints(name: str, values, minimum: int = 1) -> list[int]:
     if isinstance(values, numbers.Integral) and not isinstance(values, bool):
         values = [values]
@@ -111,6 +124,7 @@ def coord_check(factory, input_shape, depths, widths=None, steps: int = 3, optim
         for seed in seeds:
             model = build(fn, L, n, seed)
             if kind is None:
+                check_lr_fits(model, lr)
                 kind = network_kind(model, shape, input_kind)
             batch = make_batch(model, shape, seed, input_kind, vocab, dataset)
             records += size_records(model, L, n, seed, batch, steps, optimizer, lr, layers)
