@@ -466,6 +466,7 @@ def cmd_laws(args):
     """``amutheory laws``: the registry; with ``--depths``, each law's coverage and cost for the net and
     the default's choice."""
     from amutheory.laws import REGISTRY, best_law, covering
+    from amutheory.laws.contract import call_law
 
     if args.depths is None:
         rows = [law.describe() for law in REGISTRY.values()]
@@ -478,7 +479,8 @@ def cmd_laws(args):
         row = {"law": law.name, "exactness": law.exactness, "covers": coverage.ok, "reason": coverage.reason,
                "default_candidate": law.default_candidate}
         if coverage:
-            row["cost"] = law.cost(spec, args.depths, calibration_depths=tuple(args.calibration_depths)).to_dict()
+            row["cost"] = call_law(law, "cost", spec, args.depths,
+                                   calibration_depths=tuple(args.calibration_depths)).to_dict()
         rows.append(row)
     try:
         choice = best_law(spec, args.depths, args.budget or 60.0,

@@ -362,3 +362,62 @@ def test_coord_check_that_diverges_still_writes_its_figure(mlp_file, tmp_path, c
                  "--seeds", "2", "--lr", "1e30", "--out", str(out), "--quiet"])
     assert code == 0, capsys.readouterr().err
     assert (out / "coord.png").read_bytes()[:4] == b"\x89PNG"
+
+
+BROKEN_LAW = '''
+import numpy as np
+
+from amutheory.laws import Coverage, Cost, Law, LawValues
+
+
+class Broken(Law):
+    name, family, exactness = "broken-toy", "conv", "exact"
+    summary = "a law whose METHOD has a bug"
+    priority = 5
+
+    def _covers(self, spec):
+        if "METHOD" == "covers":
+            raise RuntimeError("boom in covers")
+        return Coverage(True, "every conv net")
+
+    def cost(self, spec, depths, **_):
+        if "METHOD" == "cost":
+            raise KeyError("boom in cost")
+        return Cost(0.1, "closed-form", "a closed form")
+
+    def evaluate(self, spec, depths, protocol=None, calibration=None, progress=None):
+        if "METHOD" == "evaluate":
+            raise ZeroDivisionError("boom in evaluate")
+        return LawValues(self.name, list(depths), np.ones(len(depths)), np.zeros(len(depths)), {}, "exact")
+'''
+
+
+@pytest.fixture
+def restored_registry():
+    from amutheory.laws import REGISTRY
+
+    saved = dict(REGISTRY)
+    yield
+    REGISTRY.clear()
+    REGISTRY.update(saved)
+
+
+@pytest.mark.parametrize("method", ["covers", "cost", "evaluate"])
+@pytest.mark.parametrize("command", ["predict", "laws"])
+def test_a_plugin_law_that_raises_is_named_in_one_line(command, method, tmp_path, capsys, restored_registry):
+    path = tmp_path / f"broken_{method}.py"
+    path.write_text(BROKEN_LAW.replace("METHOD", method))
+    arch = ["--depths", "4,8", "--width", "8", "--spatial", "4", "--batch", "2"]
+    if command == "laws" and method == "evaluate":
+        assert main(["laws", "--plugin", str(path), "--json", *arch]) == 0  # laws does not evaluate
+        return
+    line = _refused([command, "--plugin", str(path), *arch], capsys, "broken-toy", str(path), method, "boom")
+    assert "Error" in line  # the plugin's own exception class is said
+
+
+def test_a_plugin_law_answering_the_wrong_type_is_named(tmp_path, capsys, restored_registry):
+    path = tmp_path / "wrong.py"
+    path.write_text(BROKEN_LAW.replace("METHOD", "none").replace('return Coverage(True, "every conv net")',
+                                                                   "return True"))
+    _refused(["predict", "--plugin", str(path), "--depths", "4", "--width", "8", "--spatial", "4"], capsys,
+             "broken-toy", "covers must return a Coverage", "bool")

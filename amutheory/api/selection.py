@@ -12,6 +12,7 @@ from amutheory.calibrate import Calibration
 from amutheory.checks import DEFAULT_CALIBRATION_DEPTHS, _check_C, _check_spec, check_depths
 from amutheory.constants import Constant
 from amutheory.laws import DEFAULT_BUDGET_S, LawValues, best_law, call_evaluate, get_law, resolve_law
+from amutheory.laws.contract import call_law
 from amutheory.laws.blocks import held_in_notes, statistic_values, target_constant
 from amutheory.laws.resolve import AUTO, CONSTANTS_CHOICES
 from amutheory.measure.measurement import Measurement, measure
@@ -54,7 +55,7 @@ def predict(spec: ArchSpec, depths, constants="auto", calibration_depths=DEFAULT
         chosen = choice.law
     else:
         chosen = get_law(name)
-        coverage = chosen.covers(spec)
+        coverage = call_law(chosen, "covers", spec)
         if not coverage:
             raise ValueError(f"law: {name} does not cover this net ({coverage.reason})")
     C = _check_C(C)

@@ -189,12 +189,50 @@ def accepted_options(evaluate, options: dict) -> dict:
     return {k: v for k, v in options.items() if k in params}
 
 
+def outside(law) -> bool:
+    """Whether ``law`` was written outside the package (an entry point's or a ``--plugin`` file's law)."""
+    module = type(law).__module__
+    return not (module == "amutheory" or module.startswith("amutheory."))
+
+
+def origin(law) -> str:
+    """Where an outside law's class was written: its source file, else its module's name."""
+    import sys
+
+    module = type(law).__module__
+    return getattr(sys.modules.get(module), "__file__", None) or module
+
+
+#: what each method of the contract returns (checked on every law's answer by :func:`call_law`)
+RETURNS = {"covers": Coverage, "cost": Cost, "evaluate": LawValues}
+
+
+def call_law(law: Law, method: str, *args, **kwargs):
+    """``law.<method>(*args, **kwargs)`` where the registry calls a law (``covers``, ``cost``, ``evaluate``).
+    An outside law's failure other than ``ValueError`` (a bug in the plugin, not a refusal of the net)
+    becomes one ``ValueError`` naming the law, its file and the method; an answer of the wrong type is a
+    ``TypeError`` naming the law and the method."""
+    try:
+        out = getattr(law, method)(*args, **kwargs)
+    except (ValueError, MemoryError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a plugin's bug: one line naming the law and the method
+        if not outside(law):
+            raise
+        raise ValueError(f"law {law.name} (plugin {origin(law)}): its {method} failed: {type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:300]}") from None
+    kind = RETURNS.get(method)
+    if kind is not None and not isinstance(out, kind):
+        raise TypeError(f"law {law.name}: {method} must return a {kind.__name__}, got {type(out).__name__}")
+    return out
+
+
 def call_evaluate(law: Law, spec: ArchSpec, depths, protocol: ProbeProtocol = ProbeProtocol(), calibration=None,
                   progress=None, **options) -> LawValues:
-    """``law.evaluate`` with the options its signature accepts; a ``TypeError`` unless it returns a
-    :class:`LawValues`."""
-    values = law.evaluate(spec, depths, protocol=protocol, calibration=calibration, progress=progress,
-                          **accepted_options(law.evaluate, options))
+    """``law.evaluate`` with the options its signature accepts (:func:`call_law`: an outside law's
+    failure named in one line); a ``TypeError`` unless it returns a :class:`LawValues`."""
+    values = call_law(law, "evaluate", spec, depths, protocol=protocol, calibration=calibration, progress=progress,
+                      **accepted_options(law.evaluate, options))
     if not isinstance(values, LawValues):
         raise TypeError(f"law {law.name}: evaluate must return a LawValues, got {type(values).__name__}")
     return values

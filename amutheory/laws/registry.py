@@ -20,7 +20,7 @@ import amutheory.laws.chain as chain
 import amutheory.laws.mlp as mlp
 import amutheory.laws.resnet as resnet
 import amutheory.laws.transformer as transformer
-from amutheory.laws.contract import EXACTNESS, Law
+from amutheory.laws.contract import EXACTNESS, Law, call_law
 from amutheory.spec import ArchSpec
 
 #: every law, by name, in the order the choice breaks ties
@@ -81,7 +81,7 @@ def laws_of(family: str) -> list[Law]:
 
 def covering(spec: ArchSpec) -> list[tuple[Law, object]]:
     """``(law, coverage)`` of every law of ``spec``'s family, most exact first."""
-    return [(law, law.covers(spec)) for law in laws_of(spec.family)]
+    return [(law, call_law(law, "covers", spec)) for law in laws_of(spec.family)]
 
 
 def best_law(spec: ArchSpec, depths, budget_s: float = DEFAULT_BUDGET_S, **cost_args) -> Choice:
@@ -98,7 +98,7 @@ def best_law(spec: ArchSpec, depths, budget_s: float = DEFAULT_BUDGET_S, **cost_
         if not law.default_candidate:
             not_default.append({"law": law.name, "reason": law.not_default_because})
             continue
-        cost = law.cost(spec, depths, **cost_args)
+        cost = call_law(law, "cost", spec, depths, **cost_args)
         if cost.seconds > budget_s and law.exactness != "calibrated":
             skipped.append({"law": law.name, "estimate_s": round(cost.seconds, 1), "cost": cost.to_dict(),
                             "reason": f"estimated {_duration(cost.seconds)} > budget {_duration(budget_s)}"})

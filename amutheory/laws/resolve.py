@@ -7,6 +7,7 @@ registered law that answers them.  ``docs/laws_and_constants.md`` holds the same
 
 from __future__ import annotations
 
+from amutheory.laws.contract import call_law
 from amutheory.laws.registry import REGISTRY
 
 #: ``predict(law=..., constants=...)``'s default: the best law (:func:`amutheory.laws.best_law`)
@@ -86,7 +87,7 @@ def resolve_law(family: str, law="auto", constants="auto", spec=None) -> str | N
         return candidates[0]
     reasons: dict[str, list] = {}
     for name in candidates:
-        coverage = REGISTRY[name].covers(spec)
+        coverage = call_law(REGISTRY[name], "covers", spec)
         if coverage:
             return name
         reasons.setdefault(coverage.reason, []).append(name)
