@@ -373,6 +373,11 @@ def cmd_tune(args):
         from amutheory.train.modelcheck import check_network
 
         check_network(template, sorted(set(args.depths)), [template.width])
+    elif args.scheduler is None:  # as sweep: the deepest net, every worker at once, fits (before any work)
+        from amutheory.preflight import check_training_memory
+
+        check_training_memory(template, args.depths, [template.width], args.bracket, args.workers, not args.loop,
+                              "--width, --depth, --batch-size, --bracket, --workers or use --loop")
     bracket = Bracket(points=args.bracket, factor=args.bracket_factor, tolerance=args.tolerance,
                       max_runs=args.max_runs)
     summary = tune(template, depths, from_depth=args.from_depth, from_lr=args.from_lr, from_lr_ci=args.from_lr_ci,

@@ -490,15 +490,17 @@ def _tune(args) -> None:
     check_output_dir(args.out, "--out", make_parents=args.out == TUNE_OUT)
 
 
-def check_training_memory(template, depths, widths, lrs: int, workers: int, vectorise: bool) -> None:
-    """The sweep's largest net, trained by ``workers`` processes at once (each on every rate at once
-    when ``vectorise``), fits in memory (weights, gradient, two optimizer states, activations)."""
+def check_training_memory(template, depths, widths, lrs: int, workers: int, vectorise: bool,
+                          lower: str = "--widths, --depths, --batch-size, --workers or use --loop") -> None:
+    """The sweep's (or tune's) largest net, trained by ``workers`` processes at once (each on every rate
+    at once when ``vectorise``), fits in memory (weights, gradient, two optimizer states, activations);
+    ``lower``: the flags the refusal offers."""
     net = template.spec.with_(depth=max(depths), width=max(widths))
     per_run = limits.model_bytes(net, template.batch_size, template.dtype)
     limits.check_fits(per_run * workers * (lrs if vectorise else 1),
                       f"training depth {net.depth}, width {net.width} ({workers} workers"
                       f"{f' x {lrs} rates at once' if vectorise else ''})",
-                      "--widths, --depths, --batch-size, --workers or use --loop", template.device)
+                      lower, template.device)
 
 
 def _coord_check(args) -> None:

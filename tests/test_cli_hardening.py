@@ -421,3 +421,24 @@ def test_a_plugin_law_answering_the_wrong_type_is_named(tmp_path, capsys, restor
                                                                    "return True"))
     _refused(["predict", "--plugin", str(path), "--depths", "4", "--width", "8", "--spatial", "4"], capsys,
              "broken-toy", "covers must return a Coverage", "bool")
+
+
+@pytest.mark.parametrize("extra, needles", [
+    (["--width", "1048576"], ("width 1048576", "GiB", "--width")),
+    (["--depth", "3000", "--width", "64", "--spatial", "16", "--batch-size", "32"], ("depth 3000", "GiB", "--depth")),
+])
+def test_tune_too_large_is_refused_before_any_cell(extra, needles, tmp_path, capsys, monkeypatch):
+    """As sweep: the deepest, widest net on every worker and rate at once must fit (here in 8 GiB, the
+    free memory fixed so that the answer does not depend on the machine); refused in a second, no folder."""
+    from amutheory import limits
+
+    monkeypatch.setattr(limits, "available_bytes", lambda device="cpu": 8 * 2**30)
+    argv = TUNE[:]
+    for flag in extra[::2]:
+        if flag in argv:
+            i = argv.index(flag)
+            del argv[i:i + 2]
+    out = tmp_path / "t"
+    start = time.perf_counter()
+    _refused(argv + extra + ["--workers", "2", "--out", str(out)], capsys, *needles)
+    assert time.perf_counter() - start < 10 and not out.exists()
