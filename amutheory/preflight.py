@@ -323,10 +323,33 @@ def _validate(args) -> None:
 
         chosen_studies(PRESETS[args.preset], args.only)  # an unknown study is refused before any work
     configs = [] if training else _campaign_configs(args)
+    check_seed_span(args.first_seed, _seeds_per_run(args, training, configs), "--first-seed")
     for cfg in configs:  # every config fits the probe at its deepest depth
         deepest = max(cfg.depths + cfg.calibration_depths)
         check_probe(cfg.spec.with_(depth=deepest), args.chunk, len(cfg.seed_list), protocol,
                     f"--chunk (config {cfg.name})")
+
+
+def _seeds_per_run(args, training: bool, configs) -> int:
+    """How far past ``--first-seed`` a validate run's seeds go: a protocol's studies train seeds ``first ..
+    first + seeds - 1``; a campaign's configs and width sweeps measure ``first + s`` for each of their seeds."""
+    if training:
+        from amutheory.protocol.presets import PRESETS
+
+        return max(st.seeds for st in PRESETS[args.preset].studies)
+    from amutheory.campaign.presets import resolve_width_sweeps
+
+    ends = [max(cfg.seed_list) + 1 for cfg in configs]
+    ends += [s.first_seed + int(s.seeds) for s in resolve_width_sweeps(args.preset, args.only)]
+    return max(ends, default=1)
+
+
+def check_seed_span(first: int, span: int, flag: str) -> None:
+    """Seeds ``first .. first + span - 1`` stay below :data:`amutheory.limits.SEED_LIMIT` (torch's generators
+    take them, with the training's seed offsets added, as unsigned 64-bit numbers)."""
+    if first + span > limits.SEED_LIMIT:
+        raise ValueError(f"{flag} {first}: this run's seeds go up to {first + span - 1}, past 2^63 - 1 (seeds are "
+                         f"63-bit); give at most {limits.SEED_LIMIT - span}")
 
 
 def _campaign_configs(args) -> list:

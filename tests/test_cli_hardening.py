@@ -442,3 +442,33 @@ def test_tune_too_large_is_refused_before_any_cell(extra, needles, tmp_path, cap
     start = time.perf_counter()
     _refused(argv + extra + ["--workers", "2", "--out", str(out)], capsys, *needles)
     assert time.perf_counter() - start < 10 and not out.exists()
+
+
+@pytest.mark.parametrize("argv, needles", [
+    (["validate", "--first-seed", str(2**63 - 1)], ("--first-seed", "past 2^63 - 1", "give at most")),
+    (["validate", "--preset", "protocol", "--first-seed", str(2**63 - 2)], ("--first-seed", "past 2^63 - 1")),
+    (["validate", "--first-seed", str(2**63)], ("--first-seed", "63-bit")),
+    (SWEEP + ["--seed-start", str(2**63 - 1)], ("--seed-start", "2^63")),
+    (TUNE + ["--seed-start", str(2**63 - 1)], ("--seed-start", "2^63")),
+    (["measure", "--depths", "2", "--seeds", "2", "--seed-start", str(2**63 - 1)], ("--seed-start", "2^63")),
+])
+def test_seeds_near_the_integer_limit_refused(argv, needles, tmp_path, capsys):
+    out = tmp_path / "o"
+    start = time.perf_counter()
+    _refused(argv + (["--out", str(out)] if argv[0] != "measure" else []), capsys, *needles)
+    assert time.perf_counter() - start < 10 and not out.exists()
+
+
+def test_seed_span_edge_and_a_cell_past_it():
+    from amutheory.limits import SEED_LIMIT
+    from amutheory.preflight import check_seed_span
+    from amutheory.spec import ArchSpec
+    from amutheory.train import Cell
+
+    check_seed_span(SEED_LIMIT - 32, 32, "--first-seed")  # the last seed is 2^63 - 1: accepted
+    with pytest.raises(ValueError, match="at most 9223372036854775776"):
+        check_seed_span(SEED_LIMIT - 31, 32, "--first-seed")
+    spec = ArchSpec(dim=1, depth=2, width=4, kernel=3, spatial=4)
+    assert Cell(spec=spec, lr=0.1, seed=SEED_LIMIT - 1).seed == SEED_LIMIT - 1
+    with pytest.raises(ValueError, match="seed must be <= 9223372036854775807"):
+        Cell(spec=spec, lr=0.1, seed=SEED_LIMIT)

@@ -27,6 +27,7 @@ import json
 import math
 from dataclasses import dataclass
 
+from amutheory.limits import SEED_LIMIT
 from amutheory.spec import NORMS, ArchSpec
 from amutheory.spec import check_choice as _check_choice
 from amutheory.spec import check_int as _check_count
@@ -81,7 +82,7 @@ class Cell:
         if not isinstance(self.spec, ArchSpec):
             raise TypeError(f"spec must be an ArchSpec, got {type(self.spec).__name__}")
         object.__setattr__(self, "lr", _check_number("lr", self.lr, positive=True))
-        object.__setattr__(self, "seed", _check_count("seed", self.seed, 0))
+        object.__setattr__(self, "seed", _check_count("seed", self.seed, 0, SEED_LIMIT - 1, "seeds are 63-bit"))
         _check_choice("optimizer", self.optimizer, OPTIMIZERS)
         object.__setattr__(self, "momentum", _check_number("momentum", self.momentum, minimum=0.0, below=1.0))
         object.__setattr__(self, "weight_decay", _check_number("weight_decay", self.weight_decay, minimum=0.0))
