@@ -472,3 +472,13 @@ def test_seed_span_edge_and_a_cell_past_it():
     assert Cell(spec=spec, lr=0.1, seed=SEED_LIMIT - 1).seed == SEED_LIMIT - 1
     with pytest.raises(ValueError, match="seed must be <= 9223372036854775807"):
         Cell(spec=spec, lr=0.1, seed=SEED_LIMIT)
+
+
+@pytest.mark.parametrize("value, needles", [("1000000000:0.1", ("--transfer-from", "<= 100000")),
+                                            ("2:5e-324", ("--transfer-from", "rate", "normal")),
+                                            ("20:1e308", ("--transfer-from", "depth 2", "overflows"))])
+def test_sweep_transfer_from_refused_before_any_cell(value, needles, tmp_path, capsys):
+    out = tmp_path / "s"
+    argv = [a if a != "2" or i != 2 else "2,3" for i, a in enumerate(SWEEP)]
+    _refused(argv + ["--transfer-from", value, "--out", str(out)], capsys, *needles)
+    assert not (out / "cells.jsonl").exists()

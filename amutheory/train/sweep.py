@@ -227,6 +227,10 @@ def run_sweep(template: Cell, depths, widths, lrs, seeds, out, *, score: str = "
     for L in depths:  # every spec valid and the data loadable before any work
         for n in widths:
             cell_data(template.with_(spec=template.spec.with_(depth=L, width=n)))
+    if transfer_from is not None:  # every rule's rate defined at every swept net, before any cell
+        from amutheory.train.transfer_overlay import check_rates
+
+        check_rates(template, depths, widths, *transfer_from)
     out = check_out_dir(out)
     check_meta(out, fixed_fields(template))
     table = read_table(out)

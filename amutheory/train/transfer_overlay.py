@@ -29,7 +29,20 @@ def parse(text: str) -> tuple[int, float]:
         raise ValueError(f"--transfer-from takes DEPTH:RATE, e.g. 4:0.1; got {text!r}") from None
     if depth < 1 or not (math.isfinite(lr) and lr > 0):
         raise ValueError(f"--transfer-from {text}: the depth must be >= 1 and the rate a finite number > 0")
-    return depth, lr
+    from amutheory.spec import check_depth, check_rate
+
+    return check_depth(f"--transfer-from {text}: the depth", depth), check_rate(f"--transfer-from {text}: the rate", lr)
+
+
+def check_rates(template, depths, widths, from_depth: int, lr: float) -> None:
+    """Every rule's rate at every swept (depth, width) is a normal float (:func:`rule_rates`), checked
+    before the sweep trains anything (a rate that overflows is otherwise found after every cell)."""
+    for L in depths:
+        for n in widths:
+            try:
+                rule_rates(template, from_depth, lr, L, n)
+            except ValueError as exc:
+                raise ValueError(f"--transfer-from {from_depth}:{lr:g} at depth {L}, width {n}: {exc}") from None
 
 
 def _net(template, depth: int, width: int):
@@ -46,12 +59,20 @@ def _net(template, depth: int, width: int):
 
 
 def rule_rates(template, from_depth: int, lr: float, depth: int, width: int) -> dict:
-    """``{rule: rate at depth}`` from ``lr`` tuned at ``from_depth`` (same width)."""
-    from amutheory.transfer import transfer_lr
+    """``{rule: rate at depth}`` from ``lr`` tuned at ``from_depth`` (same width); computed once per
+    process for each question (the check before the sweep and the overlay after it ask the same)."""
+    key = (template.key(), from_depth, lr, depth, width)
+    if key not in _RATES:
+        from amutheory.transfer import transfer_lr
 
-    ref, shape = _net(template, from_depth, width)
-    tgt, _ = _net(template, depth, width)
-    return dict(transfer_lr(lr, ref, tgt, input_shape=shape).rules)
+        ref, shape = _net(template, from_depth, width)
+        tgt, _ = _net(template, depth, width)
+        _RATES[key] = dict(transfer_lr(lr, ref, tgt, input_shape=shape).rules)
+    return dict(_RATES[key])
+
+
+#: :func:`rule_rates` already computed in this process (the rates read the traced nets: seconds each)
+_RATES: dict = {}
 
 
 def overlay(template, searches, from_depth: int, lr: float) -> dict:
