@@ -482,3 +482,83 @@ def test_sweep_transfer_from_refused_before_any_cell(value, needles, tmp_path, c
     argv = [a if a != "2" or i != 2 else "2,3" for i, a in enumerate(SWEEP)]
     _refused(argv + ["--transfer-from", value, "--out", str(out)], capsys, *needles)
     assert not (out / "cells.jsonl").exists()
+
+
+def _two_at_once(argv, out: Path) -> None:
+    """Start two identical runs into ``out`` together: one holds the folder, the other is refused at once
+    in one line naming the folder and the holder's PID; the holder then ends (SIGTERM) with no cell twice."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, "-m", "amutheory", *argv, "--out", str(out)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and all(p.poll() is None for p in procs):
+            time.sleep(0.1)
+        done = [p for p in procs if p.poll() is not None]
+        assert done, "neither run ended: the second was not refused"
+        refused, holder = done[0], next(p for p in procs if p is not done[0])
+        err = refused.communicate()[1]
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert refused.returncode == 2 and len(lines) == 1, err[-2000:]
+        assert str(out) in lines[0] and f"PID {holder.pid}" in lines[0] and "in use" in lines[0], lines[0]
+        assert holder.poll() is None  # the holder goes on
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+    table = out / "cells.jsonl"
+    keys = [json.loads(ln)["key"] for ln in table.read_text().splitlines()] if table.exists() else []
+    assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize("command", ["tune", "sweep"])
+def test_two_runs_into_one_folder_the_second_is_refused(command, tmp_path):
+    long = ["--steps", "100000"]
+    argv = (TUNE if command == "tune" else SWEEP) + long
+    for i in [i for i, a in enumerate(argv) if a == "--steps"][:-1]:  # the long run's steps win
+        argv = argv[:i] + ["--steps", "100000"] + argv[i + 2:]
+    _two_at_once(argv, tmp_path / "run")
+
+
+def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
+    """kill -9 of the holder: the operating system drops the lock; the next run takes it."""
+    from amutheory.train.lock import folder_lock
+
+    folder = tmp_path / "f"
+    folder.mkdir()
+    code = (f"import time; from amutheory.train.lock import folder_lock\n"
+            f"with folder_lock({str(folder)!r}, 'holder'):\n    print('held', flush=True); time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with pytest.raises(ValueError, match=f"--out {folder} is in use by another run \\(PID {proc.pid}, holder\\)"):
+            with folder_lock(folder):
+                pass
+    finally:
+        proc.kill()
+        proc.wait()
+    with folder_lock(folder, "next"):  # taken at once
+        with folder_lock(folder):  # the same process may enter again
+            assert (folder / ".amutheory.lock").read_text().split() == [str(os.getpid()), "next"]
+
+
+def test_training_validate_into_a_folder_in_use_is_refused(tmp_path, capsys):
+    folder = tmp_path / "p"
+    folder.mkdir()
+    code = (f"import time; from amutheory.train.lock import folder_lock\n"
+            f"with folder_lock({str(folder)!r}, 'validate'):\n    print('held', flush=True); time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        _refused(["validate", "--preset", "protocol", "--quiet", "--out", str(folder)], capsys,
+                 str(folder), f"PID {proc.pid}", "in use")
+    finally:
+        proc.kill()
+        proc.wait()
+    assert sorted(p.name for p in folder.iterdir()) == [".amutheory.lock"]  # nothing was written

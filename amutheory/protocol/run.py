@@ -22,6 +22,7 @@ from pathlib import Path
 
 from amutheory.protocol.presets import Protocol, Study, fingerprint, for_device
 from amutheory.train.cell import Cell
+from amutheory.train.lock import holds_folder
 
 
 def study_template(study: Study, data_dir=None, device: str = "cpu") -> Cell:
@@ -195,6 +196,7 @@ def _complete(study: Study, state: dict) -> bool:
     return True
 
 
+@holds_folder("out", "validate")
 def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str = "local",
                  scheduler: str | None = None, data_dir=None, device: str = "cpu", progress: bool = False,
                  figures: bool = True, say=print, first_seed: int = 0, only=None) -> dict:

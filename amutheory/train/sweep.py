@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from amutheory.train.cell import Cell
+from amutheory.train.lock import holds_folder
 from amutheory.train.search import SCORES, LrSearch, fit_power
 from amutheory.train.store import append_records, check_meta, check_out_dir, read_table
 
@@ -202,6 +203,7 @@ def horizon_study(template, table, rates, seeds, depths, widths) -> list[dict]:
     return out
 
 
+@holds_folder("out", "sweep")
 def run_sweep(template: Cell, depths, widths, lrs, seeds, out, *, score: str = "mean", refine: int = 0,
               engine: str = "local", workers: int = 1, threads: int = 1, vectorise: bool = True,
               scheduler: str | None = None, progress: bool = False, figures: bool = True,

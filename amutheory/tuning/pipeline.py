@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from amutheory.train.cell import Cell
+from amutheory.train.lock import holds_folder
 from amutheory.tuning.cost import Cost, total
 from amutheory.tuning.guided import Bracket, search
 
@@ -56,6 +57,7 @@ def _trial(depth: int, width: int, t: dict) -> dict:
             "diverged": rec["diverged"], "test_accuracy": rec["test_accuracy"]}
 
 
+@holds_folder("out", "tune")
 def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=None, rule: str | None = None,
          out, seeds: int = 5, seed_start: int = 100, bracket: Bracket | None = None, engine: str = "local",
          workers: int = 1, threads: int = 1, vectorise: bool = True, scheduler: str | None = None,
