@@ -1,21 +1,29 @@
 """amutheory: derive, predict and measure how the maximal-update learning rate scales with depth.
 
-Public API (symbolic side imports no torch; measurement imports it lazily):
+Public API (``import amutheory`` itself loads nothing heavy: each name below is imported from the
+module that defines it on first use, so the symbolic side never imports torch and a command that
+only parses its flags never imports SymPy or SciPy):
 
     from amutheory import ArchSpec, ProbeProtocol, derive, predict, measure, coord_check
     from amutheory import parametrize, param_groups   # your own nn.Module (imports torch when used)
     from amutheory import tune                         # eta*_train at new depths: a rule's prior, confirmed
 """
 
+import importlib
 import sys
 import types
 
-from amutheory.spec import ArchSpec, ProbeProtocol
-from amutheory.api import Measurement, Prediction, derive, measure, predict
-from amutheory.coord import coord_check
-
-__all__ = ["ArchSpec", "ProbeProtocol", "derive", "predict", "measure", "Measurement", "Prediction",
-           "coord_check", "parametrize", "param_groups", "param_table", "find_residual_branches", "tune"]
+#: every public name, served by :func:`__getattr__` from the module that defines it
+_LAZY = {
+    "ArchSpec": "amutheory.spec", "ProbeProtocol": "amutheory.spec",
+    "derive": "amutheory.api.derivation", "predict": "amutheory.api.selection",
+    "measure": "amutheory.api.measurement", "Measurement": "amutheory.api.measurement",
+    "Prediction": "amutheory.api.prediction", "coord_check": "amutheory.coord.check",
+    "parametrize": "amutheory.parametrization", "param_groups": "amutheory.parametrization",
+    "param_table": "amutheory.parametrization", "find_residual_branches": "amutheory.parametrization",
+    "tune": "amutheory.tuning.pipeline",
+}
+__all__ = list(_LAZY)
 __version__ = "0.1.0"
 
 #: the API functions whose names are also sub-packages (``amutheory.measure`` holds the probe)
@@ -26,8 +34,8 @@ class _Package(types.ModuleType):
     """``amutheory`` itself.  Importing a sub-package sets it as an attribute of its parent, so
     ``import amutheory.measure.probe`` would replace the function ``amutheory.measure`` by the
     package ``amutheory.measure`` -- and ``amutheory.measure(...)`` would fail after any prediction
-    that measured.  This keeps the function; the package's modules import by their full names
-    (``from amutheory.measure.probe import probe``)."""
+    that measured.  This keeps the function (served by :func:`__getattr__`); the package's modules import by their full names (``from amutheory.measure.probe
+    import probe``)."""
 
     def __setattr__(self, name, value):
         if name in _FUNCTIONS and isinstance(value, types.ModuleType):
@@ -35,19 +43,17 @@ class _Package(types.ModuleType):
         super().__setattr__(name, value)
 
 
-#: names served by :func:`__getattr__` from the module that defines them (they import torch, so
-#: ``import amutheory`` stays torch-free until one of them is used)
-_LAZY = {"parametrize": "amutheory.parametrization", "param_groups": "amutheory.parametrization",
-         "param_table": "amutheory.parametrization", "find_residual_branches": "amutheory.parametrization",
-         "tune": "amutheory.tuning.pipeline"}
-
-
 def __getattr__(name):
     if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        if name in _FUNCTIONS:  # cache it: the sub-package of the same name never replaces it
+            types.ModuleType.__setattr__(sys.modules[__name__], name, value)
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 
 sys.modules[__name__].__class__ = _Package

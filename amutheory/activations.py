@@ -24,14 +24,15 @@ import math
 
 import numpy as np
 import sympy as sp
-from scipy import integrate, special
 
 from amutheory.constants import Constant
+from amutheory.symbolic.cache import derivation
 
 _z = sp.Symbol("z", real=True)
 _q = sp.Symbol("q", positive=True)
 
 
+@derivation
 def _gaussian_expectation(f_of_z: sp.Expr, lower=-sp.oo) -> sp.Expr:
     """``E[f(sqrt(q) Z)]`` for ``Z ~ N(0, 1)`` by SymPy integration (exact)."""
     density = sp.exp(-_z**2 / 2) / sp.sqrt(2 * sp.pi)
@@ -138,9 +139,13 @@ class GELU(Activation):
     name = "gelu"
 
     def phi(self, x):
+        from scipy import special
+
         return x * special.ndtr(x)
 
     def dphi(self, x):
+        from scipy import special
+
         return special.ndtr(x) + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
 
 
@@ -165,6 +170,8 @@ def _quadrature(act: Activation, kind: str, q: float) -> tuple[float, float]:
         "dphi4": lambda z: act.dphi(s * z) ** 4,
     }[kind]
     density = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+    from scipy import integrate  # quadrature (GELU, tanh) only: SciPy loads when it runs
+
     value, err = integrate.quad(lambda z: g(z) * density(z), -np.inf, np.inf, epsabs=1e-13, epsrel=1e-12)
     return float(value), float(err)
 

@@ -21,25 +21,37 @@ depths*, with one of two targets:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 import sympy as sp
-from scipy.optimize import least_squares
 
 from amutheory.bootstrap import resample, seed_draws
 from amutheory.constants import Constant
+from amutheory.symbolic.cache import compile_lambda, derivation, lambda_source
 from amutheory.symbolic.primitives.expansion import layer_moment, log_spread, lognormal_mean_factor
 from amutheory.symbolic.primitives.symbols import a, b, e, epsilon, l, lambda_
 
-_LAYER = sp.lambdify((l, a, b, e, epsilon, lambda_), layer_moment(True), modules="numpy")
 STATISTICS = ("mean", "geo")
+
+
+@derivation
+def _layer_source() -> str:
+    """The printed source of :func:`_layer` (a derivation: read back, not printed again)."""
+    return lambda_source((l, a, b, e, epsilon, lambda_), layer_moment(True), "numpy")
+
+
+@functools.lru_cache(maxsize=None)
+def _layer():
+    """``s_l(l, a, b, e, epsilon, lambda)`` of the derived law, lambdified (made on first use)."""
+    return compile_lambda(_layer_source(), "numpy")
 
 
 def layer_prediction(layers, a_, b_, e_, eps_, gamma_, width) -> np.ndarray:
     """Per-layer ``s_l`` of the derived law (lambdified), ``lambda = 1 + gamma/width``."""
     layers = np.asarray(layers, dtype=float)
-    return _LAYER(layers, a_, b_, e_, eps_, 1.0 + gamma_ / width) * np.ones_like(layers)
+    return _layer()(layers, a_, b_, e_, eps_, 1.0 + gamma_ / width) * np.ones_like(layers)
 
 
 @dataclass
@@ -293,6 +305,8 @@ def _fit(profiles, epsilon_value, width, statistic, fit_gamma, target, start=Non
     hi = [np.inf, np.inf, np.inf] + ([5.0 * width] if fit_gamma else [])
     if start is not None:
         p0 = np.clip(start, np.asarray(lo) + 1e-9, np.asarray(hi) - 1e-9)
+    from scipy.optimize import least_squares  # SciPy's optimizers load only when a fit runs
+
     fit = least_squares(resid, p0, bounds=(lo, hi), x_scale="jac")
     dof = len(ys) - n_free
     return fit, ys, n_free, dof
@@ -358,6 +372,8 @@ def _law_values(p, is_signed):
 def _fit_law(prof: dict, s_bar_fn, depths, is_signed, power: float, start=None) -> tuple:
     """``(least-squares fit, (sigma2_0, kappa))`` of the law of the mean to the geometric means of
     ``prof`` shrunk by the fitted spread; from ``start``, else from several starts (lowest cost kept)."""
+    from scipy.optimize import least_squares
+
     line = _variance_line(prof, power)
     geo = np.array([np.exp(np.log(np.asarray(prof[int(d)]).mean(axis=1)).mean()) for d in depths])
     shrink = -(line[0] + line[1] * depths**power) / 2

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import math
 import numbers
-
-import numpy as np
 
 from amutheory.spec import ArchSpec
 
@@ -22,7 +21,7 @@ def check_depths(depths) -> list[int]:
         raise TypeError(f"depths must be a list of integers, got {depths!r}")
     out = []
     for d in depths:
-        if isinstance(d, bool) or not isinstance(d, (numbers.Integral, np.integer)):
+        if isinstance(d, bool) or not isinstance(d, numbers.Integral):
             raise TypeError(f"depths must be integers, got {d!r}")
         if d < 1:
             raise ValueError(f"depths must be >= 1, got {d}")
@@ -57,6 +56,6 @@ def check_calibration_depths(depths, name: str = "calibration_depths") -> list[i
 
 
 def _check_C(C):
-    if isinstance(C, bool) or not isinstance(C, numbers.Real) or not np.isfinite(C) or C <= 0:
+    if isinstance(C, bool) or not isinstance(C, numbers.Real) or not math.isfinite(C) or C <= 0:
         raise ValueError(f"C must be a positive number, got {C!r}")
     return float(C)

@@ -37,7 +37,7 @@ def spec_from_flags(args, depth=None):
     first of ``--depths``, or 1).  ``--depths`` is checked (and replaced by the checked list); a
     flag the family does not read is refused when it is set to something other than its default
     (``--padding`` of a net without convolutions)."""
-    from amutheory.api import check_depths
+    from amutheory.checks import check_depths
     from amutheory.families import get_family
     from amutheory.spec import ArchSpec
 

@@ -4,6 +4,8 @@
   state) and ``torch`` with 0 and use two intra-op torch threads (one per worker under
   ``pytest -n``), so a test's outcome does
   not depend on which tests ran before it or on the machine's core count.
+* ``AMUTHEORY_CACHE_DIR`` (unless set) points the derivation cache at a folder under the system's
+  temporary folder, shared by the workers and the commands the tests start.
 * Hypothesis runs derandomized (a fixed seed per test, no example database): CI and every
   machine see the same examples, so a property test passes or fails reproducibly.
 * ``validate_script`` (fixture): loads a script of ``validate/`` or ``validate/studies/`` as a
@@ -20,6 +22,7 @@ import importlib.util
 import os
 import pathlib
 import random
+import tempfile
 
 import numpy as np
 import pytest
@@ -27,6 +30,10 @@ import torch
 from hypothesis import settings
 
 SEED = 0
+#: derivations the tests (and the commands they start) make are kept in one folder per user outside
+#: the home folder, shared by the xdist workers (files are written whole, keyed by the sources'
+#: fingerprint, so a stale one is never read): amutheory.symbolic.cache
+os.environ.setdefault("AMUTHEORY_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"amutheory-tests-{os.getuid()}"))
 #: one torch thread per xdist worker (two busy threads per core are many times slower), two otherwise
 TORCH_THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
 

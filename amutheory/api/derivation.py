@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 from amutheory.checks import _check_spec
-from amutheory.laws.resnet_values import RESNET_LAWS, SELECTION_CRITERION
-from amutheory.laws.transformer_values import TRANSFORMER_LAWS
+# CALIBRATED_RESNET_LAWS: the residual laws that are calibrated predictors, not closed forms (``derive``
+# refuses them); LAWS: the older law names :func:`predict` still takes (:func:`amutheory.laws.resolve_law`
+# maps each to a registered law; ``limit-shape``: the exact infinite-width law of the net times one
+# calibrated amplitude, :func:`limit_shape_predictor`; not a candidate of ``selected``)
+from amutheory.names import CALIBRATED_RESNET_LAWS, LAWS, RESNET_LAWS, TRANSFORMER_LAWS
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.chain.conv import conv_law
 
 #: what :func:`predict` takes as a residual net's ``law``: either law, or ``"selected"`` (both
 #: calibrated on the same nets, the one that fits the calibration K better kept: :func:`pick_resnet_law`)
 RESNET_LAW_CHOICES = RESNET_LAWS + ("selected", "limit-shape")
-#: the residual laws that are calibrated predictors, not closed forms (``derive`` refuses them)
-CALIBRATED_RESNET_LAWS = ("dense-shape", "selected", "limit-shape")
-#: the older law names :func:`predict` still takes (:func:`amutheory.laws.resolve_law` maps each to a
-#: registered law; ``limit-shape``: the exact infinite-width law of the net times one calibrated
-#: amplitude, :func:`limit_shape_predictor`; not a candidate of ``selected``)
-LAWS = ("coherent", "effective-depth", "dense-shape", "selected", "limit-shape")
 
 
 def derive(spec: ArchSpec | None = None, finite_width: bool = False, law: str = "coherent"):

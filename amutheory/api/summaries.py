@@ -9,10 +9,12 @@
 
 from __future__ import annotations
 
-import sympy as sp
-
-from amutheory.api.derivation import derive, free_constant_sources
 from amutheory.spec import ArchSpec
+from amutheory.symbolic.cache import derivation
+
+# Each summary is a derivation (amutheory.symbolic.cache): derived once per version of the code, then
+# read back; SymPy and the laws are imported by the summary that derives, so a summary read back
+# from the cache imports neither.
 
 #: the spectral law's assumptions, as ``derive`` reports them
 SPECTRAL_ASSUMPTIONS = ["linear chain, circular padding, critical c = 1: every Fourier mode is propagated on its own",
@@ -20,12 +22,14 @@ SPECTRAL_ASSUMPTIONS = ["linear chain, circular padding, critical c = 1: every F
                         "Gaussian inputs of variance input_var, the canonical probe's loss and head"]
 
 
+@derivation(ignore=("progress",), mutable=True)
 def chain_derivation(spec: ArchSpec, order: int = 3, finite_width: bool = False, depths=(), input_var: float = 1.0,
                      progress=None) -> dict:
     """The conv chain's law (:meth:`ScalingLaw.to_dict`) with ``derived_constants``, ``free_constants``,
     the finite-width factor (``finite_width``), the spectral law (linear circular chains) and the
     zero-padding boundary at ``depths`` (zero padding).  A net that is a conv chain (an MLP:
     :meth:`Family.chain_spec`) gets its family's law (:meth:`Family.derive`) and the rest from its chain."""
+    from amutheory.api.derivation import free_constant_sources
     from amutheory.symbolic.chain.conv import derived_constants
 
     family = spec.family_object
@@ -46,8 +50,12 @@ def chain_derivation(spec: ArchSpec, order: int = 3, finite_width: bool = False,
     return d
 
 
+@derivation(mutable=True)
 def finite_width_terms(spec: ArchSpec) -> dict:
     """The chain law with the ``lambda^l`` finite-width factor and its first-order relative correction."""
+    import sympy as sp
+
+    from amutheory.api.derivation import derive
     from amutheory.symbolic.primitives.expansion import finite_width_relative_correction
     from amutheory.symbolic.primitives.symbols import L
 
@@ -58,8 +66,11 @@ def finite_width_terms(spec: ArchSpec) -> dict:
             "finite_width_first_order_leading": sp.sstr(sp.limit(R / L, L, sp.oo))}
 
 
+@derivation(mutable=True)
 def spectral_summary(spec: ArchSpec, input_var: float = 1.0) -> dict | None:
     """The spectral law's expressions and exact constants, for a linear circular chain (else None)."""
+    import sympy as sp
+
     from amutheory.symbolic.chain import spectral
 
     if not spectral.spectral_applies(spec):
@@ -72,8 +83,10 @@ def spectral_summary(spec: ArchSpec, input_var: float = 1.0) -> dict | None:
             "assumptions": list(SPECTRAL_ASSUMPTIONS)}
 
 
+@derivation(mutable=True)
 def resnet_derivation(spec: ArchSpec, order: int = 3, input_var: float = 1.0) -> dict:
     """The residual net's forward analysis and, where the forward pass is stable, its coherent law."""
+    from amutheory.api.derivation import derive, free_constant_sources
     from amutheory.symbolic.resnet.coherent import branch_coefficients, forward_analysis
 
     fa = forward_analysis(spec, input_var)
@@ -92,8 +105,11 @@ def resnet_derivation(spec: ArchSpec, order: int = 3, input_var: float = 1.0) ->
     return d
 
 
+@derivation(mutable=True)
 def transformer_derivation(spec: ArchSpec, order: int = 3, law: str = "coherent") -> dict:
     """The Transformer's coherent or effective-depth law, with its effective depth at ``spec.depth``."""
+    from amutheory.api.derivation import derive, free_constant_sources
+
     symbolic = derive(spec, law=law)
     d = symbolic.to_dict(order=order)
     d["law"] = law
@@ -102,11 +118,14 @@ def transformer_derivation(spec: ArchSpec, order: int = 3, law: str = "coherent"
     return d
 
 
+@derivation(ignore=("progress",), mutable=True)
 def boundary_summary(spec: ArchSpec, depths, input_var: float = 1.0, tolerance: float | None = None,
                      progress=None) -> dict:
     """The zero-padding boundary of a conv chain at ``depths``: the exact law (operator for linear
     chains, kernel for ReLU) where one covers it, else the position-local model with the MLP-limit
     constants; the spectrum and regime expressions; one row per depth (``per_depth``)."""
+    import sympy as sp
+
     from amutheory.api.chain import mlp_limit_constants
     from amutheory.symbolic.chain import boundary as bd
     from amutheory.symbolic.chain.kernel_law import boundary_law_method
@@ -139,6 +158,7 @@ def boundary_summary(spec: ArchSpec, depths, input_var: float = 1.0, tolerance: 
     }, ("eta_ratio", "s_bar_ratio", "regime_parameter", "slope_shift", "constant_level"))
 
 
+@derivation(ignore=("progress",), mutable=True)
 def resnet_boundary_summary(spec: ArchSpec, depths, draws: int, input_var: float = 1.0, tolerance: float = 0.05,
                             progress=None) -> dict:
     """The zero-padding boundary of a residual net by the exact law over its points

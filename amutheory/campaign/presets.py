@@ -10,11 +10,13 @@ into the configs to run.  A :class:`WidthSweep` is one net measured at several w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from amutheory.api import check_depths
+from amutheory.checks import MIN_CALIBRATION_DEPTHS, check_depths
+from amutheory.names import CAMPAIGN_PRESETS
 from amutheory.spec import BRANCHES, INITS, ArchSpec
 
 #: the campaign modules that analyse chains, residual nets and Transformers (a family names its own
@@ -34,18 +36,15 @@ def analysed_by(record: dict, module: str) -> bool:
 STREAM_SEEDS = 4
 
 
-def _check_calibratable(cal_depths, width) -> None:
-    """Fail early (before any measuring) when :func:`amutheory.calibrate.calibrate` cannot fit
-    its constants to data at ``cal_depths``: it is tried once on synthetic profiles (all ones),
-    so the check follows whatever the calibration needs (e.g. one depth per free constant)."""
-    from amutheory.calibrate import calibrate
-
-    fake = {d: np.ones((2, d)) for d in cal_depths}
-    try:
-        calibrate(fake, 0.01, width, "mean", n_boot=0)
-    except ValueError as exc:
-        if "need at least" in str(exc):
-            raise ValueError(f"calibration_depths {list(cal_depths)} cannot calibrate the constants: {exc}") from None
+def _check_calibratable(cal_depths) -> None:
+    """Fail early (before any measuring) when :func:`amutheory.calibrate.calibrate` cannot fit its
+    constants to data at ``cal_depths``: it needs one distinct depth per constant it fits
+    (:data:`amutheory.checks.MIN_CALIBRATION_DEPTHS`; a count, so that describing a preset costs
+    no fit)."""
+    if len(set(cal_depths)) < MIN_CALIBRATION_DEPTHS:
+        raise ValueError(f"calibration_depths {list(cal_depths)} cannot calibrate the constants: need at least "
+                         f"{MIN_CALIBRATION_DEPTHS} distinct depths (one per fitted constant a, b, e), "
+                         f"got {len(set(cal_depths))}")
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ class CampaignConfig:
         missing = sorted(set(cal) - set(depths))
         if missing and self.spec.padding != "zero":
             raise ValueError(f"calibration_depths {missing} are not among depths {list(depths)}")
-        _check_calibratable(cal, self.spec.width)
+        _check_calibratable(cal)
         if isinstance(self.seeds, bool):
             raise TypeError("seeds must be a count or a list of integers")
         if isinstance(self.seeds, (int, np.integer)):
@@ -278,13 +277,13 @@ _PZ = [2, 4, 8, 16, 32, 64]
 
 #: Width is fixed per config (circular configs: 8 x the deepest depth), so the law is compared at
 #: fixed width.  Zero-padding configs are named ``zero<dim>d-<activation>-N<spatial>-k<kernel>``.
-PRESETS = {
+_BUILDERS = {
     # a first look, ~2 min on 2 CPU cores (tests/test_campaign.py bounds its probe cost): the derived
     # laws checked on real nets at held-out depths (the deepest twice the deepest calibration depth) on
     # a calibrated ReLU chain (-3/2), the exact spectral law of a linear chain, one zero-padding config,
     # one forward-stable residual net and one forward-unstable one (the report shows both).  Narrower,
     # shallower, fewer seeds and configs than full-cpu, the whole CPU campaign
-    "quick": [
+    "quick": lambda: [
         _conv("conv1d-relu", 1, "relu", 128, 8, [2, 3, 4, 6, 8, 12, 16], [2, 4, 8], 32),
         _conv("conv1d-linear", 1, "linear", 128, 8, [2, 3, 4, 6, 8, 12, 16], [2, 4, 8], 32),
         _zero(1, "relu", 128, 8, 3, [2, 4, 8], 32),
@@ -294,7 +293,7 @@ PRESETS = {
     ],
     # the whole CPU campaign (~32 min on 2 cores; the quick preset before issue 33): chains, zero
     # padding over N and k, every residual convention
-    "full-cpu": [
+    "full-cpu": lambda: [
         _conv("conv1d-relu", 1, "relu", 256, 16, _Q1, [2, 4, 8, 16], 32),
         _conv("conv1d-linear", 1, "linear", 256, 16, _Q1, [2, 4, 8, 16], 32),
         # calibrate() fits a, b, e to s_bar at the calibration depths (>= 3 of them); the deepest
@@ -318,7 +317,7 @@ PRESETS = {
     ],
     # issue 5: transformers against effective depth, and every transfer rule at held-out depths of
     # one conv, two residual and three transformer families (CPU, a few minutes)
-    "transfer": [
+    "transfer": lambda: [
         _conv("conv1d-relu", 1, "relu", 128, 16, _Q1, [2, 4, 8, 16], 32),
         _resnet("conv-mlp", "k-last", "relu", 64, 8, [2, 4, 8, 16, 32], 32),
         _resnet("conv-mlp", "sqrt-multiplier", "relu", 64, 8, [2, 4, 8, 16, 32], 32),
@@ -328,18 +327,18 @@ PRESETS = {
     # and seeds; CPU, its time and memory in README "Residual networks"): K / n <= 2, so that full-cpu's
     # exponent and held-out checks can be told apart from finite width (campaign.width_compare sets
     # the two side by side)
-    "resnet-wide": _stable_resnets(128, 8, [2, 4, 8, 16, 32, 64], 96, (2, 4, 8, 16), stable_depths=(128, 256),
+    "resnet-wide": lambda: _stable_resnets(128, 8, [2, 4, 8, 16, 32, 64], 96, (2, 4, 8, 16), stable_depths=(128, 256),
                                    stable_calibration=(2, 4, 8, 16, 32, 64)),
     # the same at n = 256 (K / n <= 1): a third width for compare-widths' 1/n line.  Several times the
     # CPU time of resnet-wide per config (README "Residual networks" times one config), so on a CPU
     # run it with --only; on a GPU, all of it
-    "resnet-wider": _stable_resnets(256, 8, [2, 4, 8, 16, 32, 64], 96, (2, 4, 8, 16), stable_depths=(128, 256),
+    "resnet-wider": lambda: _stable_resnets(256, 8, [2, 4, 8, 16, 32, 64], 96, (2, 4, 8, 16), stable_depths=(128, 256),
                                     stable_calibration=(2, 4, 8, 16, 32, 64)),
     # issue 38: the MLP family (the chain with kernel 1 on one position), ReLU and linear, calibrated on
     # L = 2..6 and held out at 8, 12, 16 (small: seconds on a CPU)
-    "mlp": [_mlp(activation, 64, 16, [2, 3, 4, 6, 8, 12, 16], [2, 3, 4, 6], 32) for activation in ("relu", "linear")],
+    "mlp": lambda: [_mlp(activation, 64, 16, [2, 3, 4, 6, 8, 12, 16], [2, 3, 4, 6], 32) for activation in ("relu", "linear")],
     # meant for a GPU: pass protocol=ProbeProtocol(device="cuda")
-    "paper": [
+    "paper": lambda: [
         _conv("conv1d-relu", 1, "relu", 512, 32, _P, [2, 4, 8, 16], 64),
         _conv("conv1d-linear", 1, "linear", 512, 32, _P, [2, 4, 8, 16], 64),
         _conv("conv2d-relu", 2, "relu", 512, 32, _P, [2, 4, 8, 16], 64),
@@ -351,6 +350,31 @@ PRESETS = {
         *[_transformer(init, "relu", 256, 32, _T + [48, 64], 64) for init in ("none", "k-last", "sqrt-multiplier")],
     ],
 }
+
+
+class _Presets(Mapping):
+    """The presets by name, each built (and its configs checked) the first time it is looked up:
+    naming them costs nothing, so ``amutheory --help`` and a command that uses no preset never
+    build the others."""
+
+    def __init__(self, builders: dict):
+        self._builders, self._built = builders, {}
+
+    def __getitem__(self, name):
+        if name not in self._built:
+            self._built[name] = self._builders[name]()
+        return self._built[name]
+
+    def __iter__(self):
+        return iter(self._builders)
+
+    def __len__(self):
+        return len(self._builders)
+
+
+#: the named campaigns (their names, light for the CLI, are :data:`amutheory.names.CAMPAIGN_PRESETS`)
+PRESETS = _Presets(_BUILDERS)
+assert tuple(PRESETS) == CAMPAIGN_PRESETS, "amutheory.names.CAMPAIGN_PRESETS must list the presets built here"
 
 
 def _width(name, spec, widths, seeds):

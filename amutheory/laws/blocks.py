@@ -19,14 +19,12 @@ from amutheory.stats import eta_slope_between
 @functools.lru_cache(maxsize=None)
 def _lognormal_fns():
     """Lambdified mean-over-typical factor and its local-slope shift (derived in SymPy)."""
-    import sympy as sp
-
+    from amutheory.symbolic.cache import lambdified
     from amutheory.symbolic.primitives.expansion import lognormal_mean_factor, lognormal_slope_shift
     from amutheory.symbolic.primitives.symbols import L, kappa, p, sigma2_0
 
     args = (L, sigma2_0, kappa, p)
-    return (sp.lambdify(args, lognormal_mean_factor(), "numpy"),
-            sp.lambdify(args, lognormal_slope_shift(), "numpy"))
+    return (lambdified(args, lognormal_mean_factor(), "numpy"), lambdified(args, lognormal_slope_shift(), "numpy"))
 
 
 def target_constant(C: float) -> Constant:

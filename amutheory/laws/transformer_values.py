@@ -6,9 +6,9 @@ from amutheory.laws.blocks import (_block_calibration, _block_law_values, block_
                                    target_constant)
 from amutheory.laws.resnet_values import RESNET_CONSTANTS
 from amutheory.spec import ArchSpec
+from amutheory.names import TRANSFORMER_LAWS
 
 #: the Transformer laws by their older names: the coherent order, or the chain law in the effective depth
-TRANSFORMER_LAWS = ("coherent", "effective-depth")
 
 
 def transformer_derivation(spec: ArchSpec, law: str = "coherent"):

@@ -23,12 +23,12 @@ from amutheory.site import course
 from amutheory.site import index
 from amutheory.site.markdown import EXTERNAL, SOURCE, markdown_to_html, rewrite_links, title_of
 
+#: the default validation report, and the default seconds one course script may run
+from amutheory.names import SITE_REPORT as DEFAULT_REPORT  # noqa: I001 (the defaults, light for the CLI)
+from amutheory.names import SITE_TIMEOUT as DEFAULT_TIMEOUT
+
 #: the repository (a source checkout: the course and the docs are not installed with the package)
 ROOT = Path(__file__).resolve().parents[2]
-#: the default validation report
-DEFAULT_REPORT = "results/quick"
-#: the default seconds one course script may run
-DEFAULT_TIMEOUT = 900.0
 
 CSS = """
 body { font-family: Georgia, 'DejaVu Serif', serif; max-width: 60rem; margin: 0 auto; padding: 1rem 2rem;

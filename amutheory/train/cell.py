@@ -32,8 +32,8 @@ from amutheory.spec import NORMS, ArchSpec
 from amutheory.spec import check_choice as _check_choice
 from amutheory.spec import check_int as _check_count
 from amutheory.spec import check_number as _check_number
+from amutheory.names import TRAIN_OPTIMIZERS as OPTIMIZERS
 
-OPTIMIZERS = ("sgd", "adam", "adamw")
 DTYPES = ("float32", "float64")
 #: the minibatch order of seed s is drawn from a generator seeded s + DATA_SEED_OFFSET
 DATA_SEED_OFFSET = 7_919

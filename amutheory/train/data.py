@@ -57,8 +57,8 @@ import numpy as np
 import torch
 
 from amutheory.spec import check_int as _check_int
+from amutheory.names import DATASETS
 
-DATASETS = ("synthetic", "digits", "mnist", "cifar10", "cifar100")
 
 MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from amutheory.bootstrap import resample, seed_draws
+from amutheory.names import SCORES
 
 #: bootstrap resamples of the seeds
 BOOTSTRAP = 2000
 #: the bootstrap's own seed (fixed: the same records give the same CI)
 BOOTSTRAP_SEED = 20_251_125
-SCORES = ("mean", "final")
 #: flags under which the grid does not resolve the optimum: every rate diverged, the best rate is
 #: at the grid's edge (the optimum may lie beyond it), or several rates share the best score (a tie)
 UNRESOLVED = ("all-diverged", "edge", "tie")

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from amutheory.names import BRACKET_DEFAULTS
 from amutheory.tuning.fit import WINDOW, fitted_loss, vertex, vertex_interval
 
 #: two seed-means closer than Z pooled standard errors (of their difference) are too close to call
@@ -47,12 +48,12 @@ MAX_BRACKET_FACTOR = 10.0
 class Bracket:
     """The guided search's settings (module docstring)."""
 
-    points: int = 5
-    factor: float = math.sqrt(2.0)
-    min_seeds: int = 2
-    seeds_to_stop: int = 3
-    tolerance: float = 0.35
-    max_runs: int = 20
+    points: int = BRACKET_DEFAULTS["points"]
+    factor: float = BRACKET_DEFAULTS["factor"]
+    min_seeds: int = BRACKET_DEFAULTS["min_seeds"]
+    seeds_to_stop: int = BRACKET_DEFAULTS["seeds_to_stop"]
+    tolerance: float = BRACKET_DEFAULTS["tolerance"]
+    max_runs: int = BRACKET_DEFAULTS["max_runs"]
 
     def __post_init__(self):
         for name, lo in (("points", 3), ("min_seeds", 2), ("seeds_to_stop", 2), ("max_runs", 1)):

@@ -46,6 +46,7 @@ import sympy as sp
 
 from amutheory.constants import Constant
 from amutheory.spec import ArchSpec
+from amutheory.symbolic.cache import compile_lambda, derivation, lambda_source, lambdified
 from amutheory.symbolic.primitives.expansion import layer_moment_core, pairs_with_max
 from amutheory.symbolic.primitives.symbols import L, a, b, e, epsilon, l, m
 
@@ -82,14 +83,14 @@ def _mode_sum(rate) -> sp.Expr:
     return sp.expand(_branch(first + rest))
 
 
-@functools.lru_cache(maxsize=None)
+@derivation
 def mode_layer_moment(zero_mode: bool = False) -> sp.Expr:
     """``Q_l(r) = sum_{m<=l} P(m) r^(m-1) f_(l-m)(r)``, summed symbolically: the ``r != 1``
     closed form, or (``zero_mode=True``) the ``r = 1`` one, a cubic in ``l``."""
     return _mode_sum(sp.Integer(1)) if zero_mode else sp.factor(_mode_sum(r))
 
 
-@functools.lru_cache(maxsize=None)
+@derivation
 def mode_depth_sum(zero_mode: bool = False) -> sp.Expr:
     """``sum_{l=1}^{L} Q_l(r)`` in closed form (``L s_bar`` of one mode of unit weight)."""
     q = _mode_sum(sp.Integer(1) if zero_mode else r)
@@ -97,7 +98,7 @@ def mode_depth_sum(zero_mode: bool = False) -> sp.Expr:
     return sp.expand(total) if zero_mode else sp.factor(total)
 
 
-@functools.lru_cache(maxsize=None)
+@derivation
 def saturated_mode_moment() -> sp.Expr:
     """``Q_oo(r) = lim_{l -> oo} Q_l(r)`` for ``0 <= r < 1``: ``sum_m P(m) r^(m-1) / (1 - r)``."""
     total = _branch(sp.summation(sp.expand(pairs_with_max(m) * r ** (m - 1)), (m, 2, sp.oo)), convergent=True)
@@ -166,16 +167,24 @@ def mode_weights(spec: ArchSpec, input_var: float = 1.0) -> tuple[np.ndarray, np
     return rho[keep] ** 2, weight[keep]
 
 
+@derivation
+def _predictor_sources() -> dict:
+    """The printed sources of :func:`_predictors` (:func:`amutheory.symbolic.cache.lambda_source`), kept
+    as a derivation: printing the closed forms takes longer than deriving them is read back."""
+    exprs = {"layer": (l, mode_layer_moment(False), mode_layer_moment(True)),
+             "total": (L, mode_depth_sum(False), mode_depth_sum(True)),
+             "grad": (L, sp.diff(mode_depth_sum(False), L), sp.diff(mode_depth_sum(True), L))}
+    return {name: (lambda_source((var, r, epsilon), generic, "numpy"), lambda_source((var, epsilon), zero, "numpy"),
+                   lambda_source((var, r, epsilon), generic, "mpmath"))
+            for name, (var, generic, zero) in exprs.items()}
+
+
 @functools.lru_cache(maxsize=None)
 def _predictors() -> dict:
     """Lambdified forms, by name: ``layer`` (``Q_l``), ``total`` (``sum_l Q_l``) and ``grad``
     (its ``d/dL``), each as ``(generic r != 1 in numpy, zero mode in numpy, generic in mpmath)``."""
-    exprs = {"layer": (l, mode_layer_moment(False), mode_layer_moment(True)),
-             "total": (L, mode_depth_sum(False), mode_depth_sum(True)),
-             "grad": (L, sp.diff(mode_depth_sum(False), L), sp.diff(mode_depth_sum(True), L))}
-    return {name: (sp.lambdify((var, r, epsilon), generic, "numpy"), sp.lambdify((var, epsilon), zero, "numpy"),
-                   sp.lambdify((var, r, epsilon), generic, "mpmath"))
-            for name, (var, generic, zero) in exprs.items()}
+    return {name: (compile_lambda(generic, "numpy"), compile_lambda(zero, "numpy"), compile_lambda(mp, "mpmath"))
+            for name, (generic, zero, mp) in _predictor_sources().items()}
 
 
 def _sum_modes(depths, rates, weights, eps, fns, continuous: bool = False) -> np.ndarray:
@@ -241,7 +250,7 @@ def spectral_constants(spec: ArchSpec, input_var: float = 1.0) -> dict[str, Cons
     modes), plus the slowest decay ``r_1`` (how fast ``e(l)`` reaches ``e``) and the mode count."""
     rates, weights = mode_weights(spec, input_var)
     eps = _epsilon(spec)
-    sat = sp.lambdify((r, epsilon), saturated_mode_moment(), "numpy")
+    sat = lambdified((r, epsilon), saturated_mode_moment(), "numpy")
     zero = rates == 1.0
     w0 = float(weights[zero].sum())
     e_inf = float(sum(w * sat(x, eps) for x, w in zip(rates[~zero], weights[~zero])))

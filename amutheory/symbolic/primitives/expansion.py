@@ -32,6 +32,7 @@ import functools
 import numpy as np
 import sympy as sp
 
+from amutheory.symbolic.cache import derivation
 from amutheory.symbolic.primitives.symbols import L, a, b, e, epsilon, j, jp, kappa, l, lambda_, m, p, sigma2_0
 
 
@@ -52,7 +53,7 @@ def pairs_with_max(index=m) -> sp.Expr:
     return sp.expand(cumulative(index) ** 2 - cumulative(index - 1) ** 2)
 
 
-@functools.lru_cache(maxsize=None)
+@derivation
 def layer_moment_core() -> sp.Expr:
     """``sum_{j, jp <= l} kappa(l; j, jp)`` in closed form, derived by summing over ``m``.
 

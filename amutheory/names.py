@@ -1,0 +1,55 @@
+"""The names the command line offers as choices, in one light module (no NumPy, SymPy, SciPy or torch).
+
+``amutheory --help`` builds every sub-command's parser; the modules that implement a choice import
+heavy libraries, so the names live here, once, and those modules import them from here.  The
+registered laws and families are not listed: the registries fill at run time (outside plugins too),
+so ``--law`` and ``--family`` are checked after parsing (:mod:`amutheory.preflight`)."""
+
+from __future__ import annotations
+
+import math
+
+# ----------------------------------------------------------------------------- laws (older names)
+#: the residual laws of :mod:`amutheory.laws.resnet_values` (``coherent``: the block recursion's
+#: law; ``dense-shape``: its dense-shape form)
+RESNET_LAWS = ("coherent", "dense-shape")
+#: the Transformer laws of :mod:`amutheory.laws.transformer_values`
+TRANSFORMER_LAWS = ("coherent", "effective-depth")
+#: the residual laws that are calibrated predictors, not closed forms (``derive`` refuses them)
+CALIBRATED_RESNET_LAWS = ("dense-shape", "selected", "limit-shape")
+#: the older law names :func:`amutheory.predict` still takes (:func:`amutheory.laws.resolve_law`
+#: maps each to a registered law)
+LAWS = ("coherent", "effective-depth", "dense-shape", "selected", "limit-shape")
+
+# ----------------------------------------------------------------------------- transfer rules
+#: the depth rules :mod:`amutheory.transfer` carries a tuned rate by
+TRANSFER_RULES = ("am-mup", "power", "chen", "depth-mup", "completep", "per-layer-mup")
+DEFAULT_RULE = "am-mup"
+
+# ----------------------------------------------------------------------------- training
+#: the training score of a run (:mod:`amutheory.train.search`)
+SCORES = ("mean", "final")
+#: the optimizers a training cell runs (:mod:`amutheory.train.cell`)
+TRAIN_OPTIMIZERS = ("sgd", "adam", "adamw")
+#: where the cells run (:mod:`amutheory.train.engine`)
+ENGINES = ("local", "dask")
+#: the data sets (:mod:`amutheory.train.data`; never downloaded)
+DATASETS = ("synthetic", "digits", "mnist", "cifar10", "cifar100")
+
+#: the guided search's default bracket (:class:`amutheory.tuning.guided.Bracket`)
+BRACKET_DEFAULTS = {"points": 5, "factor": math.sqrt(2.0), "min_seeds": 2, "seeds_to_stop": 3,
+                    "tolerance": 0.35, "max_runs": 20}
+
+# ----------------------------------------------------------------------------- campaigns
+#: the one-step campaign presets (:data:`amutheory.campaign.presets.PRESETS`, built when one is used)
+CAMPAIGN_PRESETS = ("quick", "full-cpu", "transfer", "resnet-wide", "resnet-wider", "mlp", "paper")
+
+# ----------------------------------------------------------------------------- plugins
+#: the entry-point group of outside laws (:mod:`amutheory.laws.plugins`)
+LAW_ENTRY_POINTS = "amutheory.laws"
+
+# ----------------------------------------------------------------------------- the docs site
+#: the default validation report of ``amutheory docs`` (:mod:`amutheory.site.build`)
+SITE_REPORT = "results/quick"
+#: the default seconds one course script may run
+SITE_TIMEOUT = 900.0
