@@ -458,7 +458,8 @@ def cmd_predict(args):
     if pred.law_choice is not None:
         lines.append(f"chosen: {pred.law_choice['reason']}")
         lines += [f"  skipped {s['law']}: {s['reason']}" for s in pred.law_choice["skipped_for_cost"]]
-    lines.append(f"{'L':>5} {'eta*':>12} {'s_bar':>12} {'dln eta*/dln L':>15}")
+    sym = spec.family_object.depth_symbol()  # K for families that count blocks
+    lines.append(f"{sym:>5} {'eta*':>12} {'s_bar':>12} {f'dln eta*/dln {sym}':>15}")
     lines += [f"{L:>5} {e:>12.5g} {s:>12.5g} {sl:>15.4f}"
               for L, e, s, sl in zip(pred.depths, pred.eta_star, pred.s_bar, pred.local_slope)]
     lines.append("constants:")
@@ -510,8 +511,9 @@ def cmd_measure(args):
     seeds = list(range(args.seed_start, args.seed_start + args.seeds))
     m = measure(spec, args.depths, seeds, _protocol(args), C=args.C, progress=_progress(args), chunk=args.chunk)
     d = m.to_dict()
+    sym = spec.family_object.depth_symbol()  # K for families that count blocks
     lines = [f"{len(seeds)} seeds, width {spec.width}, {spec.dim}D {spec.activation}",
-             f"{'L':>5} {'eta*(mean)':>11} {'95% CI':>23} {'eta*(geo)':>11} {'95% CI':>23}"]
+             f"{sym:>5} {'eta*(mean)':>11} {'95% CI':>23} {'eta*(geo)':>11} {'95% CI':>23}"]
     for i, L in enumerate(m.depths):
         lo, hi = d["eta_star_mean_ci"][i]
         glo, ghi = d["eta_star_geo_ci"][i]
@@ -520,7 +522,8 @@ def cmd_measure(args):
     if "fitted_exponent_mean" in d:
         for s in ("mean", "geo"):
             lo, hi = d[f"fitted_exponent_{s}_ci"]
-            lines.append(f"fitted exponent ({s}): {d[f'fitted_exponent_{s}']:.3f}  95% CI [{lo:.3f}, {hi:.3f}]")
+            lines.append(f"fitted exponent in {sym} ({s}): {d[f'fitted_exponent_{s}']:.3f}  95% CI "
+                         f"[{lo:.3f}, {hi:.3f}]")
     if args.spread:
         lines += _measure_spread(args, spec, seeds, d)
     written = _write_result(args.out, d) if args.out else None
@@ -552,11 +555,20 @@ def _measure_model(args):
         eff = d["effective_depths"][i]
         lines.append(f"{L:>5} {'-' if eff is None else f'{eff:g}':>6} {d['layers_counted'][i]:>6} "
                      f"{d['eta_star_mean'][i]:>11.5g} [{lo:>10.4g},{hi:>10.4g}] {d['eta_star_geo'][i]:>11.5g}")
-    for key, what in (("fitted_exponent", "depth"), ("fitted_exponent_effective", "effective depth")):
+    for key, what in (("fitted_exponent", "depth L"), ("fitted_exponent_effective", "effective depth L_eff")):
         for s in ("mean", "geo"):
             if d.get(f"{key}_{s}") is not None:
                 lo, hi = d[f"{key}_{s}_ci"]
-                lines.append(f"fitted exponent in {what} ({s}): {d[f'{key}_{s}']:.3f}  95% CI [{lo:.3f}, {hi:.3f}]")
+                inside = ("" if key != "fitted_exponent_effective" else
+                          f"  ({d['law_exponent']:g} {'inside' if lo <= d['law_exponent'] <= hi else 'outside'} "
+                          f"the CI)")
+                lines.append(f"fitted exponent in {what} ({s}): {d[f'{key}_{s}']:.3f}  95% CI [{lo:.3f}, {hi:.3f}]"
+                             + inside)
+    lines += [f"  L: {d['depth_axis'].split(': ', 1)[1]}", f"  L_eff: {d['effective_depth_axis'].split(': ', 1)[1]}",
+              f"  the -3/2 law is {d['law']}: " + (f"compare {d['law_exponent']:g} with the exponent in L_eff"
+                                                       if d.get("fitted_exponent_effective_mean") is not None else
+                                                       "no exponent in L_eff here (fewer than two distinct "
+                                                       "effective depths, or a graph that did not trace)")]
     lines.append(f"counted at depth {m.depths[-1]}: " + ", ".join(d["layers"][-1]))
     lines += [f"note: {n}" for n in d["notes"]]
     written = _write_result(args.out, d) if args.out else None

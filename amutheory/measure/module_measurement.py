@@ -17,6 +17,18 @@ import numpy as np
 
 from amutheory.measure.measurement import Measurement
 
+#: the two depth axes of a user model's fits, in words (``depth_axis``, ``effective_depth_axis`` in the JSON)
+DEPTH_AXIS = ("depth L: the factory's depth= argument, whatever FACTORY(depth=L) counts (layers, blocks, blocks "
+              "per stage)")
+EFFECTIVE_DEPTH_AXIS = ("effective depth L_eff: the shortest input -> output path of the traced graph, counting "
+                        "parameterised layers and residual additions (amutheory.graph.effective_depth)")
+#: the axis and power the -3/2 law is stated in: ``eta* ~ L_eff^(-3/2)`` (docs/theory.md section 1: the
+#: multi-path paper's law; the AM-muP paper's ``L^(-3/2)`` for plain conv nets is the same law, their
+#: effective depth being their layer count)
+LAW_AXIS = "effective_depth"
+LAW_EXPONENT = -1.5
+LAW = "eta* ~ L_eff^(-3/2), stated in the effective depth (docs/theory.md section 1)"
+
 
 @dataclass
 class ModuleMeasurement(Measurement):
@@ -62,6 +74,8 @@ class ModuleMeasurement(Measurement):
             fit = self.fitted_exponent_effective(stat) if len(self.depths) >= 2 else None
             d[f"fitted_exponent_effective_{stat}"] = None if fit is None else fit[0]
             d[f"fitted_exponent_effective_{stat}_ci"] = None if fit is None else list(fit[1])
+        d.update({"depth_axis": DEPTH_AXIS, "effective_depth_axis": EFFECTIVE_DEPTH_AXIS, "law": LAW,
+                  "law_axis": LAW_AXIS, "law_exponent": LAW_EXPONENT})
         return d
 
 
