@@ -1251,16 +1251,25 @@ def cmd_coord_check(args):
     reading = res["reading"]
     lines = [f"{args.model}: coord check, {args.optimizer} at lr {args.lr:g}, {len(res['seeds'])} seeds; "
              f"network read as: {reading['kind']}",
-             f"expected under a fixed rate: {reading['expectation']}",
+             f"expected of the repeated groups and the readout under a fixed rate: {reading['expectation']}",
+             *([f"expected of the stem (the layers before the first repeated group): {reading['stem_expectation']}"]
+               if reading.get("stem_expectation") else []),
              f"rule: {reading['rule']}",
              f"{'group':<28} {'step':>4} {'depth slope':>12} {'95% CI':>20}  trend      expected"]
+    said = {}  # a hint said once in full, then pointed at
     for row in reading["groups"]:
         ci = row["depth_slope_ci"]
         slope = "-" if row["depth_slope"] is None else f"{row['depth_slope']:.3g}"
         interval = "-" if ci is None else f"[{ci[0]:.3g}, {ci[1]:.3g}]"
         expected = "/".join(row["expected_depth_trend"] or ["(none)"])
         lines.append(f"{row['group']:<28} {row['step']:>4} {slope:>12} {interval:>20}  "
-                     f"{row['depth_trend'] or row['why'] or '-':<10} {expected}")
+                     f"{row['depth_trend'] or 'n/a':<10} {expected}")
+        for label in ("why", "hint"):  # why no slope; why the reading differs from the expectation
+            if row.get(label):
+                text = row[label]
+                first = said.setdefault(text, f"{row['group']}, step {row['step']}")
+                shown = text if first == f"{row['group']}, step {row['step']}" else f"as for {first}"
+                lines.append(f"{'':<6}{label}: {shown}")
         if row["width_slope"] is not None:
             lines.append(f"{'':<28} {'':>4} width slope {row['width_slope']:.3g} [{row['width_slope_ci'][0]:.3g}, "
                          f"{row['width_slope_ci'][1]:.3g}] {row['width_trend']}")

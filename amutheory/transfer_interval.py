@@ -198,10 +198,11 @@ def _hidden_weights(model, input_shape) -> tuple[list, str]:
     return [(n, w) for n, w in owned.items() if n != readout], "every Linear/Conv but the last Linear registered"
 
 
-def init_mismatch(model, traits: dict, input_shape=None) -> dict | None:
-    """The ``init`` mismatch of a user's module, or None when its hidden weights' median
-    ``Var[W] fan_in`` (``Var`` the mean square of the drawn entries) is within :data:`INIT_TOLERANCE`
-    of the critical constant ``c*`` of its activation (:func:`init_activation`)."""
+def hidden_init(model, traits: dict, input_shape=None) -> dict | None:
+    """The median ``Var[W] fan_in`` (``Var`` the mean square of the drawn entries) of ``model``'s hidden
+    weights against the critical constant ``c*`` of its activation (:func:`init_activation`):
+    ``{"var_fan_in", "critical", "ratio", "tolerance", "weights", "chosen", "activation", "why"}``, or None
+    when it has no hidden weight."""
     import torch
 
     from amutheory.activations import get_activation
@@ -216,10 +217,21 @@ def init_mismatch(model, traits: dict, input_shape=None) -> dict | None:
     x = statistics.median(scaled)
     act, why = init_activation(traits)
     c = get_activation(act).critical_c()
-    if 1 / INIT_TOLERANCE <= x / c <= INIT_TOLERANCE:
+    return {"var_fan_in": x, "critical": c, "ratio": x / c, "tolerance": INIT_TOLERANCE, "weights": len(scaled),
+            "chosen": chosen, "activation": act, "why": why}
+
+
+def init_mismatch(model, traits: dict, input_shape=None) -> dict | None:
+    """The ``init`` mismatch of a user's module, or None when its hidden weights' median
+    ``Var[W] fan_in`` is within :data:`INIT_TOLERANCE` of the critical constant ``c*`` of its
+    activation (:func:`hidden_init`)."""
+    init = hidden_init(model, traits, input_shape)
+    if init is None or 1 / INIT_TOLERANCE <= init["ratio"] <= INIT_TOLERANCE:
         return None
-    return {"assumption": "init", "model": f"Var[W] fan_in ~ {x:.3g} (median over {len(scaled)} weights: {chosen})",
-            "rules": f"critical c = {c:.4g} ({why}): Var[W] = c / fan_in, off by more than a factor "
+    x, c = init["var_fan_in"], init["critical"]
+    return {"assumption": "init",
+            "model": f"Var[W] fan_in ~ {x:.3g} (median over {init['weights']} weights: {init['chosen']})",
+            "rules": f"critical c = {c:.4g} ({init['why']}): Var[W] = c / fan_in, off by more than a factor "
                      f"{INIT_TOLERANCE:g}"}
 
 

@@ -140,9 +140,16 @@ def test_deep_linear_mlp_reads_growing_hidden_updates():
     for row in hidden:
         assert row["depth_trend"] == "growing" and row["depth_slope_ci"][0] > 0, row
         assert row["agrees"] is True
-    # the single input layer sees no accumulation: no expectation is stated for it
-    inp = [r for r in reading["groups"] if r["group"] == "inp"]
-    assert inp and all(r["expected_depth_trend"] is None and r["agrees"] is None for r in inp)
+    # the stem (the input layer) sees no accumulation from below: its first update is the gradient that reaches
+    # it, carried back at one size by the critical init -- flat, as the guide says; from step 2 on nothing is
+    # stated (training has moved the gradient, faster in the deeper net), and the row says why
+    inp = {r["step"]: r for r in reading["groups"] if r["group"] == "inp"}
+    assert inp[1]["role"] == "stem" and inp[1]["expected_depth_trend"] == ["flat"]
+    assert inp[1]["depth_trend"] == "flat" and inp[1]["agrees"] is True and inp[1]["hint"] is None
+    assert inp[2]["expected_depth_trend"] is None and inp[2]["agrees"] is None
+    assert "first step" in inp[2]["expected_why"]
+    assert inp[2]["hint"] is None or inp[2]["hint"].startswith("no expectation: ")
+    assert "critical init" in reading["stem_expectation"]
 
 
 def test_records_contract_and_step_zero(tmp_path):

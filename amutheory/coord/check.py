@@ -114,11 +114,12 @@ def coord_check(factory, input_shape, depths, widths=None, steps: int = 3, optim
     if dataset is not None and (not isinstance(dataset, (tuple, list)) or len(dataset) != 2):
         raise TypeError("dataset must be an (inputs, targets) pair of tensors")
     from amutheory.coord.expectation import network_kind
+    from amutheory.coord.hints import model_facts
     from amutheory.coord.reading import read
     from amutheory.coord.records import make_batch, size_records
 
     fn = load_factory(factory)
-    records, kind = [], None
+    records, kind, facts = [], None, None
     sizes = [(L, n) for L in depths for n in (widths or [None])]
     for i, (L, n) in enumerate(sizes, start=1):
         for seed in seeds:
@@ -126,6 +127,7 @@ def coord_check(factory, input_shape, depths, widths=None, steps: int = 3, optim
             if kind is None:
                 check_lr_fits(model, lr)
                 kind = network_kind(model, shape, input_kind)
+                facts = model_facts(model, shape, input_kind)  # as built, before any step
             batch = make_batch(model, shape, seed, input_kind, vocab, dataset)
             records += size_records(model, L, n, seed, batch, steps, optimizer, lr, layers)
         if progress is not None:
@@ -135,7 +137,7 @@ def coord_check(factory, input_shape, depths, widths=None, steps: int = 3, optim
               "widths": widths, "steps": steps, "optimizer": optimizer, "lr": lr, "seeds": seeds,
               "layers": None if layers is None else list(layers), "dataset": dataset is not None,
               "record_keys": list(RECORD_KEYS), "records": records,
-              "reading": read(records, seeds, kind, READOUT)}
+              "reading": read(records, seeds, kind, READOUT, optimizer=optimizer, facts=facts)}
     if out is not None:
         result["files"] = write_outputs(result, out)
     return result

@@ -20,7 +20,8 @@ import math
 import numpy as np
 
 from amutheory.bootstrap import percentile_interval, resample, seed_draws
-from amutheory.coord.expectation import expectation_text, expected_trends
+from amutheory.coord.expectation import expectation_text, expected_trends, expected_why, group_roles
+from amutheory.coord.hints import hint
 
 RULE = ("slope of ln(update_rms) against ln(depth) (and ln(width)), fitted by least squares to the seed mean of "
         "the logs; 95% seed-bootstrap interval; growing if the interval lies above 0, shrinking if below 0, flat "
@@ -85,20 +86,31 @@ def fit_slopes(values: dict, seeds: list, rng=0) -> dict:
     return out
 
 
-def read(records, seeds: list, kind: str, readout: str, rng=0) -> dict:
-    """The reading: ``rule``, ``kind``, ``expectation`` (words) and per group and step ``> 0`` the slopes,
-    their intervals, the trends and whether the depth trend is one the theory allows (``agrees``,
-    ``None`` where nothing is expected or nothing was fitted)."""
+def read(records, seeds: list, kind: str, readout: str, rng=0, optimizer: str = "sgd", facts=None) -> dict:
+    """The reading: ``rule``, ``kind``, ``expectation`` (words), ``stem_expectation`` (words, or None
+    without a stem), ``facts`` (:func:`amutheory.coord.hints.model_facts`) and per group and step ``> 0``
+    the slopes, their intervals, the trends, the group's ``role`` (stem, repeated, readout, single), what
+    the theory allows (``expected_depth_trend``) and why (``expected_why``), whether the depth trend is
+    one it allows (``agrees``, ``None`` where nothing is expected or nothing was fitted) and a ``hint``
+    (:func:`amutheory.coord.hints.hint`: why the reading differs, or None)."""
     steps = sorted({r["step"] for r in records if r["step"] > 0})
+    roles = group_roles(dict.fromkeys(r["group"] for r in records), readout)
     rows = []
     gen = np.random.default_rng(rng)
     for step in steps:
         for group, values in group_updates(records, step).items():
             fit = fit_slopes(values, seeds, gen)
             depth_trend = trend(fit["depth_slope_ci"])
-            allowed = expected_trends(kind, group, readout)
-            rows.append({"group": group, "step": step, **fit, "depth_trend": depth_trend,
-                         "width_trend": trend(fit["width_slope_ci"]),
-                         "expected_depth_trend": list(allowed) or None,
-                         "agrees": None if not allowed or depth_trend is None else depth_trend in allowed})
-    return {"rule": RULE, "kind": kind, "expectation": expectation_text(kind), "groups": rows}
+            allowed = expected_trends(kind, group, readout, roles[group], optimizer, step)
+            why = expected_why(kind, roles[group], optimizer, step)
+            row = {"group": group, "step": step, **fit, "depth_trend": depth_trend,
+                   "width_trend": trend(fit["width_slope_ci"]),
+                   "expected_depth_trend": list(allowed) or None,
+                   "agrees": None if not allowed or depth_trend is None else depth_trend in allowed,
+                   "role": roles[group], "expected_why": why}
+            row["hint"] = hint(row, roles[group], why, facts, optimizer)
+            rows.append(row)
+    stem = "stem" in roles.values()
+    return {"rule": RULE, "kind": kind, "expectation": expectation_text(kind),
+            "stem_expectation": expected_why(kind, "stem", optimizer) if stem else None,  # its first step
+            "facts": facts, "groups": rows}
