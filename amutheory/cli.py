@@ -437,12 +437,19 @@ def cmd_sweep(args):
         o = summary["transfer_from"]
         lines.append(f"transfer rules from lr {o['lr']:g} at depth {o['from_depth']}: median loss penalty " + ", ".join(
             f"{k} {_rate(v['median_penalty'])}" for k, v in o["rules"].items()))
-    for key, axis in (("depth_fit", "depth"), ("width_fit", "width")):
+    depth_axis = ("L", "  (L: the factory's depth= argument)") if args.model is not None else \
+        (template.spec.family_object.depth_symbol(), "")
+    for key, (axis, said) in (("depth_fit", depth_axis), ("width_fit", ("width", ""))):
         for fit in summary.get(key) or []:
             if "exponent" in fit:
                 ci = fit["exponent_ci"]
                 lines.append(f"eta*_train ~ {axis}^{fit['exponent']:.3f}" +
-                             (f"  95% CI [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""))
+                             (f"  95% CI [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "") + said)
+    if args.model is not None and summary.get("model"):
+        m = summary["model"]
+        eff = ", ".join(f"{L}: {'-' if e is None else f'{e:g}'}" for L, e in m["effective_depths"].items())
+        lines.append(f"model: {m['factory']}, traced as {m['kind'] or 'unknown'}; effective depth L_eff per L: {eff} "
+                     f"(the -3/2 law is stated in L_eff, not in L)")
     _emit(args, summary, "\n".join(lines))
 
 

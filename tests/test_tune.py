@@ -248,3 +248,7 @@ def test_tune_on_a_users_model_from_the_command_line(tmp_path, capsys):
     assert out["prior"]["confidence"]["resolved_as"] == "residual"  # read off the user's traced graph
     assert out["template"]["model"].endswith("models.py:make") and out["runs"] <= 12
     assert isinstance(out["eta_star_train"], float)
+    # described as the model it is, not with the conv chain's defaults
+    assert out["template"]["spec"]["family"] == "module" and out["template"]["spec"]["padding"] is None
+    assert out["model"]["kind"] == "residual" and out["model"]["factory"].endswith("models.py:make")
+    assert set(out["model"]["effective_depths"]) == {"3"} and out["model"]["input_shape"][0] == 3

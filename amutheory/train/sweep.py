@@ -281,13 +281,19 @@ def summarise(template, searches, depths, widths, score, table, rates, seeds) ->
     keys = [template.with_(spec=template.spec.with_(depth=L, width=n), lr=lr, seed=s).key()
             for (L, n), rs in rates.items() for lr in rs for s in seeds]
     recs = [table[k] for k in keys]
-    summary = {"template": fixed_fields(template), "score": score, "chance_loss": chance,
+    from amutheory.train.described import model_description, summary_template
+
+    summary = {"template": summary_template(fixed_fields(template)), "score": score, "chance_loss": chance,
                "does_not_learn_threshold": DOES_NOT_LEARN, "depths": list(depths),
                "widths": list(widths), "seeds": list(seeds), "runs": runs,
                "cells": len(keys), "forward_passes": sum(r["forward_passes"] for r in recs),
                "backward_passes": sum(r["backward_passes"] for r in recs),
                "train_seconds": sum(r["timing"]["wall_s"] for r in recs),
                "peak_rss_mb": max((r["timing"].get("peak_rss_mb", 0.0) for r in recs), default=0.0)}
+    if template.model is not None:  # a user's factory: described as the model it is
+        summary["model"] = model_description(template, depths, widths, "eta*_train: the rate that minimises the "
+                                             f"{'mean training loss over the run' if score == 'mean' else 'score'}"
+                                             ", per depth and width, on a log grid of rates and seeds")
     if len(runs) == 1:
         summary.update({k: v for k, v in runs[0].items() if k not in ("depth", "width")})
     if len(depths) > 1:

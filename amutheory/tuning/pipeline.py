@@ -123,7 +123,10 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
     conf_cost = Cost()
     for t in targets:
         conf_cost = conf_cost + Cost(**t["cost"]["confirmation"])
-    summary = {"method": "guided", "template": fixed_fields(template), "depths": depths, "width": width,
+    from amutheory.train.described import model_description, summary_template
+
+    summary = {"method": "guided", "template": summary_template(fixed_fields(template)), "depths": depths,
+               "width": width,
                "from": {"depth": from_depth, "lr": from_lr, "lr_ci": None if ci is None else list(ci)},
                "rule": rule, "bracket": bracket.to_dict(), "seeds": seed_list,
                "chance_loss": chance_loss(template.spec.outputs), "does_not_learn_threshold": DOES_NOT_LEARN,
@@ -133,6 +136,10 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
                         "charged": "prior: the rule (no cell; the source depth's tuned rate is the user's); "
                                    "confirmation: every cell the search read, to its end"},
                "this_run": {"cells_trained": trained, "seconds": time.perf_counter() - start}}
+    if template.model is not None:  # a user's factory: described as the model it is
+        summary["model"] = model_description(template, depths, [width], "eta*_train at each target depth: the "
+                                             "rate that minimises the training score, found by a guided search "
+                                             "started at the rule's transferred rate")
     if len(targets) == 1:
         summary.update({k: v for k, v in targets[0].items() if k not in ("depth", "width", "cost")})
     _write(out, summary, figures)
