@@ -228,3 +228,19 @@ def test_commands_print_the_same_from_a_cold_and_a_warm_cache(tmp_path, argv):
     assert all(r.returncode == 0 for r in runs), runs[0].stderr[-2000:]
     assert json.loads(runs[0].stdout) == json.loads(runs[1].stdout)
     assert any((tmp_path / "cache").iterdir())
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["predict", "--law", "frob", "--depths", "4,8"], "--law 'frob' is not a law"),
+    (["laws", "--law", "frob", "--depths", "4"], "--law 'frob' is not a law"),
+    (["transfer", "--law", "frob", "--lr", "0.1", "--from-depth", "2", "--to-depth", "4"], "--law 'frob' is not a law"),
+    (["derive", "--family", "frob"], "family must be one of"),
+])
+def test_names_the_parser_leaves_unchecked_are_refused_before_any_work(argv, words, capsys):
+    """``--law`` and ``--family`` are no argparse choices (the registries fill at run time, plugins
+    too): preflight refuses an unknown one in one line, exit 2."""
+    from amutheory.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1
