@@ -9,9 +9,17 @@ the number of sequential blocks and ``sum_p L_p^3`` over all paths.  See :mod:`.
 
 from amutheory.graph.depth import (DepthReport, effective_depth, enumerate_paths, longest_path, path_moments, plot_dag,
                                    report, shortest_path)
-from amutheory.graph.pathsum import path_sum_brute_force, path_sum_closed_form
 from amutheory.graph.trace import DEFAULT_WEIGHTS, WeightedDAG, symbolic_trace, trace_dag
 
 __all__ = ["DEFAULT_WEIGHTS", "DepthReport", "WeightedDAG", "effective_depth", "enumerate_paths", "longest_path",
            "path_moments", "plot_dag", "path_sum_brute_force", "path_sum_closed_form", "report", "shortest_path",
            "symbolic_trace", "trace_dag"]
+
+
+def __getattr__(name):
+    """The path-sum closed forms (SymPy) load on first use: tracing a model needs torch only."""
+    if name in ("path_sum_brute_force", "path_sum_closed_form"):
+        from amutheory.graph import pathsum
+
+        return getattr(pathsum, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
