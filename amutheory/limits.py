@@ -75,6 +75,9 @@ MODULE_BYTES = 24 * 2**10
 #: memory the interpreter, torch and the libraries take before any tensor (never offered to the work)
 RESERVE_BYTES = 512 * 2**20
 GIB = 2**30
+#: kernel entries the exact kernel law holds at once (draws x B^2 P^2 x layers); bounds the memory of
+#: a chunk of draws (:func:`amutheory.symbolic.chain.kernel_law._s_bar_per_draw`, :func:`kernel_law_bytes`)
+CHUNK_ENTRIES = 2e7
 
 
 def parameter_count(spec) -> int:
@@ -127,8 +130,6 @@ def kernel_law_bytes(spec, depth: int) -> float:
     :func:`amutheory.symbolic.chain.kernel_law._s_bar_per_draw`), float64.  Checked on ``amutheory
     boundary --depths 2``, ``100`` (N = 32) and ``--depths 200 --spatial 16`` (peak resident memory less
     that of a linear ``--depths 2``, 123 MiB: 0.24, 0.15 and 0.23 GiB; estimates 0.25, 0.16 and 0.23 GiB)."""
-    from amutheory.symbolic.chain.kernel_law import CHUNK_ENTRIES
-
     bp, L2 = spec.batch * spec.positions, depth + 2
     kernels = 3 if spec.activation == "relu" else 2
     per_draw_entries = bp * bp * L2 * (2 if spec.activation == "relu" else 1)  # the law's own count

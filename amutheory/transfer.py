@@ -57,6 +57,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+# a spec's depth report builds its family's model and reads its branch multiplier: the measure and
+# symbolic layers register them with the families (both imports are light)
+import amutheory.measure  # noqa: F401
+import amutheory.symbolic  # noqa: F401
 from amutheory.spec import ArchSpec
 
 RULES = ("am-mup", "power", "chen", "depth-mup", "completep", "per-layer-mup")
@@ -207,6 +211,8 @@ def _last_layer_fn():
 
 def _am_mup_factor(ref: DepthMeasures, tgt: DepthMeasures, rs, ts, notes: list) -> float:
     """The default rule's depth factor (see the module table)."""
+    import amutheory.laws  # noqa: F401  (registers the chain law's factor a family's rule reads)
+
     if rs is not None and ts is not None and rs.family == ts.family:
         factor = rs.family_object.am_mup_depth_factor(rs, ts, notes)
         if factor is not None:

@@ -562,3 +562,27 @@ def test_training_validate_into_a_folder_in_use_is_refused(tmp_path, capsys):
         proc.kill()
         proc.wait()
     assert sorted(p.name for p in folder.iterdir()) == [".amutheory.lock"]  # nothing was written
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_dask_engine_leaves_no_process_when_its_client_fails(monkeypatch):
+    """A real local Dask cluster whose client cannot be made (an error other than OSError): the cluster's
+    nanny and worker processes end with the call (they outlived it: only OSError closed the cluster)."""
+    distributed = pytest.importorskip("dask.distributed")
+    import multiprocessing
+
+    from amutheory.train import engine
+
+    before = {p.pid for p in multiprocessing.active_children()}
+
+    def failing_client(*args, **kwargs):
+        raise RuntimeError("the client failed")
+
+    monkeypatch.setattr(distributed, "Client", failing_client)
+    with pytest.raises(RuntimeError, match="the client failed"):
+        list(engine.run_groups([[object()]], engine="dask", workers=1))
+    started = [p for p in multiprocessing.active_children() if p.pid not in before]
+    left = _gone_within([p.pid for p in started], 10)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"processes {left} of the local cluster outlived the call"

@@ -16,6 +16,7 @@ import pytest
 
 from amutheory.families import (FAMILY_REGISTRY, Family, family_names, get_family, module_family,
                                 register_family, result_family)
+import amutheory.symbolic  # noqa: F401  (registers the built-in families' theory: derive, branch multipliers)
 from amutheory.spec import ArchSpec
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,15 +1,19 @@
-"""No import cycles inside amutheory: the package's layers (symbolic -> laws -> api; families ->
-probe/training -> campaign/protocol; CLI on top) are read off its imports, so a cycle is a layer
-that sits both above and below another.
+"""No import cycles inside amutheory, at any level: the package's floors (families and spec at the
+bottom; symbolic, measure -> laws -> api; probe/training -> campaign/protocol; CLI on top) are read off
+its imports, so a cycle is a layer that sits both above and below another.  An import inside a
+function only defers a cycle, so it counts: a family finds its model, theory and laws by
+registration (:mod:`amutheory.families.services`), not by importing upward.
 
 Read with ``ast`` (nothing is imported): every module's imports of amutheory modules, resolved so
 that ``from amutheory.x import y`` counts as importing ``amutheory.x`` and, where it is a module,
 ``amutheory.x.y``; relative imports are resolved against the importing package.
 
-* module level (top-level statements, inside top-level ``if``/``try`` too; ``if TYPE_CHECKING:``
-  blocks excluded, they never run): no strongly connected component of more than one module;
-* at any level (imports inside functions too, which only defer a cycle): no two modules import
-  each other.
+* at any level (imports inside functions too): no strongly connected component of more than one
+  module, hence none at module level (top-level statements, inside top-level ``if``/``try`` too;
+  ``if TYPE_CHECKING:`` blocks excluded, they never run) and no two modules importing each other;
+* the families reach none of the layers above them.
+
+A package's ``__init__`` that a submodule's import runs first is not counted as imported by it.
 """
 
 from __future__ import annotations
@@ -138,6 +142,36 @@ def test_imports_resolve_to_modules():
     deferred = import_graph(module_level=False)
     assert "amutheory.activations" in deferred["amutheory.spec"]       # inside ArchSpec.c
     assert "amutheory.activations" not in graph["amutheory.spec"]
+    assert "amutheory.graph" in deferred["amutheory.families.base"]    # inside Family.depth_report
+    assert "amutheory.families" in graph["amutheory.measure.family_models"]   # registers the models
+    assert "amutheory.families" in graph["amutheory.symbolic.family_theory"]  # registers the theory
+
+
+def _cycles_message(cycles) -> str:
+    return "; ".join(f"{len(c)} modules: " + " <-> ".join(sorted(c)) for c in cycles)
+
+
+def test_no_import_cycles_at_any_level():
+    cycles = strongly_connected(import_graph(module_level=False))
+    assert not cycles, "import cycles counting imports inside functions: " + _cycles_message(cycles)
+
+
+#: the layers above the families (each imports ``amutheory.spec``, which imports the families)
+ABOVE_THE_FAMILIES = ("amutheory.spec", "amutheory.measure", "amutheory.symbolic", "amutheory.laws", "amutheory.api",
+                      "amutheory.train", "amutheory.campaign", "amutheory.protocol", "amutheory.cli")
+
+
+def test_the_families_point_down_only():
+    graph = import_graph(module_level=False)
+    start = [m for m in graph if m == "amutheory.families" or m.startswith("amutheory.families.")]
+    reached, todo = set(start), list(start)
+    while todo:
+        for m in graph[todo.pop()] - reached:
+            reached.add(m)
+            todo.append(m)
+    above = sorted(m for m in reached if m.startswith(ABOVE_THE_FAMILIES))
+    assert not above, ("the families reach layers above them (register what they need instead: "
+                       "amutheory.families.services): " + ", ".join(above))
 
 
 def test_no_module_level_import_cycles():

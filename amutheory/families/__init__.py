@@ -9,6 +9,8 @@ the object that knows everything about it.
 from __future__ import annotations
 
 from amutheory.families.base import Family
+# what the layers above implement for a family (its model, theory, laws), registered by them
+from amutheory.families.services import NotProvided, is_provided, provide, provided
 
 #: every family, by name, in the order the CLI lists them
 FAMILY_REGISTRY: dict[str, Family] = {}
@@ -65,4 +67,4 @@ def _register_builtins() -> None:
 _register_builtins()
 
 __all__ = ["Family", "FAMILY_REGISTRY", "DEFAULT_FAMILY", "register_family", "get_family", "family_names",
-           "result_family", "module_family"]
+           "result_family", "module_family", "NotProvided", "is_provided", "provide", "provided"]

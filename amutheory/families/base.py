@@ -7,13 +7,19 @@ campaign defaults.  Shared machinery (the probe, training, statistics, the CLI) 
 object of a spec (``spec.family_object`` or :func:`amutheory.families.get_family`); no code outside
 a family's own module compares a family's name with a literal.
 
-This module imports neither torch nor SymPy: a family imports its model and its theory inside the
-methods that need them, so that ``amutheory.spec`` (which asks the family to check a spec) stays light.
+A family is the bottom floor: it imports nothing above it, at any level.  Its torch model, its
+symbolic theory and its laws live in the layers above (which import ``amutheory.spec``, and so the
+families); those layers register them (:mod:`amutheory.families.services`: ``amutheory.measure`` the
+models, ``amutheory.symbolic`` the derivations, ``amutheory.laws`` the laws) and a family's method looks
+them up.  This module imports neither torch nor SymPy at load, so that ``amutheory.spec`` (which asks the
+family to check a spec) stays light.
 
 Adding a family: ARCHITECTURE.md, "Adding a family".
 """
 
 from __future__ import annotations
+
+from amutheory.families.services import is_provided, provided
 
 #: every ArchSpec field a family may read besides the shared ones (a family lists those it does
 #: not read in :attr:`Family.unused_fields`; :meth:`ArchSpec.to_dict` drops them)
@@ -44,7 +50,8 @@ class Family:
     #: relative cost of one block per position and width unit in a training step (the protocol's
     #: scheduler orders groups by it; only the order matters)
     block_cost: float = 1.0
-    #: the module that builds its torch model, and the symbolic package of its theory
+    #: the module that builds its torch model, and the symbolic package of its theory (a family that
+    #: names one has a derived law, registered by the symbolic layer: :meth:`derive`)
     model_module: str = ""
     theory_module: str = ""
     #: the campaign module that analyses one config of this family (``analyse_campaign_config``,
@@ -90,8 +97,12 @@ class Family:
 
     # ------------------------------------------------------------------ model
     def build_model(self, spec, generator=None, dtype=None, device="cpu", norm: str = "none", dropout: float = 0.0):
-        """The torch model of ``spec`` (weights drawn from ``generator``)."""
-        raise NotImplementedError
+        """The torch model of ``spec`` (weights drawn from ``generator``): the builder registered for this
+        family (``provide("model", ...)``; ``amutheory.measure`` registers the built-in families').  A
+        family from outside the package may override this method instead."""
+        self.check_training_options(spec, norm, dropout)
+        return self.provided("model")(spec, generator=generator, dtype=dtype, device=device, norm=norm,
+                                      dropout=dropout)
 
     def build_seeded(self, spec, seed: int, dtype=None, device="cpu", norm: str = "none", dropout: float = 0.0):
         """The model of ``spec`` initialised from ``seed`` (a fresh CPU generator), as a training run builds it."""
@@ -124,11 +135,11 @@ class Family:
     # ------------------------------------------------------------------ transfer
     def depth_report(self, net, input_shape=None):
         """The traced graph's depth measures (:func:`amutheory.graph.effective_depth`) of ``net``, a
-        spec of this family (its model built from seed 0, traced on :meth:`input_shape`)."""
+        spec of this family (its model built from seed 0, traced on :meth:`input_shape`).  The graph
+        package is a floor below (it traces any ``nn.Module`` and imports nothing of amutheory)."""
         from amutheory.graph import effective_depth
-        from amutheory.measure.models import build_model
 
-        return effective_depth(build_model(net, seed=0), self.input_shape(net) if input_shape is None
+        return effective_depth(self.build_seeded(net, 0), self.input_shape(net) if input_shape is None
                                else tuple(input_shape))
 
     def hidden_fan_in(self, spec) -> float:
@@ -164,13 +175,17 @@ class Family:
 
     # ------------------------------------------------------------------ laws
     def laws(self) -> list:
-        """The registered laws of this family, most exact first."""
-        from amutheory.laws.registry import laws_of
-
-        return laws_of(self.name)
+        """The registered laws of this family, most exact first (:func:`amutheory.laws.laws_of`, found by
+        registration: ``amutheory.laws`` registers it)."""
+        return self.provided("laws")(self.name)
 
     def derive(self, spec, finite_width: bool = False, law: str = "coherent"):
-        """The symbolic depth law of ``spec`` (:func:`amutheory.api.derive`)."""
+        """The symbolic depth law of ``spec`` (:func:`amutheory.api.derive`): the derivation registered
+        for this family (``provide("derive", ...)``; ``amutheory.symbolic`` registers the built-in
+        families').  ``ValueError`` for a family without a theory (no :attr:`theory_module` and none
+        registered)."""
+        if self.theory_module or is_provided("derive", self):
+            return self.provided("derive")(spec, finite_width=finite_width, law=law)
         raise ValueError(f"family: no derived law for the {self.title} family")
 
     def chain_spec(self, spec):
@@ -196,6 +211,12 @@ class Family:
     def __repr__(self) -> str:
         return f"<family {self.name}>"
 
+    def provided(self, service: str):
+        """The implementation of ``service`` that a layer above registered for this family
+        (:func:`amutheory.families.services.provided`; :class:`~amutheory.families.services.NotProvided`
+        naming the package to import when none did)."""
+        return provided(service, self)
+
     # ------------------------------------------------------------------ questions the CLI asks
     @property
     def convolutional(self) -> bool:
@@ -210,12 +231,6 @@ class Family:
         return self.counts_blocks
 
 def chain_law_depth_factor(chain_r, chain_t, notes: list) -> float:
-    """``sqrt(s_bar(L_r) / s_bar(L_t))`` of the derived conv-chain law with MLP-limit constants."""
-    import numpy as np
-
-    from amutheory.api import law_values, mlp_limit_constants
-
-    s_r = law_values(chain_r, [chain_r.depth], mlp_limit_constants(chain_r))[0][0]
-    s_t = law_values(chain_t, [chain_t.depth], mlp_limit_constants(chain_t))[0][0]
-    notes.append("am-mup: derived conv law with MLP-limit constants (finite-depth corrections included)")
-    return float(np.sqrt(s_r / s_t))
+    """``sqrt(s_bar(L_r) / s_bar(L_t))`` of the derived conv-chain law with MLP-limit constants
+    (:func:`amutheory.laws.chain_values.chain_depth_factor`, registered by ``amutheory.laws``)."""
+    return provided("chain_depth_factor", chain_r.family)(chain_r, chain_t, notes)

@@ -1,6 +1,7 @@
 """The conv chain: ``depth`` = L bias-free convolutions ``h_l = W_l * x_{l-1}``, ``x_l = phi(h_l)``,
 global average pooling and a linear head (:class:`amutheory.measure.models.ConvChain`); its theory is
-:mod:`amutheory.symbolic.chain`."""
+:mod:`amutheory.symbolic.chain`.  Both are registered by their layers
+(:mod:`amutheory.measure.family_models`, :mod:`amutheory.symbolic.family_theory`)."""
 
 from __future__ import annotations
 
@@ -23,14 +24,6 @@ class ConvChainFamily(Family):
     def check(self, spec) -> None:
         check_kernel(spec)
 
-    def build_model(self, spec, generator=None, dtype=None, device="cpu", norm="none", dropout=0.0):
-        import torch
-
-        from amutheory.measure.models import ConvChain
-
-        return ConvChain(spec, generator=generator, dtype=dtype or torch.float64, norm=norm,
-                         dropout=dropout).to(device)
-
     def parameter_count(self, spec) -> int:
         n, taps = spec.width, spec.kernel**spec.dim
         return spec.input_channels * n * taps + (spec.depth - 1) * n * n * taps + n * spec.outputs
@@ -41,11 +34,6 @@ class ConvChainFamily(Family):
 
     def hidden_fan_in(self, spec) -> float:
         return float(spec.width * spec.kernel**spec.dim)
-
-    def derive(self, spec, finite_width: bool = False, law: str = "coherent"):
-        from amutheory.symbolic.chain.conv import conv_law
-
-        return conv_law(spec, finite_width=finite_width)
 
     def chain_spec(self, spec):
         return spec

@@ -6,12 +6,12 @@ linear readout of ``phi(h_L)`` with variance ``spec.readout_variance``
 At criticality it *is* the conv chain with kernel 1 on one position (a 1x1 convolution of a single
 position is a matrix product, global average pooling over one position is the identity), so its
 theory is the chain's (:mod:`amutheory.symbolic.chain`) applied to :meth:`MlpFamily.chain_spec`,
-and its laws (:mod:`amutheory.laws.mlp`) evaluate the chain's symbolic modules on that spec.
+and its laws (:mod:`amutheory.laws.mlp`) evaluate the chain's symbolic modules on that spec.  Its
+model and its derivation are registered by their layers (:mod:`amutheory.measure.family_models`,
+:mod:`amutheory.symbolic.family_theory`).
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 from amutheory.families.base import Family
 
@@ -52,14 +52,6 @@ class MlpFamily(Family):
         """The conv chain that is this MLP (kernel 1, one position, circular padding)."""
         return spec.with_(family="conv", **_FIXED)
 
-    # ------------------------------------------------------------------ model
-    def build_model(self, spec, generator=None, dtype=None, device="cpu", norm="none", dropout=0.0):
-        import torch
-
-        from amutheory.measure.mlp import MLP
-
-        return MLP(spec, generator=generator, dtype=dtype or torch.float64, norm=norm, dropout=dropout).to(device)
-
     # ------------------------------------------------------------------ sizes
     def parameter_count(self, spec) -> int:
         n = spec.width
@@ -68,16 +60,6 @@ class MlpFamily(Family):
     def activation_elements(self, spec) -> int:
         """The input, and per layer the pre-activation and the activation."""
         return spec.input_channels + spec.depth * 2 * spec.width
-
-    # ------------------------------------------------------------------ laws
-    def derive(self, spec, finite_width: bool = False, law: str = "coherent"):
-        """The chain law of :meth:`chain_spec`, named for the MLP (its exponent is the chain's, derived
-        by SymPy from the same expansion)."""
-        from amutheory.symbolic.chain.conv import conv_law
-
-        chain = conv_law(self.chain_spec(spec), finite_width=finite_width)
-        name = f"mlp-{spec.activation}" + ("-finite-width" if finite_width else "")
-        return replace(chain, name=name, assumptions=[EQUIVALENCE] + list(chain.assumptions))
 
 
 FAMILY = MlpFamily()

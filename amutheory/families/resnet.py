@@ -1,6 +1,8 @@
 """The residual conv net: a stem conv, ``depth`` = K residual blocks ``x <- x + branch(x)`` of type
 ``branch`` (``conv``, ``conv-mlp``, ``preact``) under the init convention ``init``, GAP and a linear
-head (:class:`amutheory.measure.resnet.ResidualConvNet`); its theory is :mod:`amutheory.symbolic.resnet`."""
+head (:class:`amutheory.measure.resnet.ResidualConvNet`); its theory is :mod:`amutheory.symbolic.resnet`.
+Both are registered by their layers (:mod:`amutheory.measure.family_models`,
+:mod:`amutheory.symbolic.family_theory`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,11 @@ from amutheory.families.conv import check_kernel
 _BRANCH_LAYERS = {"conv": 1, "conv-mlp": 2, "preact": 2}
 #: tensors per block a sample's forward pass keeps (stream and the branch's tensors), per position and channel
 _BRANCH_TENSORS = {"conv": 3, "conv-mlp": 4, "preact": 5}
+
+
+def preactivations_per_block(branch: str) -> int:
+    """1 (``conv``, ``conv-mlp``: the first layer's output) or 2 (``preact``: the stream too)."""
+    return 2 if branch == "preact" else 1
 
 
 class ResidualFamily(Family):
@@ -28,18 +35,9 @@ class ResidualFamily(Family):
         check_kernel(spec)
 
     def forward_stable(self, spec) -> bool:
-        """The mean-field recursion of the stream (:func:`amutheory.symbolic.resnet.coherent.is_forward_stable`)."""
-        from amutheory.symbolic.resnet.coherent import is_forward_stable
-
-        return bool(is_forward_stable(spec))
-
-    def build_model(self, spec, generator=None, dtype=None, device="cpu", norm="none", dropout=0.0):
-        import torch
-
-        from amutheory.measure.resnet import ResidualConvNet
-
-        return ResidualConvNet(spec, generator=generator, dtype=dtype or torch.float64, norm=norm,
-                               dropout=dropout).to(device)
+        """The mean-field recursion of the stream (:func:`amutheory.symbolic.resnet.coherent.is_forward_stable`,
+        registered by the symbolic layer)."""
+        return bool(self.provided("forward_stable")(spec))
 
     def parameter_count(self, spec) -> int:
         n, taps = spec.width, spec.kernel**spec.dim
@@ -58,24 +56,15 @@ class ResidualFamily(Family):
         return spec.input_channels * spec.positions + spec.depth * per_block
 
     def probe_layers(self, spec, depth: int) -> int:
-        from amutheory.symbolic.resnet.coherent import preactivations_per_block
-
         return preactivations_per_block(spec.branch) * int(depth)
 
     def hidden_fan_in(self, spec) -> float:
         return float(spec.width * spec.kernel**spec.dim)
 
     def branch_multiplier(self, spec) -> float:
-        from amutheory.symbolic.resnet.init import branch_multiplier, numeric
-
-        return float(numeric(branch_multiplier(spec.init), spec.depth))
-
-    def derive(self, spec, finite_width: bool = False, law: str = "coherent"):
-        from amutheory.symbolic.resnet.coherent import resnet_law
-
-        if finite_width:
-            raise ValueError("finite_width is available for the conv family only")
-        return resnet_law(spec)
+        """``alpha`` of the init convention at ``K`` blocks (:mod:`amutheory.symbolic.resnet.init`,
+        registered by the symbolic layer)."""
+        return float(self.provided("branch_multiplier")(spec))
 
     def sweep_defaults(self) -> dict:
         """A sweep's synthetic data when the flags leave them out: 8 positions of 3 channels, 10 classes

@@ -1,7 +1,8 @@
 """The pre-LN Transformer encoder: an embedding, ``depth`` = K pre-LN blocks (attention and MLP
 branches, both under the init convention ``init``), a final LayerNorm, the token mean and a linear
 head (:class:`amutheory.measure.transformer.PreLNTransformer`); ``width`` is d_model and ``spatial``
-the sequence length T.  Its theory is :mod:`amutheory.symbolic.transformer`."""
+the sequence length T.  Its theory is :mod:`amutheory.symbolic.transformer`.  Both are registered by
+their layers (:mod:`amutheory.measure.family_models`, :mod:`amutheory.symbolic.family_theory`)."""
 
 from __future__ import annotations
 
@@ -31,14 +32,6 @@ class TransformerFamily(Family):
     def data_dim(self, spec) -> int:
         return 1
 
-    def build_model(self, spec, generator=None, dtype=None, device="cpu", norm="none", dropout=0.0):
-        import torch
-
-        from amutheory.measure.transformer import PreLNTransformer
-
-        self.check_training_options(spec, norm, dropout)
-        return PreLNTransformer(spec, generator=generator, dtype=dtype or torch.float64, dropout=dropout).to(device)
-
     def parameter_count(self, spec) -> int:
         n = spec.width
         return spec.input_channels * n + spec.depth * (4 + 2 * spec.mlp_ratio) * n * n + n * spec.outputs
@@ -55,16 +48,9 @@ class TransformerFamily(Family):
         return spec.input_channels * p + spec.depth * per_block
 
     def branch_multiplier(self, spec) -> float:
-        from amutheory.symbolic.resnet.init import branch_multiplier, numeric
-
-        return float(numeric(branch_multiplier(spec.init), spec.depth))
-
-    def derive(self, spec, finite_width: bool = False, law: str = "coherent"):
-        from amutheory.symbolic.transformer.coherent import effective_depth_law, transformer_law
-
-        if finite_width:
-            raise ValueError("finite_width is available for the conv family only")
-        return effective_depth_law(spec) if law == "effective-depth" else transformer_law(spec)
+        """``alpha`` of the init convention at ``K`` blocks (:mod:`amutheory.symbolic.resnet.init`,
+        registered by the symbolic layer)."""
+        return float(self.provided("branch_multiplier")(spec))
 
     def sweep_defaults(self) -> dict:
         """A sweep's synthetic data when the flags leave them out: 8 positions of 3 channels, 10 classes

@@ -10,5 +10,13 @@ from amutheory.laws.registry import (DEFAULT_BUDGET_S, REGISTRY, Choice, best_la
                                      register)
 from amutheory.laws.resolve import OLD_NAMES, resolve_law
 
+# what the laws implement for every family, registered with amutheory.families (a family never imports
+# the laws: Family.laws() and the am-mup rule's chain factor find these)
+from amutheory.families import provide as _provide
+from amutheory.laws.chain_values import chain_depth_factor as _chain_depth_factor
+
+_provide("laws", laws_of)
+_provide("chain_depth_factor", _chain_depth_factor)
+
 __all__ = ["EXACTNESS", "OPTIONS", "Coverage", "Cost", "Law", "LawValues", "DEFAULT_BUDGET_S", "REGISTRY", "Choice",
            "best_law", "call_evaluate", "covering", "get_law", "laws_of", "register", "resolve_law", "OLD_NAMES"]

@@ -213,3 +213,14 @@ def chain_calibration(spec, constants, calibration_depths, calibration_seeds, st
     calib = calibrate(calibration_measurement.profiles, derived_constants(spec, protocol.input_var)["epsilon"].value,
                       spec.width, statistic)
     return calib, notes
+
+
+def chain_depth_factor(chain_r: ArchSpec, chain_t: ArchSpec, notes: list) -> float:
+    """The ``am-mup`` transfer rule's depth factor ``lr_t / lr_r`` between two conv chains:
+    ``sqrt(s_bar(L_r) / s_bar(L_t))`` of the derived conv-chain law with MLP-limit constants (finite-depth
+    corrections included).  Registered with the families (``chain_depth_factor``): a family's
+    :meth:`~amutheory.families.base.Family.am_mup_depth_factor` finds it there."""
+    s_r = law_values(chain_r, [chain_r.depth], mlp_limit_constants(chain_r))[0][0]
+    s_t = law_values(chain_t, [chain_t.depth], mlp_limit_constants(chain_t))[0][0]
+    notes.append("am-mup: derived conv law with MLP-limit constants (finite-depth corrections included)")
+    return float(np.sqrt(s_r / s_t))

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from amutheory.protocol import verdicts as V
+import amutheory.protocol.verdicts as V
 from amutheory.protocol.zero_shot import bridge, onestep_draws, rule_curves, zero_shot_table
 from amutheory.train.search import BOOTSTRAP
 

@@ -7,6 +7,7 @@ Layout, one sub-package per family over shared primitives::
     chain/        conv (closed form), spectral, operator_law, kernel_law, boundary
     resnet/       coherent, dense, preact, spectral, operator, init
     transformer/  coherent (coherent and effective-depth laws)
+    family_theory each built-in family's theory, registered with amutheory.families on import
 
 The modules' former flat names (``amutheory.symbolic.resnet_dense``, ``amutheory.symbolic.spectral``,
 ...) still import: :class:`_FormerNames` maps each to its new place, so code written against the
@@ -52,3 +53,7 @@ class _FormerNames(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 if not any(isinstance(f, _FormerNames) for f in sys.meta_path):
     sys.meta_path.append(_FormerNames())
+
+# the built-in families' theory (derived laws, forward stability, branch multipliers), registered with
+# amutheory.families: a family never imports this package, it finds what this module registers
+from amutheory.symbolic import family_theory  # noqa: E402,F401

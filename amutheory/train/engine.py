@@ -19,6 +19,7 @@ cluster run and a local run write the same rows.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing
 import resource
 from typing import Iterator
@@ -99,6 +100,7 @@ def run_groups(groups: list, engine: str = "local", workers: int = 1, threads: i
     else:
         import os
 
+        before = {p.pid for p in multiprocessing.active_children()}
         ctx = multiprocessing.get_context("spawn")
         pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(groups)), mp_context=ctx,
                                       initializer=_init_worker, initargs=(threads, os.getpid()))
@@ -108,6 +110,7 @@ def run_groups(groups: list, engine: str = "local", workers: int = 1, threads: i
                 yield futures[fut], fut.result()
         except BaseException:
             _abort(pool)
+            _end_children(before)  # a worker the pool had not registered yet
             raise
         pool.shutdown(wait=True)
 
@@ -117,20 +120,37 @@ def _run_dask(groups, workers, threads, vectorise, scheduler):
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
         raise ValueError("the dask engine needs Dask distributed: pip install 'amutheory[cluster]'") from None
-    cluster = None
-    if scheduler is None:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
-    try:
-        client = Client(scheduler or cluster, timeout="20s")
-    except OSError as exc:
-        if cluster is not None:
-            cluster.close()
-        raise ValueError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
-    try:
+    before = {p.pid for p in multiprocessing.active_children()}
+    cluster = client = None
+    try:  # everything this call starts is ended on every way out (an error, Ctrl-C, SIGTERM, a close that hangs)
+        if scheduler is None:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        try:
+            client = Client(scheduler or cluster, timeout="20s")
+        except OSError as exc:
+            raise ValueError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
         futures = {client.submit(run_group, g, vectorise, threads, pure=False): i for i, g in enumerate(groups)}
         for fut in as_completed(futures):
             yield groups[futures[fut]], fut.result()
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        try:
+            for part in (client, cluster):
+                if part is not None:
+                    with contextlib.suppress(Exception):
+                        part.close()
+        finally:
+            _end_children(before)
+
+
+def _end_children(before: set) -> None:
+    """Terminate the processes this process started (a local cluster's nannies and workers) whose ids are
+    not in ``before`` and that are still alive: a cluster whose start was interrupted, or whose close
+    failed or timed out, leaves none behind."""
+    left = [p for p in multiprocessing.active_children() if p.pid not in before]
+    for proc in left:
+        proc.terminate()
+    for proc in left:
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=1)

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+import amutheory.measure  # noqa: F401  (registers the built-in families' models, which a cell builds)
 from amutheory.train.cell import DATA_SEED_OFFSET, DIVERGENCE_FACTOR, DROPOUT_SEED_OFFSET, Cell
 from amutheory.train.optim import StackedOptimizer, torch_optimizer
 

@@ -40,6 +40,8 @@ import numpy as np
 import sympy as sp
 
 from amutheory.activations import get_activation
+# kernel entries held at once (a memory bound: amutheory.limits, which estimates this law's peak bytes)
+from amutheory.limits import CHUNK_ENTRIES
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.chain.operator_law import integer_depths, operator_applies, operator_s_bar
 
@@ -334,8 +336,6 @@ def _draw_inputs(spec: ArchSpec, rng: np.random.Generator, count: int, input_var
     return rng.standard_normal(shape) * np.sqrt(input_var)
 
 
-#: kernel entries held at once (draws x B^2 P^2 x layers); bounds the memory of a chunk of draws
-CHUNK_ENTRIES = 2e7
 
 
 def _s_bar_per_draw(spec: ArchSpec, inputs: np.ndarray, depths: list[int]) -> np.ndarray:

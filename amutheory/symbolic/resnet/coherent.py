@@ -53,6 +53,8 @@ import numpy as np
 import sympy as sp
 
 from amutheory.activations import get_activation
+# how many pre-activations a block has is the family's (its sizes); re-exported here
+from amutheory.families.resnet import preactivations_per_block
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.primitives.law import ScalingLaw
 from amutheory.symbolic.resnet.init import K, branch_multiplier, layer_variance_factors
@@ -108,11 +110,6 @@ def block_moment(branch: str, init: str) -> sp.Expr:
     if branch == "preact":
         per_block = per_block + B_res * _stream_term(branch, init)
     return sp.expand(per_block)
-
-
-def preactivations_per_block(branch: str) -> int:
-    """1 (``conv``, ``conv-mlp``: the first layer's output) or 2 (``preact``: the stream too)."""
-    return 2 if branch == "preact" else 1
 
 
 @functools.lru_cache(maxsize=None)
