@@ -39,8 +39,23 @@ def preflight(args) -> None:
     """Every check of ``args.command`` (``ValueError`` with one line naming the flag); a command
     without its own checks gets those of the flags it shares with the others."""
     check_threads(args)
+    check_law_name(getattr(args, "law", None))
     CHECKS.get(args.command, _shared)(args)
     check_device_present(args)  # last: after the cheap checks (it may import torch)
+
+
+def check_law_name(law) -> None:
+    """``--law``: ``auto``, an older name (:data:`amutheory.names.LAWS`) or a registered law (outside
+    plugins' too); the parser leaves it unchecked so that ``--help`` loads no law."""
+    from amutheory.names import LAWS
+
+    if law is None or law == "auto" or law in LAWS:
+        return
+    from amutheory.laws import REGISTRY
+
+    if law not in REGISTRY:
+        raise ValueError(f"--law {law!r} is not a law: a registered law ({', '.join(REGISTRY)}; --plugin adds more), "
+                         f"an older name ({', '.join(LAWS)}) or auto")
 
 
 def _shared(args) -> None:
