@@ -77,9 +77,21 @@ def folder_lock(folder, what: str = "", flag: str = "--out"):
         os.close(fd)  # closing the file drops the lock
 
 
+def _remove_if_untouched(folder: Path) -> None:
+    """Remove ``folder`` (made for the lock) when it holds nothing but the lock file."""
+    try:
+        if set(os.listdir(folder)) <= {LOCK_NAME}:
+            (folder / LOCK_NAME).unlink(missing_ok=True)
+            folder.rmdir()
+    except OSError:
+        pass
+
+
 def holds_folder(param: str = "out", what: str = ""):
     """Decorator: the function runs holding the lock of the folder its argument ``param`` names (made
-    if missing, :func:`amutheory.train.store.check_out_dir`), taken before its first line."""
+    if missing, :func:`amutheory.train.store.check_out_dir`), taken before its first line.  A call that
+    fails before writing anything into a folder it made removes the folder again (a refusal writes
+    nothing)."""
 
     def wrap(fn):
         signature = inspect.signature(fn)
@@ -90,9 +102,15 @@ def holds_folder(param: str = "out", what: str = ""):
 
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
+            made = not Path(bound.arguments[param]).is_dir()
             folder = check_out_dir(bound.arguments[param])
             with folder_lock(folder, what or fn.__name__):
-                return fn(*args, **kwargs)
+                try:
+                    return fn(*args, **kwargs)
+                except BaseException:
+                    if made:  # refused before writing anything: leave no folder behind
+                        _remove_if_untouched(Path(folder))
+                    raise
 
         return run
 
