@@ -20,7 +20,7 @@ from amutheory.families import family_names, get_family
 from amutheory.limits import MAX_DEPTH, MAX_SCALE, MAX_SIZE, MIN_SCALE, SEED_LIMIT
 
 #: the built-in families' names (the registry, :mod:`amutheory.families`, is the live list)
-FAMILIES = family_names()
+FAMILIES = family_names(plugins=False)
 #: residual branch types: ``conv`` = x + phi(W * x) (the AM-muP authors' block); ``conv-mlp`` =
 #: x + W2 phi(W1 * x) with a 1x1 W2; ``preact`` = x + W2 * phi(W1 * phi(x))
 BRANCHES = ("conv", "conv-mlp", "preact")

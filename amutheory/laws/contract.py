@@ -128,6 +128,10 @@ class Law:
     #: :attr:`not_default_because` saying why)
     default_candidate: bool = True
     not_default_because: str = ""
+    #: the rank :func:`~amutheory.laws.registry.best_law` gives it before exactness: higher first (a
+    #: finite number; every built-in law has 0, so an outside law with priority 1 that covers a net and
+    #: fits the budget is its default, and the choice's reason says so)
+    priority: float = 0
 
     def covers(self, spec: ArchSpec) -> Coverage:
         if not isinstance(spec, ArchSpec):
@@ -158,7 +162,7 @@ class Law:
     def describe(self) -> dict:
         return {"name": self.name, "family": self.family, "exactness": self.exactness, "summary": self.summary,
                 "leaves_out": self.leaves_out, "source": self.source, "default_candidate": self.default_candidate,
-                "not_default_because": self.not_default_because or None}
+                "not_default_because": self.not_default_because or None, "priority": self.priority}
 
 
 class ProbeCalibratedLaw(Law):

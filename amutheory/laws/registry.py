@@ -1,15 +1,18 @@
 """The registry of every law and the choice of the best one for a spec.
 
 Adding a law is one module (a :class:`~amutheory.laws.contract.Law` subclass) and one line here
-(its instance in :data:`REGISTRY`'s tuple), or, from outside the package, :func:`register` (the CLI
-calls it for the entry-point group ``amutheory.laws`` and for ``--plugin FILE.py``);
-``ARCHITECTURE.md`` shows it step by step.
+(its instance in :data:`REGISTRY`'s tuple), or, from outside the package, :func:`register` (and the
+plugin loader, :mod:`amutheory.plugins`, for the entry-point group ``amutheory.laws`` and
+``--plugin FILE.py``: the registry's first read loads the installed ones); ``ARCHITECTURE.md`` shows
+it step by step.
 
-:func:`best_law` takes, among the laws that cover a spec and may be chosen by default, the most
-exact (:data:`~amutheory.laws.contract.EXACTNESS`: exact, then Monte Carlo, then calibrated; ties in
-registry order) whose cost estimate fits the budget; a calibrated law is always within reach (it is
-what the default did before there was a choice).  The choice records which law, why, and each more
-exact law it passed over with the reason (not covering, not a default, or its cost estimate).
+:func:`best_law` takes, among the laws that cover a spec and may be chosen by default, the first by
+:attr:`~amutheory.laws.contract.Law.priority` (highest first; every built-in law has 0), then by
+exactness (:data:`~amutheory.laws.contract.EXACTNESS`: exact, then Monte Carlo, then calibrated),
+then by registry order, whose cost estimate fits the budget; a calibrated law is always within
+reach (it is what the default did before there was a choice).  The choice records which law, why
+(its priority where that decided), and each law ranked above it that it passed over with the reason
+(not covering, not a default, or its cost estimate).
 """
 
 from __future__ import annotations
@@ -21,10 +24,13 @@ import amutheory.laws.mlp as mlp
 import amutheory.laws.resnet as resnet
 import amutheory.laws.transformer as transformer
 from amutheory.laws.contract import EXACTNESS, Law, call_law
+from amutheory.plugins import LazyRegistry, accept
 from amutheory.spec import ArchSpec
 
-#: every law, by name, in the order the choice breaks ties
-REGISTRY: dict[str, Law] = {law.name: law for law in (*chain.LAWS, *resnet.LAWS, *transformer.LAWS, *mlp.LAWS)}
+#: every law, by name, in the order the choice breaks ties (the first read loads the installed
+#: plugins' laws: :mod:`amutheory.plugins`)
+REGISTRY: dict[str, Law] = LazyRegistry(
+    {law.name: law for law in (*chain.LAWS, *resnet.LAWS, *transformer.LAWS, *mlp.LAWS)})
 #: seconds a default prediction may spend on a more exact law (about a minute on 2 cores)
 DEFAULT_BUDGET_S = 60.0
 
@@ -49,21 +55,29 @@ class Choice:
 def register(law) -> Law:
     """Add ``law`` (a :class:`Law` instance, or a subclass, which is instantiated) to :data:`REGISTRY`
     and return it.  ``TypeError`` for anything else; ``ValueError`` for a name already registered, an
-    empty name, or an exactness outside :data:`~amutheory.laws.contract.EXACTNESS`."""
+    empty name, an exactness outside :data:`~amutheory.laws.contract.EXACTNESS`, or a priority that is
+    not a finite number."""
     if isinstance(law, type) and issubclass(law, Law):
         law = law()
     if not isinstance(law, Law):
         raise TypeError(f"law must be an amutheory.laws.Law (instance or subclass), got {type(law).__name__}")
     if not isinstance(law.name, str) or not law.name:
         raise ValueError(f"law: a law needs a name, got {law.name!r}")
-    if law.name in REGISTRY:
+    if dict.__contains__(REGISTRY, law.name):  # registering loads no plugin
         raise ValueError(f"law: a law called {law.name!r} is already registered")
     if law.exactness not in EXACTNESS:
         raise ValueError(f"law {law.name}: exactness must be one of {', '.join(EXACTNESS)}, got {law.exactness!r}")
     if not isinstance(law.family, str) or not law.family:
         raise ValueError(f"law {law.name}: family must be the name of an architecture family, got {law.family!r}")
+    priority = getattr(law, "priority", 0)
+    if isinstance(priority, bool) or not isinstance(priority, (int, float)) or priority != priority or abs(
+            priority) == float("inf"):
+        raise ValueError(f"law {law.name}: priority must be a finite number (0: the built-ins'), got {priority!r}")
     REGISTRY[law.name] = law
     return law
+
+
+accept(Law, REGISTRY, register)  # plugin files' and entry points' laws are registered here
 
 
 def get_law(name: str) -> Law:
@@ -79,43 +93,69 @@ def laws_of(family: str) -> list[Law]:
         law.exactness))
 
 
+def ranked(family: str) -> list[Law]:
+    """The registered laws of ``family`` in the order :func:`best_law` tries them: highest
+    :attr:`~amutheory.laws.contract.Law.priority` first, then most exact, then registry order."""
+    return sorted(laws_of(family), key=lambda law: -getattr(law, "priority", 0))  # stable: exactness, registry
+
+
 def covering(spec: ArchSpec) -> list[tuple[Law, object]]:
-    """``(law, coverage)`` of every law of ``spec``'s family, most exact first."""
-    return [(law, call_law(law, "covers", spec)) for law in laws_of(spec.family)]
+    """``(law, coverage)`` of every law of ``spec``'s family, in :func:`ranked` order (most exact
+    first among equal priorities)."""
+    return [(law, call_law(law, "covers", spec)) for law in ranked(spec.family)]
 
 
 def best_law(spec: ArchSpec, depths, budget_s: float = DEFAULT_BUDGET_S, **cost_args) -> Choice:
-    """The most exact default law that covers ``spec`` within ``budget_s`` seconds (estimate).
-    ``cost_args``: ``calibration_depths``, ``calibration_seeds`` for the calibrated laws' estimates.
-    ``ValueError`` when no law of the family covers ``spec`` (with each law's reason)."""
+    """The first default law by priority, then exactness (:func:`ranked`), that covers ``spec`` within
+    ``budget_s`` seconds (estimate): with every priority 0, the most exact.  ``cost_args``:
+    ``calibration_depths``, ``calibration_seeds`` for the calibrated laws' estimates.  ``ValueError``
+    when no law of the family covers ``spec`` (with each law's reason, or that the family has none)."""
     if not budget_s > 0:
         raise ValueError(f"budget_s must be > 0, got {budget_s!r}")
     skipped, not_default, not_covering = [], [], []
-    for law, coverage in covering(spec):
+    candidates = covering(spec)
+    if not candidates:
+        raise ValueError(f"no law covers this {spec.family} net by default (the family {spec.family!r} has no "
+                         "registered law; amutheory.laws.register adds one, and measure needs none)")
+    for law, coverage in candidates:
         if not coverage:
             not_covering.append({"law": law.name, "reason": coverage.reason})
             continue
         if not law.default_candidate:
-            not_default.append({"law": law.name, "reason": law.not_default_because})
+            not_default.append({"law": law.name, "reason": law.not_default_because or "not a default candidate"})
             continue
         cost = call_law(law, "cost", spec, depths, **cost_args)
         if cost.seconds > budget_s and law.exactness != "calibrated":
             skipped.append({"law": law.name, "estimate_s": round(cost.seconds, 1), "cost": cost.to_dict(),
                             "reason": f"estimated {_duration(cost.seconds)} > budget {_duration(budget_s)}"})
             continue
-        return Choice(law, _reason(law, coverage, cost, skipped, budget_s), skipped, not_default, not_covering)
+        outranked = [other.name for other, ok in candidates if ok and other.default_candidate and _priority(
+            other) < _priority(law) and EXACTNESS.index(other.exactness) < EXACTNESS.index(law.exactness)]
+        return Choice(law, _reason(law, coverage, cost, skipped, budget_s, outranked), skipped, not_default,
+                      not_covering)
     reasons = {}
-    for d in not_covering + not_default:
+    for d in not_covering + not_default + skipped:  # every law of the family is in one of the three
         reasons.setdefault(d["reason"], []).append(d["law"])
     why = "; ".join(f"{', '.join(laws)}: {reason}" for reason, laws in reasons.items())
     raise ValueError(f"no law covers this {spec.family} net by default ({why})")
 
 
-def _reason(law: Law, coverage, cost, skipped: list, budget_s: float) -> str:
-    more_exact = [d["law"] for d in skipped]
-    words = f"{law.name}: the most exact law that covers this net" if not more_exact else (
-        f"{law.name}: the most exact law within the {_duration(budget_s)} budget ({', '.join(more_exact)} "
-        f"skipped for cost)")
+def _priority(law: Law) -> float:
+    return getattr(law, "priority", 0)
+
+
+def _reason(law: Law, coverage, cost, skipped: list, budget_s: float, outranked: list = ()) -> str:
+    """Why ``law``: the most exact (within the budget), or, where its priority decided, the first by
+    priority (naming the more exact covering laws it ranks above)."""
+    passed = [d["law"] for d in skipped]
+    if _priority(law) or outranked:
+        words = f"{law.name}: the first by priority (priority {_priority(law):g}) that covers this net"
+        words += f"; more exact but of lower priority: {', '.join(outranked)}" if outranked else ""
+    else:
+        words = f"{law.name}: the most exact law that covers this net"
+    if passed:
+        words = words.replace(" that covers this net", f" within the {_duration(budget_s)} budget") + (
+            f" ({', '.join(passed)} skipped for cost)")
     return f"{words} [{law.exactness}; {coverage.reason}; estimated {_duration(cost.seconds)}]"
 
 

@@ -54,6 +54,8 @@ def resolve_law(family: str, law="auto", constants="auto", spec=None) -> str | N
     ``limit-shape``         ``calibrate``/``auto``/Calibr.   ``resnet-limit-shape``
     ======================  ===============================  =====================================================
 
+    A family outside the table (added later, or from outside the package) answers ``constants=
+    "calibrate"`` / ``"derive"`` with its first calibrated / exact law that covers ``spec``.
     ``ValueError`` naming the argument for a combination the table does not hold (with each candidate's
     reason where none covers ``spec``); ``TypeError`` for a ``law`` that is not a string."""
     from amutheory.calibrate import Calibration
@@ -75,6 +77,8 @@ def resolve_law(family: str, law="auto", constants="auto", spec=None) -> str | N
             for key, names in OLD_NAMES.items()}
     olds = list(dict.fromkeys(o for (o, _), names in rows.items() if names))
     if old not in olds:
+        if not olds and law == AUTO:  # a family added later, outside the older names: by exactness
+            return _by_exactness(family, kind, spec)
         if not olds:
             raise ValueError(f"law: no law called {law!r}; registered: {', '.join(REGISTRY)}")
         raise ValueError(f"law: family {family!r} has the laws {', '.join(olds)} (or a registered name); got {law!r}")
@@ -93,3 +97,34 @@ def resolve_law(family: str, law="auto", constants="auto", spec=None) -> str | N
         reasons.setdefault(coverage.reason, []).append(name)
     why = "; ".join(f"{', '.join(names)}: {reason}" for reason, names in reasons.items())
     raise ValueError(f"constants={kind!r}: no law covers this net ({why})")
+
+
+#: what an older ``constants`` asks of a family without older law names: the exactness of the law
+CONSTANTS_EXACTNESS = {"calibrate": "calibrated", "derive": "exact"}
+
+
+def _by_exactness(family: str, kind: str, spec=None) -> str:
+    """``constants="calibrate"`` (or a Calibration) / ``"derive"`` for a family outside the table (one
+    added later, or from outside the package): its first calibrated / exact law (priority, then registry
+    order) that covers ``spec``.  ``ValueError`` naming the family's laws where it has none."""
+    from amutheory.laws.registry import ranked
+
+    laws = ranked(family)
+    if kind not in CONSTANTS_EXACTNESS:
+        raise ValueError(f"constants: {kind!r} (the chain's MLP-limit constants) is for the conv family; family "
+                         f"{family!r} takes constants 'auto' (or 'calibrate', 'derive' for its calibrated or exact law)")
+    wanted = CONSTANTS_EXACTNESS[kind]
+    candidates = [law for law in laws if law.exactness == wanted]
+    if not candidates:
+        have = ", ".join(f"{law.name} ({law.exactness})" for law in laws) or "none registered"
+        raise ValueError(f"constants={kind!r}: family {family!r} has no {wanted} law (its laws: {have}); leave "
+                         "constants='auto' or name a law with law=")
+    if spec is None:
+        return candidates[0].name
+    reasons = []
+    for law in candidates:
+        coverage = law.covers(spec)
+        if coverage:
+            return law.name
+        reasons.append(f"{law.name}: {coverage.reason}")
+    raise ValueError(f"constants={kind!r}: no {wanted} law of family {family!r} covers this net ({'; '.join(reasons)})")

@@ -148,7 +148,7 @@ def probe(spec: ArchSpec, seeds, protocol: ProbeProtocol = ProbeProtocol(),
         block = seeds[start:start + chunk]
         drawn = [draw_seed(spec, s, protocol) for s in block]
         models = [d[0] for d in drawn]
-        params, _ = stack_module_state(models)
+        params, _ = stack_models(models, block, f"{spec.family_object!r}.build_model")
         params = {k: v.detach() for k, v in params.items()}
         xs = torch.stack([d[1] for d in drawn])
         rs = torch.stack([d[2] for d in drawn])
@@ -160,6 +160,33 @@ def probe(spec: ArchSpec, seeds, protocol: ProbeProtocol = ProbeProtocol(),
 
         rows.append(vmap(one)(params, xs, rs).detach().cpu().numpy())
     return ProbeResult(spec=spec, seeds=seeds, s=np.concatenate(rows, axis=0))
+
+
+def stack_models(models, seeds, maker: str):
+    """``torch.func.stack_module_state`` of the seeds' models, which it needs of one class with the same
+    parameters; ``ValueError`` in one line saying which seed's model differs, and how, otherwise."""
+    first = models[0]
+    names = [(k, tuple(v.shape)) for k, v in first.named_parameters()]
+    for seed, model in zip(seeds[1:], models[1:]):
+        if type(model) is not type(first):
+            raise ValueError(f"probe: {maker} gave seed {seeds[0]} a {_class(first)} and seed {seed} a "
+                             f"{_class(model)}; the probe stacks the seeds' models (torch.func.stack_module_state), "
+                             "so every seed needs a model of one class with the same parameters")
+        other = [(k, tuple(v.shape)) for k, v in model.named_parameters()]
+        if other != names:
+            diff = sorted(set(other) ^ set(names))[:2]
+            raise ValueError(f"probe: {maker} gave seeds {seeds[0]} and {seed} models of class {_class(model)} with "
+                             f"different parameters (e.g. {diff}); the probe stacks the seeds' models, so every seed "
+                             "needs the same parameter names and shapes")
+        if model.training != first.training:
+            raise ValueError(f"probe: {maker} gave seeds {seeds[0]} and {seed} models in different train/eval "
+                             "modes; the probe stacks the seeds' models, so every seed needs the same mode")
+    return stack_module_state(models)
+
+
+def _class(model) -> str:
+    kind = type(model)
+    return f"{kind.__qualname__} (module {kind.__module__})"
 
 
 def sgd_step_change(model, x, r, eta: float) -> list[torch.Tensor]:

@@ -12,6 +12,9 @@ yields ``(group, records)`` as groups finish, in any order; the sweep writes eac
   ``[cluster]`` extra (``dask[distributed]``).
 
 Each record's ``timing`` gets the peak resident memory of the process that trained it.
+Outside laws and families reach every worker: the installed entry points load there as here, and
+the plugin files this process loaded travel with the work as sources
+(:func:`amutheory.plugins.portable`), so a family from a user's file trains on a pool or a cluster.
 A group is computed the same way by every engine (the same function on the same cells), so a
 cluster run and a local run write the same rows.
 """
@@ -27,11 +30,18 @@ from typing import Iterator
 ENGINES = ("local", "dask")
 
 
-def run_group(cells, vectorise: bool = True, threads: int = 1) -> list[dict]:
-    """Train one group (cells differing only in lr) on ``threads`` torch threads; its records."""
+def run_group(cells, vectorise: bool = True, threads: int = 1, plugins=()) -> list[dict]:
+    """Train one group (cells differing only in lr) on ``threads`` torch threads; its records.
+    ``plugins``: :func:`amutheory.plugins.portable` of the process that made the cells (loaded here
+    first: a worker knows no outside family otherwise)."""
     import torch
 
     from amutheory.train.run import train
+
+    if plugins:
+        from amutheory.plugins import load_sources
+
+        load_sources(plugins)
 
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
@@ -46,10 +56,14 @@ def run_group(cells, vectorise: bool = True, threads: int = 1) -> list[dict]:
 ORPHAN_POLL_S = 1.0
 
 
-def _init_worker(threads: int, parent: int | None = None) -> None:
+def _init_worker(threads: int, parent: int | None = None, plugins=()) -> None:
     import torch
 
     torch.set_num_threads(threads)
+    if plugins:  # before any group is unpickled here
+        from amutheory.plugins import load_sources
+
+        load_sources(plugins)
     if parent is not None:
         _exit_with_parent(parent)
 
@@ -92,8 +106,11 @@ def run_groups(groups: list, engine: str = "local", workers: int = 1, threads: i
     """``(group, records)`` for every group, as each finishes."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    from amutheory.plugins import portable
+
+    plugins = portable()  # this process's plugin files, loaded by each worker before its first group
     if engine == "dask" or scheduler is not None:
-        yield from _run_dask(groups, workers, threads, vectorise, scheduler)
+        yield from _run_dask(groups, workers, threads, vectorise, scheduler, plugins)
     elif workers == 1 or len(groups) <= 1:
         for g in groups:
             yield g, run_group(g, vectorise, threads)
@@ -103,9 +120,9 @@ def run_groups(groups: list, engine: str = "local", workers: int = 1, threads: i
         before = {p.pid for p in multiprocessing.active_children()}
         ctx = multiprocessing.get_context("spawn")
         pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(groups)), mp_context=ctx,
-                                      initializer=_init_worker, initargs=(threads, os.getpid()))
+                                      initializer=_init_worker, initargs=(threads, os.getpid(), plugins))
         try:
-            futures = {pool.submit(run_group, g, vectorise, threads): g for g in groups}
+            futures = {pool.submit(run_group, g, vectorise, threads, plugins): g for g in groups}
             for fut in cf.as_completed(futures):
                 yield futures[fut], fut.result()
         except BaseException:
@@ -115,7 +132,7 @@ def run_groups(groups: list, engine: str = "local", workers: int = 1, threads: i
         pool.shutdown(wait=True)
 
 
-def _run_dask(groups, workers, threads, vectorise, scheduler):
+def _run_dask(groups, workers, threads, vectorise, scheduler, plugins=()):
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -129,7 +146,8 @@ def _run_dask(groups, workers, threads, vectorise, scheduler):
             client = Client(scheduler or cluster, timeout="20s")
         except OSError as exc:
             raise ValueError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
-        futures = {client.submit(run_group, g, vectorise, threads, pure=False): i for i, g in enumerate(groups)}
+        futures = {client.submit(run_group, g, vectorise, threads, plugins, pure=False): i
+                   for i, g in enumerate(groups)}
         for fut in as_completed(futures):
             yield groups[futures[fut]], fut.result()
     finally:
