@@ -42,8 +42,21 @@ def _model(spec):
 
 
 # --------------------------------------------------------------------------- the registry
+@pytest.mark.parametrize("name", sorted(FAMILY_REGISTRY))
+def test_family_passes_the_public_battery(name):
+    """Every registered family keeps the contract as :func:`amutheory.testing.check_family` states it
+    (a user's module, without an ArchSpec, the checks that need none)."""
+    from amutheory.testing import FAMILY_CHECKS, check_family
+
+    family = get_family(name)
+    expected = [c for c, _ in FAMILY_CHECKS][:None if family.has_spec else 2]
+    assert check_family(family) == expected
+
+
 def test_registry_names_and_lookup():
-    assert family_names() == ("conv", "resnet", "transformer", "mlp")
+    # the built-in families come first; a family registered later (a plugin) may follow them
+    assert family_names()[:4] == ("conv", "resnet", "transformer", "mlp")
+    assert all(get_family(n).has_spec for n in family_names())
     assert "module" in family_names(with_spec=False) and "module" not in family_names()
     for name, family in FAMILY_REGISTRY.items():
         assert get_family(name) is family and family.name == name and isinstance(family, Family)
@@ -128,8 +141,9 @@ def test_training_options_and_campaign_hooks():
         tr.family_object.check_training_options(tr, "layer", 0.0)
     get_family("conv").check_training_options(SMALL_SPECS[0], "batch", 0.1)
     for family in (get_family(n) for n in family_names()):
-        importlib.import_module(family.campaign_module)
-        importlib.import_module(family.model_module)
+        for dotted in (family.campaign_module, family.model_module):  # both optional
+            if dotted:
+                importlib.import_module(dotted)
         assert family.sweep_defaults().keys() <= {f.name for f in dataclasses.fields(ArchSpec)}
     assert get_family("resnet").measures_stream and not get_family("conv").measures_stream
     assert not get_family("transformer").campaign_figures

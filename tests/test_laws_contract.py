@@ -1,22 +1,20 @@
 """The law contract, checked for every law in the registry (one example net per law), and the
 default choice of law.
 
-Each registered law must cover its example, evaluate to a :class:`LawValues` whose constants carry
-their sources, agree with itself (its per-layer ``s_l`` average to its ``s_bar``), state a finite cost
-that grows with depth, and refuse other families with a reason.  Where a law has an independent
+Each registered law must pass the public battery, :func:`amutheory.testing.check_law`: cover its
+example, evaluate to a :class:`LawValues` whose constants carry their sources, agree with itself (its
+per-layer ``s_l`` average to its ``s_bar``), state a finite cost that grows with depth, refuse other
+families with a reason, and run through ``predict``.  Where a law has an independent
 check it is made here for every law that has it: exact sums against brute force, exact laws against
 the probe on real nets.  A new law needs one example below (the first test fails until it has one).
 """
-
-import math
 
 import numpy as np
 import pytest
 
 from amutheory import ArchSpec, measure, predict
-from amutheory.constants import SOURCES, Constant
-from amutheory.laws import EXACTNESS, REGISTRY, LawValues, best_law, get_law
-from amutheory.laws.costs import layers_of
+from amutheory.laws import REGISTRY, best_law, get_law
+from amutheory.testing import LAW_CHECKS, check_law
 
 _CONV = dict(dim=1, width=32, kernel=3, spatial=6, batch=2)
 _RES = dict(family="resnet", dim=1, width=32, kernel=3, spatial=4, batch=2, init="k-last")
@@ -47,74 +45,26 @@ EXAMPLES = {
 DEPTHS = [3, 5, 8]
 
 
-def test_every_registered_law_has_an_example():
-    assert set(EXAMPLES) == set(REGISTRY)
+def test_every_built_in_law_has_an_example():
+    built_in = {name for name, law in REGISTRY.items() if type(law).__module__.startswith("amutheory.")}
+    assert built_in <= set(EXAMPLES)
 
 
 @pytest.fixture(scope="module")
-def evaluated():
-    """Each law's values at DEPTHS on its example (calibrated laws: 8 seeds at their calibration depths)."""
-    out = {}
-    for name, (spec, cal) in EXAMPLES.items():
-        calibration = None if cal is None else measure(spec, cal, seeds=8)
-        out[name] = get_law(name).evaluate(spec, DEPTHS, calibration=calibration)
-    return out
+def calibrations():
+    """The calibrated laws' measurements of their examples (8 seeds at their calibration depths)."""
+    return {name: measure(spec, cal, seeds=8) for name, (spec, cal) in EXAMPLES.items() if cal is not None}
 
 
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_law_describes_itself_and_covers_its_example(name):
-    law, (spec, _) = REGISTRY[name], EXAMPLES[name]
-    assert law.exactness in EXACTNESS and law.family == spec.family and law.summary and law.leaves_out
-    assert law.default_candidate or law.not_default_because
-    coverage = law.covers(spec)
-    assert coverage and coverage.reason
-
-
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_law_refuses_other_families_with_a_reason(name):
-    law = REGISTRY[name]
-    other = next(spec for spec, _ in EXAMPLES.values() if spec.family != law.family)
-    coverage = law.covers(other)
-    assert not coverage and "family" in coverage.reason
-
-
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_law_values_keep_the_contract(name, evaluated):
-    law = REGISTRY[name]
-    v = evaluated[name]
-    assert isinstance(v, LawValues) and v.law == name and v.depths == DEPTHS and v.exactness == law.exactness
-    assert v.s_bar.shape == v.s_bar_se.shape == (len(DEPTHS),)
-    assert np.all(np.isfinite(v.s_bar)) and np.all(v.s_bar > 0)
-    assert np.all(np.isfinite(v.s_bar_se)) and np.all(v.s_bar_se >= 0)
-    assert all(isinstance(c, Constant) and c.source in SOURCES for c in v.constants.values())
-    sources = {c.source for c in v.constants.values()}
-    if law.exactness == "exact":
-        assert "calibrated" not in sources and "monte-carlo" not in sources and np.all(v.s_bar_se == 0)
-    if law.exactness == "monte-carlo":
-        assert "monte-carlo" in sources and np.all(v.s_bar_se > 0)
-    if law.exactness == "calibrated":
-        assert "calibrated" in sources
-
-
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_law_per_layer_moments_average_to_its_s_bar(name, evaluated):
-    """Two code paths of one law: the per-layer form and s_bar (where the law has a per-layer form)."""
-    v, (spec, _) = evaluated[name], EXAMPLES[name]
-    if v.s_l is None:
-        pytest.skip(f"{name} has no per-layer form")
-    for d, s_bar in zip(DEPTHS, v.s_bar):
-        s_l = np.asarray(v.s_l[d])
-        assert len(s_l) == layers_of(spec, d)
-        assert s_l.mean() == pytest.approx(s_bar, rel=1e-9)
-
-
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_law_cost_is_finite_and_grows_with_depth(name):
-    law, (spec, cal) = REGISTRY[name], EXAMPLES[name]
-    kw = {} if cal is None else {"calibration_depths": tuple(cal), "calibration_seeds": 8}
-    shallow, deep = law.cost(spec, [2, 4], **kw), law.cost(spec, [2, 4, 64], **kw)
-    assert 0 < shallow.seconds <= deep.seconds < math.inf
-    assert shallow.how
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_law_passes_the_public_battery(name, calibrations):
+    """Every registered law keeps the contract as :func:`amutheory.testing.check_law` states it: it
+    describes itself, covers its example and refuses other families with a reason, its cost is finite
+    and grows with depth, its values (and per-layer moments, where it has them) keep the contract, and
+    ``predict(law=name)`` runs it."""
+    spec, _ = EXAMPLES.get(name, (None, None))
+    passed = check_law(REGISTRY[name], spec, DEPTHS, calibrations.get(name))
+    assert passed == [check for check, _ in LAW_CHECKS]
 
 
 def test_spectral_law_against_brute_force_sum():
