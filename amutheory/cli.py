@@ -870,6 +870,7 @@ def _derive_parser(sub, common) -> None:
     _arch_args(d, depths_required=False)
     d.add_argument("--order", type=int, default=3, help="number of 1/L correction terms (1..12, default 3)")
     d.add_argument("--finite-width", action="store_true", help="include the lambda^l finite-width factor")
+    _plugin_arg(d)
     d.set_defaults(func=cmd_derive)
 
 
@@ -897,9 +898,9 @@ def _predict_parser(sub, common) -> None:
 
 def _plugin_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plugin", action="append", default=[], metavar="FILE.py",
-                   help="a Python file defining laws (amutheory.laws.Law subclasses or instances) to register "
-                        "before the command runs; repeatable (laws of the entry-point group amutheory.laws load "
-                        "always)")
+                   help="a Python file defining laws (amutheory.laws.Law) or families (amutheory.families.Family) "
+                        "to register before the command runs, here and in every worker; repeatable (the entry-point "
+                        "groups amutheory.laws and amutheory.families load always)")
 
 
 def _laws_parser(sub, common) -> None:
@@ -943,6 +944,7 @@ def _measure_parser(sub, common) -> None:
     g.add_argument("--vocab", type=int, default=None, help="with --input-kind tokens: the vocabulary size")
     # the defaults, so that preflight can tell an architecture flag given with --model (it means nothing there);
     # --width defaults to None: with --model the factory's own default width, else 64 (flags.measure_width)
+    _plugin_arg(me)
     me.set_defaults(func=cmd_measure, flag_defaults={dest: me.get_default(dest) for dest in
                                                      {a.dest for a in me._actions}})
     me.set_defaults(width=None)
@@ -972,6 +974,7 @@ def _boundary_parser(sub, common) -> None:
     bo.add_argument("--init", default="k-last", choices=INITS, help="residual init convention (default k-last)")
     bo.add_argument("--draws", type=int, default=32,
                     help="residual nets: input draws of the Monte-Carlo input average (default 32)")
+    _plugin_arg(bo)
     bo.set_defaults(func=cmd_boundary)
 
 
@@ -1043,6 +1046,7 @@ def _compare_widths_parser(sub, common) -> None:
     cw.add_argument("folders", nargs="+", help="two or more campaign folders (each with summary.json)")
     cw.add_argument("--statistic", default="mean", choices=("mean", "geo"), help="seed statistic (default mean)")
     cw.add_argument("--out", default=None, help="also write the markdown table to this file")
+    _plugin_arg(cw)
     cw.set_defaults(func=cmd_compare_widths)
 
 
@@ -1061,6 +1065,7 @@ def _depth_parser(sub, common) -> None:
     de.add_argument("--leaf", action="append", default=None,
                     help="module class or qualified name not to trace into (counts as one layer); repeatable")
     de.add_argument("--plot", default=None, help="also draw the graph, critical path highlighted, to this file")
+    _plugin_arg(de)
     de.set_defaults(func=cmd_depth)
 
 
@@ -1096,6 +1101,7 @@ def _transfer_parser(sub, common) -> None:
                          "python validate/transfer_errors.py --run DIR writes one)")
     tr.add_argument("--rule", default=DEFAULT_RULE, choices=RULES, help=f"rule of 'lr' (default {DEFAULT_RULE})")
     _arch_args(tr, depths_required=False)
+    _plugin_arg(tr)
     tr.set_defaults(func=cmd_transfer)
 
 
@@ -1159,6 +1165,7 @@ def _sweep_parser(sub, common) -> None:
     g.add_argument("--transfer-from", default=None, metavar="L:LR",
                    help="overlay every transfer rule's rate from LR tuned at depth L on the loss-vs-rate figure "
                         "and score each rule's loss penalty on this sweep")
+    _plugin_arg(sw)
     sw.set_defaults(func=cmd_sweep)
 
 
@@ -1201,6 +1208,7 @@ def _tune_parser(sub, common) -> None:
     g.add_argument("--out", default=TUNE_OUT, help=f"output folder, made if missing (its parent must exist); a "
                                                    f"rerun resumes; a sweep's folder with the same fixed fields is "
                                                    f"shared cell for cell (default {TUNE_OUT})")
+    _plugin_arg(tu)
     tu.set_defaults(func=cmd_tune)
 
 
@@ -1237,6 +1245,7 @@ def _coord_check_parser(sub, common) -> None:
                     help="float (Gaussian inputs, default) or tokens (integers in [0, --vocab))")
     cc.add_argument("--vocab", type=int, default=None, help="token vocabulary size (with --input-kind tokens)")
     cc.add_argument("--out", required=True, metavar="DIR", help="output folder, made if missing (its parent must exist)")
+    _plugin_arg(cc)
     cc.set_defaults(func=cmd_coord_check)
 
 
