@@ -17,7 +17,10 @@ from pathlib import Path
 
 from amutheory.families import family_names
 from amutheory.flags import PROTOCOL_PRESETS, SWEEP_OUT, TUNE_OUT
-from amutheory.spec import ACTIVATIONS, BRANCHES, INITS, PADDINGS, SHORTCUTS
+from amutheory.names import (BRACKET_DEFAULTS, CALIBRATED_RESNET_LAWS, CAMPAIGN_PRESETS, DEFAULT_RULE, ENGINES,
+                             LAWS, SCORES, SITE_REPORT, SITE_TIMEOUT, TRAIN_OPTIMIZERS,
+                             TRANSFER_RULES)
+from amutheory.spec import ACTIVATIONS, BRANCHES, INITS, NORMS, PADDINGS, SHORTCUTS
 
 EXIT_USAGE = 2
 
@@ -59,14 +62,12 @@ def _padding(text: str) -> str:
 
 
 def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
-    from amutheory.api import LAWS
-    from amutheory.api.derivation import CALIBRATED_RESNET_LAWS
-    from amutheory.laws import REGISTRY
-
-    DERIVED_LAWS = [n for n in LAWS if n not in CALIBRATED_RESNET_LAWS]
+    derived_laws = [n for n in LAWS if n not in CALIBRATED_RESNET_LAWS]
 
     g = p.add_argument_group("architecture")
-    g.add_argument("--family", default="conv", choices=family_names(), help="architecture family (default conv)")
+    g.add_argument("--family", default="conv", metavar="{" + ",".join(family_names(plugins=False)) + "}",
+                   help="architecture family (default conv; a family a plugin registers too: checked after "
+                        "parsing, once plugins are loaded)")
     g.add_argument("--dim", type=int, default=1, help="spatial dimension d: 1 or 2 (default 1)")
     g.add_argument("--padding", default="circular", type=_padding, metavar="{" + ",".join(PADDINGS) + "}",
                    help="padding (default circular; 'zeros' is accepted for 'zero')")
@@ -93,12 +94,12 @@ def _arch_args(p: argparse.ArgumentParser, depths_required: bool = True):
                    help="attention logits q.k/sqrt(d_h) (sqrt, default) or q.k/d_h (mup) (family transformer)")
     g.add_argument("--seq-len", type=int, default=None,
                    help="sequence length T (family transformer; alias of --spatial)")
-    g.add_argument("--law", default="auto", choices=("auto",) + LAWS + tuple(REGISTRY), metavar="LAW",
+    g.add_argument("--law", default="auto", metavar="LAW",
                    help="predict: auto (default) takes the most exact registered law that covers the net within "
                         "--budget seconds (exact, then Monte Carlo, then calibrated) and says which and why; or a "
-                        "registered law (" + ", ".join(REGISTRY) + "; 'amutheory laws' lists them, --plugin adds "
-                        "more); or an older name (" + ", ".join(LAWS) + "), mapped to a registered law by "
-                        "amutheory.laws.resolve_law. derive: " + ", ".join(n for n in LAWS if n in DERIVED_LAWS))
+                        "registered law by name ('amutheory laws' lists them, --plugin adds more); or an older "
+                        "name (" + ", ".join(LAWS) + "), mapped to a registered law by amutheory.laws.resolve_law. "
+                        "derive: " + ", ".join(derived_laws))
     g = p.add_argument_group("probe protocol (same defaults for predict and measure)")
     g.add_argument("--input-channels", type=int, default=3, help="input channels (default 3)")
     g.add_argument("--input-dim", dest="input_channels", type=int,
@@ -262,7 +263,7 @@ def cmd_boundary(args):
 
     if args.depths is None:
         raise CliError("boundary: --depths is required")
-    from amutheory.api import check_depths
+    from amutheory.checks import check_depths
 
     depths = check_depths(args.depths)
     if not (args.tolerance > 0):
@@ -982,17 +983,15 @@ def _boundary_families() -> tuple:
     """The families whose nets convolve (zero padding means something for them)."""
     from amutheory.families import FAMILY_REGISTRY, family_names
 
-    return tuple(n for n in family_names() if FAMILY_REGISTRY[n].convolutional)
+    return tuple(n for n in family_names(plugins=False) if FAMILY_REGISTRY[n].convolutional)
 
 
 def _validate_parser(sub, common) -> None:
-    from amutheory.campaign.presets import PRESETS
-
     va = sub.add_parser("validate", parents=[common], help="run a validation campaign",
                         description="Derive, predict and measure a preset of configs; write a report.")
     _plugin_arg(va)
     va.add_argument("--preset", default="quick",
-                    choices=tuple(PRESETS) + PROTOCOL_PRESETS,
+                    choices=CAMPAIGN_PRESETS + PROTOCOL_PRESETS,
                     help="one-step campaigns: quick (a first look: a ReLU and a linear conv chain, zero padding, "
                          "a stable and an unstable residual net), full-cpu (the whole CPU campaign: chains, zero "
                          "padding, every residual convention), transfer (transformers and every LR-transfer "
@@ -1022,8 +1021,6 @@ def _validate_parser(sub, common) -> None:
     va.add_argument("--input-var", type=float, default=1.0, help=argparse.SUPPRESS)
     va.add_argument("--dtype", default="float64", choices=("float64", "float32"), help="default float64")
     va.add_argument("--device", default="cpu", help="cpu or cuda[:i] (default cpu)")
-    from amutheory.train.engine import ENGINES
-
     tr = va.add_argument_group("training presets (protocol, protocol-2026-11, protocol-pilot, protocol-paper)")
     tr.add_argument("--workers", type=int, default=None, help="worker processes (default min(2, cores))")
     tr.add_argument("--threads", type=int, default=None,
@@ -1070,11 +1067,9 @@ def _depth_parser(sub, common) -> None:
 
 
 def _transfer_parser(sub, common) -> None:
-    from amutheory.transfer import DEFAULT_RULE, RULES
-
     tr = sub.add_parser("transfer", parents=[common], help="transfer a tuned learning rate to another depth/width",
                         description="The learning rate for --to from --lr tuned at --from, by every depth rule "
-                                    f"({', '.join(RULES)}; default {DEFAULT_RULE}).")
+                                    f"({', '.join(TRANSFER_RULES)}; default {DEFAULT_RULE}).")
     tr.add_argument("--lr", type=float, required=True, help="learning rate tuned on the reference")
     tr.add_argument("--from", dest="source", default=None,
                     help="reference model FILE.py:FACTORY or MODULE:FACTORY (or use --from-depth)")
@@ -1099,7 +1094,7 @@ def _transfer_parser(sub, common) -> None:
     tr.add_argument("--errors", default=None, metavar="FILE.json",
                     help="held-out error file (default: the package's, or $AMUTHEORY_TRANSFER_ERRORS; "
                          "python validate/transfer_errors.py --run DIR writes one)")
-    tr.add_argument("--rule", default=DEFAULT_RULE, choices=RULES, help=f"rule of 'lr' (default {DEFAULT_RULE})")
+    tr.add_argument("--rule", default=DEFAULT_RULE, choices=TRANSFER_RULES, help=f"rule of 'lr' (default {DEFAULT_RULE})")
     _arch_args(tr, depths_required=False)
     _plugin_arg(tr)
     tr.set_defaults(func=cmd_transfer)
@@ -1109,15 +1104,11 @@ def _training_args(g, seeds_help: str = "seeds per rate (>= 2, default 3)", seed
                    seed_start_default: int = 0) -> None:
     """The training flags sweep and tune share: the run (steps, batch, optimizer, layers, model, data)
     and where it runs (engine, workers, threads)."""
-    from amutheory.spec import NORMS
-    from amutheory.train.cell import OPTIMIZERS
-    from amutheory.train.engine import ENGINES
-
     g.add_argument("--seeds", type=int, default=seeds_default, help=seeds_help)
     g.add_argument("--seed-start", type=int, default=seed_start_default, help=f"first seed (default {seed_start_default})")
     g.add_argument("--steps", type=int, default=100, help="training steps per run (default 100)")
     g.add_argument("--batch-size", type=int, default=32, help="minibatch size (default 32)")
-    g.add_argument("--optimizer", default="sgd", choices=OPTIMIZERS, help="default sgd (plain, as the papers)")
+    g.add_argument("--optimizer", default="sgd", choices=TRAIN_OPTIMIZERS, help="default sgd (plain, as the papers)")
     g.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (default 0)")
     g.add_argument("--weight-decay", type=float, default=0.0, help="weight decay (AdamW: decoupled; default 0)")
     g.add_argument("--norm", default="none", choices=NORMS, help="normalisation before every activation (default none)")
@@ -1140,8 +1131,6 @@ def _training_args(g, seeds_help: str = "seeds per rate (>= 2, default 3)", seed
 
 
 def _sweep_parser(sub, common) -> None:
-    from amutheory.train.search import SCORES
-
     sw = sub.add_parser("sweep", parents=[common], help="train real networks over a learning-rate grid; eta*_train",
                         description="Train real networks (depths x widths x learning rates x seeds), find the "
                                     "learning rate that minimises the training score, and fit its power law in "
@@ -1170,10 +1159,7 @@ def _sweep_parser(sub, common) -> None:
 
 
 def _tune_parser(sub, common) -> None:
-    from amutheory.transfer import RULES
-    from amutheory.tuning.guided import Bracket
-
-    b = Bracket()
+    b = argparse.Namespace(**BRACKET_DEFAULTS)
     tu = sub.add_parser("tune", parents=[common], help="find eta*_train at new depths: a rule's prior, then a short "
                                                         "confirming bracket",
                         description="Guided learning-rate search: from a rate tuned at --from-depth, a depth rule "
@@ -1190,7 +1176,7 @@ def _tune_parser(sub, common) -> None:
     g.add_argument("--from-lr", type=float, required=True, help="the rate tuned at --from-depth (not charged)")
     g.add_argument("--from-lr-ci", type=_float_list, default=None, metavar="LO,HI",
                    help="the source rate's own 95%% CI (e.g. a sweep's), carried into the prior's interval")
-    g.add_argument("--rule", default=None, choices=RULES,
+    g.add_argument("--rule", default=None, choices=TRANSFER_RULES,
                    help="the rule that carries the rate (default: the smallest measured held-out error for this "
                         "kind of net in the held-out error file)")
     g.add_argument("--errors", default=None, metavar="FILE.json",
@@ -1296,8 +1282,6 @@ def cmd_coord_check(args):
 
 
 def _docs_parser(sub, common) -> None:
-    from amutheory.site.build import DEFAULT_REPORT, DEFAULT_TIMEOUT
-
     do = sub.add_parser("docs", parents=[common], help="build the documentation site (opens offline)",
                         description="Build a static site into --out: an index, the course (each derivation script "
                                     "run, its printed formulas typeset and its figures inline), the findings and "
@@ -1306,15 +1290,15 @@ def _docs_parser(sub, common) -> None:
     do.add_argument("--out", required=True, metavar="DIR", help="output folder, made if missing (its parent must "
                                                                   "exist)")
     do.add_argument("--report", default=None, metavar="DIR",
-                    help=f"campaign folder whose report.md is the validation report (default {DEFAULT_REPORT} "
+                    help=f"campaign folder whose report.md is the validation report (default {SITE_REPORT} "
                          f"when it has one)")
     do.add_argument("--only", default=None, metavar="PATTERN",
                     help="build only the course pages whose script file name matches (a glob; without * ? [ a "
                          "prefix, e.g. 01_); the other pages are built as usual")
     do.add_argument("--keep-going", action="store_true",
                     help="build the rest after a course script fails (the command still exits 2 naming it)")
-    do.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                    help=f"seconds one course script may run (default {DEFAULT_TIMEOUT:g})")
+    do.add_argument("--timeout", type=float, default=SITE_TIMEOUT, metavar="SECONDS",
+                    help=f"seconds one course script may run (default {SITE_TIMEOUT:g})")
     do.set_defaults(func=cmd_docs)
 
 
@@ -1367,20 +1351,26 @@ def _use_threads(args) -> None:
         os.environ["OMP_NUM_THREADS"] = str(threads)
 
 
+def _load_plugins(args) -> None:
+    """Register the laws and families of the ``--plugin`` files, after parsing (the parser imports no
+    law); the installed entry points (groups amutheory.laws, amutheory.families) load on the
+    registries' first read (:mod:`amutheory.plugins`).  A failing plugin is one line naming it
+    (``ValueError``)."""
+    from amutheory.plugins import load_plugin
+
+    for path in getattr(args, "plugin", None) or []:
+        load_plugin(path)
+
+
 def main(argv=None) -> int:
     import signal
 
-    from amutheory.laws.plugins import load_entry_points, load_plugin, plugin_files
     from amutheory.preflight import preflight
 
-    try:  # outside laws first: --law's choices and help come from the registry they join
-        load_entry_points()
-        for path in plugin_files(sys.argv[1:] if argv is None else argv):
-            load_plugin(path)
-    except Exception as exc:  # a user's plugin or entry point: one line, exit 2
-        print(f"amutheory: error: {_one_line(exc)}", file=sys.stderr)
-        return EXIT_USAGE
-    parser = build_parser()
+    from amutheory.plugins import deferred
+
+    with deferred():  # the parser lists the built-in names; no installed plugin is imported for --help
+        parser = build_parser()
     if threading_main():
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -1388,6 +1378,7 @@ def main(argv=None) -> int:
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
+        _load_plugins(args)  # outside laws and families, before any check names a law or a family
         preflight(args)  # every output path, number, size and memory estimate, before any work
         _use_threads(args)
         args.func(args)

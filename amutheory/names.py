@@ -44,10 +44,6 @@ BRACKET_DEFAULTS = {"points": 5, "factor": math.sqrt(2.0), "min_seeds": 2, "seed
 #: the one-step campaign presets (:data:`amutheory.campaign.presets.PRESETS`, built when one is used)
 CAMPAIGN_PRESETS = ("quick", "full-cpu", "transfer", "resnet-wide", "resnet-wider", "mlp", "paper")
 
-# ----------------------------------------------------------------------------- plugins
-#: the entry-point group of outside laws (:mod:`amutheory.laws.plugins`)
-LAW_ENTRY_POINTS = "amutheory.laws"
-
 # ----------------------------------------------------------------------------- the docs site
 #: the default validation report of ``amutheory docs`` (:mod:`amutheory.site.build`)
 SITE_REPORT = "results/quick"

@@ -61,10 +61,9 @@ import numpy as np
 # symbolic layers register them with the families (both imports are light)
 import amutheory.measure  # noqa: F401
 import amutheory.symbolic  # noqa: F401
+from amutheory.names import DEFAULT_RULE
+from amutheory.names import TRANSFER_RULES as RULES
 from amutheory.spec import ArchSpec
-
-RULES = ("am-mup", "power", "chen", "depth-mup", "completep", "per-layer-mup")
-DEFAULT_RULE = "am-mup"
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 * ``_reseed`` (autouse): before every test, reseed ``random``, ``numpy`` (legacy global
   state) and ``torch`` with 0 and use two intra-op torch threads (one per worker under
-  ``pytest -n``), so a test's outcome does
+  ``pytest -n``; NumPy's BLAS gets one thread per worker too), so a test's outcome does
   not depend on which tests ran before it or on the machine's core count.
 * ``AMUTHEORY_CACHE_DIR`` (unless set) points the derivation cache at a folder under the system's
   temporary folder, shared by the workers and the commands the tests start.
@@ -24,8 +24,13 @@ import pathlib
 import random
 import tempfile
 
+if os.environ.get("PYTEST_XDIST_WORKER"):  # before NumPy and SciPy load their BLAS (see TORCH_THREADS)
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
 import numpy as np
 import pytest
+import threadpoolctl
 import torch
 from hypothesis import settings
 
@@ -36,6 +41,11 @@ SEED = 0
 os.environ.setdefault("AMUTHEORY_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"amutheory-tests-{os.getuid()}"))
 #: one torch thread per xdist worker (two busy threads per core are many times slower), two otherwise
 TORCH_THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
+# the same for the BLAS of NumPy and SciPy (the exact laws' eigen-decompositions): two workers each
+# spinning two BLAS threads on two cores made one test of 1.3 s take over two minutes.  The variables
+# reach the libraries loaded later and the commands the tests start; threadpoolctl those loaded already
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _BLAS_LIMIT = threadpoolctl.threadpool_limits(1)
 
 settings.register_profile("amutheory", derandomize=True, database=None)
 settings.load_profile("amutheory")

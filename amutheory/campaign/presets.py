@@ -40,8 +40,9 @@ def _check_calibratable(cal_depths) -> None:
     """Fail early (before any measuring) when :func:`amutheory.calibrate.calibrate` cannot fit its
     constants to data at ``cal_depths``: it needs one distinct depth per constant it fits
     (:data:`amutheory.checks.MIN_CALIBRATION_DEPTHS`; a count, so that describing a preset costs
-    no fit)."""
-    if len(set(cal_depths)) < MIN_CALIBRATION_DEPTHS:
+    no fit).  A single depth is a reference, not a calibration (a zero-padding config whose exact law
+    fits nothing measures its circular reference there), as it was when this check ran a trial fit."""
+    if 1 < len(set(cal_depths)) < MIN_CALIBRATION_DEPTHS:
         raise ValueError(f"calibration_depths {list(cal_depths)} cannot calibrate the constants: need at least "
                          f"{MIN_CALIBRATION_DEPTHS} distinct depths (one per fitted constant a, b, e), "
                          f"got {len(set(cal_depths))}")

@@ -27,7 +27,7 @@ import multiprocessing
 import resource
 from typing import Iterator
 
-ENGINES = ("local", "dask")
+from amutheory.names import ENGINES
 
 
 def run_group(cells, vectorise: bool = True, threads: int = 1, plugins=()) -> list[dict]:
