@@ -279,6 +279,16 @@ LAW_CHECKS = (("attributes", law_attributes), ("family", law_family), ("describe
               ("cost", law_cost), ("values", law_values), ("per-layer", law_per_layer), ("predict", law_predicts))
 
 
+def _run(c, name: str, check) -> None:
+    """Run one check; the law's or family's own code failing inside it fails the check by name."""
+    try:
+        check(c)
+    except AssertionError:
+        raise
+    except Exception as exc:
+        c.fail(name, f"raised {type(exc).__name__}: {' '.join(str(exc).split())}")
+
+
 def check_law(law, spec=None, depths=(3, 5, 8), calibration=None) -> list[str]:
     """Run :data:`LAW_CHECKS` on ``law`` (a :class:`~amutheory.laws.Law` instance, or a subclass,
     which is instantiated); the names of the checks passed.  ``spec``: a small net the law covers
@@ -293,12 +303,7 @@ def check_law(law, spec=None, depths=(3, 5, 8), calibration=None) -> list[str]:
     c = _Context(law, "law", spec, depths, calibration)
     passed = []
     for name, check in LAW_CHECKS:
-        try:
-            check(c)
-        except AssertionError:
-            raise
-        except Exception as exc:  # the law's own code failed inside a check: name the check
-            c.fail(name, f"raised {type(exc).__name__}: {' '.join(str(exc).split())}")
+        _run(c, name, check)
         passed.append(name)
     return passed
 
@@ -493,12 +498,7 @@ def check_family(family, spec=None) -> list[str]:
                 added = True
             if name not in ("attributes", "describe") and not getattr(family, "has_spec", True):
                 continue  # a user's module: no ArchSpec, no probe
-            try:
-                check(c)
-            except AssertionError:
-                raise
-            except Exception as exc:  # the family's own code failed inside a check: name the check
-                c.fail(name, f"raised {type(exc).__name__}: {' '.join(str(exc).split())}")
+            _run(c, name, check)
             passed.append(name)
     finally:
         if added:

@@ -1,5 +1,6 @@
 """Exact symbolic identities (no tolerance) and predictor-vs-evalf checks of the derived law."""
 
+import functools
 import math
 
 import numpy as np
@@ -74,14 +75,19 @@ def test_mean_moment_equals_brute_force(depth, av, bv, ev, epsv):
     assert closed == pytest.approx(expansion.brute_force_mean_moment(depth, vals), rel=1e-12)
 
 
+@functools.lru_cache(maxsize=None)
+def _finite_width_s_bar():
+    """The lambda^L closed form's 50-digit predictor, made once (lambdifying it is the slow part)."""
+    return ScalingLaw(expansion.mean_moment(True), (a, b, e, epsilon, lambda_), high_precision=True).predictor("s_bar")
+
+
 @settings(max_examples=30, deadline=None)
 @given(depth=st.integers(1, 48), av=positive, bv=positive, ev=small, epsv=small,
        gamma_over_n=st.floats(min_value=1e-6, max_value=0.2))
 def test_finite_width_mean_equals_brute_force(depth, av, bv, ev, epsv, gamma_over_n):
     """The lambda^L closed form (evaluated at 50 digits) equals the term-by-term sum."""
     vals = dict(a=av, b=bv, e=ev, epsilon=epsv, **{"lambda": 1 + gamma_over_n})
-    law = ScalingLaw(expansion.mean_moment(True), (a, b, e, epsilon, lambda_), high_precision=True)
-    got = law.predictor("s_bar")([depth], **vals)[0]
+    got = _finite_width_s_bar()([depth], **vals)[0]
     assert got == pytest.approx(expansion.brute_force_mean_moment(depth, vals, True), rel=1e-9)
 
 

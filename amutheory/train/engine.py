@@ -93,12 +93,7 @@ def _abort(pool: cf.ProcessPoolExecutor) -> None:
     the groups finished before were already yielded and written."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
-    for proc in processes:
-        proc.terminate()
-    for proc in processes:
-        proc.join(timeout=5)
-        if proc.is_alive():
-            proc.kill()
+    _terminate(processes)
 
 
 def run_groups(groups: list, engine: str = "local", workers: int = 1, threads: int = 1,
@@ -164,10 +159,14 @@ def _end_children(before: set) -> None:
     """Terminate the processes this process started (a local cluster's nannies and workers) whose ids are
     not in ``before`` and that are still alive: a cluster whose start was interrupted, or whose close
     failed or timed out, leaves none behind."""
-    left = [p for p in multiprocessing.active_children() if p.pid not in before]
-    for proc in left:
+    _terminate([p for p in multiprocessing.active_children() if p.pid not in before])
+
+
+def _terminate(processes) -> None:
+    """SIGTERM each process, wait up to 5 s for it, then SIGKILL what is still alive."""
+    for proc in processes:
         proc.terminate()
-    for proc in left:
+    for proc in processes:
         proc.join(timeout=5)
         if proc.is_alive():
             proc.kill()
