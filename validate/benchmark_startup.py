@@ -1,11 +1,12 @@
 """How long a command takes from the shell prompt to its answer, against importing what it needs.
 
-Each command runs ``--repeats`` times in a fresh interpreter (``python -m amutheory ...``, the
-tree under test first on ``PYTHONPATH``); the table gives the median wall time and its ratio to
+Each command runs ``--repeats`` times in a fresh interpreter (what ``python -m amutheory ...`` does,
+from the tree under test: first on ``PYTHONPATH``, an editable install's finder set aside); the table gives the median wall time and its ratio to
 the references measured in the same run: ``python -c "import sympy"`` (what ``derive`` and an
 exact ``predict`` cannot avoid) and ``python -c "import torch"`` (what ``depth`` cannot avoid).
 
-``derive`` and ``predict`` are timed twice: **cold** (an empty derivation cache,
+Every module's bytecode is written first (``compileall``, as an install does).  ``derive`` and
+``predict`` are timed twice: **cold** (an empty derivation cache,
 ``amutheory.symbolic.cache``: every SymPy sum, series and integral made) and **warm** (the cache
 a first run left: what every later call of the same version of the code pays).  ``--baseline
 REV`` times the same commands on a git revision of this repository (a temporary worktree) in the
@@ -61,7 +62,7 @@ REFERENCES = {"sympy": [sys.executable, "-c", "import sympy"], "torch": [sys.exe
 
 def _timed(argv, env) -> float:
     start = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900, cwd=tempfile.gettempdir())
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.strip()[-500:]}")
@@ -69,7 +70,8 @@ def _timed(argv, env) -> float:
 
 
 def _env(tree: Path, cache: Path | None) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("AMUTHEORY_CACHE_DIR", "AMUTHEORY_NO_CACHE")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("AMUTHEORY_CACHE_DIR", "AMUTHEORY_NO_CACHE", "PYTHONDONTWRITEBYTECODE")}
     env["PYTHONPATH"] = str(tree)
     env["OMP_NUM_THREADS"] = "1"
     if cache is not None:
@@ -77,10 +79,17 @@ def _env(tree: Path, cache: Path | None) -> dict:
     return env
 
 
+#: runs ``amutheory`` from the tree first on ``PYTHONPATH``, past an editable install's finder: what
+#: ``python -m amutheory`` does (every command runs in a scratch folder, so the current folder serves none)
+LAUNCH = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if not str(getattr(f, '__module__', ''))"
+          ".startswith('__editable__')]; from amutheory.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
 def _check_tree(tree: Path) -> None:
-    """The interpreter with ``PYTHONPATH=tree`` imports amutheory from ``tree`` (not an installed copy)."""
-    code = "import amutheory, pathlib; print(pathlib.Path(amutheory.__file__).resolve().parents[1])"
-    found = subprocess.run([sys.executable, "-c", code], env=_env(tree, None), capture_output=True, text=True)
+    """The launcher with ``PYTHONPATH=tree`` imports amutheory from ``tree`` (not an installed copy)."""
+    code = LAUNCH.split("; from")[0] + "; import amutheory, pathlib; print(pathlib.Path(amutheory.__file__).resolve().parents[1])"
+    found = subprocess.run([sys.executable, "-c", code], env=_env(tree, None), capture_output=True, text=True,
+                           cwd=tempfile.gettempdir())
     if Path(found.stdout.strip()) != tree.resolve():
         raise RuntimeError(f"PYTHONPATH={tree} imports amutheory from {found.stdout.strip()!r}")
 
@@ -88,9 +97,12 @@ def _check_tree(tree: Path) -> None:
 def time_tree(tree: Path, model: Path, repeats: int, work: Path) -> dict:
     """Median seconds of every command of :data:`COMMANDS` on the source tree ``tree``."""
     _check_tree(tree)
+    # the bytecode of every module written first, as an install does (PYTHONDONTWRITEBYTECODE aside)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "amutheory")], env=_env(tree, None),
+                   check=True, capture_output=True)
     out = {}
     for name, argv, state, _ in COMMANDS:
-        argv = [sys.executable, "-m", "amutheory"] + [a.replace("{model}", str(model)) for a in argv]
+        argv = [sys.executable, "-c", LAUNCH] + [a.replace("{model}", str(model)) for a in argv]
         times = []
         for k in range(repeats):
             cache = Path(tempfile.mkdtemp(dir=work, prefix="cache-"))

@@ -26,6 +26,7 @@ import importlib.metadata
 import inspect
 import os
 import pickle
+import sys
 import tempfile
 from pathlib import Path
 
@@ -58,11 +59,20 @@ def fingerprint() -> str:
         h.update(path.relative_to(PACKAGE).as_posix().encode())
         h.update(path.read_bytes())
     for name in LIBRARIES:
-        try:
-            h.update(f"{name}={importlib.metadata.version(name)}".encode())
-        except importlib.metadata.PackageNotFoundError:
-            h.update(f"{name}=absent".encode())
+        h.update(f"{name}={_version(name)}".encode())
     return h.hexdigest()
+
+
+def _version(name: str) -> str:
+    """A library's version: its module's ``__version__`` where it is imported already (cheap), else the
+    installed distribution's (``absent`` where there is none)."""
+    module = sys.modules.get(name)
+    if module is not None and isinstance(getattr(module, "__version__", None), str):
+        return module.__version__
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
 
 
 def _key(qualified: str, arguments: str) -> str:

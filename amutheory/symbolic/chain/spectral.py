@@ -46,7 +46,7 @@ import sympy as sp
 
 from amutheory.constants import Constant
 from amutheory.spec import ArchSpec
-from amutheory.symbolic.cache import compile_lambda, derivation, lambda_source, lambdified
+from amutheory.symbolic.cache import compile_lambda, derivation, lambda_source
 from amutheory.symbolic.primitives.expansion import layer_moment_core, pairs_with_max
 from amutheory.symbolic.primitives.symbols import L, a, b, e, epsilon, l, m
 
@@ -244,13 +244,25 @@ def spectral_slope(spec: ArchSpec, depths, input_var: float = 1.0) -> np.ndarray
     return -0.5 * (depths * grad / total - 1.0)
 
 
+@derivation
+def _saturated_source() -> str:
+    """The printed source of :func:`_saturated_predictor` (kept as a derivation)."""
+    return lambda_source((r, epsilon), saturated_mode_moment(), "numpy")
+
+
+@functools.lru_cache(maxsize=None)
+def _saturated_predictor():
+    """``Q_oo(r, epsilon)`` lambdified (:func:`saturated_mode_moment`)."""
+    return compile_lambda(_saturated_source(), "numpy")
+
+
 def spectral_constants(spec: ArchSpec, input_var: float = 1.0) -> dict[str, Constant]:
     """The conv law's ``a, b, e, epsilon`` as the deep-net limit of the spectral law (exact):
     ``a = b = weight_0`` (the zero mode) and ``e = sum_{q != 0} weight_q Q_oo(r_q)`` (the saturated
     modes), plus the slowest decay ``r_1`` (how fast ``e(l)`` reaches ``e``) and the mode count."""
     rates, weights = mode_weights(spec, input_var)
     eps = _epsilon(spec)
-    sat = lambdified((r, epsilon), saturated_mode_moment(), "numpy")
+    sat = _saturated_predictor()
     zero = rates == 1.0
     w0 = float(weights[zero].sum())
     e_inf = float(sum(w * sat(x, eps) for x, w in zip(rates[~zero], weights[~zero])))
