@@ -267,11 +267,8 @@ def _exec_plugin(path: str, source: str, shown: str | None = None) -> list[str]:
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 raise PluginError(f"--plugin {shown}: {_one_line(exc)}") from None
-        name = module.__name__
         _files[path] = source
-        found = [obj for obj in vars(module).values() if _defined_in(obj, name)]
-        instances = {type(obj) for obj in found if not isinstance(obj, type)}
-        objects = [obj for obj in found if not (isinstance(obj, type) and obj in instances)]
+        objects = _objects_of(module, f"--plugin {shown}")
         try:
             _register_all(objects, f"--plugin {shown}")
         except PluginError:

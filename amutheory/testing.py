@@ -9,7 +9,8 @@ Each check is one function in :data:`LAW_CHECKS` / :data:`FAMILY_CHECKS` whose d
 it asks; a failure raises ``AssertionError("check_law(my-law) values: ...")`` naming the law or
 family, the check and what was wrong.  Both return the names of the checks passed (a check that
 does not apply, e.g. the per-layer form of a law without one, counts as passed).  The project's own
-tests run both on every registered law and family (``tests/test_testing_battery.py``).
+tests run both on every registered law and family (``tests/test_laws_contract.py``,
+``tests/test_families.py``).
 
 A family that is not registered yet is registered for the battery and removed after it; a law is
 never registered by it.  The checks build small nets (width 8, depth at most 4) and take seconds;

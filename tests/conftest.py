@@ -8,8 +8,8 @@
   temporary folder, shared by the workers and the commands the tests start.
 * Hypothesis runs derandomized (a fixed seed per test, no example database): CI and every
   machine see the same examples, so a property test passes or fails reproducibly.
-* ``_registries_restored`` (autouse): the law and family registries and the plugin loader's record of
-  files are restored after every test (a test's plugin never reaches a later test's workers).
+* ``_registries_restored`` (autouse): the law and family registries, what the floors provide the
+  families (``families.services``) and the plugin loader's record of files are restored after every test (a test's plugin never reaches a later test's workers).
 * ``validate_script`` (fixture): loads a script of ``validate/`` or ``validate/studies/`` as a
   module, by file name.
 * Tests listed in ``tests/slow_tests.txt`` (the slowest of a timed run) are marked ``slow``: the
@@ -93,10 +93,11 @@ def _registries_restored():
     the test: a law or a family a test registers (or a plugin file it loads) is gone after it, so no
     later test -- and no worker a later sweep starts, which loads the files recorded -- sees it."""
     from amutheory import plugins
-    from amutheory.families import FAMILY_REGISTRY
+    from amutheory.families import FAMILY_REGISTRY, services
     from amutheory.laws import REGISTRY
 
-    saved = [(registry, dict(dict.items(registry))) for registry in (FAMILY_REGISTRY, REGISTRY, plugins._files)]
+    saved = [(registry, dict(dict.items(registry)))
+             for registry in (FAMILY_REGISTRY, REGISTRY, plugins._files, services._PROVIDED)]
     yield
     for registry, before in saved:
         if dict(dict.items(registry)) != before:

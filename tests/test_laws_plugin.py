@@ -93,7 +93,7 @@ def test_outside_law_through_the_cli(plugin):
     got = run("laws", "--plugin", str(plugin), "--depths", "4,8", "--json", *ARCH)
     assert got.returncode == 0, got.stderr
     assert "chain-toy" in got.stdout
-    # without the plugin the name is not a choice; a broken plugin is one line and exit 2
+    # without the plugin the name is refused after parsing (exit 2); a broken plugin is one line and exit 2
     assert run("predict", "--law", "chain-toy", "--depths", "4", *ARCH).returncode == 2
     bad = plugin.with_name("broken.py")
     bad.write_text("raise RuntimeError('boom')\n")

@@ -117,16 +117,6 @@ TUNE = ["tune", *TOY, "--from-depth", "2", "--from-lr", "0.1", "--depths", "3", 
 
 
 @pytest.fixture
-def isolated():
-    """The registries and the loader's record of plugin files as they were, restored after the test."""
-    families, laws, files = dict(dict.items(FAMILY_REGISTRY)), dict(dict.items(REGISTRY)), dict(plugins._files)
-    yield
-    for registry, saved in ((FAMILY_REGISTRY, families), (REGISTRY, laws), (plugins._files, files)):
-        dict.clear(registry)
-        dict.update(registry, saved)
-
-
-@pytest.fixture
 def plugin(tmp_path) -> Path:
     path = tmp_path / "toy_plugin.py"
     path.write_text(PLUGIN)
@@ -167,7 +157,7 @@ def _python(code: str, env: dict):
 
 
 # ----------------------------------------------------------------------------------- in this process
-def test_a_plugin_file_registers_its_family_and_law_once_and_both_pass_the_battery(isolated, plugin):
+def test_a_plugin_file_registers_its_family_and_law_once_and_both_pass_the_battery(plugin):
     from amutheory.api.selection import predict
     from amutheory.testing import FAMILY_CHECKS, LAW_CHECKS, check_family, check_law
 
@@ -182,7 +172,7 @@ def test_a_plugin_file_registers_its_family_and_law_once_and_both_pass_the_batte
     assert check_law(REGISTRY["toy-linear"]) == [c for c, _ in LAW_CHECKS]
 
 
-def test_a_broken_plugin_is_one_line_naming_the_file(isolated, tmp_path):
+def test_a_broken_plugin_is_one_line_naming_the_file(tmp_path):
     bad = tmp_path / "broken.py"
     bad.write_text("raise RuntimeError('boom')\n")
     with pytest.raises(ValueError, match=r"--plugin .*broken.py: RuntimeError: boom"):
@@ -214,7 +204,7 @@ class _Outside(Law):
         return LawValues(self.name, list(depths), s, 0.1 * s, {"a": Constant("a", 1.0, "calibrated")}, "calibrated")
 
 
-def test_priority_makes_an_outside_law_the_default_and_the_reason_says_so(isolated):
+def test_priority_makes_an_outside_law_the_default_and_the_reason_says_so():
     relu = ArchSpec(dim=1, width=8, kernel=3, spatial=4, batch=2, activation="relu")
     linear = relu.with_(activation="linear")
     assert best_law(relu, [4, 8]).law.name == "chain-coherent"
@@ -248,7 +238,7 @@ class _Bare(Family):
         return get_family("conv").activation_elements(spec.with_(family="conv"))
 
 
-def test_the_family_recipes_rough_edges(isolated, plugin):
+def test_the_family_recipes_rough_edges(plugin):
     from amutheory.api.selection import predict
 
     plugins.load_plugin(plugin)
@@ -295,7 +285,7 @@ class _TwoClasses(Family):
 PLUGIN_NS: dict = {}
 
 
-def test_the_battery_and_the_probe_name_what_is_wrong(isolated):
+def test_the_battery_and_the_probe_name_what_is_wrong():
     from amutheory.measure.probe import probe
     from amutheory.testing import check_family, check_law
 
@@ -334,7 +324,7 @@ def test_every_command_that_can_meet_a_law_or_family_takes_plugin():
         assert "--plugin" in commands[name]._option_string_actions, name
 
 
-def test_sweep_on_the_default_pool_loads_a_plugin_family_in_every_worker(isolated, plugin, tmp_path):
+def test_sweep_on_the_default_pool_loads_a_plugin_family_in_every_worker(plugin, tmp_path):
     """The Python API, two spawned workers: the plugin file's source travels with the groups."""
     from amutheory.train import Cell
     from amutheory.train.sweep import run_sweep

@@ -60,11 +60,14 @@ def test_help_of_every_command_loads_nothing_heavy():
         from amutheory.cli import build_parser, main
         commands = list(build_parser()._subparsers._group_actions[0].choices)
         for argv in [["--help"]] + [[c, "--help"] for c in commands]:
-            with contextlib.redirect_stdout(io.StringIO()):
+            with contextlib.redirect_stdout(io.StringIO()) as out:
                 try:
                     main(argv)
                 except SystemExit as done:
                     assert done.code == 0, argv
+                else:
+                    raise AssertionError(f"{argv} printed no help")
+            assert "usage:" in out.getvalue(), argv
     """)
     assert not any(loaded.values()), {m for m, v in loaded.items() if v}
 
@@ -188,12 +191,20 @@ def test_a_fresh_process_reads_what_another_derived(tmp_path):
     env = {**os.environ, dc.CACHE_DIR_ENV: str(tmp_path / "cache")}
     code = ("import json; from amutheory.symbolic.chain.spectral import mode_layer_moment; "
             "print(json.dumps(str(mode_layer_moment(False))))")
-    outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
-            for _ in range(2)]
+    outs, files = [], []
+    for _ in range(2):
+        outs.append(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600))
+        files.append(_files(tmp_path / "cache"))
     assert all(o.returncode == 0 for o in outs), outs[0].stderr[-2000:]
     assert outs[0].stdout == outs[1].stdout
+    assert files[1] == files[0]  # read back: a second derivation would have replaced the files
     assert any(p.name.startswith("amutheory.symbolic.chain.spectral.mode_layer_moment-")
                for p in (tmp_path / "cache").iterdir())
+
+
+def _files(folder) -> dict:
+    """Each cache file's inode and modification time (a file derived again is replaced: both change)."""
+    return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.iterdir()}
 
 
 X, Y, LAM = sp.symbols("x y lambda", positive=True)
@@ -223,10 +234,14 @@ def test_lambda_source_refuses_other_modules():
 def test_commands_print_the_same_from_a_cold_and_a_warm_cache(tmp_path, argv):
     env = {**os.environ, dc.CACHE_DIR_ENV: str(tmp_path / "cache")}
     env.pop(dc.NO_CACHE_ENV, None)
-    runs = [subprocess.run([sys.executable, "-m", "amutheory", *argv, "--json"], capture_output=True, text=True,
-                           env=env, timeout=600) for _ in range(2)]
+    runs, files = [], []
+    for _ in range(2):
+        runs.append(subprocess.run([sys.executable, "-m", "amutheory", *argv, "--json"], capture_output=True,
+                                   text=True, env=env, timeout=600))
+        files.append(_files(tmp_path / "cache"))
     assert all(r.returncode == 0 for r in runs), runs[0].stderr[-2000:]
     assert json.loads(runs[0].stdout) == json.loads(runs[1].stdout)
+    assert files[1] == files[0]  # the warm run read every derivation back, rewrote none
     assert any((tmp_path / "cache").iterdir())
 
 

@@ -8,12 +8,12 @@ import numpy as np
 from amutheory.laws.blocks import (_block_calibration, _block_law_values, block_law_log_sd, held_in_notes,
                                    target_constant)
 from amutheory.laws.resnet_exact import limit_shape_predictor
-from amutheory.spec import ArchSpec
+# RESNET_LAWS: residual-net laws of :func:`predict`: the coherent order (``A, B, e0`` calibrated) or the
+# dense shape (the exact dense law's stream and own parts, each times a calibrated ``rho``,
+# :func:`amutheory.symbolic.resnet.dense.shape_predictor`)
 from amutheory.names import RESNET_LAWS
+from amutheory.spec import ArchSpec
 
-#: residual-net laws of :func:`predict`: the coherent order (``A, B, e0`` calibrated) or the dense
-#: shape (the exact dense law's stream and own parts, each times a calibrated ``rho``,
-#: :func:`amutheory.symbolic.resnet.dense.shape_predictor`)
 #: the criterion :func:`pick_resnet_law` applies (the words every selection record carries)
 SELECTION_CRITERION = ("the lower residual standard error of the calibration's fit of ln s_bar "
                        "(sqrt(RSS / dof); made before any held-out depth is seen)")

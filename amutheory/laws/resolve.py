@@ -123,7 +123,7 @@ def _by_exactness(family: str, kind: str, spec=None) -> str:
         return candidates[0].name
     reasons = []
     for law in candidates:
-        coverage = law.covers(spec)
+        coverage = call_law(law, "covers", spec)
         if coverage:
             return law.name
         reasons.append(f"{law.name}: {coverage.reason}")

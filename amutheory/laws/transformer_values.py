@@ -5,10 +5,10 @@ from __future__ import annotations
 from amutheory.laws.blocks import (_block_calibration, _block_law_values, block_law_log_sd, held_in_notes,
                                    target_constant)
 from amutheory.laws.resnet_values import RESNET_CONSTANTS
-from amutheory.spec import ArchSpec
+# TRANSFORMER_LAWS: the Transformer laws by their older names: the coherent order, or the chain law in
+# the effective depth
 from amutheory.names import TRANSFORMER_LAWS
-
-#: the Transformer laws by their older names: the coherent order, or the chain law in the effective depth
+from amutheory.spec import ArchSpec
 
 
 def transformer_derivation(spec: ArchSpec, law: str = "coherent"):

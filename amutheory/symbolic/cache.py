@@ -122,32 +122,23 @@ def derivation(fn=None, *, ignore: tuple = (), mutable: bool = False):
     signature = inspect.signature(fn)
     qualified = f"{fn.__module__}.{fn.__qualname__}"
 
-    def arguments(args, kwargs) -> tuple[str, dict]:
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        kept = {k: v for k, v in bound.arguments.items() if k not in ignore}
-        return repr(sorted(kept.items())), bound.arguments
+    memo: dict = {}
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        text, _ = arguments(args, kwargs)
-        value = _cached(text, args, kwargs)
-        return copy.deepcopy(value) if mutable else value
-
-    memo: dict = {}
-
-    def _cached(text, args, kwargs):
-        if text in memo:
-            return memo[text]
-        folder = cache_dir()
-        path = None if folder is None else folder / f"{qualified}-{_key(qualified, text)}.pickle"
-        found, value = (False, None) if path is None else _read(path)
-        if not found:
-            value = fn(*args, **kwargs)
-            if path is not None:
-                _write(path, value)
-        memo[text] = value
-        return value
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        text = repr(sorted((k, v) for k, v in bound.arguments.items() if k not in ignore))
+        if text not in memo:
+            folder = cache_dir()
+            path = None if folder is None else folder / f"{qualified}-{_key(qualified, text)}.pickle"
+            found, value = (False, None) if path is None else _read(path)
+            if not found:
+                value = fn(*args, **kwargs)
+                if path is not None:
+                    _write(path, value)
+            memo[text] = value
+        return copy.deepcopy(memo[text]) if mutable else memo[text]
 
     wrapper.cache_clear = memo.clear
     wrapper.uncached = fn
