@@ -49,3 +49,9 @@ CAMPAIGN_PRESETS = ("quick", "full-cpu", "transfer", "resnet-wide", "resnet-wide
 SITE_REPORT = "results/quick"
 #: the default seconds one course script may run
 SITE_TIMEOUT = 900.0
+
+# ----------------------------------------------------------------------------- the claim under test
+#: the papers' claimed exponent of eta* in depth (eta* ~ L^(-3/2); residual nets and multi-path nets:
+#: in the blocks K or the effective depth L_eff), the number every check of the claim compares with --
+#: a claim, not a derivation (the derived exponents come from amutheory.symbolic)
+PAPER_EXPONENT = -1.5

@@ -23,10 +23,9 @@ from amutheory.campaign.bootstrap import _quantile_ci, _seed_stat
 from amutheory.campaign.common import N_BOOT, STATISTICS, _f
 from amutheory.campaign.presets import CampaignConfig
 from amutheory.campaign.results import _stream_complete
+# PAPER_EXPONENT: the paper's claimed exponent of eta*(K) for residual nets
+from amutheory.names import PAPER_EXPONENT
 from amutheory.spec import ArchSpec, ProbeProtocol
-
-#: the paper's claimed exponent of eta*(K) for residual nets
-PAPER_EXPONENT = -1.5
 
 
 def _stream_growth_rows(cfg: CampaignConfig, stream: dict, protocol: ProbeProtocol) -> list:

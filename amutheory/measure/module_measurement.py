@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from amutheory.measure.measurement import Measurement
+from amutheory.names import PAPER_EXPONENT
 
 #: the two depth axes of a user model's fits, in words (``depth_axis``, ``effective_depth_axis`` in the JSON)
 DEPTH_AXIS = ("depth L: the factory's depth= argument, whatever FACTORY(depth=L) counts (layers, blocks, blocks "
@@ -26,7 +27,7 @@ EFFECTIVE_DEPTH_AXIS = ("effective depth L_eff: the shortest input -> output pat
 #: multi-path paper's law; the AM-muP paper's ``L^(-3/2)`` for plain conv nets is the same law, their
 #: effective depth being their layer count)
 LAW_AXIS = "effective_depth"
-LAW_EXPONENT = -1.5
+LAW_EXPONENT = PAPER_EXPONENT
 LAW = "eta* ~ L_eff^(-3/2), stated in the effective depth (docs/theory.md section 1)"
 
 
