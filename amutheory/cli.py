@@ -17,7 +17,7 @@ from pathlib import Path
 
 from amutheory.families import family_names
 from amutheory.flags import PROTOCOL_PRESETS, SWEEP_OUT, TUNE_OUT
-from amutheory.names import (BRACKET_DEFAULTS, CALIBRATED_RESNET_LAWS, CAMPAIGN_PRESETS, DEFAULT_RULE, ENGINES,
+from amutheory.names import (AUTO_RULE, RULE_CHOICES, BRACKET_DEFAULTS, CALIBRATED_RESNET_LAWS, CAMPAIGN_PRESETS, DEFAULT_RULE, ENGINES,
                              LAWS, SCORES, SITE_REPORT, SITE_TIMEOUT, TRAIN_OPTIMIZERS,
                              TRANSFER_RULES)
 from amutheory.spec import ACTIVATIONS, BRANCHES, INITS, NORMS, PADDINGS, SHORTCUTS
@@ -385,7 +385,8 @@ def cmd_tune(args):
                    rule=args.rule, out=args.out, seeds=args.seeds, seed_start=args.seed_start, bracket=bracket,
                    engine=args.engine, workers=args.workers, threads=args.threads, vectorise=not args.loop,
                    scheduler=args.scheduler, progress=not (args.json or args.quiet), figures=not args.no_figures,
-                   errors=args.errors)
+                   errors=args.errors, probe=not args.no_probe, probe_seeds=args.probe_seeds,
+                   probe_budget=args.probe_budget, bridge_file=args.bridge)
     lines = [f"wrote {args.out}/tune.json, tune.md, cells.jsonl" + ("" if args.no_figures else ", tune.png"),
              f"{'depth':>6} {'rule':>10} {'prior':>9} {'eta*_train':>11} {'95% CI':>22} {'runs':>5}  stop"]
     for t in summary["targets"]:
@@ -798,8 +799,19 @@ def _transfer_nets(args):
     tgt = _transfer_model(target, args.to_depth, to_width)
     if args.from_depth is None:
         return ref, tgt, (args.source, target)
+    args.probe_builds = (_factory_build(args.source, args.from_depth, from_width),
+                         _factory_build(target, args.to_depth, to_width))
     return ref, tgt, (f"{args.source}(depth={args.from_depth}, width={from_width})",
                       f"{target}(depth={args.to_depth}, width={to_width})")
+
+
+def _factory_build(spec: str, depth: int, width):
+    """``FACTORY(depth=L, width=n)`` drawing from torch's global generator (the probe seeds it)."""
+    from amutheory.families.user import ModuleFamily
+    from amutheory.spec import ArchSpec
+
+    family, arch = ModuleFamily(spec), ArchSpec(depth=depth, width=width)
+    return lambda: family.build_model(arch, who="transfer")
 
 
 def cmd_transfer(args):
@@ -808,11 +820,16 @@ def cmd_transfer(args):
     from amutheory.transfer import transfer_with_interval
 
     ref, tgt, labels = _transfer_nets(args)
+    if args.no_probe and args.rule == "probe":
+        raise CliError("transfer: --rule probe needs the probe; drop --no-probe")
     try:
         res = transfer_with_interval(args.lr, ref, tgt, rule=args.rule, input_shape=args.input_shape,
                                      target_input_shape=args.to_input_shape, lr_ci=args.lr_ci,
-                                     optimizer=args.optimizer, momentum=args.momentum, errors=args.errors)
-    except ValueError as exc:
+                                     optimizer=args.optimizer, momentum=args.momentum, errors=args.errors,
+                                     probe=False if args.no_probe else True, probe_seeds=args.probe_seeds,
+                                     probe_budget=args.probe_budget, builds=getattr(args, "probe_builds", None),
+                                     bridge_file=args.bridge)
+    except (ValueError, TypeError) as exc:
         raise CliError(f"transfer: {exc}") from None
     d = res.to_dict()
     d["from"], d["to"] = labels
@@ -822,7 +839,11 @@ def cmd_transfer(args):
              f"-> {labels[1]} (effective depth {res.target.effective_depth:g}, blocks {res.target.blocks}):",
              f"lr = {res.lr:.6g}  [{res.rule}]   interval [{res.lr_interval[0]:.4g}, {res.lr_interval[1]:.4g}]"
              + ("" if conf["covers_rule_error"] else "  (does NOT cover the rule's own error)")]
+    if res.rule_reason != "given":
+        lines.append(f"rule: {res.rule_reason}")
     lines += [f"  {k:<14} {v:.6g}" for k, v in res.rules.items()]
+    if res.probe and res.probe.get("skipped"):
+        lines.append(f"probe: not run ({res.probe['reason']})")
     if res.width_rules.get("fan-in", 1.0) != 1.0 or res.width_factor != 1.0:
         lines.append(f"width factor {res.width_factor:.6g} (derived; 'fan-in' rule 1/F: "
                      f"{res.width_rules['fan-in']:.6g})")
@@ -1066,10 +1087,22 @@ def _depth_parser(sub, common) -> None:
     de.set_defaults(func=cmd_depth)
 
 
+def _probe_args(p) -> None:
+    """The probe rule's flags (transfer, tune)."""
+    p.add_argument("--probe-seeds", type=int, default=8, help="seeds of the probe rule (default 8, at least 2)")
+    p.add_argument("--probe-budget", type=float, default=60.0, metavar="SECONDS",
+                   help="largest estimated cost of the probe (timed on one seed; default 60 s): over it, auto "
+                        "falls back to the fixed default rule and says so")
+    p.add_argument("--no-probe", action="store_true", help="do not run the probe (auto: the fixed default rule)")
+    p.add_argument("--bridge", default=None, metavar="FILE.json",
+                   help="bridge record of the probe rule (default: the package's, or $AMUTHEORY_TRANSFER_BRIDGE)")
+
+
 def _transfer_parser(sub, common) -> None:
     tr = sub.add_parser("transfer", parents=[common], help="transfer a tuned learning rate to another depth/width",
                         description="The learning rate for --to from --lr tuned at --from, by every depth rule "
-                                    f"({', '.join(TRANSFER_RULES)}; default {DEFAULT_RULE}).")
+                                    f"({', '.join(RULE_CHOICES)}; default auto: the best recorded rule for this "
+                                    "kind of net, the model's own probe a candidate where affordable).")
     tr.add_argument("--lr", type=float, required=True, help="learning rate tuned on the reference")
     tr.add_argument("--from", dest="source", default=None,
                     help="reference model FILE.py:FACTORY or MODULE:FACTORY (or use --from-depth)")
@@ -1094,7 +1127,11 @@ def _transfer_parser(sub, common) -> None:
     tr.add_argument("--errors", default=None, metavar="FILE.json",
                     help="held-out error file (default: the package's, or $AMUTHEORY_TRANSFER_ERRORS; "
                          "python validate/transfer_errors.py --run DIR writes one)")
-    tr.add_argument("--rule", default=DEFAULT_RULE, choices=TRANSFER_RULES, help=f"rule of 'lr' (default {DEFAULT_RULE})")
+    tr.add_argument("--rule", default=AUTO_RULE, choices=RULE_CHOICES,
+                    help="rule of 'lr': a fixed rule, probe (the model's own one-step probe carried to training by "
+                         "the measured bridge) or auto (default: the rule with the smallest recorded held-out error "
+                         "for this kind of net, the probe a candidate where affordable)")
+    _probe_args(tr)
     _arch_args(tr, depths_required=False)
     _plugin_arg(tr)
     tr.set_defaults(func=cmd_transfer)
@@ -1176,9 +1213,10 @@ def _tune_parser(sub, common) -> None:
     g.add_argument("--from-lr", type=float, required=True, help="the rate tuned at --from-depth (not charged)")
     g.add_argument("--from-lr-ci", type=_float_list, default=None, metavar="LO,HI",
                    help="the source rate's own 95%% CI (e.g. a sweep's), carried into the prior's interval")
-    g.add_argument("--rule", default=None, choices=TRANSFER_RULES,
-                   help="the rule that carries the rate (default: the smallest measured held-out error for this "
-                        "kind of net in the held-out error file)")
+    g.add_argument("--rule", default=None, choices=RULE_CHOICES,
+                   help="the rule that carries the rate (default auto: the smallest recorded held-out error for this "
+                        "kind of net in the held-out error file, the model's own probe a candidate where affordable)")
+    _probe_args(g)
     g.add_argument("--errors", default=None, metavar="FILE.json",
                    help="held-out error file (default: the package's, or $AMUTHEORY_TRANSFER_ERRORS)")
     g.add_argument("--tolerance", type=float, default=b.tolerance,

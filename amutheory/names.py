@@ -25,6 +25,12 @@ LAWS = ("coherent", "effective-depth", "dense-shape", "selected", "limit-shape")
 #: the depth rules :mod:`amutheory.transfer` carries a tuned rate by
 TRANSFER_RULES = ("am-mup", "power", "chen", "depth-mup", "completep", "per-layer-mup")
 DEFAULT_RULE = "am-mup"
+#: the rules that measure the user's net instead of assuming a law (:mod:`amutheory.transfer_probe`)
+MEASURED_RULES = ("probe",)
+#: ``auto``: the probe where it is affordable (its estimated cost within the budget), else DEFAULT_RULE
+AUTO_RULE = "auto"
+#: every rule a user may name
+RULE_CHOICES = TRANSFER_RULES + MEASURED_RULES + (AUTO_RULE,)
 
 # ----------------------------------------------------------------------------- training
 #: the training score of a run (:mod:`amutheory.train.search`)

@@ -61,7 +61,7 @@ import numpy as np
 # symbolic layers register them with the families (both imports are light)
 import amutheory.measure  # noqa: F401
 import amutheory.symbolic  # noqa: F401
-from amutheory.names import DEFAULT_RULE
+from amutheory.names import AUTO_RULE, DEFAULT_RULE, MEASURED_RULES, RULE_CHOICES
 from amutheory.names import TRANSFER_RULES as RULES
 from amutheory.spec import ArchSpec
 
@@ -101,9 +101,15 @@ class TransferResult:
     #: ``[lo, hi]`` for the chosen rule and what it rests on (:func:`transfer_with_interval`; else None)
     lr_interval: list | None = None
     confidence: dict | None = None
+    #: the ``probe`` rule's record (:mod:`amutheory.transfer_probe`): the one-step ratio, the bridge,
+    #: the factor and its interval factors, or ``{"skipped": True, "reason"}``; None where not asked
+    probe: dict | None = None
+    #: why ``rule`` is the rule (``auto``: the probe, or why not)
+    rule_reason: str = "given"
 
     def to_dict(self) -> dict:
-        d = {"lr": self.lr, "rule": self.rule, "rules": dict(self.rules), "lr_reference": self.lr_reference,
+        d = {"lr": self.lr, "rule": self.rule, "rule_reason": self.rule_reason, "rules": dict(self.rules),
+             "probe": self.probe, "lr_reference": self.lr_reference,
              "depth_factors": dict(self.depth_factors), "width_factor": self.width_factor,
              "width_rules": dict(self.width_rules),
              "reference": self.reference.to_dict(), "target": self.target.to_dict(), "notes": list(self.notes)}
@@ -289,15 +295,32 @@ def _check_transferred(lr: float, rules: dict) -> None:
 
 
 def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=None,
-                target_input_shape=None) -> TransferResult:
+                target_input_shape=None, *, probe=None, probe_seeds=None, probe_budget=None, builds=None,
+                bridge_file=None, errors=None) -> TransferResult:
     """The learning rate for ``target`` from ``lr`` tuned at ``reference`` (module docstring).
 
     ``reference``/``target``: :class:`ArchSpec` or ``nn.Module``; ``input_shape`` (and
-    ``target_input_shape``, default the same) are needed for modules.  ``rule`` picks ``lr``;
-    ``rules`` holds every rule's value."""
+    ``target_input_shape``, default the same) are needed for modules.  ``rule`` picks ``lr``: a fixed
+    rule, ``"probe"`` (the model's own probe and the measured bridge, :mod:`amutheory.transfer_probe`)
+    or ``"auto"`` (the rule with the smallest recorded typical held-out error for this kind of net, the
+    probe a candidate where affordable: :func:`amutheory.transfer_interval.choose_rule`, reading the
+    held-out error file ``errors``); ``rules`` holds every rule's value.  ``probe``: run the probe (True: whenever affordable, to check the fixed rules
+    against it; False: never; None: when ``rule`` asks for it); ``probe_seeds`` (default 8),
+    ``probe_budget`` (seconds, default 60), ``builds`` (``(ref_build, tgt_build)``: callables drawing
+    each net from torch's global generator, e.g. a factory at its depth; default: a spec's built-in
+    net, a module's copy) and ``bridge_file`` set how."""
     lr = _check_lr(lr)
-    if rule not in RULES:
-        raise ValueError(f"rule must be one of {', '.join(RULES)}; got {rule!r}")
+    if rule not in RULE_CHOICES:
+        raise ValueError(f"rule must be one of {', '.join(RULE_CHOICES)}; got {rule!r}")
+    if probe is not None and not isinstance(probe, bool):
+        raise TypeError(f"probe must be True, False or None, got {probe!r}")
+    if probe is False and rule in MEASURED_RULES:
+        raise ValueError(f"rule {rule!r} needs the probe: probe=False contradicts it")
+    if probe_seeds is not None or probe_budget is not None:  # refused before any work
+        from amutheory.transfer_probe import check_budget, check_seeds
+
+        probe_seeds = None if probe_seeds is None else check_seeds(probe_seeds)
+        probe_budget = None if probe_budget is None else check_budget(probe_budget)
     ref = depth_measures(reference, input_shape)
     tgt = depth_measures(target, target_input_shape if target_input_shape is not None else input_shape)
     for name, m in (("reference", ref), ("target", tgt)):
@@ -310,21 +333,74 @@ def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=Non
     widths = width_factors(ref, tgt, rs, ts, notes)
     width = widths["derived"]
     rules = {k: lr * f * width for k, f in factors.items()}
+    probed = None
+    if probe or (probe is None and rule in MEASURED_RULES + (AUTO_RULE,)):
+        probed = _probe_rule(reference, target, ref, tgt, input_shape, target_input_shape, probe_seeds,
+                             probe_budget, builds, bridge_file, notes)
+        if "factor" in probed:
+            rules["probe"] = lr * probed["factor"]
+            factors["probe"] = probed["factor"] / width
+    chosen, reason = rule, "given"
+    if rule == AUTO_RULE:
+        from amutheory.transfer_interval import choose_rule
+
+        kind = probed["kind"] if probed else _kind(target, target_input_shape or input_shape)
+        chosen, why = choose_rule(kind, errors, RULES + (("probe",) if "probe" in rules else ()))
+        reason = f"auto: {why}" + ("" if "probe" in rules else f" (the probe is not available: {probed['reason']})"
+                                   if probed else " (the probe was not run)")
+    elif rule == "probe" and "probe" not in rules:
+        raise ValueError(f"rule probe: {probed['reason']}")
     _check_transferred(lr, rules)
-    return TransferResult(rules[rule], rule, rules, factors, width, ref, tgt, lr, notes, widths)
+    return TransferResult(rules[chosen], chosen, rules, factors, width, ref, tgt, lr, notes, widths,
+                          probe=probed, rule_reason=reason)
 
 
-def transfer_with_interval(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=None,
+def _kind(net, input_shape) -> str:
+    """The kind of net (chain, residual, transformer) ``transfer`` reads ``net`` as."""
+    from amutheory.transfer_interval import _residual_additions, model_of, model_traits, resolve_kind
+
+    return resolve_kind(model_traits(model_of(net)), _residual_additions(net, input_shape))[0]
+
+
+def _probe_rule(reference, target, ref: DepthMeasures, tgt: DepthMeasures, input_shape, target_input_shape,
+                seeds, budget, builds, bridge_file, notes: list) -> dict:
+    """The probe rule's record (:func:`amutheory.transfer_probe.probe_factor` plus what it read), or
+    ``{"skipped": True, "reason"}``."""
+    from amutheory import transfer_probe as tp
+
+    kind = _kind(target, target_input_shape if target_input_shape is not None else input_shape)
+    b = tp.bridge(kind, bridge_file)
+    if b is None:
+        return {**tp.ProbeSkipped(f"no bridge is recorded ({tp.bridge_path(bridge_file)}: "
+                                  "validate/transfer_probe_findings.py writes it)").to_dict(), "kind": kind}
+    r1 = tp.probe_ratio(reference, target, input_shape, target_input_shape,
+                        tp.SEEDS if seeds is None else seeds, tp.BUDGET_S if budget is None else budget, builds)
+    if isinstance(r1, tp.ProbeSkipped):
+        return {**r1.to_dict(), "kind": kind}
+    out = tp.probe_factor(r1, b, tgt.effective_depth / ref.effective_depth)
+    out.update({"kind": kind, "one_step": r1.to_dict(), "bridge": b.to_dict()})
+    if ref.fan_in != tgt.fan_in or ref.readout_shape != tgt.readout_shape:
+        notes.append("probe: the bridge is measured across depth at fixed width; the width change is carried by "
+                     "the one-step ratio alone")
+    if not r1.redrawn:
+        notes.append("probe: modules given directly keep their weights; the probe's seeds move its input and loss "
+                     "direction only (give a factory to redraw the weights per seed)")
+    return out
+
+
+def transfer_with_interval(lr, reference, target, rule: str = AUTO_RULE, input_shape=None,
                            target_input_shape=None, lr_ci=None, optimizer: str = "sgd", momentum: float = 0.0,
-                           errors=None) -> TransferResult:
+                           errors=None, **probe_options) -> TransferResult:
     """:func:`transfer_lr` with ``lr_interval`` and ``confidence`` filled in
     (:mod:`amutheory.transfer_interval`): ``lr_ci = (lo, hi)`` is the tuned rate's own uncertainty,
     ``optimizer``/``momentum`` how the user trains, ``errors`` a held-out error file (default: the
-    package's, or ``$AMUTHEORY_TRANSFER_ERRORS``)."""
+    package's, or ``$AMUTHEORY_TRANSFER_ERRORS``).  ``rule`` defaults to ``auto`` (the model's own probe
+    where affordable and best recorded); ``probe_options``: :func:`transfer_lr`'s ``probe``, ``probe_seeds``,
+    ``probe_budget``, ``builds``, ``bridge_file``."""
     from amutheory.transfer_interval import confidence
 
     res = transfer_lr(lr, reference, target, rule=rule, input_shape=input_shape,
-                      target_input_shape=target_input_shape)
+                      target_input_shape=target_input_shape, errors=errors, **probe_options)
     res.lr_interval, res.confidence = confidence(res, target, input_shape, target_input_shape, lr_ci, optimizer,
                                                  momentum, errors)
     return res

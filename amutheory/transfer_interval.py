@@ -37,6 +37,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from amutheory.names import MEASURED_RULES
+
 #: environment variable naming another held-out error file (tests, a user's own protocol runs)
 ERRORS_ENV = "AMUTHEORY_TRANSFER_ERRORS"
 #: the file shipped with the package (absent until a registered protocol run is recorded)
@@ -294,19 +296,49 @@ def check_errors(data, p) -> dict:
             v = rec.get(key)
             if v is not None and not (isinstance(v, list) and all(_is_int(d) for d in v)):
                 raise _bad(p, f"{where}.{key}", f"is {_short(v)}, not a list of depths")
-        rules = rec.get("rules")
-        if rules is None:
-            continue
-        if not isinstance(rules, dict):
-            raise _bad(p, f"{where}.rules", f"is {_short(rules)}, not a table of rule -> median |ln error|")
-        for rule, e in rules.items():
-            if e is None:
+        for table in ("rules", "median"):
+            rules = rec.get(table)
+            if rules is None:
                 continue
-            if isinstance(e, bool) or not isinstance(e, (int, float)) or not math.isfinite(e) \
-                    or not 0 <= e <= MAX_LOG_ERROR:
-                raise _bad(p, f"{where}.rules.{rule}", f"is {_short(e)}; a median |ln error| is a finite number in "
-                                                       f"[0, {MAX_LOG_ERROR:g}] (or null)")
+            if not isinstance(rules, dict):
+                raise _bad(p, f"{where}.{table}", f"is {_short(rules)}, not a table of rule -> median |ln error|")
+            for rule, e in rules.items():
+                if e is None:
+                    continue
+                if isinstance(e, bool) or not isinstance(e, (int, float)) or not math.isfinite(e) \
+                        or not 0 <= e <= MAX_LOG_ERROR:
+                    raise _bad(p, f"{where}.{table}.{rule}", f"is {_short(e)}; a median |ln error| is a finite "
+                                                             f"number in [0, {MAX_LOG_ERROR:g}] (or null)")
     return runs
+
+
+def choose_rule(kind: str, errors=None, candidates=None) -> tuple[str, str]:
+    """``(rule, reason)``: of ``candidates`` (default the fixed rules), the one with the smallest recorded
+    typical held-out ``|ln error|`` for ``kind`` (a record's ``median`` table where it has one, else its
+    ``rules``); with no record of this kind, the smallest over the recorded kinds (said); with none at all,
+    the probe when it is a candidate (the model's own measurement), else the default rule (said)."""
+    from amutheory.names import DEFAULT_RULE, TRANSFER_RULES
+
+    candidates = TRANSFER_RULES if candidates is None else tuple(candidates)
+    runs = load_errors(errors)
+
+    def best(records):
+        scored = [(e, rule, fp) for fp, r in records for rule, e in (r.get("median") or r.get("rules") or {}).items()
+                  if e is not None and rule in candidates]
+        return min(scored) if scored else None
+
+    own = best([(fp, r) for fp, r in sorted(runs.items()) if r.get("kind") == kind])
+    if own is not None:
+        e, rule, fp = own
+        return rule, f"smallest typical held-out |ln error| ({e:.3g}) for a {kind} net in recorded run {fp}"
+    other = best(sorted(runs.items()))
+    if other is not None:
+        e, rule, fp = other
+        return rule, (f"no run of a {kind} net is recorded; smallest typical held-out |ln error| ({e:.3g}) of any "
+                      f"recorded kind (run {fp}, a {runs[fp].get('kind')} net)")
+    if "probe" in candidates:
+        return "probe", "no run is recorded: the model's own probe"
+    return DEFAULT_RULE, "no protocol run is recorded (validate/transfer_errors.py writes one): the default rule"
 
 
 def _is_int(v) -> bool:
@@ -319,14 +351,22 @@ def _short(v) -> str:
 
 
 def held_out_error(kind: str, rule: str, path=None) -> tuple[float | None, dict | None, str]:
-    """``(e, record, fingerprint or reason)``: the rule's median held-out ``|ln error|`` for ``kind``
-    from the recorded protocol run of that kind with the most held-out depths whose nets learn at their optimum
-    (``learning_targets``), then the most held-out depths."""
+    """``(e, record, fingerprint or reason)``: the rule's held-out ``|ln error|`` for ``kind`` from the
+    recorded run of that kind with the most held-out depths whose nets learn at their optimum
+    (``learning_targets``), then the most held-out depths.  With no run of this kind recorded: the
+    largest error of the rule over every recorded kind (``record["fallback"]`` says so), so the interval
+    widens rather than shrinks to the tuned rate's CI."""
     runs = load_errors(path)
     found = sorted(((fp, r) for fp, r in runs.items() if r.get("kind") == kind),
                    key=lambda fr: (-len(fr[1].get("learning_targets", [])), -len(fr[1].get("targets", [])), fr[0]))
     if not found:
-        return None, None, NO_RUN
+        other = [(e, fp) for fp, r in runs.items() for k, e in (r.get("rules") or {}).items()
+                 if k == rule and e is not None]
+        if not other:
+            return None, None, NO_RUN
+        e, fp = max(other)
+        return float(e), {**runs[fp], "fallback": f"no run of a {kind} net is recorded: the largest recorded error "
+                                                  f"of rule {rule} (a {runs[fp].get('kind')} net)"}, fp
     fp, rec = found[0]
     e = rec.get("rules", {}).get(rule)
     if e is None:
@@ -373,38 +413,86 @@ def confidence(result, target, input_shape=None, target_input_shape=None, lr_ci=
     traits = model_traits(model_of(target))  # the target: the net the rate is for
     kind, why = resolve_kind(traits, _residual_additions(target, target_input_shape or input_shape))
     spec_act = None if is_module else target.activation
-    e, rec, source = held_out_error(kind, result.rule, errors)
-    lr_interval = interval(result.lr_reference, result.lr, ci, e)
     evidence = []
     if ci is not None:
         evidence.append(f"the tuned rate's CI [{ci[0]:g}, {ci[1]:g}] (lr_ci), carried through the rule's factor")
     else:
         evidence.append("no CI of the tuned rate given (lr_ci): the tuned rate is taken as exact")
-    if e is not None:
-        evidence.append(f"protocol run {source} (protocol {rec.get('protocol')}, study {rec.get('study')}: a "
-                        f"{kind} net, {rec.get('optimizer')}): rule {result.rule}'s median |ln error| over held-out "
-                        f"depths {rec.get('targets')} calibrated at {rec.get('calibration')}")
+    if result.rule in MEASURED_RULES:
+        p = result.probe
+        lo, hi = ci if ci is not None else (result.lr_reference, result.lr_reference)
+        lr_interval = [lo * p["low"], hi * p["high"]]
+        e, rec, source = math.log(p["bridge_spread"]), None, p["bridge"]["fingerprint"]
+        evidence.append(probe_evidence(p))
     else:
-        evidence.append(f"not covered: the rule's own error ({source}); the interval is the tuned rate's "
-                        "uncertainty alone and does NOT cover the rule's error")
+        e, rec, source = held_out_error(kind, result.rule, errors)
+        lr_interval = interval(result.lr_reference, result.lr, ci, e)
+        if e is not None:
+            stat = rec.get("statistic", "median")
+            evidence.append(f"recorded run {source} (protocol {rec.get('protocol')}, study {rec.get('study')}: a "
+                            f"{rec.get('kind')} net, {rec.get('optimizer')}): rule {result.rule}'s {stat} |ln error| "
+                            f"over held-out depths {rec.get('targets')} from {rec.get('calibration')}"
+                            + (f" -- {rec['fallback']}" if rec.get("fallback") else ""))
+        else:
+            evidence.append(f"not covered: the rule's own error ({source}); the interval is the tuned rate's "
+                            "uncertainty alone and does NOT cover the rule's error")
     conf = {"resolved_as": kind, "resolved_because": why,
             "evidence": evidence,
-            "held_out_error": None if e is None else {"median_abs_log_error": e, "rule": result.rule,
-                                                      "fingerprint": source, "protocol": rec.get("protocol"),
-                                                      "study": rec.get("study"), "optimizer": rec.get("optimizer"),
-                                                      "calibration": rec.get("calibration"),
-                                                      "targets": rec.get("targets")},
+            "held_out_error": None if e is None else (
+                {"median_abs_log_error": e, "rule": result.rule, "fingerprint": source,
+                 "statistic": "largest leave-one-model-out bridge error, times |ln rho|",
+                 "record": "bridge", "models": result.probe["bridge"]["models"]} if rec is None else
+                {"median_abs_log_error": e, "rule": result.rule, "statistic": rec.get("statistic", "median"),
+                 "fingerprint": source, "protocol": rec.get("protocol"),
+                 "study": rec.get("study"), "optimizer": rec.get("optimizer"), "kind": rec.get("kind"),
+                 "fallback": rec.get("fallback"), "calibration": rec.get("calibration"),
+                 "targets": rec.get("targets")}),
             "held_out_error_reason": None if e is not None else source,
             "covers_rule_error": e is not None,
-            "combination": "[lo * f * exp(-e), hi * f * exp(+e)]: f = lr_t / lr of the rule, [lo, hi] the tuned "
-                           "rate's CI (lr_ci, else lr itself), e the rule's median held-out |ln error| for this "
-                           "kind of net (0 where none is recorded)",
+            "combination": (PROBE_COMBINATION if result.rule in MEASURED_RULES else
+                            "[lo * f * exp(-e), hi * f * exp(+e)]: f = lr_t / lr of the rule, [lo, hi] the tuned "
+                            "rate's CI (lr_ci, else lr itself), e the rule's recorded held-out |ln error| for this "
+                            "kind of net (none of this kind: the largest recorded; 0 where none is recorded)"),
             "mismatches": mismatches(traits, kind, is_module, spec_act, optimizer, momentum, result.rule,
                                      is_module or any("chain law in the effective depth" in n for n in result.notes))
             + [m for m in [init_mismatch(target, traits, target_input_shape or input_shape) if is_module
-                           else spec_init_mismatch(target)] if m is not None],
+                           else spec_init_mismatch(target)] if m is not None]
+            + measured_mismatches(result),
             "optimizer": optimizer, "momentum": float(momentum), "lr_ci": None if ci is None else list(ci)}
     return lr_interval, conf
+
+
+PROBE_COMBINATION = ("[lo * r1_lo * rho^beta * exp(-e_beta |ln rho|), hi * r1_hi * rho^beta * exp(+e_beta |ln rho|)]: "
+                     "[lo, hi] the tuned rate's CI, [r1_lo, r1_hi] the probe's one-step ratio CI, beta the bridge "
+                     "exponent and e_beta its largest leave-one-model-out error (amutheory.transfer_probe)")
+
+
+def probe_evidence(p: dict) -> str:
+    """The probe rule's evidence in one line."""
+    one, b = p["one_step"], p["bridge"]
+    return (f"the model's own probe: one-step ratio {one['ratio']:.3g} [{one['ci'][0]:.3g}, {one['ci'][1]:.3g}] "
+            f"({len(one['seeds'])} seeds{'' if one['redrawn'] else ', weights kept'}, {one['seconds']:.2g} s); "
+            f"bridge beta {b['beta']:+.3g} +- {b['error']:.3g} over effective depth ratio {p['rho']:.3g} "
+            f"({b['reason']}, record {b['fingerprint']})")
+
+
+def measured_mismatches(result) -> list[dict]:
+    """The fixed rules whose rate falls outside the probe's measured interval (without the tuned rate's
+    CI): ``{"assumption": "measured depth factor", ...}`` -- one entry naming them all."""
+    p = result.probe
+    if not p or "factor" not in p:
+        return []
+    lr = result.lr_reference
+    off = {k: v / lr for k, v in result.rules.items()
+           if k not in MEASURED_RULES and not p["low"] <= v / lr <= p["high"]}
+    if not off:
+        return []
+    one = p["one_step"]
+    flat = one["ci"][0] <= 1 <= one["ci"][1]
+    return [{"assumption": "measured depth factor",
+             "model": f"the probe measures x{p['factor']:.3g} [{p['low']:.3g}, {p['high']:.3g}]"
+                      + (" (its one-step update is flat in depth)" if flat else ""),
+             "rules": ", ".join(f"{k} x{v:.3g}" for k, v in off.items()) + " fall outside it: prefer rule probe"}]
 
 
 def _residual_additions(net, input_shape) -> int:

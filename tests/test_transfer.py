@@ -130,7 +130,9 @@ def test_cli_transfer_json_keys(capsys, tmp_path):
     assert main(["transfer", "--lr", "0.05", "--from", f"{f}:small", "--to", f"{f}:deep",
                  "--input-shape", "1,4", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert set(RULES) == set(d["rules"]) and d["lr"] == d["rules"]["am-mup"]
+    # the fixed rules, and the probe (it ran: the default auto runs it where affordable, to check them)
+    assert set(RULES) | {"probe"} == set(d["rules"]) and d["lr"] == d["rules"][d["rule"]]
+    assert d["rule_reason"].startswith("auto: ") and d["probe"]["one_step"]["seeds"] == list(range(8))
     assert d["width_factor"] == 1.0 and set(d["width_rules"]) == {"derived", "fan-in"}
     assert d["rules"]["power"] == pytest.approx(0.05 * 4**-1.5)
     assert main(["transfer", "--lr", "0.05", "--from-depth", "4", "--to-depth", "8", "--width", "16",

@@ -15,6 +15,7 @@ import pytest
 from amutheory.cli import main
 from amutheory.protocol import Protocol, Study, TransferPlan, fingerprint, run_protocol
 from amutheory.spec import ArchSpec
+from amutheory.transfer import RULES
 from amutheory.transfer_interval import ERRORS_ENV, NO_RUN
 
 REPO = Path(__file__).resolve().parent.parent
@@ -101,7 +102,10 @@ def models(tmp_path_factory):
 
 
 def _transfer(capsys, *argv) -> dict:
-    assert main(["transfer", "--lr", "0.1", "--width", "16", "--json", *argv]) == 0
+    """``transfer --json``; the fixed am-mup rule unless a rule is named (these tests are about its interval; the
+    probe rule, the default where affordable, has its own tests in test_transfer_probe.py)."""
+    rule = () if "--rule" in argv else ("--rule", "am-mup")
+    assert main(["transfer", "--lr", "0.1", "--width", "16", "--json", *rule, *argv]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -157,7 +161,9 @@ def test_no_argument_factories_still_transfer(models, capsys, monkeypatch, tmp_p
     monkeypatch.setenv(ERRORS_ENV, str(tmp_path / "none.json"))
     old = _transfer(capsys, "--from", f"{models}:resmlp_d2", "--to", f"{models}:resmlp_d8", "--input-shape", "2,2,4")
     new = _transfer(capsys, "--from", f"{models}:resmlp", *RESMLP)
-    assert old["rules"] == pytest.approx(new["rules"])  # seed 0 before each call: the same nets
+    # seed 0 before each call: the same nets, so the same fixed rules (the probe differs: a factory is redrawn per
+    # probe seed, modules given directly keep their weights)
+    assert {k: old["rules"][k] for k in RULES} == pytest.approx({k: new["rules"][k] for k in RULES})
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -205,8 +211,14 @@ def test_transfer_errors_are_keyed_by_the_run_and_widen_the_interval(errors_file
     assert c["covers_rule_error"] and any(fp in line for line in c["evidence"])
     assert d["lr_interval"][0] == pytest.approx(d["lr"] * 0.5 * math.exp(-e))
     assert d["lr_interval"][1] == pytest.approx(d["lr"] * 3 * math.exp(e))
-    # a Transformer is another kind of net: this run says nothing about it
+    # a Transformer is another kind of net: no run of its kind, so the interval is widened by the largest
+    # recorded error of the rule (here the residual run's), said in the record, never shrunk to the CI
     t = _transfer(capsys, "--from", f"{models}:transformer", *TRANSFORMER, "--errors", str(out))
+    h = t["confidence"]["held_out_error"]
+    assert h["median_abs_log_error"] == e and h["kind"] == "residual" and "no run of a transformer" in h["fallback"]
+    empty = out.parent / "empty.json"
+    empty.write_text(json.dumps({"runs": {}}))
+    t = _transfer(capsys, "--from", f"{models}:transformer", *TRANSFORMER, "--errors", str(empty))
     assert t["confidence"]["held_out_error"] is None and t["confidence"]["held_out_error_reason"] == NO_RUN
 
 

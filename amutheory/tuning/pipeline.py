@@ -30,7 +30,7 @@ OUT = "tune.json"
 def _check(template, depths, from_depth, from_lr, from_lr_ci, rule, seeds, seed_start) -> tuple:
     from amutheory.spec import check_int
     from amutheory.train.sweep import _check_list
-    from amutheory.transfer import RULES
+    from amutheory.names import RULE_CHOICES as RULES
     from amutheory.transfer_interval import check_lr_ci
 
     if not isinstance(template, Cell):
@@ -61,9 +61,12 @@ def _trial(depth: int, width: int, t: dict) -> dict:
 def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=None, rule: str | None = None,
          out, seeds: int = 5, seed_start: int = 100, bracket: Bracket | None = None, engine: str = "local",
          workers: int = 1, threads: int = 1, vectorise: bool = True, scheduler: str | None = None,
-         progress: bool = False, figures: bool = True, errors=None) -> dict:
+         progress: bool = False, figures: bool = True, errors=None, probe: bool = True, probe_seeds=None,
+         probe_budget=None, bridge_file=None) -> dict:
     """Tune the learning rate of ``template``'s net at each of ``depths`` (module docstring); the
-    JSON contract of ``amutheory tune``.  ``seeds`` is the cap (seeds ``seed_start ..``)."""
+    JSON contract of ``amutheory tune``.  ``seeds`` is the cap (seeds ``seed_start ..``).  ``probe``,
+    ``probe_seeds``, ``probe_budget``, ``bridge_file``: the prior's probe rule
+    (:func:`amutheory.tuning.prior.prior`)."""
     from amutheory.train.learning import DOES_NOT_LEARN, chance_loss, learns
     from amutheory.train.run import cell_data
     from amutheory.train.store import check_meta, check_out_dir, read_table
@@ -73,6 +76,12 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
 
     depths, from_depth, from_lr, ci, seed_list = _check(template, depths, from_depth, from_lr, from_lr_ci, rule,
                                                         seeds, seed_start)
+    from amutheory.transfer_probe import check_budget, check_seeds
+
+    if probe_seeds is not None:
+        check_seeds(probe_seeds)
+    if probe_budget is not None:
+        check_budget(probe_budget)
     bracket = Bracket() if bracket is None else bracket
     if not isinstance(bracket, Bracket):
         raise TypeError(f"bracket must be a Bracket, got {type(bracket).__name__}")
@@ -90,7 +99,8 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
     trained, start = 0, time.perf_counter()
     targets, trials = [], []
     for L in depths:
-        pr = prior_at(template, from_depth, from_lr, L, width, rule=rule, from_lr_ci=ci, errors=errors)
+        pr = prior_at(template, from_depth, from_lr, L, width, rule=rule, from_lr_ci=ci, errors=errors, probe=probe,
+                      probe_seeds=probe_seeds, probe_budget=probe_budget, bridge_file=bridge_file)
 
         def run(requests, L=L):
             nonlocal trained

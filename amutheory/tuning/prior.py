@@ -4,59 +4,63 @@ From a rate ``from_lr`` tuned at ``from_depth`` (the user's: not charged), every
 :func:`amutheory.transfer.transfer_lr` gives a rate at the target depth.  The search centres its
 bracket on one of them:
 
-* ``rule`` given: that rule;
-* otherwise the rule with the smallest measured median held-out ``|ln error|`` for this kind of net
-  (chain, residual, transformer: read off the model as ``transfer`` reads it) in the held-out error
-  file (:mod:`amutheory.transfer_interval`); with no record of this kind, the smallest over the
-  recorded kinds (said); with no record at all, :data:`amutheory.transfer.DEFAULT_RULE` (said).
+* ``rule`` given: that rule (``probe``: the model's own one-step probe and the measured bridge,
+  :mod:`amutheory.transfer_probe`);
+* otherwise (``rule=None`` or ``"auto"``) what ``transfer``'s ``auto`` picks
+  (:func:`amutheory.transfer_interval.choose_rule`): the rule with the smallest recorded typical
+  held-out ``|ln error|`` for this kind of net (chain, residual, transformer: read off the model as
+  ``transfer`` reads it), the probe a candidate where affordable (its cost, timed on one seed, within
+  ``probe_budget`` seconds); with no record of this kind, the smallest over the recorded kinds (said);
+  with no record at all, the probe where affordable, else :data:`amutheory.transfer.DEFAULT_RULE`.
 
 The prior carries ``transfer``'s interval for that rule (``lr_interval``: the tuned rate's CI and the
-rule's held-out error) and its ``confidence`` record, so a reader sees what the bracket starts from.
+rule's held-out error) and its ``confidence`` record -- with the fixed rules the probe measures outside
+its interval among the mismatches -- so a reader sees what the bracket starts from.  The probe costs
+no training cell; its seconds are stated (``probe.one_step.seconds``).
 """
 
 from __future__ import annotations
 
 
 def default_rule(kind: str, errors=None) -> tuple[str, str]:
-    """``(rule, reason)``: the rule with the smallest recorded held-out error for ``kind``."""
-    from amutheory.transfer import DEFAULT_RULE, RULES
-    from amutheory.transfer_interval import load_errors
+    """``(rule, reason)``: the fixed rule with the smallest recorded held-out error for ``kind``
+    (:func:`amutheory.transfer_interval.choose_rule`)."""
+    from amutheory.transfer_interval import choose_rule
 
-    runs = load_errors(errors)
+    return choose_rule(kind, errors)
 
-    def best(records):
-        scored = [(e, rule, fp) for fp, r in records for rule, e in (r.get("rules") or {}).items()
-                  if e is not None and rule in RULES]
-        return min(scored) if scored else None
 
-    own = best([(fp, r) for fp, r in sorted(runs.items()) if r.get("kind") == kind])
-    if own is not None:
-        e, rule, fp = own
-        return rule, f"smallest median held-out |ln error| ({e:.3g}) for a {kind} net in protocol run {fp}"
-    other = best(sorted(runs.items()))
-    if other is not None:
-        e, rule, fp = other
-        return rule, (f"no protocol run of a {kind} net is recorded; smallest median held-out |ln error| ({e:.3g}) "
-                      f"of any recorded kind (protocol run {fp}, a {runs[fp].get('kind')} net)")
-    return DEFAULT_RULE, "no protocol run is recorded (validate/transfer_errors.py writes one): the default rule"
+#: the probe's batch for a user's model (the sweep's input shape with this batch: BatchNorm needs more than one)
+PROBE_BATCH = 32
+
+
+def _builds(template, from_depth: int, depth: int, width: int):
+    """The probe's per-seed builds of a user's factory at both depths (None for a built-in family: the
+    probe builds its spec's net)."""
+    family = template.family_object
+    if family.has_spec:
+        return None
+    ref, tgt = (template.spec.with_(depth=d, width=width) for d in (from_depth, depth))
+    return (lambda: family.build_model(ref, who="tune")), (lambda: family.build_model(tgt, who="tune"))
 
 
 def prior(template, from_depth: int, from_lr: float, depth: int, width: int, rule: str | None = None,
-          from_lr_ci=None, errors=None) -> dict:
+          from_lr_ci=None, errors=None, probe: bool = True, probe_seeds=None, probe_budget=None,
+          bridge_file=None) -> dict:
     """The prior at ``(depth, width)`` (module docstring): ``lr``, ``rule``, ``rule_reason``, every
-    rule's rate (``rules``), ``lr_interval``, ``confidence``."""
+    rule's rate (``rules``), ``lr_interval``, ``confidence``, ``probe``.  ``probe=False``: no probe
+    (the fixed rules only)."""
     from amutheory.train.transfer_overlay import _net
     from amutheory.transfer import transfer_with_interval
 
     ref, shape = _net(template, from_depth, width)
     tgt, _ = _net(template, depth, width)
-    opts = dict(input_shape=shape, lr_ci=from_lr_ci, optimizer=template.optimizer,
-                momentum=template.momentum, errors=errors)
-    res = transfer_with_interval(from_lr, ref, tgt, **opts)
-    reason = "given (--rule)"
-    if rule is None:
-        rule, reason = default_rule(res.confidence["resolved_as"], errors)
-    if rule != res.rule:
-        res = transfer_with_interval(from_lr, ref, tgt, rule=rule, **opts)
-    return {"depth": depth, "width": width, "lr": res.lr, "rule": rule, "rule_reason": reason,
-            "rules": dict(res.rules), "lr_interval": list(res.lr_interval), "confidence": res.confidence}
+    opts = dict(input_shape=None if shape is None else (PROBE_BATCH,) + tuple(shape[1:]), lr_ci=from_lr_ci,
+                optimizer=template.optimizer, momentum=template.momentum, errors=errors, probe=probe,
+                probe_seeds=probe_seeds, probe_budget=probe_budget, builds=_builds(template, from_depth, depth, width),
+                bridge_file=bridge_file)
+    res = transfer_with_interval(from_lr, ref, tgt, rule="auto" if rule is None else rule, **opts)
+    reason = res.rule_reason if rule in (None, "auto") else "given (--rule)"
+    return {"depth": depth, "width": width, "lr": res.lr, "rule": res.rule, "rule_reason": reason,
+            "rules": dict(res.rules), "lr_interval": list(res.lr_interval), "confidence": res.confidence,
+            "probe": res.probe}

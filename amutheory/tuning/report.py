@@ -26,7 +26,20 @@ def markdown(summary: dict, figures: list[str]) -> str:
                      f"{' (' + ', '.join(t['flags']) + ')' if t['flags'] else ''} | {t['runs']} | "
                      f"{'n/a' if t['learns'] is None else ('yes' if t['learns'] else 'no')} |")
     c = summary["cost"]
-    lines += ["", f"Rule choice: {summary['targets'][0]['prior']['rule_reason']}.", "",
+    lines += ["", f"Rule choice: {summary['targets'][0]['prior']['rule_reason']}.", ""]
+    for t in summary["targets"]:
+        pr = t["prior"]
+        probe = pr.get("probe")
+        if probe and "factor" in probe:
+            one = probe["one_step"]
+            lines.append(f"Depth {t['depth']}: the model's own probe x{probe['factor']:.3g} "
+                         f"[{probe['low']:.3g}, {probe['high']:.3g}] (one-step ratio {one['ratio']:.3g}, "
+                         f"{len(one['seeds'])} seeds, {one['seconds']:.2g} s; bridge beta {probe['bridge']['beta']:+.3g}).")
+        elif probe:
+            lines.append(f"Depth {t['depth']}: probe not run ({probe['reason']}).")
+        lines += [f"Depth {t['depth']} mismatch: {m['assumption']}: {m['model']}; {m['rules']}."
+                  for m in pr["confidence"]["mismatches"]]
+    lines += ["",
               f"Cost: {c['cells']} cells, {c['steps']} steps, {c['forward_passes']} forward passes, "
               f"{c['core_seconds']:.1f} core-seconds ({c['charged']}).", "",
               "Stopping rule: the 95% CI of ln(eta*) within +-" + f"{summary['bracket']['tolerance']:g}"

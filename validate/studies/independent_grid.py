@@ -129,7 +129,15 @@ def read_runs(out: Path) -> list[dict]:
     path = Path(out) / "runs.jsonl"
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    runs, seen = [], set()
+    for line in path.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            key = (r["model"], r["depth"], r["lr"], r["seed"])
+            if key not in seen:  # two processes on one folder: the first record of a run is kept
+                seen.add(key)
+                runs.append(r)
+    return runs
 
 
 def main(argv=None) -> int:
