@@ -55,6 +55,7 @@ def main(argv=None) -> int:
     summary = json.loads(Path(a.summary).read_text())
     kinds = {r["model"]: r["kind"] for r in summary["rows"]}
     results = {}
+    Path(a.out).mkdir(parents=True, exist_ok=True)
     names = a.models.split(",") if a.models else list(MODELS)
     for m in names:
         src, tgt = summary["optima"][f"{m}@2"], summary["optima"][f"{m}@8"]
@@ -68,7 +69,8 @@ def main(argv=None) -> int:
              "Plan: `validate/plans/TRANSFER_PROBE.md` (section tune).  Regenerate: `python validate/transfer_probe_tune.py` "
              "(after `validate/transfer_probe_findings.py`).  The toolkit's trainer (its digits pipeline and seeds "
              "differ from the independent plain loop), so the landing is read beside the grid's optimum, not tested "
-             "against it.", "",
+             "against it.  The probe prior uses the shipped bridge, which includes the model itself (the "
+             "leave-one-out scores are in transfer_probe.md).", "",
              "| model | rule | prior | landing eta*_train | 95% CI | runs | stop | independent grid's optimum |",
              "|---|---|---:|---:|---|---:|---|---|"]
     for (m, rule), r in results.items():
@@ -80,6 +82,16 @@ def main(argv=None) -> int:
         ci = "n/a" if not r["ci"] else f"[{r['ci'][0]:.3g}, {r['ci'][1]:.3g}]"
         land = "n/a" if r["landing"] is None else f"{r['landing']:.3g}"
         lines.append(f"| {m} | {r['rule']} | {r['prior']:.3g} | {land} | {ci} | {r['runs']} | {r['stop']} | {grid} |")
+    import math
+    import statistics
+
+    lines += ["", "| rule (as chosen) | tunes | median runs | median abs ln(landing / grid optimum) |", "|---|---:|---:|---:|"]
+    by = {}
+    for (m, _), r in results.items():
+        if "error" not in r and r["landing"] is not None:
+            by.setdefault(r["rule"], []).append((r["runs"], abs(math.log(r["landing"] / summary["optima"][f"{m}@8"]["eta"]))))
+    for rule, v in by.items():
+        lines.append(f"| {rule} | {len(v)} | {statistics.median(x for x, _ in v):g} | {statistics.median(e for _, e in v):.3f} |")
     Path(a.page).write_text("\n".join(lines) + "\n")
     return 0
 
