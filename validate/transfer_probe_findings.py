@@ -250,8 +250,9 @@ def reading(rows, optima, probes, bmodels, acc) -> list[str]:
             "leave-one-out error -- the interval's half-width in beta -- is as large as that spread, and the "
             "intervals are wide.  The one-step ratio itself tracks the trained optimum on some models and not on "
             "others (table above): with BatchNorm it falls far faster with depth than the trained optimum does "
-            "(the one step sees the gradient growth of a BatchNorm net at initialisation, which training removes "
-            "in its first steps), while on the LayerNorm nets it is close to it.", "",
+            "(consistent with the gradient growth in depth of BatchNorm nets at initialisation -- Yang et al. 2019, "
+            "a mean field theory of batch normalization -- which the first step sees and training soon leaves "
+            "behind; not tested here), while on the LayerNorm nets it is close to it.", "",
             "**Open question (not registered, not acted on):** whether a bridge split by where the normalisation "
             "sits (BatchNorm inside the branch or chain; LayerNorm before or after the branch) is stable across "
             "models of one split -- the numbers above hint at it, but two models per split cannot test it.  "
