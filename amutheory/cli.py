@@ -844,6 +844,11 @@ def cmd_transfer(args):
     lines += [f"  {k:<14} {v:.6g}" for k, v in res.rules.items()]
     if res.probe and res.probe.get("skipped"):
         lines.append(f"probe: not run ({res.probe['reason']})")
+    elif res.probe and res.rule != "probe":
+        from amutheory.transfer_interval import probe_evidence
+
+        lines.append(f"probe: x{res.probe['factor']:.3g} [{res.probe['low']:.3g}, {res.probe['high']:.3g}]: "
+                     + probe_evidence(res.probe))
     if res.width_rules.get("fan-in", 1.0) != 1.0 or res.width_factor != 1.0:
         lines.append(f"width factor {res.width_factor:.6g} (derived; 'fan-in' rule 1/F: "
                      f"{res.width_rules['fan-in']:.6g})")

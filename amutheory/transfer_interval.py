@@ -312,11 +312,19 @@ def check_errors(data, p) -> dict:
     return runs
 
 
+def _records_of(kind: str, runs: dict) -> list:
+    """``[(fingerprint, record)]`` of ``kind``, the one the interval uses first: the most held-out depths
+    whose nets learn at their optimum (``learning_targets``), then the most held-out depths."""
+    return sorted(((fp, r) for fp, r in runs.items() if r.get("kind") == kind),
+                  key=lambda fr: (-len(fr[1].get("learning_targets", [])), -len(fr[1].get("targets", [])), fr[0]))
+
+
 def choose_rule(kind: str, errors=None, candidates=None) -> tuple[str, str]:
     """``(rule, reason)``: of ``candidates`` (default the fixed rules), the one with the smallest recorded
-    typical held-out ``|ln error|`` for ``kind`` (a record's ``median`` table where it has one, else its
-    ``rules``); with no record of this kind, the smallest over the recorded kinds (said); with none at all,
-    the probe when it is a candidate (the model's own measurement), else the default rule (said)."""
+    typical held-out ``|ln error|`` (a record's ``median`` table where it has one, else its ``rules``) in
+    the record of ``kind`` the interval uses (:func:`held_out_error`'s choice, so the rule and its interval
+    rest on one record); with no record of this kind, the smallest over the recorded kinds (said); with
+    none at all, the probe when it is a candidate (the model's own measurement), else the default rule."""
     from amutheory.names import DEFAULT_RULE, TRANSFER_RULES
 
     candidates = TRANSFER_RULES if candidates is None else tuple(candidates)
@@ -327,7 +335,7 @@ def choose_rule(kind: str, errors=None, candidates=None) -> tuple[str, str]:
                   if e is not None and rule in candidates]
         return min(scored) if scored else None
 
-    own = best([(fp, r) for fp, r in sorted(runs.items()) if r.get("kind") == kind])
+    own = best(_records_of(kind, runs)[:1])
     if own is not None:
         e, rule, fp = own
         return rule, f"smallest typical held-out |ln error| ({e:.3g}) for a {kind} net in recorded run {fp}"
@@ -357,8 +365,7 @@ def held_out_error(kind: str, rule: str, path=None) -> tuple[float | None, dict 
     largest error of the rule over every recorded kind (``record["fallback"]`` says so), so the interval
     widens rather than shrinks to the tuned rate's CI."""
     runs = load_errors(path)
-    found = sorted(((fp, r) for fp, r in runs.items() if r.get("kind") == kind),
-                   key=lambda fr: (-len(fr[1].get("learning_targets", [])), -len(fr[1].get("targets", [])), fr[0]))
+    found = _records_of(kind, runs)
     if not found:
         other = [(e, fp) for fp, r in runs.items() for k, e in (r.get("rules") or {}).items()
                  if k == rule and e is not None]
@@ -492,7 +499,8 @@ def measured_mismatches(result) -> list[dict]:
     return [{"assumption": "measured depth factor",
              "model": f"the probe measures x{p['factor']:.3g} [{p['low']:.3g}, {p['high']:.3g}]"
                       + (" (its one-step update is flat in depth)" if flat else ""),
-             "rules": ", ".join(f"{k} x{v:.3g}" for k, v in off.items()) + " fall outside it: prefer rule probe"}]
+             "rules": ", ".join(f"{k} x{v:.3g}" for k, v in off.items())
+             + " fall outside it: their assumption does not hold for this model as measured"}]
 
 
 def _residual_additions(net, input_shape) -> int:
