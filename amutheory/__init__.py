@@ -7,6 +7,7 @@ only parses its flags never imports SymPy or SciPy):
     from amutheory import ArchSpec, ProbeProtocol, derive, predict, measure, coord_check
     from amutheory import parametrize, param_groups   # your own nn.Module (imports torch when used)
     from amutheory import tune                         # eta*_train at new depths: a rule's prior, confirmed
+    amutheory.optim.SGD(model, lr, base_model=...)     # torch.optim over param_groups (imports torch when used)
 """
 
 import importlib
@@ -23,7 +24,9 @@ _LAZY = {
     "param_table": "amutheory.parametrization", "find_residual_branches": "amutheory.parametrization",
     "tune": "amutheory.tuning.pipeline",
 }
-__all__ = list(_LAZY)
+#: sub-modules served the same way (``amutheory.optim`` imports torch only when first used)
+_SUBMODULES = frozenset({"optim"})
+__all__ = list(_LAZY) + sorted(_SUBMODULES)
 __version__ = "0.1.0"
 
 #: the API functions whose names are also sub-packages (``amutheory.measure`` holds the probe)
@@ -44,6 +47,8 @@ class _Package(types.ModuleType):
 
 
 def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         if name in _FUNCTIONS:  # cache it: the sub-package of the same name never replaces it
@@ -53,7 +58,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
 
 
 sys.modules[__name__].__class__ = _Package

@@ -269,7 +269,8 @@ print(f"He-init target: mismatches {sorted(he_mismatches)}")
 f = res.lr / LR
 e = 0.0 if conf["held_out_error"] is None else conf["held_out_error"]["median_abs_log_error"]
 by_hand_interval = [LR_CI[0] * f * math.exp(-e), LR_CI[1] * f * math.exp(e)]
-sgd_hidden = {g["lr"] for g in groups if g["role"] not in ("readout",)}
+sgd_hidden = {g["lr"] for g in groups if g["role"] in ("input", "hidden", "branch", "branch-last")}
+sgd_kept = {g["lr"] for g in groups if g["role"] in ("norm", "bias", "readout-bias")}
 
 # %% [markdown]
 # ## Checks
@@ -281,8 +282,9 @@ sgd_hidden = {g["lr"] for g in groups if g["role"] not in ("readout",)}
 # depth as the theory expects under a fixed rate (this can fail: a shrinking or flat reading would).
 # (4) At the base `parametrize` changes nothing and every multiplier is 1; at `L1` the branch-last
 # variances shrink by exactly `L0 / L1` and the other branch layers keep theirs.  (5) The interval is
-# `[lo f e^-e, hi f e^e]` by hand and holds the transferred rate; the SGD rate of every non-readout
-# parameter equals `transfer`'s (a consistency check, not evidence that the rule is right); the
+# `[lo f e^-e, hi f e^e]` by hand and holds the transferred rate; the SGD rate of every layer weight
+# but the readout's equals `transfer`'s under the same rule (a consistency check, not evidence that the
+# rule is right), biases are kept at the base rate; the
 # default init is named as an `init` mismatch and a He init is not.
 
 # %%
@@ -309,7 +311,8 @@ check("interval by hand", np.allclose(res.lr_interval, by_hand_interval, rtol=1e
 check("interval holds the transferred rate", res.lr_interval[0] <= res.lr <= res.lr_interval[1])
 check("param_groups' SGD rates = transfer's", all(math.isclose(v, groups.transfer.lr, rel_tol=1e-12)
                                                   for v in sgd_hidden)
-      and math.isclose(groups.transfer.lr, res.lr, rel_tol=1e-12), f"{sorted(sgd_hidden)} vs {res.lr:.6g}")
+      and math.isclose(groups.transfer.lr, res.rules[groups.rule], rel_tol=1e-12) and sgd_kept == {LR},
+      f"{sorted(sgd_hidden)} vs {res.rules[groups.rule]:.6g} ({groups.rule}); biases {sorted(sgd_kept)}")
 check("default init named as a mismatch", "init" in {mm["assumption"] for mm in conf["mismatches"]})
 check("He init is not", "init" not in he_mismatches, f"{sorted(he_mismatches)}")
 print(f"(ran in {time.perf_counter() - T0:.1f} s)")

@@ -14,6 +14,7 @@ from torch import nn
 
 import amutheory
 from amutheory.graph import effective_depth
+from amutheory.parametrization.branches import WEIGHT_ROLES
 from amutheory.transfer import RULES, transfer_lr
 
 IMAGE = (4, 3, 8, 8)
@@ -207,47 +208,59 @@ def test_sqrt_multiplier_scales_the_branch_output_not_the_weights():
 
 def test_multipliers_at_4x_depth_equal_the_rules_formulas():
     """ResNet at 2 and 8 blocks (effective depth = stem + additions + head = K + 2): ``power`` gives
-    ``(10/4)^(-3/2)``, ``depth-mup`` ``(8/2)^(-1)``; the readout's weight keeps its width rule's 1 (same width)."""
+    ``(10/4)^(-3/2)``, ``depth-mup`` ``(8/2)^(-1)`` on the weights; the readout's weight keeps its width
+    rule's 1 (same width); biases kept at the base rate."""
     base, model = build(resnet, 2), build(resnet, 8)
     assert (effective_depth(base, IMAGE).effective_depth, effective_depth(model, IMAGE).effective_depth) == (4, 10)
     for rule, factor in (("power", (10 / 4) ** -1.5), ("depth-mup", 1 / 4)):
         groups = amutheory.param_groups(model, 0.1, base, rule=rule, example_input=IMAGE)
-        hidden = {g["name"]: g["multiplier"] for g in groups if g["role"] != "readout"}
-        assert hidden and all(m == pytest.approx(factor, rel=1e-12) for m in hidden.values())
-        assert [g["multiplier"] for g in groups if g["role"] == "readout"] == [1.0, 1.0]
+        hidden = {g["name"]: g["multiplier"] for g in groups if g["role"] in WEIGHT_ROLES}
+        assert len(hidden) == 1 + 2 * 8 and all(m == pytest.approx(factor, rel=1e-12) for m in hidden.values())
+        assert [g["multiplier"] for g in groups if g["role"] in ("readout", "readout-bias")] == [1.0, 1.0]
+        assert {g["multiplier"] for g in groups if g["role"] == "bias"} == {1.0}
 
 
 def test_readout_multiplier_follows_its_fan_in_across_width():
     base, model = build(resnet, 2, width=16), build(resnet, 2, width=32)
     groups = amutheory.param_groups(model, 0.1, base, example_input=IMAGE)
-    readout = {g["name"]: g["multiplier"] for g in groups if g["role"] == "readout"}
+    readout = {g["name"]: g["multiplier"] for g in groups if g["role"] in ("readout", "readout-bias")}
     assert readout == {"head.weight": pytest.approx(16 / 32, rel=1e-15), "head.bias": 1.0}
     expected = transfer_lr(0.1, base, model, input_shape=IMAGE).lr / 0.1
-    assert all(g["multiplier"] == pytest.approx(expected, rel=1e-12) for g in groups if g["role"] != "readout")
+    assert all(g["multiplier"] == pytest.approx(expected, rel=1e-12) for g in groups if g["role"] in WEIGHT_ROLES)
 
 
 # --------------------------------------------------------------------------- consistency with transfer
 @pytest.mark.parametrize("factory,shape", MODELS, ids=IDS)
 def test_sgd_rates_equal_transfers_rate(factory, shape):
-    """Every parameter but the readout's gets ``transfer_lr``'s rate for reference = base, target =
-    model (4x the depth, 2x the width), under every rule."""
+    """Every layer weight but the readout's gets ``transfer_lr``'s rate for reference = base, target =
+    model (4x the depth, 2x the width), under every rule; biases and norm parameters the base rate."""
     base, model = build(factory, 2, width=8), build(factory, 8, width=16, seed=3)
     for rule in RULES:
         expected = transfer_lr(0.07, base, model, rule=rule, input_shape=shape).lr
         groups = amutheory.param_groups(model, 0.07, base, rule=rule, example_input=shape)
-        rates = [g["lr"] for g in groups if g["role"] != "readout"]
+        rates = [g["lr"] for g in groups if g["role"] in WEIGHT_ROLES]
         assert rates and all(abs(r - expected) <= 1e-12 * expected for r in rates), rule
+        assert {g["lr"] for g in groups if g["role"] in ("bias", "norm", "readout-bias")} == {0.07}, rule
         assert groups.transfer.lr == expected and groups.transfer.rule == rule
 
 
 def test_adam_multipliers_are_the_documented_ones():
-    """Adam: depth factor on all but the readout; hidden matrices also x the median fan-in ratio
-    (muP's Adam table); the readout weight x its fan-in ratio; a note says nothing is derived."""
+    """Adam, default ``depth_convention="none"``: no depth factor; hidden matrices x the median fan-in
+    ratio (muP's Adam table); the readout weight x its fan-in ratio; the rest x1.  ``"sgd-rule"`` (the
+    old default): the rule's depth factor on all but the readout, with the old note."""
     base, model = build(transformer, 2, width=8), build(transformer, 8, width=16)
     t = transfer_lr(0.01, base, model, input_shape=TOKENS)
+    depth, fan = t.depth_factors["am-mup"], t.width_rules["fan-in"]
     groups = amutheory.param_groups(model, 0.01, base, optimizer="adam", example_input=TOKENS)
     by = {g["name"]: g["multiplier"] for g in groups}
-    depth, fan = t.depth_factors["am-mup"], t.width_rules["fan-in"]
+    assert by["blocks.3.fc2.weight"] == pytest.approx(fan, rel=1e-12)
+    assert by["blocks.3.attn.in_proj_weight"] == pytest.approx(fan, rel=1e-12)
+    assert by["blocks.3.fc2.bias"] == 1.0 and by["embed.weight"] == 1.0 and by["blocks.3.ln1.weight"] == 1.0
+    assert by["head.weight"] == pytest.approx(8 / 16, rel=1e-15) and by["head.bias"] == 1.0
+    assert any("nothing derived" in n and "no depth factor" in n for n in groups.notes)
+    groups = amutheory.param_groups(model, 0.01, base, optimizer="adam", example_input=TOKENS,
+                                    depth_convention="sgd-rule")
+    by = {g["name"]: g["multiplier"] for g in groups}
     assert by["blocks.3.fc2.weight"] == pytest.approx(depth * fan, rel=1e-12)
     assert by["blocks.3.attn.in_proj_weight"] == pytest.approx(depth * fan, rel=1e-12)
     assert by["blocks.3.fc2.bias"] == pytest.approx(depth, rel=1e-12)

@@ -5,8 +5,10 @@
   every parameter's role.
 * :func:`parametrize` (:mod:`.init`): a residual init convention (``k-last`` ...) applied in place
   relative to a base model (identity at the base).
-* :func:`param_groups` (:mod:`.groups`): ``torch.optim`` parameter groups with the rates a transfer
-  rule prescribes relative to a base model; :func:`param_table` prints them.
+* :func:`param_groups` (:mod:`.groups`): ``torch.optim`` parameter groups, each parameter's rate from
+  its role's stated rule relative to a base model (a transfer rule's rate for the layer weights, the
+  base rate where nothing is derived); :func:`param_table` prints them.  :mod:`amutheory.optim` wraps
+  them in ``torch.optim`` optimizers.
 """
 
 from amutheory.parametrization.branches import Branch, ResidualBranches, find_residual_branches

@@ -22,17 +22,39 @@ layer changes nothing the norm lets through, so it is reported and left alone.
   as the built-in one.  :func:`amutheory.parametrize` uses ``blocks``; a ratio ``K / K_base`` is the
   same under either count when model and base have the same branches per block.
 
-Roles (a parameter takes the first that applies): ``readout`` (the last ``Linear``/``Conv`` the
-forward pass runs, as :mod:`amutheory.transfer` reads it), ``input`` (a layer reached from the input
-through no other layer), ``branch-last``, ``branch`` (another layer on a branch side), ``norm``,
-``hidden`` (any other parameterised layer), ``other`` (a parameter of no traced layer).  An
+Roles.  A *layer's* role (the layer a traced ``layer`` node's parameters belong to; the first that
+applies): ``readout`` (the last ``Linear``/``Conv`` the forward pass runs, as :mod:`amutheory.transfer`
+reads it), ``input`` (a layer reached from the input through no other layer), ``branch-last``,
+``branch`` (another layer on a branch side), ``hidden`` (any other parameterised layer).  An
 ``nn.MultiheadAttention`` on a branch is its ``out_proj`` for the branch roles (the built-in
 Transformer scales only ``W_O`` in the attention branch); its ``in_proj`` is ``hidden``.
+
+Every *parameter's* role (:data:`ROLES`; what ``ResidualBranches.roles`` holds), by its owner module
+(the module its qualified name ends in) and, for a parameter owned by no layer, the traced graph:
+
+* owner the readout: its ``weight`` -> ``readout``, any other parameter -> ``readout-bias``;
+* owner a normalisation (BatchNorm, LayerNorm, GroupNorm, RMSNorm, ...): ``norm`` (gains and biases);
+* owner an ``nn.Embedding``/``nn.EmbeddingBag``: ``embedding``;
+* owner a ``Linear``/``Bilinear``/``Conv``/``ConvTranspose``/``MultiheadAttention``: a parameter with
+  ``bias`` in its name -> ``bias``; its weights -> the layer's role (``input``, ``hidden``, ``branch``,
+  ``branch-last``);
+* a parameter of any other module (a free ``nn.Parameter``), first that applies: a weight of a
+  functional layer (``F.linear(x, self.w)``, ``x @ self.w``) -> the layer's role (``F.embedding``:
+  ``embedding``), a 1-D parameter such a call also takes -> ``bias``; an affine parameter of a functional
+  norm -> ``norm``; a multiplication by it on a branch side between the branch's last layer and the
+  residual addition (``x + self.gamma * f(x)``) -> ``layer-scale``; added to activations or
+  concatenated with them (``x + self.pos_embed``, ``torch.cat([self.cls_token.expand(...), x])``) ->
+  ``position`` (a 1-D parameter added -> ``bias``); then, where the graph shows none of these (the model
+  did not trace its use), by name and shape: a name token ``gamma``/``ls``/``scale``/``layer_scale`` with
+  at most one dimension above 1 -> ``layer-scale``; ``pos`` in the name or a ``cls`` token, or at least
+  two dimensions with the first 1 -> ``position``;
+* anything else: ``other``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import operator
 from dataclasses import dataclass, field
 
 import torch
@@ -42,7 +64,17 @@ from amutheory.graph.forward import forward_with_hooks
 
 #: layer modules whose last call is the readout (as :func:`amutheory.transfer._readout_strength`)
 READOUT_TYPES = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
-ROLES = ("input", "hidden", "branch", "branch-last", "readout", "norm", "other")
+#: every parameter role (module docstring); the first seven are the layer-level names used since issue 39
+ROLES = ("input", "hidden", "branch", "branch-last", "readout", "norm", "other", "readout-bias", "bias",
+         "embedding", "position", "layer-scale")
+#: the roles of a layer's weights (matrices and kernels)
+WEIGHT_ROLES = ("input", "hidden", "branch", "branch-last")
+#: modules whose ``bias`` parameters are layer biases (role ``bias``) and whose weights take the layer's role
+LAYER_TYPES = (nn.Linear, nn.Bilinear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
+               nn.ConvTranspose3d, nn.MultiheadAttention)
+EMBEDDING_TYPES = (nn.Embedding, nn.EmbeddingBag)
+#: name tokens of a free parameter read as a layer scale when the graph shows nothing
+LAYER_SCALE_TOKENS = ("gamma", "ls", "scale", "layer_scale", "layerscale")
 
 
 @dataclass(frozen=True)
@@ -246,12 +278,131 @@ def _find(model, example, trace_dag, symbolic_trace) -> ResidualBranches:
     inputs = [o for v, o in ((v, _layer_owner(gm, dag, v)) for v in dag.nodes if dag.kind[v] == "layer")
               if o and not any(dag.kind[u] == "layer" for u in anc[v])]
     norms = [dag.target[v] for v in dag.nodes if dag.kind[v] == "norm"]
-    roles = _roles(model, readout, inputs, branches, norms, layer_owners)
+    layer_roles = _roles(model, readout, inputs, branches, norms, layer_owners)
+    roles = _param_roles(model, readout, layer_roles, _graph_uses(gm, dag, anc, fx_nodes))
     return ResidualBranches(branches, blocks, roles, readout)
 
 
+_MUL_FUNCS = {operator.mul, operator.imul, torch.mul}
+_MUL_METHODS = {"mul", "mul_", "__mul__", "__rmul__", "__imul__"}
+_CAT_FUNCS = {f for f in (torch.cat, getattr(torch, "concat", None), getattr(torch, "concatenate", None)) if f}
+
+
+def _is(fx_node, funcs, methods=()) -> bool:
+    return ((fx_node.op == "call_function" and fx_node.target in funcs)
+            or (fx_node.op == "call_method" and fx_node.target in methods))
+
+
+def _param_sources(fx_node, data: set, params: dict) -> set:
+    """The parameters ``fx_node`` reads through ``get_attr`` nodes and the non-data ops on them (a
+    ``view``, an ``expand``, a slice), not through its data inputs (``data``: the traced DAG's nodes)."""
+    found, seen, todo = set(), set(), list(fx_node.all_input_nodes)
+    while todo:
+        a = todo.pop()
+        if a.name in seen or a.name in data or a.op in ("placeholder", "call_module"):
+            continue
+        seen.add(a.name)
+        if a.op == "get_attr":
+            if a.target in params:
+                found.add(a.target)
+            continue
+        todo.extend(a.all_input_nodes)
+    return found
+
+
+def _graph_uses(gm, dag, anc, fx_nodes) -> dict:
+    """How the traced graph uses parameters fetched by ``get_attr`` (free ``nn.Parameter``\\ s):
+    ``{"layer": {name: fx target}, "norm", "scale", "added", "concatenated": sets of names}`` (module
+    docstring)."""
+    from amutheory.graph.trace import _ADD_FUNCS, _ADD_METHODS
+
+    params = dict(gm.named_parameters())
+    data = set(dag.nodes)
+    uses = {"layer": {}, "norm": set(), "scale": set(), "added": set(), "concatenated": set()}
+    for v in dag.nodes:
+        n = fx_nodes.get(v)
+        if n is None or n.op not in ("call_function", "call_method"):
+            continue
+        src = _param_sources(n, data, params)
+        if dag.kind[v] == "layer":
+            uses["layer"].update(dict.fromkeys(src, getattr(n.target, "__name__", str(n.target))))
+        elif dag.kind[v] == "norm":
+            uses["norm"] |= src
+        elif _is(n, _ADD_FUNCS, _ADD_METHODS):
+            uses["added"] |= src
+        elif _is(n, _CAT_FUNCS):
+            uses["concatenated"] |= src
+    for add in (v for v in dag.nodes if dag.kind[v] == "residual"):  # a multiplication between the
+        start, skip, _ = _side(dag, anc, add)                        # branch's last layer and the addition
+        side = (anc[start] | {start}) - (anc[skip] | {skip})
+        seen, todo = set(), [start]
+        while todo:
+            v = todo.pop()
+            if v in seen or v not in side or dag.kind[v] == "layer":
+                continue
+            seen.add(v)
+            if v in fx_nodes and _is(fx_nodes[v], _MUL_FUNCS, _MUL_METHODS):
+                uses["scale"] |= _param_sources(fx_nodes[v], data, params)
+            todo.extend(dag.preds[v])
+    return uses
+
+
+def _tokens(name: str) -> list:
+    return [t for t in name.rsplit(".", 1)[-1].lower().split("_") if t]
+
+
+def _free_role(name: str, p, layer_role: str, uses: dict) -> str:
+    """The role of a parameter owned by no layer, norm or embedding module (module docstring)."""
+    leaf = name.rsplit(".", 1)[-1].lower()
+    if name in uses["layer"]:
+        if uses["layer"][name] == "embedding":
+            return "embedding"
+        if layer_role in WEIGHT_ROLES and p.dim() >= 2:
+            return layer_role
+        return "bias" if p.dim() <= 1 else layer_role
+    if name in uses["norm"]:
+        return "norm"
+    if name in uses["scale"]:
+        return "layer-scale"
+    if name in uses["concatenated"]:
+        return "position"
+    if name in uses["added"]:
+        return "bias" if p.dim() <= 1 else "position"
+    if layer_role != "other":
+        return layer_role
+    tokens = _tokens(name)
+    if (any(t in LAYER_SCALE_TOKENS for t in tokens) or leaf in LAYER_SCALE_TOKENS) and \
+            sum(1 for d in p.shape if d > 1) <= 1:
+        return "layer-scale"
+    if "pos" in leaf or "cls" in tokens or (p.dim() >= 2 and p.shape[0] == 1):
+        return "position"
+    return "other"
+
+
+def _param_roles(model, readout, layer_roles: dict, uses: dict) -> dict:
+    """``{parameter name: role}`` of every parameter (module docstring)."""
+    from amutheory.graph.trace import _NORM_TYPES
+
+    roles = {}
+    for name, p in model.named_parameters():
+        owner_name, _, leaf = name.rpartition(".")
+        owner = _get(model, owner_name)
+        if readout is not None and owner_name == readout:
+            roles[name] = "readout" if leaf == "weight" else "readout-bias"
+        elif isinstance(owner, _NORM_TYPES):
+            roles[name] = "norm"
+        elif isinstance(owner, EMBEDDING_TYPES):
+            roles[name] = "embedding"
+        elif isinstance(owner, LAYER_TYPES):
+            roles[name] = "bias" if "bias" in leaf else layer_roles[name]
+        else:
+            roles[name] = _free_role(name, p, layer_roles[name], uses)
+    return roles
+
+
 def _roles(model, readout, inputs, branches, norms, layer_owners) -> dict:
-    """``{parameter name: role}`` by the priority of the module docstring."""
+    """``{parameter name: layer role}`` by the priority of the module docstring (a layer's parameters
+    all take its role; norms ``norm``; the rest ``other``)."""
     ranked = [("readout", [readout] if readout else []), ("input", inputs),
               ("branch-last", [o for b in branches if b.rescalable for o in b.last_layers]),
               ("branch", [o for b in branches for o in b.layers]), ("norm", norms), ("hidden", layer_owners)]
