@@ -6,7 +6,8 @@
     print(opt.amutheory_groups.table())     # every role's rule, every parameter's rate and why
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=1000)   # the ratios are kept
 
-``lr`` is the rate tuned on ``base_model``; with no ``base_model`` every multiplier is 1 (plain SGD /
+``rule`` is ``transfer``'s (default ``auto``: the best recorded rule for the model's kind, the model's
+own probe competing; ``probe=False`` skips the probe).  ``lr`` is the rate tuned on ``base_model``; with no ``base_model`` every multiplier is 1 (plain SGD /
 Adam at ``lr``).  A scheduler scales every group's rate by the same factor, so each group's ratio to the
 scheduled base rate stays its multiplier.  What each role's multiplier rests on (derived, a named
 convention, or kept at the base rate): :mod:`amutheory.parametrization.groups`.
@@ -22,9 +23,9 @@ __all__ = ["SGD", "Adam", "AdamW"]
 
 
 def _groups(model, lr, base_model, example_input, rule, optimizer, depth_convention, base_input,
-            momentum=0.0) -> ParamGroups:
+            momentum=0.0, probe=True) -> ParamGroups:
     return param_groups(model, lr, base_model, rule=rule, optimizer=optimizer, example_input=example_input,
-                        base_input=base_input, depth_convention=depth_convention, momentum=momentum)
+                        base_input=base_input, depth_convention=depth_convention, momentum=momentum, probe=probe)
 
 
 def _made(opt, groups: ParamGroups):
@@ -32,33 +33,33 @@ def _made(opt, groups: ParamGroups):
     return opt
 
 
-def SGD(model, lr, base_model=None, example_input=None, rule: str = "am-mup", momentum: float = 0.0,
-        weight_decay: float = 0.0, base_input=None, **kwargs) -> torch.optim.SGD:
+def SGD(model, lr, base_model=None, example_input=None, rule: str = "auto", momentum: float = 0.0,
+        weight_decay: float = 0.0, base_input=None, probe: bool = True, **kwargs) -> torch.optim.SGD:
     """``torch.optim.SGD`` over ``param_groups(model, lr, base_model, rule, "sgd", example_input)``;
     ``momentum``, ``weight_decay`` and ``kwargs`` (``nesterov``, ``dampening``, ...) go to the optimizer.
     The groups are kept as ``.amutheory_groups``."""
-    groups = _groups(model, lr, base_model, example_input, rule, "sgd", "none", base_input, momentum)
+    groups = _groups(model, lr, base_model, example_input, rule, "sgd", "none", base_input, momentum, probe)
     return _made(torch.optim.SGD(groups, lr=groups.lr, momentum=momentum, weight_decay=weight_decay, **kwargs),
                  groups)
 
 
 def Adam(model, lr, base_model=None, example_input=None, depth_convention: str = "none", betas=(0.9, 0.999),
-         eps: float = 1e-8, weight_decay: float = 0.0, rule: str = "am-mup", base_input=None,
-         **kwargs) -> torch.optim.Adam:
+         eps: float = 1e-8, weight_decay: float = 0.0, rule: str = "auto", base_input=None,
+         probe: bool = True, **kwargs) -> torch.optim.Adam:
     """``torch.optim.Adam`` over ``param_groups(..., optimizer="adam", depth_convention=...)``
     (``"none"``: muP's width table, no depth factor; ``"depth-mup"``, ``"completep"``: the named
     conventions; ``"sgd-rule"``: ``rule``'s SGD depth factor).  The groups are kept as
     ``.amutheory_groups``."""
-    groups = _groups(model, lr, base_model, example_input, rule, "adam", depth_convention, base_input)
+    groups = _groups(model, lr, base_model, example_input, rule, "adam", depth_convention, base_input, probe=probe)
     return _made(torch.optim.Adam(groups, lr=groups.lr, betas=betas, eps=eps, weight_decay=weight_decay, **kwargs),
                  groups)
 
 
 def AdamW(model, lr, base_model=None, example_input=None, depth_convention: str = "none", betas=(0.9, 0.999),
-          eps: float = 1e-8, weight_decay: float = 0.01, rule: str = "am-mup", base_input=None,
-          **kwargs) -> torch.optim.AdamW:
+          eps: float = 1e-8, weight_decay: float = 0.01, rule: str = "auto", base_input=None,
+          probe: bool = True, **kwargs) -> torch.optim.AdamW:
     """``torch.optim.AdamW`` as :func:`Adam` (``optimizer="adamw"``); ``weight_decay`` default 0.01 as
     PyTorch's."""
-    groups = _groups(model, lr, base_model, example_input, rule, "adamw", depth_convention, base_input)
+    groups = _groups(model, lr, base_model, example_input, rule, "adamw", depth_convention, base_input, probe=probe)
     return _made(torch.optim.AdamW(groups, lr=groups.lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                    **kwargs), groups)

@@ -427,6 +427,7 @@ def _transfer(args) -> None:
             raise ValueError(f"--lr-ci {args.lr_ci[0]:g},{args.lr_ci[1]:g} must hold --lr {args.lr:g} (LO <= lr <= HI)")
     check_number("--momentum", args.momentum, minimum=0.0, below=1.0)
     check_errors_file(args.errors)
+    check_probe_flags(args)
     check_input_shape(args.input_shape, "--input-shape")
     check_input_shape(args.to_input_shape, "--to-input-shape")
     spec, _ = _arch(args, depth=args.from_depth)
@@ -436,6 +437,26 @@ def _transfer(args) -> None:
             limits.check_fits(limits.model_bytes(net, 1, "float64", optimizer_states=0),
                               f"building the net of depth {net.depth}, width {net.width}",
                               "--width, --spatial or the depths")
+
+
+def check_probe_flags(args) -> None:
+    """``--probe-seeds``, ``--probe-budget`` and the bridge file (``--bridge``, else
+    ``$AMUTHEORY_TRANSFER_BRIDGE``, else the package's), before any net is built."""
+    from amutheory.transfer_probe import check_budget, check_seeds, load_bridge
+
+    for flag, check, value in (("--probe-seeds", check_seeds, args.probe_seeds),
+                               ("--probe-budget", check_budget, args.probe_budget)):
+        try:
+            check(value)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{flag}: {exc}") from None
+    if args.bridge is not None and not os.path.isfile(args.bridge):
+        raise ValueError(f"--bridge {args.bridge}: no such file (python validate/transfer_probe_findings.py "
+                         "--write-records writes the package's)")
+    try:
+        load_bridge(args.bridge)
+    except ValueError as exc:
+        raise ValueError(f"--bridge: {exc}" if args.bridge is not None else str(exc)) from None
 
 
 def check_errors_file(path) -> None:
@@ -525,6 +546,7 @@ def _tune(args) -> None:
               "the first bracket trains --bracket rates on two seeds")
     _training(args)
     check_errors_file(args.errors)
+    check_probe_flags(args)
     check_output_dir(args.out, "--out", make_parents=args.out == TUNE_OUT)
 
 

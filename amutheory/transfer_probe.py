@@ -60,6 +60,9 @@ BUDGET_S = 60.0
 MIN_KIND = 3
 #: the largest bridge exponent (and error) a file may record
 MAX_BETA = 20.0
+#: the most probe seeds, and the longest budget (a day), a call may ask for
+MAX_SEEDS = 1024
+MAX_BUDGET_S = 86400.0
 
 
 @dataclass
@@ -127,19 +130,24 @@ def check_seeds(seeds) -> list[int]:
     if isinstance(seeds, bool):
         raise TypeError(f"probe_seeds must be an integer >= 2 or a list of seeds, got {seeds!r}")
     if isinstance(seeds, int):
+        if not 2 <= seeds <= MAX_SEEDS:
+            raise ValueError(f"probe_seeds must be at least two distinct seeds and at most {MAX_SEEDS}, got {seeds!r}")
         seeds = range(seeds)
     try:
         out = [int(s) for s in seeds]
     except (TypeError, ValueError):
         raise TypeError(f"probe_seeds must be an integer >= 2 or a list of seeds, got {seeds!r}") from None
-    if len(out) < 2 or len(set(out)) != len(out) or min(out) < 0:
-        raise ValueError(f"probe_seeds must be at least two distinct seeds >= 0, got {seeds!r}")
+    if len(out) < 2 or len(set(out)) != len(out) or min(out) < 0 or len(out) > MAX_SEEDS or max(out) >= 2**63:
+        raise ValueError(f"probe_seeds must be at least two distinct seeds >= 0 (at most {MAX_SEEDS}, each below "
+                         f"2^63), got {seeds!r}")
     return out
 
 
 def check_budget(budget) -> float:
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not math.isfinite(budget) or budget <= 0:
-        raise ValueError(f"probe_budget must be a positive number of seconds, got {budget!r}")
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not math.isfinite(budget) or budget <= 0 \
+            or budget > MAX_BUDGET_S:
+        raise ValueError(f"probe_budget must be a positive number of seconds, at most {MAX_BUDGET_S:g} (a day), "
+                         f"got {budget!r}")
     return float(budget)
 
 

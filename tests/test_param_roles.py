@@ -221,7 +221,7 @@ def test_sgd_multipliers_per_role(cls, shape, width):
     its fan-in ratio; every other role kept at the base rate, and ``why`` says so."""
     base, model = build(cls, 2, width), build(cls, 6, 2 * width, seed=1)
     lr = 0.05
-    groups = amutheory.param_groups(model, lr, base, example_input=shape)
+    groups = amutheory.param_groups(model, lr, base, rule="am-mup", probe=False, example_input=shape)
     expected = transfer_lr(lr, base, model, input_shape=shape).lr / lr
     readout = base.head.weight.shape[1] / model.head.weight.shape[1]
     seen = set()
@@ -248,7 +248,7 @@ def test_sgd_multipliers_per_role(cls, shape, width):
 
 def test_the_vits_roles_in_the_table_and_their_rates():
     base, model = build(ViT, 2, 16), build(ViT, 8, 16)
-    groups = amutheory.param_groups(model, 0.1, base, example_input=PATCHES)
+    groups = amutheory.param_groups(model, 0.1, base, rule="am-mup", probe=False, example_input=PATCHES)
     by_role = groups.by_role()
     assert by_role["layer-scale"]["count"] == 16 and by_role["position"]["count"] == 2
     assert by_role["layer-scale"]["multiplier"] == by_role["position"]["multiplier"] == 1.0
@@ -265,7 +265,7 @@ def test_adam_conventions_on_the_residual_mlp():
     assert fan == pytest.approx(16 / 32)  # the median hidden fan-in doubles with the width
     mult = {}
     for conv in ("none", "depth-mup", "completep", "sgd-rule"):
-        groups = amutheory.param_groups(model, 0.01, base, optimizer="adam", example_input=VECTOR,
+        groups = amutheory.param_groups(model, 0.01, base, optimizer="adam", rule="am-mup", probe=False, example_input=VECTOR,
                                         depth_convention=conv)
         assert groups.depth_convention == conv
         mult[conv] = {g["name"]: g["multiplier"] for g in groups}
@@ -286,14 +286,14 @@ def test_adam_conventions_on_the_residual_mlp():
 
 def test_adam_depth_mup_words_and_notes():
     base, model = build(ViT, 2, 16), build(ViT, 8, 16)
-    groups = amutheory.param_groups(model, 1e-3, base, optimizer="adamw", example_input=PATCHES,
+    groups = amutheory.param_groups(model, 1e-3, base, optimizer="adamw", rule="am-mup", probe=False, example_input=PATCHES,
                                     depth_convention="depth-mup")
     why = groups.by_role()["branch-last"]["why"]
     assert "Yang et al. 2023, Tensor Programs VI" in why and "not derived here" in why and "(8/2)^(-0.5)" in why
     assert groups.by_role()["branch-last"]["multiplier"] == pytest.approx(0.5, rel=1e-15)
     assert not any(n.startswith("am-mup") for n in groups.notes)  # no rule's depth factor is applied
     assert any("nothing derived for Adam" in n for n in groups.notes)
-    cp = amutheory.param_groups(model, 1e-3, base, optimizer="adam", example_input=PATCHES,
+    cp = amutheory.param_groups(model, 1e-3, base, optimizer="adam", rule="am-mup", probe=False, example_input=PATCHES,
                                 depth_convention="completep")
     assert cp.by_role()["branch"]["multiplier"] == pytest.approx(0.25, rel=1e-15)
     assert "Dey et al. 2025" in cp.by_role()["branch"]["why"]
@@ -305,7 +305,7 @@ def test_residual_conventions_are_refused_for_a_chain():
             amutheory.param_groups(build(Chain, 6, 16), 1e-3, build(Chain, 2, 16), optimizer="adam",
                                    example_input=VECTOR, depth_convention=conv)
         with pytest.raises(ValueError, match="base model has no residual branch"):
-            amutheory.optim.Adam(build(ResMLP, 6, 16), 1e-3, build(Chain, 2, 16), example_input=VECTOR,
+            amutheory.optim.Adam(build(ResMLP, 6, 16), 1e-3, build(Chain, 2, 16), rule="am-mup", probe=False, example_input=VECTOR,
                                  depth_convention=conv)
     groups = amutheory.param_groups(build(Chain, 6, 16), 1e-3, build(Chain, 2, 16), optimizer="adam",
                                     example_input=VECTOR)  # "none" needs no K
@@ -326,9 +326,9 @@ def test_groups_survive_schedulers(schedule, make):
     base, model = build(ResMLP, 2, 16), build(ResMLP, 6, 32)
     lr = 0.02
     if make == "sgd":
-        opt = amutheory.optim.SGD(model, lr, base, example_input=VECTOR, momentum=0.9)
+        opt = amutheory.optim.SGD(model, lr, base, rule="am-mup", probe=False, example_input=VECTOR, momentum=0.9)
     else:
-        opt = amutheory.optim.Adam(model, lr, base, example_input=VECTOR, depth_convention="depth-mup")
+        opt = amutheory.optim.Adam(model, lr, base, rule="am-mup", probe=False, example_input=VECTOR, depth_convention="depth-mup")
     multipliers = [g["multiplier"] for g in opt.amutheory_groups]
     assert len(set(multipliers)) >= 3  # weights, readout, kept: the test has something to keep apart
     sched = SCHEDULERS[schedule](opt)
@@ -346,9 +346,9 @@ def test_groups_survive_schedulers(schedule, make):
 
 
 @pytest.mark.parametrize("make", [
-    lambda m, b: amutheory.optim.SGD(m, 0.05, b, example_input=PATCHES, momentum=0.9, nesterov=True),
-    lambda m, b: amutheory.optim.Adam(m, 1e-3, b, example_input=PATCHES, depth_convention="completep"),
-    lambda m, b: amutheory.optim.AdamW(m, 1e-3, b, example_input=PATCHES),
+    lambda m, b: amutheory.optim.SGD(m, 0.05, b, rule="am-mup", probe=False, example_input=PATCHES, momentum=0.9, nesterov=True),
+    lambda m, b: amutheory.optim.Adam(m, 1e-3, b, rule="am-mup", probe=False, example_input=PATCHES, depth_convention="completep"),
+    lambda m, b: amutheory.optim.AdamW(m, 1e-3, b, rule="am-mup", probe=False, example_input=PATCHES),
 ], ids=["sgd", "adam", "adamw"])
 def test_a_real_step_moves_the_parameters(make):
     base, model = build(ViT, 2, 16), build(ViT, 4, 16)
@@ -373,7 +373,7 @@ def test_a_real_step_moves_the_parameters(make):
 def test_sgd_without_a_base_is_plain_sgd():
     model = build(ResMLP, 3, 16)
     twin = copy.deepcopy(model)
-    opt = amutheory.optim.SGD(model, 0.1, example_input=VECTOR, momentum=0.9, weight_decay=1e-4)
+    opt = amutheory.optim.SGD(model, 0.1, rule="am-mup", probe=False, example_input=VECTOR, momentum=0.9, weight_decay=1e-4)
     plain = torch.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     assert {g["multiplier"] for g in opt.param_groups} == {1.0} and {g["lr"] for g in opt.param_groups} == {0.1}
     x, y = torch.randn(VECTOR), torch.randint(0, 10, (VECTOR[0],))
@@ -389,7 +389,7 @@ def test_sgd_without_a_base_is_plain_sgd():
 # --------------------------------------------------------------------------- notes and mismatches
 def test_notes_name_the_activation_and_mismatches_are_transfers():
     base, model = build(ResMLP, 2, 16), build(ResMLP, 6, 16)
-    groups = amutheory.param_groups(model, 0.05, base, example_input=VECTOR, momentum=0.9)
+    groups = amutheory.param_groups(model, 0.05, base, rule="am-mup", probe=False, example_input=VECTOR, momentum=0.9)
     am = [n for n in groups.notes if n.startswith("am-mup")]
     assert am and all("the model uses GELU" in n and "MLP-limit ReLU constants" not in n for n in am)
     res = transfer_with_interval(0.05, base, model, rule="am-mup", input_shape=VECTOR, momentum=0.9)
@@ -397,7 +397,7 @@ def test_notes_name_the_activation_and_mismatches_are_transfers():
     assert {m["assumption"] for m in groups.mismatches} >= {"activation", "norm layers", "momentum"}
     table = groups.table()
     assert table.count("\nmismatch: ") == len(groups.mismatches)
-    power = amutheory.param_groups(model, 0.05, base, rule="power", example_input=VECTOR)
+    power = amutheory.param_groups(model, 0.05, base, rule="power", probe=False, example_input=VECTOR)
     assert not any(n.startswith("am-mup") for n in power.notes)  # only the notes of the rule used
 
 
@@ -419,11 +419,11 @@ def test_bad_input_names_the_argument():
             make(model, 0.1, base, example_input=VECTOR, rule="magic")
     for bad in ("muP", None, 1):
         with pytest.raises(ValueError, match="depth_convention must be"):
-            amutheory.optim.Adam(model, 0.1, base, example_input=VECTOR, depth_convention=bad)
+            amutheory.optim.Adam(model, 0.1, base, rule="am-mup", probe=False, example_input=VECTOR, depth_convention=bad)
     with pytest.raises(ValueError, match="depth_convention 'depth-mup' is an Adam convention"):
-        amutheory.param_groups(model, 0.1, base, example_input=VECTOR, depth_convention="depth-mup")
+        amutheory.param_groups(model, 0.1, base, rule="am-mup", probe=False, example_input=VECTOR, depth_convention="depth-mup")
     with pytest.raises(ValueError, match="momentum must be"):
-        amutheory.optim.SGD(model, 0.1, base, example_input=VECTOR, momentum=1.5)
+        amutheory.optim.SGD(model, 0.1, base, rule="am-mup", probe=False, example_input=VECTOR, momentum=1.5)
 
 
 def test_optim_is_served_lazily():
@@ -437,7 +437,7 @@ def test_optim_is_served_lazily():
        width=st.sampled_from([8, 16, 24]), lr=st.floats(1e-3, 1.0))
 def test_hidden_multipliers_are_transfers_and_norms_and_biases_one(base_depth, depth, base_width, width, lr):
     base, model = build(ResMLP, base_depth, base_width), build(ResMLP, depth, width, seed=1)
-    groups = amutheory.param_groups(model, lr, base, example_input=VECTOR)
+    groups = amutheory.param_groups(model, lr, base, rule="am-mup", probe=False, example_input=VECTOR)
     expected = transfer_lr(lr, base, model, input_shape=VECTOR).lr / lr
     for g in groups:
         if g["role"] in HIDDEN_MATRIX_ROLES + ("input",):

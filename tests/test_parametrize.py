@@ -150,7 +150,7 @@ def test_identity_at_the_base(factory, shape, init):
     assert report.alpha == 1.0 and all(r.variance_factor == 1.0 for r in report.rows)
     assert not any(m._forward_hooks for m in model.modules())
     for optimizer in (("sgd", "adam") if init == "k-last" else ()):
-        groups = amutheory.param_groups(model, 0.05, base, example_input=shape, optimizer=optimizer)
+        groups = amutheory.param_groups(model, 0.05, base, rule="am-mup", probe=False, example_input=shape, optimizer=optimizer)
         assert [g["multiplier"] for g in groups] == [1.0] * len(groups)
         assert all(g["lr"] == 0.05 for g in groups)
         assert [g["params"][0] for g in groups] == list(model.parameters())
@@ -202,7 +202,7 @@ def test_sqrt_multiplier_scales_the_branch_output_not_the_weights():
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert torch.allclose(model.blocks[3].conv2(x), 0.5 * raw)
     # transfer reads model.alpha: Depth-muP's SGD rate is constant in K under its own multiplier
-    groups = amutheory.param_groups(model, 0.1, base, rule="depth-mup", example_input=IMAGE)
+    groups = amutheory.param_groups(model, 0.1, base, rule="depth-mup", probe=False, example_input=IMAGE)
     assert all(g["multiplier"] == pytest.approx(1.0, rel=1e-12) for g in groups if g["role"] != "readout")
 
 
@@ -213,7 +213,7 @@ def test_multipliers_at_4x_depth_equal_the_rules_formulas():
     base, model = build(resnet, 2), build(resnet, 8)
     assert (effective_depth(base, IMAGE).effective_depth, effective_depth(model, IMAGE).effective_depth) == (4, 10)
     for rule, factor in (("power", (10 / 4) ** -1.5), ("depth-mup", 1 / 4)):
-        groups = amutheory.param_groups(model, 0.1, base, rule=rule, example_input=IMAGE)
+        groups = amutheory.param_groups(model, 0.1, base, rule=rule, probe=False, example_input=IMAGE)
         hidden = {g["name"]: g["multiplier"] for g in groups if g["role"] in WEIGHT_ROLES}
         assert len(hidden) == 1 + 2 * 8 and all(m == pytest.approx(factor, rel=1e-12) for m in hidden.values())
         assert [g["multiplier"] for g in groups if g["role"] in ("readout", "readout-bias")] == [1.0, 1.0]
@@ -222,7 +222,7 @@ def test_multipliers_at_4x_depth_equal_the_rules_formulas():
 
 def test_readout_multiplier_follows_its_fan_in_across_width():
     base, model = build(resnet, 2, width=16), build(resnet, 2, width=32)
-    groups = amutheory.param_groups(model, 0.1, base, example_input=IMAGE)
+    groups = amutheory.param_groups(model, 0.1, base, rule="am-mup", probe=False, example_input=IMAGE)
     readout = {g["name"]: g["multiplier"] for g in groups if g["role"] in ("readout", "readout-bias")}
     assert readout == {"head.weight": pytest.approx(16 / 32, rel=1e-15), "head.bias": 1.0}
     expected = transfer_lr(0.1, base, model, input_shape=IMAGE).lr / 0.1
@@ -237,7 +237,7 @@ def test_sgd_rates_equal_transfers_rate(factory, shape):
     base, model = build(factory, 2, width=8), build(factory, 8, width=16, seed=3)
     for rule in RULES:
         expected = transfer_lr(0.07, base, model, rule=rule, input_shape=shape).lr
-        groups = amutheory.param_groups(model, 0.07, base, rule=rule, example_input=shape)
+        groups = amutheory.param_groups(model, 0.07, base, rule=rule, probe=False, example_input=shape)
         rates = [g["lr"] for g in groups if g["role"] in WEIGHT_ROLES]
         assert rates and all(abs(r - expected) <= 1e-12 * expected for r in rates), rule
         assert {g["lr"] for g in groups if g["role"] in ("bias", "norm", "readout-bias")} == {0.07}, rule
@@ -251,14 +251,14 @@ def test_adam_multipliers_are_the_documented_ones():
     base, model = build(transformer, 2, width=8), build(transformer, 8, width=16)
     t = transfer_lr(0.01, base, model, input_shape=TOKENS)
     depth, fan = t.depth_factors["am-mup"], t.width_rules["fan-in"]
-    groups = amutheory.param_groups(model, 0.01, base, optimizer="adam", example_input=TOKENS)
+    groups = amutheory.param_groups(model, 0.01, base, optimizer="adam", rule="am-mup", probe=False, example_input=TOKENS)
     by = {g["name"]: g["multiplier"] for g in groups}
     assert by["blocks.3.fc2.weight"] == pytest.approx(fan, rel=1e-12)
     assert by["blocks.3.attn.in_proj_weight"] == pytest.approx(fan, rel=1e-12)
     assert by["blocks.3.fc2.bias"] == 1.0 and by["embed.weight"] == 1.0 and by["blocks.3.ln1.weight"] == 1.0
     assert by["head.weight"] == pytest.approx(8 / 16, rel=1e-15) and by["head.bias"] == 1.0
     assert any("nothing derived" in n and "no depth factor" in n for n in groups.notes)
-    groups = amutheory.param_groups(model, 0.01, base, optimizer="adam", example_input=TOKENS,
+    groups = amutheory.param_groups(model, 0.01, base, optimizer="adam", rule="am-mup", probe=False, example_input=TOKENS,
                                     depth_convention="sgd-rule")
     by = {g["name"]: g["multiplier"] for g in groups}
     assert by["blocks.3.fc2.weight"] == pytest.approx(depth * fan, rel=1e-12)
@@ -277,7 +277,7 @@ def test_optimizers_step_with_the_groups(factory, shape):
     torch.manual_seed(4)
     x, y = torch.randn(shape), torch.randint(0, 10, (shape[0],))
     for make in (lambda g: torch.optim.SGD(g, lr=1.0, momentum=0.9), lambda g: torch.optim.Adam(g, lr=1.0)):
-        groups = amutheory.param_groups(model, 1e-3, base, example_input=shape)
+        groups = amutheory.param_groups(model, 1e-3, base, rule="am-mup", probe=False, example_input=shape)
         opt = make(groups)
         assert [g["lr"] for g in opt.param_groups] == [g["lr"] for g in groups]
         before = [p.detach().clone() for p in model.parameters()]
@@ -297,7 +297,7 @@ def test_no_base_means_multipliers_of_one_and_the_absolute_convention():
     w = model.blocks[0].conv2.weight.detach().clone()
     report = amutheory.parametrize(model, "k-last", IMAGE)
     assert report.K_base == 1 and torch.allclose(model.blocks[0].conv2.weight, w / 2)
-    assert {g["multiplier"] for g in amutheory.param_groups(model, 0.1, example_input=IMAGE)} == {1.0}
+    assert {g["multiplier"] for g in amutheory.param_groups(model, 0.1, rule="am-mup", probe=False, example_input=IMAGE)} == {1.0}
 
 
 def test_bad_arguments_name_the_argument():
@@ -309,15 +309,15 @@ def test_bad_arguments_name_the_argument():
     with pytest.raises(TypeError, match="model must be"):
         amutheory.parametrize("net", "k-last", IMAGE)
     with pytest.raises(TypeError, match="example_input"):
-        amutheory.param_groups(model, 0.1, model, example_input="3,8,8")
+        amutheory.param_groups(model, 0.1, model, rule="am-mup", probe=False, example_input="3,8,8")
     with pytest.raises(ValueError, match="optimizer must be"):
-        amutheory.param_groups(model, 0.1, example_input=IMAGE, optimizer="lion")
+        amutheory.param_groups(model, 0.1, rule="am-mup", probe=False, example_input=IMAGE, optimizer="lion")
     with pytest.raises(ValueError, match="rule must be"):
-        amutheory.param_groups(model, 0.1, example_input=IMAGE, rule="magic")
+        amutheory.param_groups(model, 0.1, probe=False, example_input=IMAGE, rule="magic")
     with pytest.raises(ValueError, match="lr must be"):
-        amutheory.param_groups(model, -1.0, example_input=IMAGE)
+        amutheory.param_groups(model, -1.0, rule="am-mup", probe=False, example_input=IMAGE)
     with pytest.raises(TypeError, match="base_model must be"):
-        amutheory.param_groups(model, 0.1, "base", example_input=IMAGE)
+        amutheory.param_groups(model, 0.1, "base", rule="am-mup", probe=False, example_input=IMAGE)
 
 
 def test_exports_are_the_packages_functions():

@@ -88,7 +88,7 @@ def test_ratio_is_the_measure_probes_eta_ratio(zoo):
     seeds = [0, 1, 2]
     builds = (lambda: mod.resmlp(depth=2, width=8)), (lambda: mod.resmlp(depth=6, width=8))
     torch.manual_seed(0)
-    r1 = tp.probe_ratio(mod.resmlp(2, 8), mod.resmlp(6, 8), (16, 6), seeds=seeds, builds=builds, budget=1e9)
+    r1 = tp.probe_ratio(mod.resmlp(2, 8), mod.resmlp(6, 8), (16, 6), seeds=seeds, builds=builds, budget=tp.MAX_BUDGET_S)
     m = measure_module(mod.resmlp, [2, 6], seeds, ProbeProtocol(), input_shape=(16, 6), width=8)
     expected = math.sqrt(m.s_bar(2).mean() / m.s_bar(6).mean())
     assert r1.ratio == pytest.approx(expected, rel=1e-12)
@@ -198,7 +198,7 @@ def test_layer_scale_stack_measures_flat_and_names_the_fixed_rules(zoo, bridge_f
 def test_equal_nets_give_ratio_one(depth, width, seed):
     """The same net at both ends (a spec, redrawn per seed): r1 is exactly 1, its CI the point."""
     spec = ArchSpec(family="conv", depth=depth, width=width, spatial=8, dim=1, batch=2)
-    r1 = tp.probe_ratio(spec, spec, seeds=[seed, seed + 1], budget=1e9)
+    r1 = tp.probe_ratio(spec, spec, seeds=[seed, seed + 1], budget=tp.MAX_BUDGET_S)
     assert r1.ratio == pytest.approx(1.0, rel=1e-12) and r1.ci == pytest.approx([1.0, 1.0], rel=1e-12)
 
 
@@ -237,3 +237,20 @@ def test_cli_transfer_probe_json(zoo, bridge_file):
     d = json.loads(proc.stdout)
     assert d["rule"] == "probe" and d["probe"]["one_step"]["redrawn"] and len(d["probe"]["one_step"]["seeds"]) == 3
     assert d["lr_interval"][0] < d["lr"] < d["lr_interval"][1] and d["rule_reason"] == "given"
+
+
+def test_param_groups_default_runs_the_probe_and_names_what_it_measures(zoo, bridge_file, monkeypatch):
+    """param_groups / optim.SGD by default: rule auto, the probe run on the two modules as given; a layer-scale
+    stack's flat one-step update puts the fixed rules that cut the rate outside the probe's interval, named in
+    the groups' mismatches as transfer names them."""
+    import amutheory
+
+    monkeypatch.setenv(tp.BRIDGE_ENV, str(bridge_file))
+    _, mod = zoo
+    base, model = mod.layerscale(2, 8), mod.layerscale(16, 8)
+    opt = amutheory.optim.SGD(model, 0.1, base, example_input=(16, 6))
+    groups = opt.amutheory_groups
+    assert groups.transfer.probe["one_step"]["redrawn"] is False and "probe" in groups.transfer.rules
+    assert groups.transfer.rule_reason.startswith("auto: ")
+    assert any(m["assumption"] == "measured depth factor" for m in groups.mismatches)
+    assert "measured depth factor" in groups.table()

@@ -100,7 +100,7 @@ def probe_all(models: dict, cache: Path) -> dict:
         rec["effective_depth"] = {str(L): depth_measures(n, INPUT).effective_depth for L, n in nets.items()}
         for L in TARGETS:
             builds = ((lambda f=factory: f(depth=SOURCE, width=width)), (lambda f=factory, L=L: f(depth=L, width=width)))
-            r1 = tp.probe_ratio(nets[SOURCE], nets[L], INPUT, seeds=PROBE_SEEDS, budget=1e9, builds=builds)
+            r1 = tp.probe_ratio(nets[SOURCE], nets[L], INPUT, seeds=PROBE_SEEDS, budget=tp.MAX_BUDGET_S, builds=builds)
             fixed = transfer_lr(1.0, nets[SOURCE], nets[L], input_shape=INPUT)
             rec["targets"][str(L)] = {"one_step": r1.to_dict(), "fixed": dict(fixed.rules)}
             print(f"{name} L={L}: r1 {r1.ratio:.3g} [{r1.ci[0]:.3g}, {r1.ci[1]:.3g}] ({r1.seconds:.1f} s)", flush=True)

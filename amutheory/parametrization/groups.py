@@ -171,13 +171,15 @@ def check_arguments(model, lr, base_model, rule, optimizer, depth_convention, ex
     return lr
 
 
-def param_groups(model: nn.Module, lr, base_model: nn.Module | None = None, rule: str = "am-mup",
+def param_groups(model: nn.Module, lr, base_model: nn.Module | None = None, rule: str = "auto",
                  optimizer: str = "sgd", example_input=None, base_input=None, *, depth_convention: str = "none",
-                 momentum: float = 0.0) -> ParamGroups:
+                 momentum: float = 0.0, probe: bool = True) -> ParamGroups:
     """``torch.optim`` parameter groups for ``model`` from ``lr`` tuned on ``base_model`` (module
     docstring).  ``example_input``: a tensor or an input shape (``base_input``: the base's, default the
     same); ``depth_convention``: Adam's (module docstring); ``momentum``: how SGD will run (named as a
-    mismatch, as ``transfer`` does)."""
+    mismatch, as ``transfer`` does).  ``rule``: as ``transfer``'s (default ``auto``: the best recorded
+    rule for the model's kind, the probe competing); ``probe``: run the model's own probe (on the two
+    modules as given, where affordable) to check the fixed rules, as ``transfer`` does."""
     lr = check_arguments(model, lr, base_model, rule, optimizer, depth_convention, example_input)
     found = find_residual_branches(model, example_input)
     params = dict(model.named_parameters())
@@ -201,7 +203,8 @@ def param_groups(model: nn.Module, lr, base_model: nn.Module | None = None, rule
     from amutheory.transfer_interval import confidence
 
     with buffers_kept(model, base_model):  # transfer runs both models once (BatchNorm statistics kept)
-        result = transfer_lr(lr, base_model, model, rule=rule, input_shape=base_shape, target_input_shape=shape)
+        result = transfer_lr(lr, base_model, model, rule=rule, input_shape=base_shape, target_input_shape=shape,
+                             probe=probe)
         _, conf = confidence(result, model, base_shape, shape, None, optimizer, momentum)
     fans = (_readout_fan_in(base_model, base_found.readout), _readout_fan_in(model, found.readout))
     uses_rule = optimizer == "sgd" or depth_convention == "sgd-rule"
