@@ -252,12 +252,17 @@ def spec_init_mismatch(spec) -> dict | None:
 
 
 # --------------------------------------------------------------------------- held-out errors
-def errors_path(path=None) -> Path:
-    """The held-out error file: ``path``, else ``$AMUTHEORY_TRANSFER_ERRORS``, else the package's."""
+def record_path(path, env: str, default: Path) -> Path:
+    """A record file: ``path``, else the one the environment variable ``env`` names, else ``default``."""
     if path is not None:
         return Path(path)
-    env = os.environ.get(ERRORS_ENV)
-    return Path(env) if env else ERRORS_FILE
+    named = os.environ.get(env)
+    return Path(named) if named else default
+
+
+def errors_path(path=None) -> Path:
+    """The held-out error file: ``path``, else ``$AMUTHEORY_TRANSFER_ERRORS``, else the package's."""
+    return record_path(path, ERRORS_ENV, ERRORS_FILE)
 
 
 def load_errors(path=None) -> dict:

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -200,10 +199,10 @@ def ratio_with_ci(s_ref, s_tgt, level: float = LEVEL, draws: int = BOOTSTRAP) ->
 
 # --------------------------------------------------------------------------- the bridge
 def bridge_path(path=None) -> Path:
-    if path is not None:
-        return Path(path)
-    env = os.environ.get(BRIDGE_ENV)
-    return Path(env) if env else BRIDGE_FILE
+    """The bridge file: ``path``, else ``$AMUTHEORY_TRANSFER_BRIDGE``, else the package's."""
+    from amutheory.transfer_interval import record_path
+
+    return record_path(path, BRIDGE_ENV, BRIDGE_FILE)
 
 
 def load_bridge(path=None) -> dict:
