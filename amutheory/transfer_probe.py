@@ -179,8 +179,10 @@ def probe_ratio(reference, target, input_shape=None, target_input_shape=None, se
     rest = [probe_module(b, seeds[1:], s) for b, s in ((ref_build, ref_shape), (tgt_build, tgt_shape))]
     s_ref = np.concatenate([first[0].s_bar, rest[0].s_bar])
     s_tgt = np.concatenate([first[1].s_bar, rest[1].s_bar])
-    if not (np.all(np.isfinite(s_ref)) and np.all(np.isfinite(s_tgt)) and s_ref.mean() > 0 and s_tgt.mean() > 0):
-        return ProbeSkipped("the probe's one-step moments are not finite and positive (no counted layer moves)")
+    if not (np.all(np.isfinite(s_ref)) and np.all(np.isfinite(s_tgt)) and np.all(s_ref > 0) and np.all(s_tgt > 0)):
+        dead = int(np.sum(~(s_ref > 0))) + int(np.sum(~(s_tgt > 0)))
+        return ProbeSkipped(f"the probe's one-step moments are not finite and positive on every seed ({dead} of "
+                            f"{2 * len(seeds)} draws move no counted layer: a dead or degenerate net); no finite CI")
     ratio, ci = ratio_with_ci(s_ref, s_tgt)
     return ProbeRatio(ratio, ci, s_ref.tolist(), s_tgt.tolist(), seeds, time.perf_counter() - t0, estimate,
                       len(first[0].layers), len(first[1].layers), redrawn)

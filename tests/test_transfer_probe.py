@@ -56,15 +56,14 @@ MODELS = textwrap.dedent('''
 
 @pytest.fixture
 def zoo(tmp_path):
-    path = tmp_path / "zoo.py"
-    path.write_text(MODELS)
-    sys.path.insert(0, str(tmp_path))
-    import importlib
+    import importlib.util
 
-    mod = importlib.import_module("zoo")
+    path = tmp_path / "probe_models.py"
+    path.write_text(MODELS)
+    spec = importlib.util.spec_from_file_location("amutheory_test_probe_models", path)  # a name no other test uses
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
     yield path, mod
-    sys.path.remove(str(tmp_path))
-    sys.modules.pop("zoo", None)
 
 
 @pytest.fixture
@@ -200,6 +199,14 @@ def test_equal_nets_give_ratio_one(depth, width, seed):
     spec = ArchSpec(family="conv", depth=depth, width=width, spatial=8, dim=1, batch=2)
     r1 = tp.probe_ratio(spec, spec, seeds=[seed, seed + 1], budget=tp.MAX_BUDGET_S)
     assert r1.ratio == pytest.approx(1.0, rel=1e-12) and r1.ci == pytest.approx([1.0, 1.0], rel=1e-12)
+
+
+def test_a_dead_net_is_skipped_not_a_nan_interval():
+    """Width 1: some seeds' ReLU net moves no counted layer (s_bar = 0); a ratio of means over such draws has
+    no finite CI, so the probe says so instead of returning NaN (found by test_cli_hardening's width-1 case)."""
+    spec = ArchSpec(family="conv", depth=2, width=64)
+    res = tp.probe_ratio(spec, spec.with_(depth=8, width=1), seeds=8, budget=tp.MAX_BUDGET_S)
+    assert isinstance(res, tp.ProbeSkipped) and "no finite CI" in res.reason
 
 
 def test_no_record_of_a_kind_widens_by_the_largest_recorded_error(tmp_path):
