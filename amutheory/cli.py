@@ -17,9 +17,8 @@ from pathlib import Path
 
 from amutheory.families import family_names
 from amutheory.flags import PROTOCOL_PRESETS, SWEEP_OUT, TUNE_OUT
-from amutheory.names import (AUTO_RULE, RULE_CHOICES, BRACKET_DEFAULTS, CALIBRATED_RESNET_LAWS, CAMPAIGN_PRESETS, DEFAULT_RULE, ENGINES,
-                             LAWS, SCORES, SITE_REPORT, SITE_TIMEOUT, TRAIN_OPTIMIZERS,
-                             TRANSFER_RULES)
+from amutheory.names import (AUTO_RULE, BRACKET_DEFAULTS, CALIBRATED_RESNET_LAWS, CAMPAIGN_PRESETS, DEFAULT_RULE,
+                             ENGINES, LAWS, RULE_CHOICES, SCORES, SITE_REPORT, SITE_TIMEOUT, TRAIN_OPTIMIZERS)
 from amutheory.spec import ACTIVATIONS, BRANCHES, INITS, NORMS, PADDINGS, SHORTCUTS
 
 EXIT_USAGE = 2

@@ -7,7 +7,8 @@
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=1000)   # the ratios are kept
 
 ``rule`` is ``transfer``'s (default ``auto``: the best recorded rule for the model's kind, the model's
-own probe competing; ``probe=False`` skips the probe).  ``lr`` is the rate tuned on ``base_model``; with no ``base_model`` every multiplier is 1 (plain SGD /
+own probe competing; ``probe=False`` skips the probe).  ``lr`` is the rate tuned on ``base_model``;
+with no ``base_model`` every multiplier is 1 (plain SGD /
 Adam at ``lr``).  A scheduler scales every group's rate by the same factor, so each group's ratio to the
 scheduled base rate stays its multiplier.  What each role's multiplier rests on (derived, a named
 convention, or kept at the base rate): :mod:`amutheory.parametrization.groups`.

@@ -27,6 +27,12 @@ rule               depth factor ``lr_t / lr`` at equal width
 ``per-layer-mup``  per-layer muP binds on ``max_l s_l`` instead of the mean: the chain
                    expansion's last layer, ``sqrt(s_L(L_r) / s_L(L_t))`` in the effective depth,
                    MLP-limit constants.
+``probe``          measured, not assumed: the model's own one-step ratio ``r1`` (the probe of
+                   ``measure --model`` at both ends) times ``rho^beta``, the bridge to training
+                   measured on recorded models (:mod:`amutheory.transfer_probe`; width included
+                   in ``r1``).  Only where asked (``rule="probe"``/``"auto"``, ``probe=True``).
+``auto``           not a rule: picks the one with the smallest recorded typical held-out error
+                   for the net's kind, the probe competing where it ran.
 =================  ==========================================================================
 
 Width (every rule): derived from the expansion (:mod:`amutheory.symbolic.primitives.width`).  The one-step
@@ -304,8 +310,9 @@ def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=Non
     rule, ``"probe"`` (the model's own probe and the measured bridge, :mod:`amutheory.transfer_probe`)
     or ``"auto"`` (the rule with the smallest recorded typical held-out error for this kind of net, the
     probe a candidate where affordable: :func:`amutheory.transfer_interval.choose_rule`, reading the
-    held-out error file ``errors``); ``rules`` holds every rule's value.  ``probe``: run the probe (True: whenever affordable, to check the fixed rules
-    against it; False: never; None: when ``rule`` asks for it); ``probe_seeds`` (default 8),
+    held-out error file ``errors``); ``rules`` holds every rule's value.  ``probe``: run the probe
+    (True: whenever affordable, to check the fixed rules against it; False: never; None: when ``rule``
+    asks for it); ``probe_seeds`` (default 8),
     ``probe_budget`` (seconds, default 60), ``builds`` (``(ref_build, tgt_build)``: callables drawing
     each net from torch's global generator, e.g. a factory at its depth; default: a spec's built-in
     net, a module's copy) and ``bridge_file`` set how."""
@@ -394,9 +401,9 @@ def transfer_with_interval(lr, reference, target, rule: str = AUTO_RULE, input_s
     """:func:`transfer_lr` with ``lr_interval`` and ``confidence`` filled in
     (:mod:`amutheory.transfer_interval`): ``lr_ci = (lo, hi)`` is the tuned rate's own uncertainty,
     ``optimizer``/``momentum`` how the user trains, ``errors`` a held-out error file (default: the
-    package's, or ``$AMUTHEORY_TRANSFER_ERRORS``).  ``rule`` defaults to ``auto`` (the model's own probe
-    where affordable and best recorded); ``probe_options``: :func:`transfer_lr`'s ``probe``, ``probe_seeds``,
-    ``probe_budget``, ``builds``, ``bridge_file``."""
+    package's, or ``$AMUTHEORY_TRANSFER_ERRORS``).  ``rule`` defaults to ``auto`` (the best recorded rule
+    for this kind of net, the model's own probe competing where affordable); ``probe_options``:
+    :func:`transfer_lr`'s ``probe``, ``probe_seeds``, ``probe_budget``, ``builds``, ``bridge_file``."""
     from amutheory.transfer_interval import confidence
 
     res = transfer_lr(lr, reference, target, rule=rule, input_shape=input_shape,
