@@ -270,13 +270,19 @@ def load_errors(path=None) -> dict:
     (:func:`check_errors`): a file that is not what ``validate/transfer_errors.py`` writes is refused
     here, naming the file and the key, never read into a NaN or an overflow later."""
     p = errors_path(path)
+    data = read_record(p, "held-out error file")
+    return {} if data is None else check_errors(data, p)
+
+
+def read_record(p: Path, what: str):
+    """The JSON of the record file ``p`` (None when there is no such file); unreadable JSON is refused
+    naming ``what`` and the file."""
     if not p.is_file():
-        return {}
+        return None
     try:
-        data = json.loads(p.read_text())
+        return json.loads(p.read_text())
     except (OSError, ValueError, RecursionError) as exc:
-        raise ValueError(f"held-out error file {p}: not readable JSON ({' '.join(str(exc).split())})") from None
-    return check_errors(data, p)
+        raise ValueError(f"{what} {p}: not readable JSON ({' '.join(str(exc).split())})") from None
 
 
 def _bad(p, key: str, what: str):

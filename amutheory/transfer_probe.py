@@ -36,7 +36,6 @@ rule, and says why).
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import time
@@ -209,13 +208,12 @@ def bridge_path(path=None) -> Path:
 
 def load_bridge(path=None) -> dict:
     """``{fingerprint: record}`` of the bridge file (``{}`` when there is none), every entry checked."""
+    from amutheory.transfer_interval import read_record
+
     p = bridge_path(path)
-    if not p.is_file():
+    data = read_record(p, "bridge file")
+    if data is None:
         return {}
-    try:
-        data = json.loads(p.read_text())
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ValueError(f"bridge file {p}: not readable JSON ({' '.join(str(exc).split())})") from None
     runs = data.get("runs") if isinstance(data, dict) else None
     if not isinstance(runs, dict):
         raise ValueError(f"bridge file {p}: no 'runs' table (write it with validate/transfer_probe_findings.py)")
