@@ -189,13 +189,13 @@ def probe_ratio(reference, target, input_shape=None, target_input_shape=None, se
 
 def ratio_with_ci(s_ref, s_tgt, level: float = LEVEL, draws: int = BOOTSTRAP) -> tuple[float, list]:
     """``sqrt(mean s_ref / mean s_tgt)`` and its percentile bootstrap CI over the seed index."""
+    from amutheory.bootstrap import percentile_interval, resample, seed_draws
+
     s_ref, s_tgt = np.asarray(s_ref, float), np.asarray(s_tgt, float)
     ratio = float(np.sqrt(s_ref.mean() / s_tgt.mean()))
-    rng = np.random.default_rng(0)
-    idx = rng.integers(0, len(s_ref), size=(draws, len(s_ref)))
-    boot = np.sqrt(s_ref[idx].mean(1) / s_tgt[idx].mean(1))
-    a = (1 - level) / 2
-    return ratio, [float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a))]
+    ref, tgt = resample(seed_draws(len(s_ref), draws, rng=0), s_ref, s_tgt)
+    lo, hi = percentile_interval(np.sqrt(ref.mean(1) / tgt.mean(1)), level)
+    return ratio, [float(lo), float(hi)]
 
 
 # --------------------------------------------------------------------------- the bridge
