@@ -141,6 +141,10 @@ def test_boundary_relu_uses_the_kernel_law(capsys):
     d = json.loads(out)
     assert d["method"] == "kernel" and not any(d["constant_level"]) and not d["claim_holds"]
     assert all(r["s_bar_ratio_se"] < 0.01 * r["s_bar_ratio"] for r in d["per_depth"])
+    # asked again in the same process (as another test on this worker may have done first): served
+    # from the cache, and stderr says so rather than printing nothing
+    code, out2, err = run(["boundary", "--spatial", "32", "--depths", "4,8", "--json"], capsys)
+    assert code == 0 and "served from this process's cache" in err and json.loads(out2) == d
 
 
 def test_derive_and_predict_zero_padding(capsys):

@@ -366,10 +366,13 @@ def _monte_carlo(specs: tuple, depths: tuple, input_var: float, target: float, s
     draws for all), ``{"depths", "s": [per spec (draws, depths)]}``.  Draws are added until the
     worst relative error -- of the ratio of the two specs' means (two specs) or of the mean (one)
     -- is at most ``target``, or :data:`MAX_DRAWS`.  Cached: a request for depths that a cached
-    run already holds is served from it.  ``progress``: one line per batch of draws."""
+    run already holds is served from it.  ``progress``: one line per batch of draws (one line naming
+    the cache when served from it)."""
     key = (specs, input_var, target, seed)
     for held in _MC_CACHE.get(key, []):
         if set(depths) <= set(held["depths"]):
+            if progress is not None:
+                progress(f"kernel law: {len(held['s'][0])} input draws, served from this process's cache")
             return held
     rng = np.random.default_rng(seed)
     s = [np.empty((0, len(depths))) for _ in specs]
