@@ -7,15 +7,20 @@
 2. the grid cells of every study in one pool (each study's records appended to its own
    ``<out>/<study>/cells.jsonl`` as its groups finish), then every study's refinement cells in
    a second pool: a rerun after an interruption runs only what is missing;
+   then, for the studies with ``eta_max_rounds > 0``, the bisection of the largest stable rate
+   (:mod:`amutheory.train.stability`), one pool per round over all of them (its rates recomputed
+   from the tables, so a resumed run trains no cell twice);
 3. the probe (eta*_onestep) at every depth of the studies that ask for it, one depth at a time,
    saved as it goes (``<out>/<study>/onestep.json``);
 4. per study the sweep's own outputs (:func:`amutheory.train.run_sweep`, nothing left to train),
    then the claims, the zero-shot transfer, the bridge, the cost table
-   (:mod:`amutheory.protocol.analysis`), ``summary.json``, ``report.md`` and the figures.
+   (:mod:`amutheory.protocol.analysis`), ``summary.json``, ``report.md`` and the figures; the
+   bisection's eta_max per study and point (:func:`study_eta_max`) in ``summary["eta_max_raw"]``.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from pathlib import Path
@@ -175,8 +180,53 @@ def chosen_studies(protocol: Protocol, only) -> list:
     return [st for st in protocol.studies if st.name in only]
 
 
+def eta_max_rounds(study: Study) -> int:
+    """The study's rounds of eta_max bisection (0: none)."""
+    return getattr(study, "eta_max_rounds", 0) or 0
+
+
+def _bisection_cells(study: Study, state: dict) -> list:
+    """The groups of the study's next bisection round (``[]``: done, or the study does not bisect)."""
+    from amutheory.train.stability import next_cells
+
+    if eta_max_rounds(study) <= 0:
+        return []
+    return next_cells(state["table"], state["template"], list(study.depths), list(study.widths), study.seed_list,
+                      study_rates(study), eta_max_rounds(study))
+
+
+def _run_bisection(studies: list, prepared: dict, run_opts: dict, bar) -> int:
+    """The bisection rounds of ``studies`` (those with ``eta_max_rounds > 0``): one pool per round
+    over all of them; the cells run.  Each round's cells are recomputed from the tables, so a resumed
+    run starts at the first round with a missing record."""
+    bisecting = [st for st in studies if eta_max_rounds(st) > 0]
+    ran = 0
+    for _ in range(max((eta_max_rounds(st) for st in bisecting), default=0)):
+        jobs = [(prepared[st.name], g) for st in bisecting for g in _bisection_cells(st, prepared[st.name])]
+        if not jobs:
+            break
+        ran += _run_all(jobs, run_opts, bar)
+    return ran
+
+
+def study_eta_max(study: Study, state: dict) -> dict:
+    """``{point: eta_max dict}`` (:func:`amutheory.train.stability.eta_max`) at each point of the
+    study's axis (a depth, or a width); ``{}`` for a study that does not bisect."""
+    from amutheory.train.stability import eta_max
+
+    rounds = eta_max_rounds(study)
+    if rounds <= 0:
+        return {}
+    out = {}
+    for p in (study.widths if study.axis == "width" else study.depths):
+        L, n = (study.depths[0], p) if study.axis == "width" else (p, study.widths[0])
+        out[p] = eta_max(state["table"], state["template"], L, n, study.seed_list, study_rates(study), rounds)
+    return out
+
+
 def _complete(study: Study, state: dict) -> bool:
-    """Every grid and refined cell of ``study`` is in its table (and its probe saved, where it probes)."""
+    """Every grid, refined and bisection cell of ``study`` is in its table (and its probe saved,
+    where it probes)."""
     from amutheory.train.sweep import plan, refined_plan
 
     grid = [c for g in plan(state["template"], study.depths, study.widths, study_rates(study), study.seed_list)
@@ -186,6 +236,8 @@ def _complete(study: Study, state: dict) -> bool:
     _, extra = refined_plan(state["template"], state["table"], study.depths, study.widths, study_rates(study),
                             study.seed_list, "mean", study.refine)
     if any(c.key() not in state["table"] for g in extra for c in g):
+        return False
+    if _bisection_cells(study, state):
         return False
     if study.onestep:
         saved = state["folder"] / "onestep.json"
@@ -235,6 +287,7 @@ def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str
                                              st.seed_list, "mean", st.refine)
         refine_jobs += [(p, g) for g in extra]
     ran += _run_all(refine_jobs, run_opts, bar)
+    ran += _run_bisection(chosen, prepared, run_opts, bar)
     if bar is not None:
         bar.close()
     train_seconds = time.perf_counter() - start
@@ -261,7 +314,13 @@ def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str
             rates[st.name] = refined_plan(p["template"], p["table"], st.depths, st.widths, study_rates(st),
                                           st.seed_list, "mean", st.refine)[0]
     onestep = {st.name: _probe(st, prepared[st.name], threads, say) for st in protocol.studies if st.onestep}
-    summary = analyse(protocol, prepared, rates, onestep)
+    eta_max = {st.name: study_eta_max(st, prepared[st.name]) for st in protocol.studies if eta_max_rounds(st) > 0}
+    if "eta_max" in inspect.signature(analyse).parameters:
+        summary = analyse(protocol, prepared, rates, onestep, eta_max=eta_max)
+    else:
+        summary = analyse(protocol, prepared, rates, onestep)
+    if eta_max:
+        summary["eta_max_raw"] = {name: {str(p): d for p, d in by_point.items()} for name, by_point in eta_max.items()}
     summary["complete"] = True
     summary["this_run"] = this_run
     summary["runs"] = _append_run(out, summary["this_run"])
