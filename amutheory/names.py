@@ -40,7 +40,8 @@ TRAIN_OPTIMIZERS = ("sgd", "adam", "adamw")
 #: where the cells run (:mod:`amutheory.train.engine`)
 ENGINES = ("local", "dask")
 #: the data sets (:mod:`amutheory.train.data`; never downloaded)
-DATASETS = ("synthetic", "digits", "mnist", "cifar10", "cifar100")
+#: (``digits-positions``: the digits as 8 tokens, one per image row, each with a one-hot position code)
+DATASETS = ("synthetic", "digits", "mnist", "cifar10", "cifar100", "digits-positions")
 
 #: the guided search's default bracket (:class:`amutheory.tuning.guided.Bracket`)
 BRACKET_DEFAULTS = {"points": 5, "factor": math.sqrt(2.0), "min_seeds": 2, "seeds_to_stop": 3,

@@ -91,6 +91,18 @@ class Family:
         one_d = self.data_dim(spec) == 1
         return {"input_channels": channels * side if one_d else channels, "spatial": side}
 
+    def sequence_layout(self, spec, channels: int, positions: int) -> dict:
+        """Spec fields for a dataset of sequences, ``channels`` features at each of ``positions`` tokens
+        (``(N, channels, positions)``, e.g. ``digits-positions``): a 1-D model reads the tokens as its
+        positions, a model of feature vectors (``data_dim`` 0) ``channels * positions`` features; a 2-D
+        model reads images, not sequences (``ValueError``)."""
+        d = self.data_dim(spec)
+        if d == 1:
+            return {"input_channels": channels, "spatial": positions}
+        if d == 0:
+            return {"input_channels": channels * positions, "spatial": 1}
+        raise ValueError(f"a {d}-D {self.title} reads images, not sequences of tokens; use a 1-D model (dim 1)")
+
     def forward_stable(self, spec) -> bool:
         """Whether ``spec``'s forward pass keeps a finite signal as depth grows (a chain always does)."""
         return True

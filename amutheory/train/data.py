@@ -11,6 +11,14 @@
   Same arguments, identical tensors.
 * ``digits``: scikit-learn's bundled 8x8 digits (1797 images, 1 channel, 10 classes), split
   without shuffling: the first 1440 images train, the remaining 357 test.
+* ``digits-positions``: the same images, split and standardised pixels as ``digits``, laid out as
+  a sequence ``(N, 16, 8)`` of 8 tokens (channels first, like synthetic ``dim=1``): token ``r`` is
+  image row ``r``, its features are that row's 8 standardised pixels (``x[:, c, r] =
+  digits[:, 0, r, c]``) followed by a fixed one-hot position code ``sqrt(8) e_r`` (``x[:, 8 + j, r]
+  = sqrt(8) [j == r]``: each code channel has mean square 1 over the tokens, like a pixel).  The
+  code is the same for every sample and is added after standardising; a linear embedding of
+  ``[pixels; code]`` is a token embedding plus a learned absolute positional embedding, so an
+  order-blind model (the pre-LN Transformer) can tell the rows apart.
 * ``mnist``: the four IDX files ``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``,
   ``t10k-images-idx3-ubyte``, ``t10k-labels-idx1-ubyte`` in ``data_dir`` (each may end in
   ``.gz``).  An IDX file is a big-endian header - magic ``0x00000803`` (unsigned bytes, 3 dims)
@@ -25,9 +33,10 @@
 
 Inputs of every dataset are standardised with the TRAIN split's global mean and std (one
 scalar each, computed over all train pixels), and the same two numbers are applied to the
-test split (a std of 0 is replaced by 1).  The keyword arguments ``dim``, ``input_channels``,
-``spatial``, ``classes``, ``n_train``, ``n_test`` and ``seed`` shape the synthetic data only;
-they are validated but ignored for the real datasets, whose sizes are fixed by their files.
+test split (a std of 0 is replaced by 1); ``digits-positions`` appends its position code after.
+The keyword arguments ``dim``, ``input_channels``, ``spatial``, ``classes``, ``n_train``,
+``n_test`` and ``seed`` shape the synthetic data only; they are validated but ignored for the
+real datasets, whose sizes are fixed by their files.
 
 Safety of the CIFAR reader: pickles are read by :class:`RestrictedUnpickler`, whose
 ``find_class`` admits only the few numpy globals an array needs (``_reconstruct``,
@@ -72,6 +81,10 @@ CIFAR_LAYOUTS = {
 }
 CIFAR_ROW = 3 * 32 * 32
 DIGITS_TRAIN = 1440
+#: digits-positions: tokens (image rows) and the value of the one-hot position code
+#: (``sqrt(tokens)``: each code channel's mean square over the tokens is 1)
+DIGITS_TOKENS = 8
+POSITION_CODE = DIGITS_TOKENS ** 0.5
 TEACHER_SEED_OFFSET = 1_000_003
 #: inputs of the reference batch that calibrates the synthetic teacher's logits
 TEACHER_REFERENCE = 1024
@@ -82,9 +95,9 @@ class Dataset:
     """Train (and optionally test) split of one dataset, inputs standardised (see the module doc).
 
     ``x_train``: float32 ``(N, C, H, W)`` for images; synthetic ``(N, C, S)`` (dim 1) or
-    ``(N, C, S, S)`` (dim 2).  ``y_train``: int64 ``(N,)``.  ``x_test``/``y_test``: the same
-    for the test split, or None when there is none.  ``source``: one line saying where the
-    data came from.
+    ``(N, C, S, S)`` (dim 2); ``digits-positions`` ``(N, 16, 8)`` (a sequence: features x tokens).
+    ``y_train``: int64 ``(N,)``.  ``x_test``/``y_test``: the same for the test split, or None
+    when there is none.  ``source``: one line saying where the data came from.
     """
 
     name: str
@@ -108,7 +121,7 @@ def load_dataset(name: str, data_dir: str | os.PathLike | None = None, *, dim: i
                  spatial: int = 8, classes: int = 10, n_train: int = 2048, n_test: int = 512,
                  seed: int = 0) -> Dataset:
     """The dataset ``name`` (one of :data:`DATASETS`), read from ``data_dir`` (mnist, cifar10,
-    cifar100; ignored by synthetic and digits) or generated (synthetic).
+    cifar100; ignored by synthetic, digits and digits-positions) or generated (synthetic).
 
     Inputs are standardised with the train split's global mean and std (one float32 scalar
     each), the same numbers applied to the test split.  ``dim``, ``input_channels``,
@@ -132,6 +145,8 @@ def load_dataset(name: str, data_dir: str | os.PathLike | None = None, *, dim: i
                                int(n_test), int(seed))
     if name == "digits":
         return _load_digits()
+    if name == "digits-positions":
+        return _load_digits_positions()
     folder = _data_folder(name, data_dir)
     if name == "mnist":
         return _load_mnist(folder)
@@ -266,6 +281,28 @@ def _load_digits() -> Dataset:
     source = (f"digits: sklearn.datasets.load_digits (bundled), first {DIGITS_TRAIN} train, "
               f"remaining {len(y) - DIGITS_TRAIN} test, no shuffling")
     return _make("digits", x[:DIGITS_TRAIN], y[:DIGITS_TRAIN], x[DIGITS_TRAIN:], y[DIGITS_TRAIN:], 10, source)
+
+
+def position_code(tokens: int = DIGITS_TOKENS) -> torch.Tensor:
+    """The fixed position code of ``digits-positions``: ``(tokens, tokens)`` float32, column ``r``
+    (token ``r``) is ``POSITION_CODE`` times the one-hot ``e_r``."""
+    return torch.eye(tokens, dtype=torch.float32) * np.float32(POSITION_CODE)
+
+
+def _with_positions(images: torch.Tensor) -> torch.Tensor:
+    """``(N, 1, R, C)`` standardised images as ``(N, C + R, R)`` sequences: token ``r`` = row ``r``'s
+    ``C`` pixels, then the one-hot code of ``r``."""
+    rows = images[:, 0].transpose(1, 2)  # (N, C, R): x[n, c, r] = image[n, r, c]
+    code = position_code(images.shape[2]).expand(images.shape[0], -1, -1)
+    return torch.cat([rows, code], dim=1).contiguous()
+
+
+def _load_digits_positions() -> Dataset:
+    digits = _load_digits()
+    source = (f"{digits.source}; as {DIGITS_TOKENS} tokens (the image rows) of 8 pixels + a one-hot position "
+              f"code x {POSITION_CODE:.6g} (added after standardising)")
+    return Dataset("digits-positions", _with_positions(digits.x_train), digits.y_train,
+                   _with_positions(digits.x_test), digits.y_test, digits.classes, source)
 
 
 # ----------------------------------------------------------------------------- MNIST (IDX)

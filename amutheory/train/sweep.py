@@ -36,13 +36,22 @@ from amutheory.train.store import append_records, check_meta, check_out_dir, rea
 def spec_for_data(spec, dataset: str, data_dir=None):
     """``spec`` with ``input_channels``, ``spatial`` and ``outputs`` those of ``dataset``'s images
     ``C x N x N`` as loaded, laid out as the family reads them (:meth:`Family.data_layout`: a 1-D model
-    or a transformer reads ``N`` positions of ``C N`` features, an MLP ``C N^2`` features).
-    ``synthetic`` data takes the spec's own shape."""
+    or a transformer reads ``N`` positions of ``C N`` features, an MLP ``C N^2`` features).  A dataset
+    of sequences ``C x T`` (``digits-positions``) is read as ``T`` tokens of ``C`` features by a 1-D
+    model or a transformer and as ``C T`` features by an MLP (:meth:`Family.sequence_layout`; a 2-D
+    model is refused).  ``synthetic`` data takes the spec's own shape."""
     if dataset == "synthetic":
         return spec
     from amutheory.train.run import load_data
 
     data = load_data(dataset, data_dir)
+    if len(data.input_shape) == 2:  # a sequence: C features at each of T tokens
+        c, t = data.input_shape
+        try:
+            layout = spec.family_object.sequence_layout(spec, c, t)
+        except ValueError as err:
+            raise ValueError(f"dataset {dataset} is {t} tokens of {c} features: {err}") from None
+        return spec.with_(**layout, outputs=data.classes)
     c, h, n = data.input_shape
     if h != n:
         raise ValueError(f"dataset {dataset} has {h}x{n} images; the models take square ones")
