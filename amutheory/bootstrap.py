@@ -16,6 +16,14 @@ so that each analysis draws its resamples the same way:
 * :func:`percentile_interval` -- ``[q_{alpha/2}, q_{1 - alpha/2}]`` of the replicates,
   ``alpha = 1 - level`` (the percentile method).
 
+And the delete-one jackknife, for statistics that are smooth functions of seed means (the training
+protocol's registered method from 2026-11-28 on):
+
+* :func:`leave_one_out` -- the ``n`` means of ``n - 1`` seeds (row ``j`` leaves seed ``j`` out);
+* :func:`jackknife_interval` -- ``estimate +- t_{n-1} se``, ``se^2 = (n-1)/n sum (r_j - mean r)^2``;
+* :func:`combined_jackknife_interval` -- the same with the variances of independent seed sets added
+  (training seeds and the probe's seeds), ``t`` at the smallest set's ``n - 1`` degrees of freedom.
+
 Pure numpy (no torch).
 """
 
@@ -25,7 +33,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["generator", "seed_draws", "resample", "percentile_interval"]
+__all__ = ["generator", "seed_draws", "resample", "percentile_interval", "leave_one_out", "jackknife_interval",
+           "combined_jackknife_interval"]
 
 
 def generator(rng) -> np.random.Generator:
@@ -74,3 +83,46 @@ def percentile_interval(replicates, level: float = 0.95, axis: int | None = 0) -
     shape ``[2, ...]`` (the other axes kept)."""
     alpha = 1.0 - level
     return np.quantile(replicates, [alpha / 2.0, 1.0 - alpha / 2.0], axis=axis)
+
+
+def leave_one_out(values: np.ndarray, axis: int = 0) -> np.ndarray:
+    """The ``n`` leave-one-out means along ``axis`` (``n`` seeds): row ``j`` is the mean without seed
+    ``j``; the seed axis is replaced by the replicate axis, put first."""
+    v = np.moveaxis(np.asarray(values, float), axis, 0)
+    n = v.shape[0]
+    if n < 2:
+        raise ValueError(f"values: leave-one-out needs at least two seeds, got {n}")
+    with np.errstate(invalid="ignore"):  # an infinite seed (a diverged run) gives nan replicates, not a warning
+        return (v.sum(0)[None] - v) / (n - 1)
+
+
+def _jackknife_se(replicates) -> tuple[float, int] | None:
+    r = np.asarray(replicates, float)
+    r = r[np.isfinite(r)]
+    n = r.size
+    if n < 3:
+        return None
+    return float(np.sqrt((n - 1) / n * ((r - r.mean()) ** 2).sum())), n
+
+
+def jackknife_interval(estimate: float, replicates, level: float = 0.95) -> list[float] | None:
+    """``estimate +- t_{n-1} * se`` from the ``n`` leave-one-out ``replicates`` (non-finite ones left
+    out); ``None`` with fewer than three finite replicates or a non-finite estimate."""
+    return combined_jackknife_interval(estimate, [replicates], level)
+
+
+def combined_jackknife_interval(estimate: float, replicate_sets, level: float = 0.95) -> list[float] | None:
+    """``estimate +- t * sqrt(sum se_i^2)`` over independent seed sets (one array of leave-one-out
+    replicates each, the others held at their estimate), ``t`` the ``1 - (1 - level)/2`` quantile of
+    Student's t with the smallest set's ``n - 1`` degrees of freedom; ``None`` if a set has fewer than
+    three finite replicates or the estimate is not finite."""
+    from scipy import stats
+
+    if not np.isfinite(estimate):
+        return None
+    got = [_jackknife_se(r) for r in replicate_sets]
+    if not got or any(g is None for g in got):
+        return None
+    se = float(np.sqrt(sum(g[0] ** 2 for g in got)))
+    t = float(stats.t.ppf(1 - (1 - level) / 2, min(g[1] for g in got) - 1))
+    return [float(estimate - t * se), float(estimate + t * se)]

@@ -37,7 +37,8 @@ def test_the_2026_11_27_registration_names_its_preset_and_protocol_runs_it():
     assert f"**`{fingerprint(PROTOCOL_2026_11_27)}`**" in text, "the protocol preset changed without its registration"
     for s in PROTOCOL_2026_11_27.studies:
         assert f"| {s.name} |" in text
-    assert PRESETS["protocol"] is PROTOCOL_2026_11_27
+    assert PRESETS["protocol-2026-11-27"] is PROTOCOL_2026_11_27  # still runnable by its date
+    assert fingerprint(PROTOCOL_2026_11_27) == "ee8f31fcb73b26c5"  # unchanged by the fields added since
     assert fingerprint(PRESETS["protocol-2026-11"]) == "3ec19a75a6d0b7fb"  # the earlier registration, unchanged
     assert PROTOCOL_2026_11_27.interval == "jackknife" and PROTOCOL_2026_11_27.requires_learning
 

@@ -40,7 +40,8 @@ def axis_values(study, template, axis: str) -> dict:
 class StudyResult:
     """One study's searches (at the registered horizon and the shorter ones) and its fits."""
 
-    def __init__(self, study, template, table, rates: dict, horizons, interval: str = "bootstrap"):
+    def __init__(self, study, template, table, rates: dict, horizons, interval: str = "bootstrap",
+                 optimum: str = "vertex"):
         from amutheory.train.sweep import searches_at
 
         self.study, self.template, self.table, self.rates = study, template, table, rates
@@ -48,8 +49,13 @@ class StudyResult:
         seeds = study.seed_list
         key = (lambda p: (p, study.widths[0])) if study.axis == "depth" else (lambda p: (study.depths[0], p))
         self.points = list(study.widths if study.axis == "width" else study.depths)
-        at = {None: searches_at(template, table, rates, seeds)}
-        at.update({T: searches_at(template, table, rates, seeds, horizon=T) for T in horizons if T < study.steps})
+        # the smooth optimum's window: two steps of the study's log grid on each side of the argmin
+        self.window = 2 * math.log(study.lr_range[1] / study.lr_range[0]) / (study.points - 1) \
+            if optimum == "smooth" else None
+        opts = dict(window=self.window, interval=interval)
+        at = {None: searches_at(template, table, rates, seeds, **opts)}
+        at.update({T: searches_at(template, table, rates, seeds, horizon=T, **opts) for T in horizons
+                   if T < study.steps})
         self.by_horizon = {T: {p: s[key(p)] for p in self.points} for T, s in at.items()}
         self.searches = self.by_horizon[None]
         self._x = {}
@@ -88,7 +94,7 @@ class StudyResult:
             s = self.searches[p]
             finite = np.isfinite(s.loss_mean)
             out.append({self.study.axis: p, "eta_star_train": _num(s.eta_star_train),
-                        "eta_star_train_ci": s.eta_star_train_ci, "flags": list(s.flags),
+                        "eta_star_train_ci": s.eta_star_train_ci, "interval": self.interval, "flags": list(s.flags),
                         "best_loss": _num(s.loss_mean[finite].min()) if finite.any() else None,
                         "final_loss_at_optimum": self._at_grid_optimum(p, "final_loss"),
                         "test_accuracy_at_optimum": self._at_grid_optimum(p, "test_accuracy"),
@@ -117,17 +123,29 @@ def _strip(fit: dict | None) -> dict | None:
     return None if fit is None else {k: v for k, v in fit.items() if k != "slope_draws"}
 
 
-def _prefactor_ratio(a: StudyResult, b: StudyResult, points) -> dict | None:
-    """Geometric mean over ``points`` of eta*_a / eta*_b, with its paired bootstrap CI."""
-    ea = np.array([a.searches[p].eta_star_train for p in points])
-    eb = np.array([b.searches[p].eta_star_train for p in points])
-    if not (np.isfinite(ea).all() and np.isfinite(eb).all()) or a.searches[points[0]].boot is None:
+def _prefactor_ratio(a: StudyResult, b: StudyResult, points, ha=None, hb=None) -> dict | None:
+    """Geometric mean over ``points`` of eta*_a / eta*_b (read at horizons ``ha`` and ``hb``), with its
+    paired CI: the seed bootstrap, or the delete-one-seed jackknife on its log (seed ``j`` left out of both)."""
+    sa, sb = a.by_horizon[ha], b.by_horizon[hb]
+    ea = np.array([sa[p].eta_star_train for p in points])
+    eb = np.array([sb[p].eta_star_train for p in points])
+    jack = a.interval == "jackknife"
+    if not (np.isfinite(ea).all() and np.isfinite(eb).all()) or (sa[points[0]].jack if jack else sa[points[0]].boot) \
+            is None:
         return None
-    da = np.stack([a.searches[p].boot for p in points], 1)
-    db = np.stack([b.searches[p].boot for p in points], 1)
+    pick = (lambda s: s.jack) if jack else (lambda s: s.boot)
+    da = np.stack([pick(sa[p]) for p in points], 1)
+    db = np.stack([pick(sb[p]) for p in points], 1)
+    ratio = float(np.exp(np.log(ea / eb).mean()))
     with np.errstate(invalid="ignore", divide="ignore"):
         draws = np.exp(np.log(da / db).mean(1))
-    return {"ratio": float(np.exp(np.log(ea / eb).mean())), "ratio_ci": V.ci(draws), "depths": list(points)}
+    if jack:
+        from amutheory.protocol.zero_shot import log_ratio_interval
+
+        rci = log_ratio_interval(ratio, [draws])
+    else:
+        rci = V.ci(draws)
+    return {"ratio": ratio, "ratio_ci": rci, "interval": a.interval, "depths": list(points)}
 
 
 def _corrected_slope(result: StudyResult, axis: str) -> float | None:
@@ -145,39 +163,62 @@ def _exponent_claim(claim, r: StudyResult, protocol) -> dict:
     corrected = _corrected_slope(r, claim.axis) if claim.expected != 0 else None
     out = {"expected": claim.expected, "fit": _strip(fit), "corrected_slope": corrected,
            "at_horizons": {str(T): _strip(f) for T, f in at.items()}}
-    out.update(V.exponent_verdict(fit, claim.expected, at, corrected))
+    out.update(V.exponent_verdict(fit, claim.expected, at, corrected, protocol.margin))
     return out
+
+
+def _horizons(a: StudyResult, b: StudyResult) -> tuple:
+    """The keys of ``by_horizon`` at which two studies are compared: the shorter one's registered horizon
+    (a study trained longer is read at that step, where it keeps the reading)."""
+    T = min(a.study.steps, b.study.steps)
+    key = lambda r: None if r.study.steps == T or T not in r.by_horizon else T  # noqa: E731
+    return key(a), key(b)
 
 
 def _pair(claim_axis: str, a: StudyResult, b: StudyResult):
     common = [p for p in a.points if p in b.points]
-    return common, V.paired_difference(a.fit(claim_axis, common), b.fit(claim_axis, common))
+    ha, hb = _horizons(a, b)
+    return common, V.paired_difference(a.fit(claim_axis, common, ha), b.fit(claim_axis, common, hb))
 
 
-def _claim(claim, results: dict, protocol) -> dict:
-    rs = [results[s] for s in claim.studies]
+def _claim(claim, results: dict, protocol, eta_max_fits: dict | None = None) -> dict:
+    eta_max_fits = eta_max_fits or {}
     base = {"name": claim.name, "statement": claim.statement, "kind": claim.kind, "studies": list(claim.studies),
             "axis": claim.axis}
+    if claim.untestable:
+        return {**base, "verdict": "untestable", "reason": claim.untestable, "not_run": True}
+    rs = [results[s] for s in claim.studies]
     if claim.kind == "exponent":
         return {**base, **_exponent_claim(claim, rs[0], protocol)}
+    if claim.kind == "eta-max":
+        fit = eta_max_fits.get(claim.studies[0])
+        return {**base, "expected": claim.expected, "fit": fit,
+                **V.exponent_verdict(fit, claim.expected, {}, None, protocol.margin)}
     if claim.kind == "same-exponent":
         common, diff = _pair(claim.axis, rs[0], rs[1])
-        ratio = _prefactor_ratio(rs[0], rs[1], common)
-        fits = {s: _strip(r.fit(claim.axis, common)) for s, r in zip(claim.studies, rs)}
-        return {**base, "depths": common, "fits": fits, "prefactor_ratio": ratio,
+        ha, hb = _horizons(rs[0], rs[1])
+        ratio = _prefactor_ratio(rs[0], rs[1], common, ha, hb)
+        fits = {s: _strip(r.fit(claim.axis, common, h)) for s, r, h in zip(claim.studies, rs, (ha, hb))}
+        return {**base, "depths": common, "fits": fits, "prefactor_ratio": ratio, "horizons": _steps(rs, (ha, hb)),
                 "difference": None if diff is None else {k: v for k, v in diff.items() if k != "difference_draws"},
-                **V.same_exponent_verdict(diff, ratio, claim.prefactor_changes)}
+                **V.same_exponent_verdict(diff, ratio, claim.prefactor_changes, protocol.margin)}
     if claim.kind == "steeper":
         common, he = _pair(claim.axis, rs[0], rs[2])
         _, crit = _pair(claim.axis, rs[1], rs[2])
-        fits = {s: _strip(r.fit(claim.axis, common)) for s, r in zip(claim.studies, rs)}
+        hs = (_horizons(rs[0], rs[2])[0], _horizons(rs[1], rs[2])[0], _horizons(rs[0], rs[2])[1])
+        fits = {s: _strip(r.fit(claim.axis, common, h)) for s, r, h in zip(claim.studies, rs, hs)}
         strip = lambda d: None if d is None else {k: v for k, v in d.items() if k != "difference_draws"}  # noqa: E731
         return {**base, "depths": common, "fits": fits, "difference_he": strip(he), "difference_critical": strip(crit),
-                **V.steeper_verdict(he, crit)}
-    return {**base, **_width_claim(claim, rs[0])}
+                "horizons": _steps(rs, hs), **V.steeper_verdict(he, crit, protocol.margin)}
+    return {**base, **_width_claim(claim, rs[0], protocol.margin)}
 
 
-def _width_claim(claim, r: StudyResult) -> dict:
+def _steps(rs, keys) -> dict:
+    """``{study: the step its fit is read at}``."""
+    return {r.study.name: r.study.steps if k is None else k for r, k in zip(rs, keys)}
+
+
+def _width_claim(claim, r: StudyResult, margin: float | None = None) -> dict:
     from amutheory.transfer import transfer_lr
 
     fit = r.fit("width")
@@ -186,10 +227,31 @@ def _width_claim(claim, r: StudyResult) -> dict:
     rules = {}
     for name in claim.expected_rules:
         e = math.log(widths[name]) / math.log(n1 / n0)
-        rules[name] = {"exponent": e, **V.exponent_verdict(fit, e, {}, None)}
+        rules[name] = {"exponent": e, **V.exponent_verdict(fit, e, {}, None, margin)}
     lead = rules[claim.expected_rules[0]]
     return {"fit": _strip(fit), "rules": rules, "verdict": lead["verdict"],
             "reason": f"{claim.expected_rules[0]} rule: {lead['reason']}"}
+
+
+def _onestep_jack(saved: dict, depths) -> dict:
+    from amutheory.protocol.zero_shot import onestep_jackknife
+
+    return onestep_jackknife(np.array([saved["depths"][str(L)]["s_bar"] for L in depths]).T)
+
+
+def _bridge_opts(protocol, probe_jack: dict | None, stat: str) -> dict:
+    if protocol.interval != "jackknife":
+        return {}
+    return {"method": "jackknife", "probe_jack": None if probe_jack is None else probe_jack[stat],
+            "margin": protocol.margin}
+
+
+def _probe_fit(depths, curve: tuple, jack, method: str) -> dict | None:
+    """The one-step curve's power law in depth: its CI from the probe's bootstrap draws, or from its
+    leave-one-probe-seed-out replicates (jackknife)."""
+    if method == "jackknife":
+        return _strip(V.loglog_fit(depths, curve[0], jack, "jackknife"))
+    return _strip(V.loglog_fit(depths, curve[0], curve[1]))
 
 
 def _onestep_curves(saved: dict, depths) -> dict:
@@ -206,20 +268,23 @@ def _transfer(protocol, results: dict, onestep: dict) -> dict:
     one = _onestep_curves(onestep[plan.study], depths) if plan.study in onestep else {}
     for k, (point, d) in one.items():
         curves[k], draws[k] = point, d
+    opts = dict(method=protocol.interval, margin_rule=protocol.margin is not None,
+                probe_jack=_onestep_jack(onestep[plan.study], depths) if plan.study in onestep else None)
     out = {"study": plan.study, "calibration": list(plan.calibration), "targets": list(plan.targets),
-           "tolerance": plan.tolerance, "depths": depths,
+           "tolerance": plan.tolerance, "depths": depths, "interval": protocol.interval,
            "curves": {k: np.asarray(v).tolist() for k, v in curves.items()},
-           "rules": zero_shot_table(r.searches, curves, draws, plan.calibration, plan.targets, plan.tolerance),
+           "rules": zero_shot_table(r.searches, curves, draws, plan.calibration, plan.targets, plan.tolerance, **opts),
            "segments": [{"calibration": list(c), "targets": list(t),
-                         "rules": zero_shot_table(r.searches, curves, draws, c, t, plan.tolerance)}
+                         "rules": zero_shot_table(r.searches, curves, draws, c, t, plan.tolerance, **opts)}
                         for c, t in plan.segments]}
     if one:
         horizons = {(r.study.steps if T is None else T): s for T, s in r.by_horizon.items()}
-        out["bridge"] = {stat: bridge(horizons, one[stat], depths) for stat in one}
+        out["bridge"] = {stat: bridge(horizons, one[stat], depths, **_bridge_opts(protocol, opts["probe_jack"], stat))
+                         for stat in one}
         out["bridge_exponents"] = {
             "train": {str(T if T is not None else r.study.steps): _strip(r.fit("depth", horizon=T))
                       for T in r.by_horizon},
-            **{stat: _strip(V.loglog_fit(depths, one[stat][0], one[stat][1])) for stat in one}}
+            **{stat: _probe_fit(depths, one[stat], opts["probe_jack"][stat], protocol.interval) for stat in one}}
         out["cost"] = _cost(protocol, r, onestep[plan.study], out["rules"])
     return out
 
@@ -270,13 +335,35 @@ def _largest(claim: dict, results: dict) -> dict:
     return out
 
 
-def analyse(protocol, prepared: dict, rates: dict, onestep: dict) -> dict:
-    """The protocol's summary (the JSON contract of ``validate --preset protocol``)."""
+def _eta_max(study, per_point: dict, interval: str) -> dict:
+    """The largest stable rate of one study: per point the bisection's estimate, its CI and flags, and
+    its power law on the study's axis (the delete-one-seed jackknife over the per-seed edges)."""
+    points = sorted(per_point)
+    rows = []
+    for p in points:
+        d = per_point[p]
+        reps = d.get("replicates")
+        c = None if reps is None else V.interval(math.log(d["eta_max"]), np.log(reps), interval)
+        rows.append({study.axis: p, "eta_max": d["eta_max"], "eta_max_ci": None if c is None else
+                     [math.exp(c[0]), math.exp(c[1])], "interval": interval, "flags": list(d.get("flags", [])),
+                     "resolution": d.get("resolution")})
+    n = study.seeds
+    draws = np.stack([np.asarray(per_point[p].get("replicates") or np.full(n, np.nan), float) for p in points], 1)
+    fit = V.loglog_fit([float(p) for p in points], [per_point[p]["eta_max"] for p in points], draws, interval)
+    return {"rows": rows, "fit": _strip(fit), "rounds": study.eta_max_rounds}
+
+
+def analyse(protocol, prepared: dict, rates: dict, onestep: dict, eta_max: dict | None = None) -> dict:
+    """The protocol's summary (the JSON contract of ``validate --preset protocol``); ``eta_max``:
+    ``{study: {point: amutheory.train.stability.eta_max(...)}}`` for the studies that bisect."""
     from amutheory.protocol.presets import fingerprint
 
     results = {st.name: StudyResult(st, prepared[st.name]["template"], prepared[st.name]["table"],
-                                    rates[st.name], protocol.horizons, protocol.interval)
+                                    rates[st.name], protocol.horizons, protocol.interval, protocol.optimum)
                for st in protocol.studies}
+    eta_max = eta_max or {}
+    eta_max_studies = {name: _eta_max(results[name].study, pts, protocol.interval) for name, pts in eta_max.items()}
+    eta_max_section = {"eta_max": eta_max_studies} if eta_max_studies else {}
     studies = {}
     for name, r in results.items():
         axis = r.study.axis
@@ -286,8 +373,11 @@ def analyse(protocol, prepared: dict, rates: dict, onestep: dict) -> dict:
                          "family": r.study.spec.family,
                          "steps": r.study.steps, "seeds": r.study.seeds, "optimizer": r.study.optimizer,
                          "dataset": r.study.dataset, "cost": r.cost(r.points)}
-    claims = [_claim(c, results, protocol) for c in protocol.claims]
+    claims = [_claim(c, results, protocol, {k: v["fit"] for k, v in eta_max_studies.items()})
+              for c in protocol.claims]
     for c in claims:  # which nets the verdict rests on learn; untestable where one does not (new registrations)
+        if c.get("not_run") or c["kind"] == "eta-max":  # the divergence edge is measured whether or not a net learns
+            continue
         learning = _learning(c, results)
         c["learns"] = {study: {str(p): ok for p, ok in pts.items()} for study, pts in learning.items()}
         c["learning_points"] = {study: [p for p, ok in pts.items() if ok] for study, pts in learning.items()}
@@ -296,18 +386,22 @@ def analyse(protocol, prepared: dict, rates: dict, onestep: dict) -> dict:
             c.update(V.learning_verdict(c, learning) or {})
     return {"protocol": protocol.name, "fingerprint": fingerprint(protocol), "description": protocol.description,
             "size_note": protocol.size_note, "registered_horizon": "each study's steps",
+            "interval": protocol.interval, "optimum": protocol.optimum, "margin": protocol.margin,
             "verdicts": {c["name"]: c["verdict"] for c in claims}, "claims": claims,
             "transfer": _transfer(protocol, results, onestep), "studies": studies,
-            "bridges": _bridges(results, onestep)}
+            "bridges": _bridges(results, onestep, protocol), **eta_max_section}
 
 
-def _bridges(results: dict, onestep: dict) -> dict:
+def _bridges(results: dict, onestep: dict, protocol) -> dict:
     """eta*_train / eta*_onestep against depth and horizon for every study that probed (the transfer study's
     is also under ``transfer.bridge``): ``{study: {"width": n, statistic: bridge}}``."""
     out = {}
     for name, saved in onestep.items():
         r = results[name]
         one = _onestep_curves(saved, r.points)
+        jack = _onestep_jack(saved, r.points)
         horizons = {(r.study.steps if T is None else T): s for T, s in r.by_horizon.items()}
-        out[name] = {"width": r.study.widths[0], **{stat: bridge(horizons, one[stat], r.points) for stat in one}}
+        out[name] = {"width": r.study.widths[0], **{stat: bridge(horizons, one[stat], r.points,
+                                                                 **_bridge_opts(protocol, jack, stat))
+                                                    for stat in one}}
     return out

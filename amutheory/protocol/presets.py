@@ -27,7 +27,7 @@ from amutheory.spec import ArchSpec
 from amutheory.train.cell import OPTIMIZERS
 
 #: claim kinds (:mod:`amutheory.protocol.verdicts` holds their rules)
-CLAIM_KINDS = ("exponent", "same-exponent", "steeper", "width")
+CLAIM_KINDS = ("exponent", "same-exponent", "steeper", "width", "eta-max")
 #: the axis an exponent is fitted on
 AXES = ("depth", "effective-depth", "blocks", "width")
 
@@ -60,6 +60,9 @@ class Study:
     #: the training seeds are first_seed .. first_seed + seeds - 1 (a pilot or a replicate on disjoint seeds;
     #: left out of the fingerprint at 0, so an earlier registration keeps its fingerprint)
     first_seed: int = 0
+    #: bisection rounds of the largest stable rate eta_max per (depth, width, seed) (:mod:`amutheory.train.stability`;
+    #: 0: not measured, left out of the fingerprint)
+    eta_max_rounds: int = 0
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.replace("-", "").isalnum():
@@ -92,7 +95,11 @@ class Claim:
       with ``prefactor_changes``, the prefactor ratio must also differ from 1;
     * ``steeper``: study 0 (the activation at He ``c = 2``) steeper than study 2 (the reference)
       and study 1 (the activation at its own critical ``c``) too;
-    * ``width``: the fitted width exponent of study 0 against each rule of ``expected_rules``.
+    * ``width``: the fitted width exponent of study 0 against each rule of ``expected_rules``;
+    * ``eta-max``: the fitted exponent of study 0's largest stable rate against ``expected``.
+
+    ``untestable``: the registration's reason why this claim is not tested (its studies are then not
+    run; ``""``: tested).
     """
 
     name: str
@@ -103,13 +110,14 @@ class Claim:
     expected: float | None = -1.5
     prefactor_changes: bool = False
     expected_rules: tuple = ()
+    untestable: str = ""
 
     def __post_init__(self):
         if self.kind not in CLAIM_KINDS:
             raise ValueError(f"claim {self.name}: kind must be one of {', '.join(CLAIM_KINDS)}")
         if self.axis not in AXES:
             raise ValueError(f"claim {self.name}: axis must be one of {', '.join(AXES)}")
-        need = {"exponent": 1, "same-exponent": 2, "steeper": 3, "width": 1}[self.kind]
+        need = {"exponent": 1, "same-exponent": 2, "steeper": 3, "width": 1, "eta-max": 1}[self.kind]
         if len(self.studies) != need:
             raise ValueError(f"claim {self.name}: a {self.kind} claim names {need} studies, got {len(self.studies)}")
 
@@ -146,15 +154,25 @@ class Protocol:
     #: how the exponents' CIs are made (:data:`amutheory.protocol.verdicts.INTERVALS`; left out of the fingerprint
     #: at "bootstrap", the method of the registrations up to 2026-11)
     interval: str = "bootstrap"
+    #: the per-depth optimum: ``vertex`` (three points around the argmin, up to 2026-11-27) or ``smooth`` (the window
+    #: fit of :mod:`amutheory.train.search`, 2026-11-28 on); left out of the fingerprint at ``vertex``
+    optimum: str = "vertex"
+    #: the margin rule's delta in exponent units (:mod:`amutheory.protocol.verdicts`); ``None``: the width cut of the
+    #: registrations up to 2026-11-27 (left out of the fingerprint)
+    margin: float | None = None
 
     def __post_init__(self):
         if self.interval not in INTERVALS:
             raise ValueError(f"protocol {self.name}: interval must be bootstrap or jackknife, got {self.interval!r}")
+        if self.optimum not in ("vertex", "smooth"):
+            raise ValueError(f"protocol {self.name}: optimum must be vertex or smooth, got {self.optimum!r}")
+        if self.margin is not None and not (isinstance(self.margin, float) and 0 < self.margin < 10):
+            raise ValueError(f"protocol {self.name}: margin must be a float in (0, 10) or None, got {self.margin!r}")
         names = [s.name for s in self.studies]
         if len(set(names)) != len(names):
             raise ValueError(f"protocol {self.name}: repeated study names")
         for c in self.claims:
-            missing = [s for s in c.studies if s not in names]
+            missing = [s for s in c.studies if s not in names and not c.untestable]
             if missing:
                 raise ValueError(f"claim {c.name} names unknown studies {missing}")
         if self.transfer.study not in names:
@@ -176,13 +194,19 @@ class Protocol:
             for name, default in _ADDED_STUDY_FIELDS.items():
                 if study.get(name) == default:
                     study.pop(name)
+        for claim in d["claims"]:
+            for name, default in _ADDED_CLAIM_FIELDS.items():
+                if claim.get(name) == default:
+                    claim.pop(name)
         return d
 
 
 #: fields added to Protocol after a registration, with the value every earlier registration has
-_ADDED_FIELDS = {"requires_learning": False, "interval": "bootstrap"}
+_ADDED_FIELDS = {"requires_learning": False, "interval": "bootstrap", "optimum": "vertex", "margin": None}
 #: the same for Study
-_ADDED_STUDY_FIELDS = {"first_seed": 0}
+_ADDED_STUDY_FIELDS = {"first_seed": 0, "eta_max_rounds": 0}
+#: the same for Claim
+_ADDED_CLAIM_FIELDS = {"untestable": ""}
 
 
 def _plain(obj):
@@ -370,6 +394,59 @@ PROTOCOL_2026_11_27 = learning_protocol(
               "minutes on 2 cores from the pilot's own cells", interval="jackknife")
 
 
+# ----------------------------------------------------------------------------- verdicts that replicate (2026-11-28)
+#: the margin of the margin rule, in exponent units: half the distance from the claimed -3/2 to the nearest rival
+#: law's exponent (-1: per-layer muP and Depth-muP's SGD rate without multiplier; -2: the 2026-11-27 run's 2-D chain),
+#: so a CI inside -3/2 +- 0.25 excludes both rivals, and one wholly outside excludes -3/2
+MARGIN = 0.25
+
+#: why the registration of 2026-11-28 does not test two claims (their studies are not run)
+NOT_TESTED = {
+    "conv2d": "not tested on this machine: the 2-D chain does not learn beyond depth 4 at the CPU size (width 32, "
+              "300 steps: final loss 1.70 against the threshold 1.15 at depth 8 in the 2026-11-27 run); it learns at "
+              "width 64 and 1000 steps on a GPU (docs/findings/gpu_learning.md), and this task has no device",
+    "zero-padding": "dropped: the synthetic N = 32 teacher task never learned at any depth in two pilots and two "
+                    "registered runs (final loss 2.09 against 1.15), and no learnable task with N >> k positions fits "
+                    "this CPU budget; the one-step zero-padding law is checked exactly (docs/findings/zero_padding.md)",
+}
+
+
+def replicable_protocol(name: str, description: str, seeds: int = 6, points: int = 9) -> Protocol:
+    """The 2026-11-28 design (issue 48): the 2026-11-27 studies with the smooth optimum, the delete-one-seed
+    jackknife for every CI and the margin rule; the 1-D chain trained 1000 steps to depth 16 (read at T = 100,
+    300 and 1000), the Transformer on digits with position codes, the largest stable rate eta_max by bisection
+    on the exponent studies, and the 2-D chain and the zero-padding pair not tested (:data:`NOT_TESTED`)."""
+    base = learning_protocol(name, description, PILOT_CUT, seeds=seeds, points=points, interval="jackknife")
+    drop = ("chain2d", "circular-n32", "zero-n32", "horizon")
+    changes = {
+        "chain1d": dict(what="1D conv chain on digits (8 positions x 8 features), ReLU, circular padding, width 32, "
+                             "1000 steps (read at T = 100, 300 and 1000): the transfer study",
+                        depths=(2, 3, 4, 6, 8, 12, 16), steps=1000, eta_max_rounds=2),
+        "resnet-aware": dict(eta_max_rounds=2), "resnet-standard": dict(eta_max_rounds=2),
+        "resnet-depth-mup": dict(eta_max_rounds=2),
+        "transformer": dict(what="pre-LN Transformer (d_model 32, 2 heads) on digits-positions: 8 tokens (image rows) "
+                                 "of 8 pixels and a one-hot position code", dataset="digits-positions",
+                            synthetic_shape=None, depths=(1, 2, 4, 8), eta_max_rounds=2),
+    }
+    studies = tuple(dataclasses.replace(st, **changes.get(st.name, {})) for st in base.studies if st.name not in drop)
+    claims = tuple(dataclasses.replace(c, untestable=NOT_TESTED.get(c.name, "")) for c in base.claims) + (
+        Claim("conv1d-eta-max", "the largest stable rate (the papers' maximal update 'without causing instability') "
+              "of 1D conv nets ~ L^(-3/2)", "eta-max", ("chain1d",)),)
+    return dataclasses.replace(base, studies=studies, claims=claims,
+                               transfer=TransferPlan("chain1d", calibration=(3, 4), targets=(6, 8, 12, 16)),
+                               optimum="smooth", margin=MARGIN,
+                               size_note=f"{seeds} seeds, {points} rates + 2 refined per study; the 1-D chain 1000 "
+                                         "steps; eta_max by 2 bisection rounds on the exponent studies")
+
+
+#: the registration of 2026-11-28 (validate/plans/REGISTRATION_PROTOCOL_2026_11_28.md)
+PROTOCOL_2026_11_28 = replicable_protocol(
+    "protocol", "Zero-shot learning-rate transfer under training and a verdict per claim that replicates: the smooth "
+    "optimum, the delete-one-seed jackknife for every CI, the margin rule (delta 0.25); nets that learn where the "
+    "claims live (the 1-D chain to depth 16 at 1000 steps, a Transformer with positions), the largest stable rate by "
+    "bisection. Sized for a 2-core CPU (under 45 minutes).")
+
+
 # ----------------------------------------------------------------------------- the GPU protocol
 _PAPER_DEPTHS = (3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 18, 20, 24, 30)
 _PAPER_SPEC = ArchSpec(family="conv", dim=2, depth=3, width=64, kernel=3, padding="circular", activation="relu")
@@ -411,8 +488,9 @@ PROTOCOL_PAPER_CPU = _paper((3, 4, 5, 6, 8), 16, 50, 9, 2,
 #: the registration of 2026-11 (fingerprint 3ec19a75a6d0b7fb, validate/plans/REGISTRATION_PROTOCOL.md), by its date
 PROTOCOL_2026_11 = PROTOCOL
 
-PRESETS = {"protocol": PROTOCOL_2026_11_27, "protocol-2026-11": PROTOCOL_2026_11, "protocol-pilot": PROTOCOL_PILOT,
-           "protocol-paper": PROTOCOL_PAPER}
+PRESETS = {"protocol": PROTOCOL_2026_11_28, "protocol-2026-11-28": PROTOCOL_2026_11_28,
+           "protocol-2026-11-27": PROTOCOL_2026_11_27, "protocol-2026-11": PROTOCOL_2026_11,
+           "protocol-pilot": PROTOCOL_PILOT, "protocol-paper": PROTOCOL_PAPER}
 
 
 def for_device(preset: str, device: str) -> Protocol:

@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 from pathlib import Path
@@ -315,10 +314,7 @@ def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str
                                           st.seed_list, "mean", st.refine)[0]
     onestep = {st.name: _probe(st, prepared[st.name], threads, say) for st in protocol.studies if st.onestep}
     eta_max = {st.name: study_eta_max(st, prepared[st.name]) for st in protocol.studies if eta_max_rounds(st) > 0}
-    if "eta_max" in inspect.signature(analyse).parameters:
-        summary = analyse(protocol, prepared, rates, onestep, eta_max=eta_max)
-    else:
-        summary = analyse(protocol, prepared, rates, onestep)
+    summary = analyse(protocol, prepared, rates, onestep, eta_max=eta_max)
     if eta_max:
         summary["eta_max_raw"] = {name: {str(p): d for p, d in by_point.items()} for name, by_point in eta_max.items()}
     summary["complete"] = True

@@ -20,6 +20,14 @@ Verdicts (``holds`` / ``fails`` / ``conditional`` / ``inconclusive``), as regist
 * ``steeper`` (GELU): *holds* if the activation at its own critical init is steeper than the
   reference (difference CI below 0); *conditional* if only at He ``c = 2``; else *fails* (or
   *inconclusive* when the CIs are too wide to tell);
+* **the margin rule** (registrations from 2026-11-28 on, ``margin = delta``): a two-sided claim
+  "the quantity is ``e0``" *holds* when the whole CI lies inside ``[e0 - delta, e0 + delta]``, *fails*
+  when it lies wholly outside, and is *inconclusive* otherwise -- no width cut, and imprecision is never
+  rewarded.  ``conditional`` keeps its meaning: the claim fails at the registered horizon but holds
+  (by the same rule) at a registered shorter one, or holds for the law with its finite-depth
+  corrections.  A prefactor change must still resolve (ratio CI excluding 1); ``steeper`` is
+  one-sided (holds when the difference's CI lies below 0, fails when it lies at or above 0); a
+  transfer rule *transfers* at a depth when the whole CI of its ratio lies inside the tolerance band;
 * a transfer rule at a held-out depth *transfers* if its rate is within a factor ``tolerance``
   of eta*_train, *misses* if the whole CI of the ratio lies outside that band, else is
   *uncertain*; the rule *holds* if it transfers at every held-out depth, *fails* if it misses at
@@ -80,17 +88,11 @@ INTERVALS = ("bootstrap", "jackknife")
 
 def jackknife_ci(estimate: float, replicates) -> list | None:
     """``estimate +- t_{n-1} * se``, ``se^2 = (n - 1) / n * sum (r_i - mean r)^2`` over the ``n``
-    leave-one-out replicates (``None`` with fewer than three finite ones)."""
-    from scipy import stats
+    leave-one-out replicates (``None`` with fewer than three finite ones):
+    :func:`amutheory.bootstrap.jackknife_interval` at :data:`LEVEL`."""
+    from amutheory.bootstrap import jackknife_interval
 
-    r = np.asarray(replicates, float)
-    r = r[np.isfinite(r)]
-    n = r.size
-    if n < 3 or not math.isfinite(estimate):
-        return None
-    se = math.sqrt((n - 1) / n * float(((r - r.mean()) ** 2).sum()))
-    t = float(stats.t.ppf(1 - (1 - LEVEL) / 2, n - 1))
-    return [estimate - t * se, estimate + t * se]
+    return jackknife_interval(float(estimate), replicates, LEVEL)
 
 
 def interval(estimate: float, draws, method: str = "bootstrap") -> list | None:
@@ -124,15 +126,54 @@ def loglog_fit(x, eta, draws, method: str = "bootstrap") -> dict | None:
                 "slope_draws": slopes, "interval": method}
     return {"exponent": float(slope), "exponent_ci": ci(slopes), "prefactor": float(math.exp(intercept)),
             "prefactor_ci": ci(np.exp(intercepts)), "points": int(ok.sum()), "x": x[ok].tolist(),
-            "slope_draws": slopes}
+            "slope_draws": slopes, "interval": method}
 
 
-def exponent_verdict(fit: dict | None, expected: float, at_horizons: dict, corrected_slope: float | None) -> dict:
+def margin_status(interval, expected: float, margin: float) -> str:
+    """``holds`` (the CI inside ``expected +- margin``), ``fails`` (wholly outside) or ``inconclusive``."""
+    if interval is None:
+        return "inconclusive"
+    lo, hi = expected - margin, expected + margin
+    if lo <= interval[0] and interval[1] <= hi:
+        return "holds"
+    if interval[1] < lo or interval[0] > hi:
+        return "fails"
+    return "inconclusive"
+
+
+def _margin_exponent(fit, expected: float, at_horizons: dict, corrected_slope, margin: float) -> dict:
+    c = fit["exponent_ci"]
+    band = f"{expected:g} +- {margin:g}"
+    text = f"CI [{c[0]:.2f}, {c[1]:.2f}]"
+    status = margin_status(c, expected, margin)
+    if status == "holds":
+        return {"verdict": "holds", "reason": f"the {text} lies inside {band}"}
+    held = [T for T, f in sorted(at_horizons.items())
+            if f is not None and margin_status(f["exponent_ci"], expected, margin) == "holds"]
+    if held:
+        return {"verdict": "conditional", "reason": f"the {text} at the registered horizon is not inside {band}; at "
+                                                      f"T = {', '.join(map(str, held))} steps it is",
+                "condition": f"training horizon T = {', '.join(map(str, held))} steps"}
+    if corrected_slope is not None and margin_status(c, corrected_slope, margin) == "holds":
+        return {"verdict": "conditional", "reason": f"the {text} is not inside {band}, but inside {corrected_slope:.2f} "
+                                                      f"+- {margin:g}, the slope of the AM-muP law with its "
+                                                      f"finite-depth corrections over these depths",
+                "condition": "with the finite-depth corrections, not the pure power"}
+    if status == "fails":
+        return {"verdict": "fails", "reason": f"the {text} lies wholly outside {band}"}
+    return {"verdict": "inconclusive", "reason": f"the {text} overlaps {band} without lying inside it"}
+
+
+def exponent_verdict(fit: dict | None, expected: float, at_horizons: dict, corrected_slope: float | None,
+                     margin: float | None = None) -> dict:
     """The verdict on "the exponent is ``expected``" from the fit at the registered horizon;
     ``at_horizons`` = ``{T: fit}`` at the registered shorter horizons; ``corrected_slope`` = the
-    AM-muP law's own slope over the same points (or ``None``)."""
+    AM-muP law's own slope over the same points (or ``None``); ``margin``: the margin rule (module
+    docstring), ``None`` for the registrations up to 2026-11-27 (a width cut)."""
     if fit is None or fit["exponent_ci"] is None:
         return {"verdict": "inconclusive", "reason": "no exponent CI (fewer than two finite optima)"}
+    if margin is not None:
+        return _margin_exponent(fit, expected, at_horizons, corrected_slope, margin)
     c = fit["exponent_ci"]
     if _contains(c, expected):
         if _width(c) > MAX_CI_WIDTH:
@@ -161,17 +202,34 @@ def paired_difference(fit_a: dict | None, fit_b: dict | None) -> dict | None:
                 "difference_draws": np.full(1, np.nan)}
     diff = fit_a["slope_draws"] - fit_b["slope_draws"]
     point = fit_a["exponent"] - fit_b["exponent"]
-    return {"exponent_difference": point, "exponent_difference_ci": interval(point, diff, fit_a.get("interval",
-                                                                                                  "bootstrap")),
-            "difference_draws": diff}
+    method = fit_a.get("interval", "bootstrap")
+    return {"exponent_difference": point, "exponent_difference_ci": interval(point, diff, method),
+            "difference_draws": diff, "interval": method}
 
 
-def same_exponent_verdict(diff: dict | None, ratio: dict | None, prefactor_changes: bool) -> dict:
-    """Equal exponents (and, with ``prefactor_changes``, a prefactor ratio away from 1)."""
+def same_exponent_verdict(diff: dict | None, ratio: dict | None, prefactor_changes: bool,
+                          margin: float | None = None) -> dict:
+    """Equal exponents (and, with ``prefactor_changes``, a prefactor ratio away from 1); ``margin``: the
+    margin rule on the difference (``0 +- margin``)."""
     if diff is None or diff["exponent_difference_ci"] is None:
         return {"verdict": "inconclusive", "reason": "no CI for the exponent difference"}
     c = diff["exponent_difference_ci"]
     text = f"exponent difference {diff['exponent_difference']:+.2f} [{c[0]:+.2f}, {c[1]:+.2f}]"
+    if margin is not None:
+        status = margin_status(c, 0.0, margin)
+        if status == "fails":
+            return {"verdict": "fails", "reason": f"{text} lies wholly outside 0 +- {margin:g}"}
+        if status == "inconclusive":
+            return {"verdict": "inconclusive", "reason": f"{text} overlaps 0 +- {margin:g} without lying inside it"}
+        if not prefactor_changes:
+            return {"verdict": "holds", "reason": f"{text} lies inside 0 +- {margin:g}"}
+        rc = None if ratio is None else ratio["ratio_ci"]
+        if rc is not None and not _contains(rc, 1.0):
+            return {"verdict": "holds", "reason": f"{text} lies inside 0 +- {margin:g}; prefactor ratio "
+                                                  f"{ratio['ratio']:.2f} [{rc[0]:.2f}, {rc[1]:.2f}] excludes 1"}
+        return {"verdict": "conditional", "reason": f"{text} lies inside 0 +- {margin:g}, but no prefactor change is "
+                                                    "resolved",
+                "condition": "the exponent is unchanged; the prefactor change is not resolved at this size"}
     if not _contains(c, 0.0):
         return {"verdict": "fails", "reason": f"{text} excludes 0"}
     if _width(c) > MAX_CI_WIDTH:
@@ -186,9 +244,11 @@ def same_exponent_verdict(diff: dict | None, ratio: dict | None, prefactor_chang
             "condition": "the exponent is unchanged; the prefactor change is not resolved at this size"}
 
 
-def steeper_verdict(at_he: dict | None, at_critical: dict | None) -> dict:
+def steeper_verdict(at_he: dict | None, at_critical: dict | None, margin: float | None = None) -> dict:
     """Is the activation steeper than the reference: at its critical init (the activation itself),
-    or only at He ``c = 2`` (its sub-criticality)?"""
+    or only at He ``c = 2`` (its sub-criticality)?  With ``margin`` (the margin rule's registrations)
+    the claim is one-sided: it fails when the critical difference's CI lies at or above 0, and is
+    inconclusive otherwise (no width cut)."""
     def below(d):
         return d is not None and d["exponent_difference_ci"] is not None and d["exponent_difference_ci"][1] < 0
 
@@ -204,13 +264,23 @@ def steeper_verdict(at_he: dict | None, at_critical: dict | None) -> dict:
     if below(at_he):
         return {"verdict": "conditional", "reason": both,
                 "condition": "steeper only at He c = 2, where GELU is sub-critical (the init, not the activation)"}
+    if margin is not None:
+        c = None if at_critical is None else at_critical["exponent_difference_ci"]
+        return {"verdict": "fails" if c is not None and c[0] >= 0 else "inconclusive", "reason": both}
     wide = all(d is None or _width(d["exponent_difference_ci"]) > MAX_CI_WIDTH for d in (at_he, at_critical))
     return {"verdict": "inconclusive" if wide else "fails", "reason": both}
 
 
-def transfer_status(ratio: float, ratio_ci, tolerance: float) -> str:
-    """``transfers`` / ``misses`` / ``uncertain`` for a predicted/true rate ``ratio`` at one depth."""
+def transfer_status(ratio: float, ratio_ci, tolerance: float, margin_rule: bool = False) -> str:
+    """``transfers`` / ``misses`` / ``uncertain`` for a predicted/true rate ``ratio`` at one depth;
+    ``margin_rule``: it transfers only when the whole CI lies inside the band."""
     lo, hi = 1 / tolerance, tolerance
+    if margin_rule:
+        if ratio_ci is not None and lo <= ratio_ci[0] and ratio_ci[1] <= hi:
+            return "transfers"
+        if ratio_ci is not None and (ratio_ci[1] < lo or ratio_ci[0] > hi):
+            return "misses"
+        return "uncertain"
     if math.isfinite(ratio) and lo <= ratio <= hi:
         return "transfers"
     if ratio_ci is not None and (ratio_ci[1] < lo or ratio_ci[0] > hi):

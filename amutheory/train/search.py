@@ -15,6 +15,21 @@ the optimum's seed bootstrap, and the power law of the optimum across depth (or 
 * :func:`fit_power`: least squares of ``ln eta*`` on ``ln L``; its CI from the same bootstrap
   draws: every search draws the same seed indices (one fixed bootstrap seed), so the points
   are resampled paired by seed index (their seeds share minibatch orders).
+
+**The smooth optimum** (``window`` given; the training protocol registered on 2026-11-28): the
+three-point vertex above is an argmin followed by a local fit, so it jumps when a replicate's
+argmin moves to another rate -- not a smooth function of the seed means, and the delete-one
+jackknife is not consistent for it.  With ``window = w`` (in ``ln lr``) the fit's points are fixed
+once, from the full seed mean: every finite rate within ``w`` of its argmin, up to the first
+diverged rate on each side.  A least-squares parabola through the seed means at those rates gives
+``ln eta* = -b / 2a``; every replicate (leave-one-seed-out means, bootstrap means) refits the same
+parabola on the same rates, so each replicate is a smooth (rational) function of the seed means.
+The vertex is held inside the window's rates (flag ``outside`` where the full fit leaves them: then
+it has no CI, its replicates are not finite);
+under three rates in the window, or a parabola that does not open upward, the argmin is kept and
+flagged (``few-points`` / ``no-curvature``) and its replicates are not finite (no CI).  ``interval =
+"jackknife"`` makes ``eta_star_train_ci`` the delete-one-seed jackknife on ``ln eta*`` with a
+``t_{n-1}`` quantile (:func:`amutheory.bootstrap.jackknife_interval`).
 """
 
 from __future__ import annotations
@@ -24,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from amutheory.bootstrap import resample, seed_draws
+from amutheory.bootstrap import jackknife_interval, leave_one_out, resample, seed_draws
 from amutheory.names import SCORES
 
 #: bootstrap resamples of the seeds
@@ -34,6 +49,9 @@ BOOTSTRAP_SEED = 20_251_125
 #: flags under which the grid does not resolve the optimum: every rate diverged, the best rate is
 #: at the grid's edge (the optimum may lie beyond it), or several rates share the best score (a tie)
 UNRESOLVED = ("all-diverged", "edge", "tie")
+#: optimum methods: the three-point vertex around the argmin (registrations up to 2026-11-27), or the
+#: smooth window fit (module docstring)
+OPTIMA = ("vertex", "smooth")
 
 
 def _vertex(x: np.ndarray, y: np.ndarray) -> tuple[float, list[str]]:
@@ -77,6 +95,38 @@ def _vertices(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
+def smooth_window(x: np.ndarray, y: np.ndarray, window: float) -> tuple[int, np.ndarray]:
+    """``(argmin, indices)``: the finite rates within ``window`` of the seed-mean argmin in ``x = ln lr``,
+    contiguous (stopping at the first non-finite rate on each side); ``(-1, [])`` if none is finite."""
+    finite = np.isfinite(y)
+    if not finite.any():
+        return -1, np.array([], int)
+    i = int(np.argmin(np.where(finite, y, np.inf)))
+    tol = window * (1 + 1e-9)
+    lo = i
+    while lo > 0 and finite[lo - 1] and x[i] - x[lo - 1] <= tol:
+        lo -= 1
+    hi = i
+    while hi < len(x) - 1 and finite[hi + 1] and x[hi + 1] - x[i] <= tol:
+        hi += 1
+    return i, np.arange(lo, hi + 1)
+
+
+def smooth_vertices(x: np.ndarray, rows: np.ndarray, idx: np.ndarray, centre: float, clip: bool = True) -> np.ndarray:
+    """``ln eta*`` of the least-squares parabola through ``rows[:, idx]`` at ``x[idx]`` for every row
+    (one design matrix for all), held inside ``x[idx]`` (``clip``; replicates are not held, so that a
+    clipped point cannot fake a zero-width CI); ``nan`` where the parabola does not open upward."""
+    u = x[idx] - centre
+    design = np.stack([u ** 2, u, np.ones_like(u)], 1)
+    coef = np.linalg.lstsq(design, np.asarray(rows, float)[:, idx].T, rcond=None)[0]
+    a, b = coef[0], coef[1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        v = centre - b / (2 * a)
+        if clip:
+            v = np.clip(v, x[idx[0]], x[idx[-1]])
+    return np.where(a > 0, v, np.nan)
+
+
 @dataclass
 class LrSearch:
     """The search at one depth and width: ``scores[i, s]`` of rate ``lrs[i]`` and seed ``seeds[s]``."""
@@ -87,6 +137,10 @@ class LrSearch:
     depth: int | None = None
     width: int | None = None
     boot: np.ndarray = field(default=None, repr=False)
+    #: ``ln lr`` half-width of the smooth optimum's window (``None``: the three-point vertex)
+    window: float | None = None
+    #: how ``eta_star_train_ci`` is made: ``"bootstrap"`` (percentile) or ``"jackknife"``
+    interval: str = "bootstrap"
 
     def __post_init__(self):
         order = np.argsort(self.lrs)
@@ -106,13 +160,57 @@ class LrSearch:
         # delete-one-seed replicates (row j leaves seed j out), for the jackknife intervals of the protocol
         keep = ~np.eye(n, dtype=bool)
         self.jack = np.exp(_vertices(x, np.stack([self.scores[:, k].mean(1) for k in keep]))) if n > 2 else None
+        if self.window is not None:
+            self._smooth(x, draws)
         with np.errstate(invalid="ignore"):  # a rate with a diverged seed has no finite spread
             se = self.scores.std(1, ddof=1) / math.sqrt(n) if n > 1 else np.full(len(x), np.nan)
         self.loss_ci = [(m - 1.96 * s, m + 1.96 * s) if np.isfinite(m) and np.isfinite(s) else None
                         for m, s in zip(self.loss_mean, se)]
 
+    def _smooth(self, x: np.ndarray, draws: np.ndarray) -> None:
+        """The smooth optimum (module docstring) in place of the three-point vertex, with its
+        leave-one-seed-out (``jack``) and bootstrap (``boot``) replicates on the same window."""
+        if not (isinstance(self.window, (int, float)) and math.isfinite(self.window) and self.window > 0):
+            raise ValueError(f"window must be a finite ln-rate half-width > 0, got {self.window!r}")
+        i, idx = smooth_window(x, self.loss_mean, float(self.window))
+        self.window_rates = np.exp(x[idx]).tolist()
+        n = self.scores.shape[1]
+        nan = np.full(n, np.nan)
+        if i < 0:
+            self.flags, self.eta_star_train, self.jack, self.boot = ["all-diverged"], math.nan, nan, None
+            return
+        flags = []
+        if i in (0, len(x) - 1):
+            flags.append("edge")
+        elif not (np.isfinite(self.loss_mean[i - 1]) and np.isfinite(self.loss_mean[i + 1])):
+            flags.append("next-to-divergence")
+        if np.count_nonzero(self.loss_mean[np.isfinite(self.loss_mean)] == self.loss_mean[i]) > 1:
+            flags.append("tie")
+        if len(idx) < 3:
+            self.flags, self.eta_star_train, self.jack = flags + ["few-points"], float(self.lrs[i]), nan
+            self.boot = None
+            return
+        point = smooth_vertices(x, self.loss_mean[None], idx, x[i])[0]
+        if not np.isfinite(point):
+            self.flags, self.eta_star_train, self.jack = flags + ["no-curvature"], float(self.lrs[i]), nan
+            self.boot = None
+            return
+        self.flags, self.eta_star_train = flags, math.exp(point)
+        if point in (x[idx[0]], x[idx[-1]]):  # held at the window's end: an optimum not resolved, no CI
+            self.flags, self.jack, self.boot = flags + ["outside"], nan, None
+            return
+        self.jack = np.exp(smooth_vertices(x, leave_one_out(self.scores, axis=1), idx, x[i], clip=False)) \
+            if n > 2 else None
+        self.boot = np.exp(smooth_vertices(x, resample(draws, self.scores, axis=1).mean(2).T, idx, x[i], clip=False)) \
+            if n > 1 else None
+
     @property
     def eta_star_train_ci(self):
+        if self.interval == "jackknife":
+            if self.jack is None or not np.isfinite(self.eta_star_train):
+                return None
+            c = jackknife_interval(math.log(self.eta_star_train), np.log(self.jack))
+            return None if c is None else [math.exp(c[0]), math.exp(c[1])]
         if self.boot is None or not np.isfinite(self.boot).any():
             return None
         return [float(np.nanpercentile(self.boot, 2.5)), float(np.nanpercentile(self.boot, 97.5))]

@@ -165,13 +165,14 @@ def _refined_rates(search: LrSearch, points: int) -> list[float]:
     return [float(v) for v in new if not np.isclose(v, lrs, rtol=1e-9).any()]
 
 
-def _search(template, table, L, n, lrs, seeds, score, horizon: int | None = None) -> LrSearch:
+def _search(template, table, L, n, lrs, seeds, score, horizon: int | None = None, window: float | None = None,
+            interval: str = "bootstrap") -> LrSearch:
     scores = np.empty((len(lrs), len(seeds)))
     for i, lr in enumerate(lrs):
         for j, s in enumerate(seeds):
             rec = table[template.with_(spec=template.spec.with_(depth=L, width=n), lr=lr, seed=s).key()]
             scores[i, j] = _score(rec, score) if horizon is None else _score_at(rec, horizon)
-    return LrSearch(np.array(lrs), list(seeds), scores, depth=L, width=n)
+    return LrSearch(np.array(lrs), list(seeds), scores, depth=L, width=n, window=window, interval=interval)
 
 
 def refined_plan(template, table, depths, widths, lrs, seeds, score: str = "mean", refine: int = 0):
@@ -187,10 +188,13 @@ def refined_plan(template, table, depths, widths, lrs, seeds, score: str = "mean
     return rates, extra
 
 
-def searches_at(template, table, rates: dict, seeds, score: str = "mean", horizon: int | None = None) -> dict:
+def searches_at(template, table, rates: dict, seeds, score: str = "mean", horizon: int | None = None,
+                window: float | None = None, interval: str = "bootstrap") -> dict:
     """``{(depth, width): LrSearch}`` over ``rates[(depth, width)]``, scored over the whole run or
-    (``horizon = T``) over its first T steps."""
-    return {(L, n): _search(template, table, L, n, rs, seeds, score, horizon) for (L, n), rs in rates.items()}
+    (``horizon = T``) over its first T steps; ``window`` and ``interval`` as in
+    :class:`~amutheory.train.search.LrSearch` (the smooth optimum and the jackknife CI)."""
+    return {(L, n): _search(template, table, L, n, rs, seeds, score, horizon, window, interval)
+            for (L, n), rs in rates.items()}
 
 
 def horizon_study(template, table, rates, seeds, depths, widths) -> list[dict]:
