@@ -17,7 +17,7 @@ so that each analysis draws its resamples the same way:
   ``alpha = 1 - level`` (the percentile method).
 
 And the delete-one jackknife, for statistics that are smooth functions of seed means (the training
-protocol's registered method from 2026-11-28 on):
+protocol's registered method from 2026-11-27b on):
 
 * :func:`leave_one_out` -- the ``n`` means of ``n - 1`` seeds (row ``j`` leaves seed ``j`` out);
 * :func:`jackknife_interval` -- ``estimate +- t_{n-1} se``, ``se^2 = (n-1)/n sum (r_j - mean r)^2``;

@@ -155,7 +155,7 @@ class Protocol:
     #: at "bootstrap", the method of the registrations up to 2026-11)
     interval: str = "bootstrap"
     #: the per-depth optimum: ``vertex`` (three points around the argmin, up to 2026-11-27) or ``smooth`` (the window
-    #: fit of :mod:`amutheory.train.search`, 2026-11-28 on); left out of the fingerprint at ``vertex``
+    #: fit of :mod:`amutheory.train.search`, 2026-11-27b on); left out of the fingerprint at ``vertex``
     optimum: str = "vertex"
     #: the margin rule's delta in exponent units (:mod:`amutheory.protocol.verdicts`); ``None``: the width cut of the
     #: registrations up to 2026-11-27 (left out of the fingerprint)
@@ -394,13 +394,13 @@ PROTOCOL_2026_11_27 = learning_protocol(
               "minutes on 2 cores from the pilot's own cells", interval="jackknife")
 
 
-# ----------------------------------------------------------------------------- verdicts that replicate (2026-11-28)
+# ----------------------------------------------------------------------------- verdicts that replicate (2026-11-27b)
 #: the margin of the margin rule, in exponent units: half the distance from the claimed -3/2 to the nearest rival
 #: law's exponent (-1: per-layer muP and Depth-muP's SGD rate without multiplier; -2: the 2026-11-27 run's 2-D chain),
 #: so a CI inside -3/2 +- 0.25 excludes both rivals, and one wholly outside excludes -3/2
 MARGIN = 0.25
 
-#: why the registration of 2026-11-28 does not test two claims (their studies are not run)
+#: why the registration of 2026-11-27b does not test two claims (their studies are not run)
 NOT_TESTED = {
     "conv2d": "not tested on this machine: the 2-D chain does not learn beyond depth 4 at the CPU size (width 32, "
               "300 steps: final loss 1.70 against the threshold 1.15 at depth 8 in the 2026-11-27 run); it learns at "
@@ -412,7 +412,7 @@ NOT_TESTED = {
 
 
 def replicable_protocol(name: str, description: str, seeds: int = 6, points: int = 9) -> Protocol:
-    """The 2026-11-28 design (issue 48): the 2026-11-27 studies with the smooth optimum, the delete-one-seed
+    """The 2026-11-27b design (issue 48): the 2026-11-27 studies with the smooth optimum, the delete-one-seed
     jackknife for every CI and the margin rule; the 1-D chain trained 1000 steps to depth 16 (read at T = 100,
     300 and 1000), the Transformer on digits with position codes, the largest stable rate eta_max by bisection
     on the exponent studies, and the 2-D chain and the zero-padding pair not tested (:data:`NOT_TESTED`)."""
@@ -439,8 +439,8 @@ def replicable_protocol(name: str, description: str, seeds: int = 6, points: int
                                          "steps; eta_max by 2 bisection rounds on the exponent studies")
 
 
-#: the registration of 2026-11-28 (validate/plans/REGISTRATION_PROTOCOL_2026_11_28.md)
-PROTOCOL_2026_11_28 = replicable_protocol(
+#: the registration of 2026-11-27b (validate/plans/REGISTRATION_PROTOCOL_2026_11_27B.md)
+PROTOCOL_2026_11_27B = replicable_protocol(
     "protocol", "Zero-shot learning-rate transfer under training and a verdict per claim that replicates: the smooth "
     "optimum, the delete-one-seed jackknife for every CI, the margin rule (delta 0.25); nets that learn where the "
     "claims live (the 1-D chain to depth 16 at 1000 steps, a Transformer with positions), the largest stable rate by "
@@ -488,7 +488,7 @@ PROTOCOL_PAPER_CPU = _paper((3, 4, 5, 6, 8), 16, 50, 9, 2,
 #: the registration of 2026-11 (fingerprint 3ec19a75a6d0b7fb, validate/plans/REGISTRATION_PROTOCOL.md), by its date
 PROTOCOL_2026_11 = PROTOCOL
 
-PRESETS = {"protocol": PROTOCOL_2026_11_28, "protocol-2026-11-28": PROTOCOL_2026_11_28,
+PRESETS = {"protocol": PROTOCOL_2026_11_27B, "protocol-2026-11-27b": PROTOCOL_2026_11_27B,
            "protocol-2026-11-27": PROTOCOL_2026_11_27, "protocol-2026-11": PROTOCOL_2026_11,
            "protocol-pilot": PROTOCOL_PILOT, "protocol-paper": PROTOCOL_PAPER}
 

@@ -20,7 +20,7 @@ Verdicts (``holds`` / ``fails`` / ``conditional`` / ``inconclusive``), as regist
 * ``steeper`` (GELU): *holds* if the activation at its own critical init is steeper than the
   reference (difference CI below 0); *conditional* if only at He ``c = 2``; else *fails* (or
   *inconclusive* when the CIs are too wide to tell);
-* **the margin rule** (registrations from 2026-11-28 on, ``margin = delta``): a two-sided claim
+* **the margin rule** (registrations from 2026-11-27b on, ``margin = delta``): a two-sided claim
   "the quantity is ``e0``" *holds* when the whole CI lies inside ``[e0 - delta, e0 + delta]``, *fails*
   when it lies wholly outside, and is *inconclusive* otherwise -- no width cut, and imprecision is never
   rewarded.  ``conditional`` keeps its meaning: the claim fails at the registered horizon but holds

@@ -11,7 +11,7 @@ one-step route ``k`` is the ratio eta*_train / eta*_onestep calibrated on the sh
 
 Errors are ``prediction / eta*_train - 1`` with the CI of the ratio over the bootstrap draws
 (training seeds, and the probe's seeds for the one-step route) -- or, for the registrations with the
-jackknife (2026-11-28 on), the delete-one-seed jackknife on the log ratio: the training seeds' leave-one-out
+jackknife (2026-11-27b on), the delete-one-seed jackknife on the log ratio: the training seeds' leave-one-out
 replicates and, for the one-step route, the probe seeds' (independent seeds: their variances add,
 :func:`amutheory.bootstrap.combined_jackknife_interval`) -- and the *regret*: the seed-mean
 training loss at the predicted rate (interpolated in ``ln lr`` on the sweep) over the sweep's

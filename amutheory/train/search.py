@@ -16,7 +16,7 @@ the optimum's seed bootstrap, and the power law of the optimum across depth (or 
   draws: every search draws the same seed indices (one fixed bootstrap seed), so the points
   are resampled paired by seed index (their seeds share minibatch orders).
 
-**The smooth optimum** (``window`` given; the training protocol registered on 2026-11-28): the
+**The smooth optimum** (``window`` given; the training protocol registered on 2026-11-27b): the
 three-point vertex above is an argmin followed by a local fit, so it jumps when a replicate's
 argmin moves to another rate -- not a smooth function of the seed means, and the delete-one
 jackknife is not consistent for it.  With ``window = w`` (in ``ln lr``) the fit's points are fixed
