@@ -340,17 +340,20 @@ def _eta_max(study, per_point: dict, interval: str) -> dict:
     its power law on the study's axis (the delete-one-seed jackknife over the per-seed edges)."""
     points = sorted(per_point)
     rows = []
+    censored = {p for p in points if {"below-range", "above-range"} & set(per_point[p].get("flags", []))}
     for p in points:
         d = per_point[p]
         reps = d.get("replicates")
-        c = None if reps is None else V.interval(math.log(d["eta_max"]), np.log(reps), interval)
+        # a censored seed counts at the range's end: a bound, not an estimate -- no CI, and out of the fit
+        c = None if reps is None or p in censored else V.interval(math.log(d["eta_max"]), np.log(reps), interval)
         rows.append({study.axis: p, "eta_max": d["eta_max"], "eta_max_ci": None if c is None else
                      [math.exp(c[0]), math.exp(c[1])], "interval": interval, "flags": list(d.get("flags", [])),
-                     "resolution": d.get("resolution")})
+                     "resolution": d.get("resolution"), "in_fit": p not in censored})
     n = study.seeds
     draws = np.stack([np.asarray(per_point[p].get("replicates") or np.full(n, np.nan), float) for p in points], 1)
-    fit = V.loglog_fit([float(p) for p in points], [per_point[p]["eta_max"] for p in points], draws, interval)
-    return {"rows": rows, "fit": _strip(fit), "rounds": study.eta_max_rounds}
+    eta = [math.nan if p in censored else per_point[p]["eta_max"] for p in points]
+    fit = V.loglog_fit([float(p) for p in points], eta, draws, interval)
+    return {"rows": rows, "fit": _strip(fit), "rounds": study.eta_max_rounds, "censored": sorted(censored)}
 
 
 def analyse(protocol, prepared: dict, rates: dict, onestep: dict, eta_max: dict | None = None) -> dict:
