@@ -133,3 +133,9 @@ def test_added_fields_keep_earlier_fingerprints():
         dataclasses.replace(TINY, optimum="cubic")
     with pytest.raises(ValueError, match="margin"):
         dataclasses.replace(TINY, margin=-1.0)
+
+
+def test_the_cli_offers_every_protocol_preset():
+    from amutheory.flags import PROTOCOL_PRESETS
+
+    assert set(PROTOCOL_PRESETS) == set(PRESETS)
