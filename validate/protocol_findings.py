@@ -1,16 +1,24 @@
-"""Write ``docs/findings/protocol.md`` (and, with ``--readme FILE``, a block of tables in that file)
+"""Write a registered protocol's findings page (and, with ``--readme FILE``, a block of tables in that file)
 from a protocol run's ``summary.json`` and, with ``--replicate``, its replicate on disjoint seeds (never typed by hand).
 
-Reads the run folder of ``amutheory validate --preset protocol --out results/protocol-2026-11-27`` (registered in
-``validate/plans/REGISTRATION_PROTOCOL_2026_11_27.md``), keeps its ``summary.json`` and ``protocol.json`` (and the
-replicate's ``summary.json``) beside the page in ``docs/findings/protocol/`` so the page regenerates without the
-runs, copies the figures to ``docs/figures/protocol_*.png`` and writes the page: the verdicts with the replicate's
-estimate beside each, the sizes beside the papers' own, every study.  With ``--readme FILE`` it also replaces the
-block between ``<!-- protocol:begin -->`` and ``<!-- protocol:end -->`` in FILE with the verdict table.
+Each registration has its page, kept summaries and figures (``--registration``; the default is the current one):
 
-    python validate/protocol_findings.py --run results/protocol-2026-11-27 \\
-        --replicate results/protocol-2026-11-27-replicate --readme README.md
+* ``2026-11-27b`` (``validate/plans/REGISTRATION_PROTOCOL_2026_11_27B.md``): ``docs/findings/protocol.md``, kept in
+  ``docs/findings/protocol/``, from ``results/protocol-2026-11-28`` and ``results/protocol-2026-11-28-replicate``;
+* ``2026-11-27`` (``validate/plans/REGISTRATION_PROTOCOL_2026_11_27.md``): ``docs/findings/protocol_2026_11_27.md``,
+  kept in ``docs/findings/protocol_2026_11_27/``, from ``results/protocol-2026-11-27`` and its replicate.
+
+The script keeps the run's ``summary.json`` and ``protocol.json`` (and the replicate's) beside the page so the page
+regenerates without the runs, copies the figures to ``docs/figures/<prefix>*.png`` and writes the page: first "Does
+it replicate?" (the replicate against the registration's targets), the coverage of the interval method (simulated,
+kept in ``coverage.json``), the terms the page uses, the verdicts with the replicate's estimate beside each, the
+largest stable rate, the sizes beside the papers' own, every study.  With ``--readme FILE`` it also replaces the block
+between ``<!-- protocol:begin -->`` and ``<!-- protocol:end -->`` in FILE with the verdict table.
+
+    python validate/protocol_findings.py --run results/protocol-2026-11-28 \\
+        --replicate results/protocol-2026-11-28-replicate --readme README.md
     python validate/protocol_findings.py          # regenerate from the kept summaries
+    python validate/protocol_findings.py --registration 2026-11-27   # the page of 2026-11-27, from its kept summaries
     python validate/protocol_findings.py --recheck /tmp/protocol-again   # + a second run's bit-for-bit comparison
 """
 
@@ -19,6 +27,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import re
 import shutil
 import sys
@@ -28,8 +37,40 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 BEGIN, END = "<!-- protocol:begin -->", "<!-- protocol:end -->"
-RUN = "results/protocol-2026-11-27"
 FIGURES = ("transfer_rules.png", "bridge.png", "claims.png")
+
+
+@dataclasses.dataclass(frozen=True)
+class Registration:
+    """Where one registration's page, kept summaries and figures live, and what its replicate check is held to."""
+
+    label: str
+    title: str
+    page: str  # relative to the repository; the kept summaries go to the folder of the page's stem beside it
+    run: str
+    replicate: str
+    figure_prefix: str  # docs/figures/<prefix><figure>.png
+    wall_minutes: float | None = None  # the registration's wall-time target per run (None: no target)
+    targets: bool = False  # the replicate targets of issue 48 (verdicts differing, untestable, estimates inside)
+    posthoc: str | None = None  # a page of post-hoc readings of this run, beside the findings page
+
+
+REGISTRATIONS = {
+    "2026-11-27b": Registration(
+        "2026-11-27b", "Does the learning rate transfer? The registered protocol of 2026-11-27b",
+        "docs/findings/protocol.md", "results/protocol-2026-11-28", "results/protocol-2026-11-28-replicate",
+        "protocol_2026_11_27b_", wall_minutes=45, targets=True),
+    "2026-11-27": Registration(
+        "2026-11-27", "Does the learning rate transfer? The registered protocol of 2026-11-27 (superseded by "
+        "[2026-11-27b](protocol.md))", "docs/findings/protocol_2026_11_27.md", "results/protocol-2026-11-27",
+        "results/protocol-2026-11-27-replicate", "protocol_", posthoc="protocol_learning_depths.md"),
+}
+#: the current registration (the page docs/findings/protocol.md); its run folders keep the label 2026-11-28
+DEFAULT = "2026-11-27b"
+ALIASES = {"2026-11-28": "2026-11-27b"}
+RUN = REGISTRATIONS[DEFAULT].run
+#: the issue-48 targets for the replicate check (validate/plans/REGISTRATION_PROTOCOL_2026_11_27B.md)
+MAX_DIFFERING, MAX_UNTESTABLE, MIN_INSIDE_OF_12 = 1, 2, 10
 
 
 def origin(protocol_json: dict, run: str) -> dict:
@@ -106,7 +147,8 @@ def recheck_lines(run: Path, again: Path) -> list[str]:
 
 
 def _figures(lines: list, prefix: str) -> list:
-    return [re.sub(r"\(FIGDIR/([a-z_]+)\.png\)", lambda m: f"({prefix}protocol_{m.group(1)}.png)", ln) for ln in lines]
+    """The figure links (``FIGDIR/name.png``) to ``prefix`` + name (e.g. ``../figures/protocol_2026_11_27b_``)."""
+    return [re.sub(r"\(FIGDIR/([a-z_]+)\.png\)", lambda m: f"({prefix}{m.group(1)}.png)", ln) for ln in lines]
 
 
 def replicate_lines(rows: list, rep_origin: dict, rep_summary: dict) -> list[str]:
@@ -136,63 +178,214 @@ def transfer_replicate(rep_summary: dict) -> list[str]:
                                 for name, r in rep.items()] + [""]
 
 
-def findings_page(summary: dict, protocol_json: dict, org: dict, extra: list | None = None,
-                  replicate: list | None = None, out_dir: Path | None = None) -> str:
-    from amutheory.protocol.report import markdown_sections, sizes_table, study_table
+# ----------------------------------------------------------------------------- does it replicate?
+def wall_minutes(summary: dict) -> tuple:
+    """``(minutes, sessions)``: the wall-clock of every session of a run folder (a resumed run: all of them)."""
+    runs = summary.get("runs") or [summary.get("this_run") or {}]
+    return sum(r.get("wall_s") or 0 for r in runs) / 60, len(runs)
 
-    reg = org["registration"]
-    head = ["# Does the learning rate transfer? The registered protocol", "",
-            f"Generated by `python validate/protocol_findings.py` from `{org['command']}` (protocol fingerprint "
-            f"`{summary['fingerprint']}`" + (f", registered in [{Path(reg).name}](../../{reg}) before it ran"
-                                             if reg else ", not registered") +
-            "; the verdicts are read from this run, the summaries kept in `docs/findings/protocol/`).",
+
+def _seeds(org: dict, protocol_json: dict) -> str:
+    studies = protocol_json["protocol"]["studies"]
+    n, first = studies[0].get("seeds"), org.get("first_seed") or 0
+    return f"seeds {first}..{first + n - 1}" if n else f"seeds from {first}"
+
+
+def _against(value: float, ci: list) -> str:
+    """``-0.877 against [-1.141, -0.879]``: two decimals, three where two would print the value on a bound."""
+    fmt = "+.2f" if format(value, "+.2f") not in (format(ci[0], "+.2f"), format(ci[1], "+.2f")) else "+.3f"
+    return f"{format(value, fmt)} against [{format(ci[0], fmt)}, {format(ci[1], fmt)}]"
+
+
+def _met(ok: bool) -> str:
+    return "yes" if ok else "no"
+
+
+def replication_section(summary: dict, rep: dict, rows: list, org: dict, rep_org: dict, protocol_json: dict,
+                        reg: Registration) -> list[str]:
+    """"Does it replicate?": the verdicts that differ, the untestable claims (each with its reason), the replicate's
+    estimates inside the registered CI (of the claims with an estimate in both, and of the 12 claims of 2026-11-27)
+    and each run's wall time, against the registration's targets where it set them."""
+    from amutheory.protocol.presets import PROTOCOL_2026_11_27
+    from amutheory.protocol.report import learning_text
+
+    claims = summary["claims"]
+    n = len(claims)
+    differ = [r for r in rows if r["verdict_a"] != r["verdict_b"]]
+    untestable = [c for c in claims if c["verdict"] == "untestable"]
+    rep_untestable = sum(c["verdict"] == "untestable" for c in rep["claims"])
+    tested = [r for r in rows if r["second_inside_first"] is not None]
+    inside = [r for r in tested if r["second_inside_first"]]
+    old = [c.name for c in PROTOCOL_2026_11_27.claims]
+    old_rows = [r for r in rows if r["claim"] in old]
+    old_inside = [r for r in old_rows if r["second_inside_first"]]
+    no_estimate = [r["claim"] for r in old_rows if r["second_inside_first"] is None]
+    target = reg.targets
+    head = "| check | result |" + (" target | met? |" if target else "")
+    table = [head, "|---|---|" + ("---|---|" if target else "")]
+
+    def row(check, result, goal=None, ok=None):
+        table.append(f"| {check} | {result} |" + (f" {goal or '-'} | {'-' if ok is None else _met(ok)} |"
+                                                   if target else ""))
+
+    row("verdicts that differ between the run and the replicate", f"{len(differ)} of {n}",
+        f"at most {MAX_DIFFERING}", len(differ) <= MAX_DIFFERING)
+    row("claims untestable (this run)", f"{len(untestable)} of {n} (the replicate: {rep_untestable})",
+        f"at most {MAX_UNTESTABLE}", len(untestable) <= MAX_UNTESTABLE)
+    row("the replicate's estimate inside this run's 95% CI", f"{len(inside)} of {len(tested)} claims with an estimate "
+        "in both runs")
+    if {r["claim"] for r in rows} != set(old):
+        row(f"the same, of the {len(old)} claims of 2026-11-27", f"{len(old_inside)} of {len(old)}" +
+            (f" ({', '.join(no_estimate)}: no estimate in both runs, counted as not inside)" if no_estimate else ""),
+            f"at least {MIN_INSIDE_OF_12}", len(old_inside) >= MIN_INSIDE_OF_12)
+    for what, s in (("the run", summary), ("the replicate", rep)):
+        minutes, sessions = wall_minutes(s)
+        t = _trained(s)
+        row(f"wall time of {what}", f"{minutes:.1f} min on {t.get('workers')} workers x {t.get('threads')} thread "
+            f"({t.get('device')})" + (f", {sessions} sessions" if sessions > 1 else ""),
+            f"under {reg.wall_minutes:g} min" if reg.wall_minutes else None,
+            minutes < reg.wall_minutes if reg.wall_minutes else None)
+    lines = ["## Does it replicate?", "",
+             f"The protocol ran twice from the same code and design: the registered run ({_seeds(org, protocol_json)}; "
+             f"its verdicts are this page's) and its replicate on disjoint seeds ({_seeds(rep_org, protocol_json)})."
+             + (" The targets are issue 48's, fixed in the registration before either run." if target else ""), "",
+             *table, ""]
+    if differ:
+        lines += ["Verdicts that differ:", ""] + [f"* {r['claim']}: {r['verdict_a']} in the run, {r['verdict_b']} in "
+                                                 "the replicate." for r in differ] + [""]
+    if untestable:
+        lines += ["Untestable in this run, and why:", ""]
+        for c in untestable:
+            because = c.get("reason") if c.get("not_run") else f"not every net it uses learns: " \
+                                                                f"{learning_text(c, summary)}"
+            lines.append(f"* {c['name']}: {because}" + ("" if because.endswith(".") else "."))
+        lines.append("")
+    outside = [r for r in tested if not r["second_inside_first"]]
+    if outside:
+        lines += ["The replicate's estimate outside this run's 95% CI: " + "; ".join(
+            f"{r['claim']} ({_against(r['b'], r['a_ci'])})" for r in outside) + ".", ""]
+    return lines
+
+
+# ----------------------------------------------------------------------------- the coverage of the method
+def coverage(keep: Path, summary: dict, recompute: bool = False) -> dict | None:
+    """The simulated coverage of the registered interval method (``amutheory.protocol.coverage``), kept in
+    ``keep/coverage.json``: written when missing (or with ``recompute``), read otherwise.  Only for summaries of the
+    method it simulates (the smooth optimum with the jackknife); ``None`` for others."""
+    if summary.get("optimum") != "smooth" or summary.get("interval") != "jackknife":
+        return None
+    kept = keep / "coverage.json"
+    if kept.is_file() and not recompute:
+        return json.loads(kept.read_text())
+    import numpy as np
+
+    from amutheory.protocol.coverage import NOISY, REALISTIC, simulate
+
+    with np.errstate(over="ignore"):  # a diverging bootstrap replicate's exp overflows to inf: not a CI we use
+        data = {"command": "python validate/protocol_findings.py --coverage (amutheory.protocol.coverage.simulate "
+                           "of REALISTIC and NOISY)",
+                "realistic": simulate(REALISTIC), "noisy": simulate(NOISY)}
+    kept.write_text(json.dumps(data, indent=1) + "\n")
+    return data
+
+
+def _rel(path: Path) -> str:
+    path = Path(path).resolve()
+    try:
+        return path.relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def coverage_lines(cov: dict | None, keep: Path) -> list[str]:
+    if not cov:
+        return []
+    r, z = cov["realistic"], cov["noisy"]
+    depths = ", ".join(map(str, r["depths"]))
+    return ["## Do the intervals cover?", "",
+            f"The method, on synthetic sweeps with a known optimum (`amutheory.protocol.coverage.simulate`: {r['reps']} "
+            f"simulated studies of {r['seeds']} seeds, 9 + 2 rates, depths {depths}, analysed as the protocol analyses "
+            f"its runs): at the seed-to-seed spread of the 2026-11-27 run (sigma_u = {r['scenario']['sigma_u']:g}), "
+            f"the per-point 95% CI of eta*_train covers the true optimum in **{100 * r['optimum_coverage']:.1f}%** of "
+            f"{r['optimum_cis']} CIs and the exponent's CI the true exponent in "
+            f"**{100 * r['exponent_coverage']:.1f}%** of {r['reps']}. At twice that spread (sigma_u = "
+            f"{z['scenario']['sigma_u']:g}): {100 * z['optimum_coverage']:.1f}% and {100 * z['exponent_coverage']:.1f}% "
+            "(a missing CI counts as not covering), a stated limit: a study whose seeds disagree that much reads "
+            f"inconclusive. Kept in `{_rel(keep / 'coverage.json')}` (python validate/protocol_findings.py "
+            "regenerates it; `--coverage` recomputes it).", ""]
+
+
+# ----------------------------------------------------------------------------- the page
+def findings_page(summary: dict, protocol_json: dict, org: dict, extra: list | None = None,
+                  replicate: list | None = None, out_dir: Path | None = None, reg: Registration | None = None,
+                  keep: Path | None = None, first: list | None = None) -> str:
+    """The page: the head (command, run, method), ``first`` (does it replicate?, the coverage), the terms, the
+    verdicts and sections of :func:`amutheory.protocol.report.markdown_sections`, ``extra``, the sizes, every
+    study."""
+    from amutheory.protocol.report import markdown_sections, method_lines, sizes_table, study_table, with_terms
+
+    reg = reg or REGISTRATIONS[DEFAULT]
+    regen = "python validate/protocol_findings.py" + ("" if reg.label == DEFAULT else f" --registration {reg.label}")
+    kept = f", the summaries kept in `{_rel(keep)}/`" if keep else ""
+    plan = org["registration"]
+    head = [f"# {reg.title}", "",
+            f"Generated by `{regen}` from `{org['command']}` (protocol fingerprint "
+            f"`{summary['fingerprint']}`" + (f", registered in [{Path(plan).name}](../../{plan}) before it ran"
+                                             if plan else ", not registered") +
+            f"; the verdicts are read from this run{kept}).",
             f"The run: {_run_line(summary)}.", "", summary["description"], ""]
     if summary.get("size_note"):
         head += [f"**Size**: {summary['size_note']}.", ""]
-    body = _figures(markdown_sections(summary, figure_dir="FIGDIR", replicate=replicate), "../figures/")
+    for line in method_lines(summary):
+        head += [line, ""]
+    head += [*(first or [])]
+    at = len(head)
+    body = _figures(markdown_sections(summary, figure_dir="FIGDIR", replicate=replicate),
+                    f"../figures/{reg.figure_prefix}")
     sizes = ["## The sizes, beside the papers' own", "",
              "Every study keeps the papers' score (the mean training loss over the run) and optimizer (plain SGD; "
              "Adam for the Adam study); the data (digits or generated data instead of CIFAR-10), the width, batch, "
              "steps and depths differ, as below, so eta*_train and the exponents compare with the papers' in their "
              "depth dependence, not in value. The papers' row is their protocol as [theory.md](../theory.md) section 2 "
              "states it.", "", *sizes_table(protocol_json["protocol"]), ""]
-    posthoc = out_dir / "protocol_learning_depths.md" if out_dir else None
+    posthoc = out_dir / reg.posthoc if out_dir and reg.posthoc else None
     if posthoc is not None and posthoc.is_file():
         extra = [*(extra or []), "## Added after the results: the depths that learn", "",
                  "Not registered: the same cells re-read on the depths whose nets learn in each run "
-                 "([protocol_learning_depths.md](protocol_learning_depths.md), "
-                 "`python validate/studies/protocol_learning_depths.py`).", ""]
+                 f"([{reg.posthoc}]({reg.posthoc}), `python validate/studies/protocol_learning_depths.py`).", ""]
     tail = ["", *(extra or []), *sizes, "## Every study", "", *study_table(summary), "",
             "Each study's loss-against-learning-rate curves (optimum starred) are in its folder of the run "
             "(`RUN/STUDY/transfer.png`).", ""]
-    return "\n".join(head + body + tail) + "\n"
+    return "\n".join(with_terms(head + body + tail, at, summary, heading="## Terms")) + "\n"
 
 
 def readme_rows(summary: dict, replicate: list | None = None) -> list[str]:
     """The README's rows under training: one per claim (verdict, estimate, depths that learn, the replicate) and the
     bridge (is eta*_train / eta*_onestep constant in depth at the longest horizon, per width?)."""
-    from amutheory.protocol.report import claim_numbers, learning_points, replicate_cell
+    from amutheory.protocol.report import _est, claim_numbers, learning_text, replicate_cell, verdict_cell
 
     rows = {r["claim"]: r for r in replicate or []}
-    lines = ["| claim, under training | verdict | numbers (95% CI) | points that learn | replicate on disjoint seeds |",
+    lines = ["| claim, under training | verdict | numbers (95% CI) | nets that learn | replicate on disjoint seeds |",
              "|---|---|---|---|---|"]
     for c in summary["claims"]:
-        lines.append(f"| {c['statement']} | **{c['verdict']}** | {claim_numbers(c)} | {learning_points(c)} | "
-                     f"{replicate_cell(rows.get(c['name']))} |")
+        lines.append(f"| {c['statement']} | {verdict_cell(c['verdict'])} | {claim_numbers(c, summary)} | "
+                     f"{learning_text(c, summary)} | {replicate_cell(rows.get(c['name']))} |")
     for name, b in (summary.get("bridges") or {}).items():
         T = max(b["onestep-mean"], key=int)
         row = b["onestep-mean"][T]
-        const = {True: "**holds**", False: "**fails**", None: "n/a"}[row["constant_in_depth"]]
+        const = {True: "**holds**", False: "**fails**"}.get(row.get("constant_in_depth"), "inconclusive")
         lines.append(f"| the one-step eta* equals the training optimum up to a constant ({name}, width {b['width']}, "
-                     f"T = {T}) | {const} | ratio slope in ln L {row['slope']:+.2f} "
-                     f"[{row['slope_ci'][0]:+.2f}, {row['slope_ci'][1]:+.2f}] | - | - |")
+                     f"T = {T}) | {const} | ratio slope in ln L "
+                     f"{_est(row.get('slope'), row.get('slope_ci'), '+.2f')} | - | - |")
     return lines
 
 
-def readme_block(summary: dict, org: dict, replicate: list | None = None) -> str:
-    lines = [BEGIN, "", f"Generated by `python validate/protocol_findings.py` from `{org['command']}` (registered in "
-             f"`{org['registration']}` before it ran; a claim whose nets do not learn at this size is `untestable`); "
-             "details, every study and the sizes beside the papers': [docs/findings/protocol.md](docs/findings/protocol.md).",
+def readme_block(summary: dict, org: dict, replicate: list | None = None, page: str = "docs/findings/protocol.md",
+                 regen: str = "python validate/protocol_findings.py") -> str:
+    plan = f"registered in `{org['registration']}` before it ran" if org.get("registration") else "not registered"
+    lines = [BEGIN, "", f"Generated by `{regen}` from `{org['command']}` ({plan}; a claim whose nets do not learn at "
+             "this size is `untestable`); "
+             f"details, every study, the terms and the sizes beside the papers': [{page}]({page}).",
              "", *readme_rows(summary, replicate), "", END]
     return "\n".join(lines)
 
@@ -218,17 +411,26 @@ def main(argv=None) -> int:
     from amutheory.protocol.replicate import replicate_rows
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--run", default=None, help=f"the protocol's run folder (e.g. {RUN}; default: the kept summaries)")
+    p.add_argument("--registration", default=DEFAULT, choices=sorted({*REGISTRATIONS, *ALIASES}),
+                   help=f"which registration's page (default {DEFAULT}, the current one: docs/findings/protocol.md; "
+                        "2026-11-27: docs/findings/protocol_2026_11_27.md)")
+    p.add_argument("--run", default=None, help="the protocol's run folder (e.g. the registration's, "
+                                               f"{RUN}; default: the kept summaries)")
     p.add_argument("--replicate", default=None, metavar="FOLDER", help="its replicate on disjoint seeds")
     p.add_argument("--readme", default=None, help="also replace the protocol block of this markdown file")
-    p.add_argument("--out", default=str(ROOT / "docs" / "findings" / "protocol.md"))
+    p.add_argument("--out", default=None, help="the page (default: the registration's)")
+    p.add_argument("--keep", default=None, metavar="FOLDER",
+                   help="where the summaries are kept (default: the folder of the page's stem beside it)")
+    p.add_argument("--coverage", action="store_true", help="recompute the kept coverage simulation (about 10 s)")
     p.add_argument("--recheck", default=None, metavar="FOLDER",
                    help="a second run of the same protocol: compare its records and verdicts with --run's")
     a = p.parse_args(argv)
-    out = Path(a.out)
-    keep = out.parent / out.stem
-    keep.mkdir(parents=True, exist_ok=True)
+    reg = REGISTRATIONS[ALIASES.get(a.registration, a.registration)]
+    out = Path(a.out) if a.out else ROOT / reg.page
+    keep = Path(a.keep) if a.keep else out.parent / out.stem
     run = Path(a.run) if a.run else None
+    if run or a.replicate:
+        keep.mkdir(parents=True, exist_ok=True)
     if a.replicate:  # before anything is copied: the replicate must be the same design on other seeds
         base = (run or keep) / "protocol.json"
         other = Path(a.replicate) / "protocol.json"
@@ -243,10 +445,11 @@ def main(argv=None) -> int:
         _keep(Path(a.replicate) if a.replicate else None, keep,
               {"summary.json": "replicate_summary.json", "protocol.json": "replicate_protocol.json"})
     except FileNotFoundError as e:
-        print(f"error: {e}; run `amutheory validate --preset protocol --out {RUN}` first", file=sys.stderr)
+        print(f"error: {e}; run `amutheory validate --preset protocol --out {reg.run}` first", file=sys.stderr)
         return 2
     if not (keep / "summary.json").is_file():
-        print(f"error: no kept summary in {keep}; give --run FOLDER", file=sys.stderr)
+        print(f"error: no kept summary in {keep}; give --run FOLDER (e.g. --run {reg.run} --replicate "
+              f"{reg.replicate})", file=sys.stderr)
         return 2
     folders = keep / "runs.json"  # the run folders the kept summaries came from, named in the commands
     known = json.loads(folders.read_text()) if folders.is_file() else {}
@@ -254,14 +457,16 @@ def main(argv=None) -> int:
     folders.write_text(json.dumps(known, indent=1) + "\n")
     summary = json.loads((keep / "summary.json").read_text())
     protocol_json = json.loads((keep / "protocol.json").read_text())
-    org = origin(protocol_json, known.get("run", RUN))
-    rows, extra = None, []
+    org = origin(protocol_json, known.get("run", reg.run))
+    rows, extra, first = None, [], []
     if (keep / "replicate_summary.json").is_file():
         rep = json.loads((keep / "replicate_summary.json").read_text())
         rep_org = origin(json.loads((keep / "replicate_protocol.json").read_text()),
-                         known.get("replicate", f"{RUN}-replicate"))
+                         known.get("replicate", reg.replicate))
         rows = replicate_rows(summary, rep)
+        first += replication_section(summary, rep, rows, org, rep_org, protocol_json, reg)
         extra += replicate_lines(rows, rep_org, rep)
+    first += coverage_lines(coverage(keep, summary, a.coverage), keep)
     recheck = keep / "recheck.json"  # the comparison needs both runs' cells: its lines are kept, not recomputed
     if a.recheck:
         if run is None:
@@ -280,11 +485,14 @@ def main(argv=None) -> int:
         figures.mkdir(parents=True, exist_ok=True)
         for name in FIGURES:
             if (run / "figures" / name).is_file():
-                shutil.copyfile(run / "figures" / name, figures / f"protocol_{name}")
-    out.write_text(findings_page(summary, protocol_json, org, extra, rows, out.parent))
+                shutil.copyfile(run / "figures" / name, figures / f"{reg.figure_prefix}{name}")
+    out.write_text(findings_page(summary, protocol_json, org, extra, rows, out.parent, reg, keep, first))
     if readme:
         start, end = text.index(BEGIN), text.index(END) + len(END)
-        readme.write_text(text[:start] + readme_block(summary, org, rows) + text[end:])
+        page = Path(os.path.relpath(out.resolve(), readme.resolve().parent)).as_posix()
+        regen = "python validate/protocol_findings.py" + ("" if reg.label == DEFAULT else
+                                                           f" --registration {reg.label}")
+        readme.write_text(text[:start] + readme_block(summary, org, rows, page, regen) + text[end:])
     print(f"wrote {out}" + (f" and the block in {readme}" if readme else ""))
     return 0
 
