@@ -162,10 +162,11 @@ for depth, lr in transferred.items():
 # %% [markdown]
 # ## 5. At real size: what the registered protocol found
 #
-# The same procedure at the size where it is evidence is `amutheory validate --preset protocol`
+# The same procedure at the size where it is evidence is `amutheory validate --preset protocol-2026-11-27`
 # (registered before it ran: `validate/plans/REGISTRATION_PROTOCOL_2026_11_27.md`; about 40 minutes
-# on 2 cores).  Its summary and its replicate's on disjoint seeds are kept beside the findings page
-# (`docs/findings/protocol/`, written by `python validate/protocol_findings.py`); read them here.  A
+# on 2 cores).  Its summary and its replicate's on disjoint seeds are kept beside its findings page
+# (`docs/findings/protocol_2026_11_27/`, written by `python validate/protocol_findings.py --registration
+# 2026-11-27`); read them here.  (The later registration, `--preset protocol`, is docs/findings/protocol.md.)  A
 # claim whose nets do not learn at their optimum (final training loss above half the chance loss) is
 # `untestable`, whatever its exponent says.
 
@@ -176,7 +177,7 @@ import pathlib  # noqa: E402
 from amutheory.protocol.replicate import replicate_rows  # noqa: E402
 from amutheory.protocol.report import learning_points  # noqa: E402
 
-KEPT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "findings" / "protocol"
+KEPT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "findings" / "protocol_2026_11_27"
 summary = json.loads((KEPT / "summary.json").read_text())
 replicate_file = KEPT / "replicate_summary.json"
 rows = {r["claim"]: r for r in replicate_rows(summary, json.loads(replicate_file.read_text()))} \

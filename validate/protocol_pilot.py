@@ -146,7 +146,7 @@ def page(a: dict, b: dict, cut: dict, rep: list, timing: dict) -> str:
                   "What followed (after this page's first version): the protocol was registered with the "
                   "delete-one-seed jackknife and 6 seeds at the pilot's 9 + 2 rates "
                   "([REGISTRATION_PROTOCOL_2026_11_27.md](../../validate/plans/REGISTRATION_PROTOCOL_2026_11_27.md)), "
-                  "and run with a replicate on disjoint seeds ([protocol.md](protocol.md)).", ""]
+                  "and run with a replicate on disjoint seeds ([protocol_2026_11_27.md](protocol_2026_11_27.md)).", ""]
     return "\n".join(lines)
 
 

@@ -62,7 +62,7 @@ ROLE_ORDER = ("input", "hidden", "branch", "branch-last", "readout", "readout-bi
 ADAM_DEPTH = {"depth-mup": (-0.5, "Depth-muP", "Depth-muP's Adam convention (Yang et al. 2023, Tensor Programs VI)"),
               "completep": (-1.0, "CompleteP", "CompleteP's Adam convention (Dey et al. 2025)")}
 ADAM_NOTE = ("adam: nothing derived; depth: the rule's SGD depth factor (its only evidence: the registered "
-             "protocols' Adam claim on 1D conv chains, docs/findings/protocol.md); width: muP's Adam table "
+             "protocols' Adam claim on 1D conv chains, docs/findings/protocol*.md); width: muP's Adam table "
              "(1/fan-in for hidden and readout weights)")
 ADAM_NONE_NOTE = ("adam: nothing derived for Adam here; width: muP's Adam table (Tensor Programs V, not derived "
                   "here); no depth factor (depth_convention='none')")

@@ -1,7 +1,7 @@
 """Added after the results, not registered: the 2026-11-27 protocol's run (and its replicate) re-read on the depths
 whose nets learn in that run, so an ``untestable`` claim still shows what its learning nets say.
 
-The registered verdict stays the run's own (``docs/findings/protocol.md``); this is a post-hoc reading, labelled as
+The registered verdict stays the run's own (``docs/findings/protocol_2026_11_27.md``); this is a post-hoc reading, labelled as
 such.  For each study it keeps the depths where the net learns at its optimum in the run being read (a study with
 fewer than three such depths is left as it is) and re-runs the protocol's analysis (same cells, same jackknife) on
 them.
@@ -46,7 +46,7 @@ def reanalyse(folder: Path, first_seed: int, keep: dict) -> dict:
     from amutheory.protocol.run import _prepare, _probe, study_rates
     from amutheory.train.sweep import refined_plan
 
-    base = PRESETS["protocol"]
+    base = PRESETS["protocol-2026-11-27"]
     studies = tuple(dataclasses.replace(s, first_seed=first_seed,
                                         depths=keep[s.name] if len(keep.get(s.name, ())) >= 3 else s.depths)
                     for s in base.studies)
@@ -64,7 +64,7 @@ def reanalyse(folder: Path, first_seed: int, keep: dict) -> dict:
 def page(rows: list) -> str:
     lines = ["# The 2026-11-27 protocol on the depths that learn (added after the results, not registered)", "",
              "Written by `python validate/studies/protocol_learning_depths.py`. The registered verdicts are on "
-             "[protocol.md](protocol.md); a claim resting on a net that does not learn there is `untestable`. This "
+             "[protocol_2026_11_27.md](protocol_2026_11_27.md); a claim resting on a net that does not learn there is `untestable`. This "
              "page re-reads the same cells on the depths whose nets learn in each run (a study with fewer than three "
              "such depths is left whole), with the same jackknife: what the learning nets say, for a reader to weigh, "
              "not a verdict of the registration.", "",
