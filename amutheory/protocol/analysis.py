@@ -213,6 +213,32 @@ def _claim(claim, results: dict, protocol, eta_max_fits: dict | None = None) -> 
     return {**base, **_width_claim(claim, rs[0], protocol.margin)}
 
 
+#: flags under which a point's optimum has no CI (the smooth optimum: the vertex beyond the window, or no fit)
+NO_CI_FLAGS = ("outside", "few-points", "no-curvature", "all-diverged")
+
+
+def _name_unresolved(claim: dict, results: dict) -> None:
+    """An inconclusive claim without a CI names the points whose optimum has none, and why
+    (``unresolved``: ``{study: {point: flags}}``); the verdict is unchanged."""
+    if claim.get("not_run") or claim["kind"] == "eta-max" or claim["verdict"] != "inconclusive":
+        return
+    points = claim.get("depths")
+    found = {}
+    for name in claim["studies"]:
+        r = results[name]
+        T = claim.get("horizons", {}).get(name)
+        at = r.by_horizon[None if T in (None, r.study.steps) else T]
+        bad = {p: list(at[p].flags) for p in (points or r.points) if p in at and set(at[p].flags) & set(NO_CI_FLAGS)}
+        if bad:
+            found[name] = bad
+    if not found:
+        return
+    claim["unresolved"] = {k: {str(p): f for p, f in v.items()} for k, v in found.items()}
+    where = "; ".join(f"{k} at {', '.join(map(str, v))}" for k, v in found.items())
+    claim["reason"] += (f"; optima without a CI: {where} (flag outside: the seed-mean loss still falls at the last "
+                        "rate below divergence, so the optimum lies at the divergence edge, not inside the rates tried)")
+
+
 def _steps(rs, keys) -> dict:
     """``{study: the step its fit is read at}``."""
     return {r.study.name: r.study.steps if k is None else k for r, k in zip(rs, keys)}
@@ -378,6 +404,8 @@ def analyse(protocol, prepared: dict, rates: dict, onestep: dict, eta_max: dict 
                          "dataset": r.study.dataset, "cost": r.cost(r.points)}
     claims = [_claim(c, results, protocol, {k: v["fit"] for k, v in eta_max_studies.items()})
               for c in protocol.claims]
+    for c in claims:  # say which optima have no CI where that leaves a claim without one
+        _name_unresolved(c, results)
     for c in claims:  # which nets the verdict rests on learn; untestable where one does not (new registrations)
         if c.get("not_run") or c["kind"] == "eta-max":  # the divergence edge is measured whether or not a net learns
             continue

@@ -171,7 +171,8 @@ def exponent_verdict(fit: dict | None, expected: float, at_horizons: dict, corre
     AM-muP law's own slope over the same points (or ``None``); ``margin``: the margin rule (module
     docstring), ``None`` for the registrations up to 2026-11-27 (a width cut)."""
     if fit is None or fit["exponent_ci"] is None:
-        return {"verdict": "inconclusive", "reason": "no exponent CI (fewer than two finite optima)"}
+        return {"verdict": "inconclusive", "reason": "no exponent CI (fewer than two finite optima, or an optimum "
+                                                     "without a CI)"}
     if margin is not None:
         return _margin_exponent(fit, expected, at_horizons, corrected_slope, margin)
     c = fit["exponent_ci"]
