@@ -180,9 +180,12 @@ def transfer_replicate(rep_summary: dict) -> list[str]:
 
 # ----------------------------------------------------------------------------- does it replicate?
 def wall_minutes(summary: dict) -> tuple:
-    """``(minutes, sessions)``: the wall-clock of every session of a run folder (a resumed run: all of them)."""
+    """``(minutes, sessions, re-readings)``: the wall-clock of every session of a run folder that trained cells (a
+    resumed run: all of them, each with its own analysis), and how many later sessions trained nothing (a
+    re-reading of the finished cells, not part of the run's time)."""
     runs = summary.get("runs") or [summary.get("this_run") or {}]
-    return sum(r.get("wall_s") or 0 for r in runs) / 60, len(runs)
+    trained = [r for r in runs if (r.get("cells_run") or 0) > 0] or runs[:1]
+    return sum(r.get("wall_s") or 0 for r in trained) / 60, len(trained), len(runs) - len(trained)
 
 
 def _seeds(org: dict, protocol_json: dict) -> str:
@@ -239,10 +242,11 @@ def replication_section(summary: dict, rep: dict, rows: list, org: dict, rep_org
             (f" ({', '.join(no_estimate)}: no estimate in both runs, counted as not inside)" if no_estimate else ""),
             f"at least {MIN_INSIDE_OF_12}", len(old_inside) >= MIN_INSIDE_OF_12)
     for what, s in (("the run", summary), ("the replicate", rep)):
-        minutes, sessions = wall_minutes(s)
+        minutes, sessions, rereads = wall_minutes(s)
         t = _trained(s)
-        row(f"wall time of {what}", f"{minutes:.1f} min on {t.get('workers')} workers x {t.get('threads')} thread "
-            f"({t.get('device')})" + (f", {sessions} sessions" if sessions > 1 else ""),
+        row(f"wall time of {what}", f"{minutes:.2f} min on {t.get('workers')} workers x {t.get('threads')} thread "
+            f"({t.get('device')})" + (f", {sessions} sessions" if sessions > 1 else "")
+            + (f"; then {rereads} re-reading(s) of the finished cells, nothing trained" if rereads else ""),
             f"under {reg.wall_minutes:g} min" if reg.wall_minutes else None,
             minutes < reg.wall_minutes if reg.wall_minutes else None)
     lines = ["## Does it replicate?", "",
