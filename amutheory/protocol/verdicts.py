@@ -222,26 +222,24 @@ def same_exponent_verdict(diff: dict | None, ratio: dict | None, prefactor_chang
             return {"verdict": "fails", "reason": f"{text} lies wholly outside 0 +- {margin:g}"}
         if status == "inconclusive":
             return {"verdict": "inconclusive", "reason": f"{text} overlaps 0 +- {margin:g} without lying inside it"}
-        if not prefactor_changes:
-            return {"verdict": "holds", "reason": f"{text} lies inside 0 +- {margin:g}"}
-        rc = None if ratio is None else ratio["ratio_ci"]
-        if rc is not None and not _contains(rc, 1.0):
-            return {"verdict": "holds", "reason": f"{text} lies inside 0 +- {margin:g}; prefactor ratio "
-                                                  f"{ratio['ratio']:.2f} [{rc[0]:.2f}, {rc[1]:.2f}] excludes 1"}
-        return {"verdict": "conditional", "reason": f"{text} lies inside 0 +- {margin:g}, but no prefactor change is "
-                                                    "resolved",
-                "condition": "the exponent is unchanged; the prefactor change is not resolved at this size"}
+        return _unchanged_exponent(f"{text} lies inside 0 +- {margin:g}", ratio, prefactor_changes)
     if not _contains(c, 0.0):
         return {"verdict": "fails", "reason": f"{text} excludes 0"}
     if _width(c) > MAX_CI_WIDTH:
         return {"verdict": "inconclusive", "reason": f"{text} holds 0 but is wider than {MAX_CI_WIDTH:g}"}
+    return _unchanged_exponent(f"{text} holds 0", ratio, prefactor_changes)
+
+
+def _unchanged_exponent(said: str, ratio: dict | None, prefactor_changes: bool) -> dict:
+    """The verdict once the exponent difference is read as 0 (``said`` says why): ``holds``, or with
+    ``prefactor_changes`` ``holds`` only where the prefactor ratio's CI excludes 1, else ``conditional``."""
     if not prefactor_changes:
-        return {"verdict": "holds", "reason": f"{text} holds 0"}
+        return {"verdict": "holds", "reason": said}
     rc = None if ratio is None else ratio["ratio_ci"]
     if rc is not None and not _contains(rc, 1.0):
-        return {"verdict": "holds", "reason": f"{text} holds 0; prefactor ratio {ratio['ratio']:.2f} "
+        return {"verdict": "holds", "reason": f"{said}; prefactor ratio {ratio['ratio']:.2f} "
                                               f"[{rc[0]:.2f}, {rc[1]:.2f}] excludes 1"}
-    return {"verdict": "conditional", "reason": f"{text} holds 0, but no prefactor change is resolved",
+    return {"verdict": "conditional", "reason": f"{said}, but no prefactor change is resolved",
             "condition": "the exponent is unchanged; the prefactor change is not resolved at this size"}
 
 
