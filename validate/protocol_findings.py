@@ -161,7 +161,7 @@ def replicate_lines(rows: list, rep_origin: dict, rep_summary: dict) -> list[str
             f"`{rep_origin['command']}` (seeds {rep_origin['first_seed']}.., fingerprint "
             f"`{rep_summary['fingerprint']}`): {_run_line(rep_summary)}.", "",
             f"The replicate's estimate lies inside the registered 95% CI for **{len(inside)} of {len(tested)}** claims "
-            f"with an estimate in both runs" + (f"; outside for {', '.join(out)}" if out else "") +
+            f"with an estimate in the replicate and a CI in this run" + (f"; outside for {', '.join(out)}" if out else "") +
             f". Each inside the other's CI (the pilot's rule 2): {len(both)} of {len(tested)}. The verdicts are the "
             "registered run's; the replicate's own verdict is in the same column.", "", *transfer_replicate(rep_summary)]
 
@@ -236,10 +236,11 @@ def replication_section(summary: dict, rep: dict, rows: list, org: dict, rep_org
     row("claims untestable (this run)", f"{len(untestable)} of {n} (the replicate: {rep_untestable})",
         f"at most {MAX_UNTESTABLE}", len(untestable) <= MAX_UNTESTABLE)
     row("the replicate's estimate inside this run's 95% CI", f"{len(inside)} of {len(tested)} claims with an estimate "
-        "in both runs")
+        "in the replicate and a CI in this run")
     if {r["claim"] for r in rows} != set(old):
         row(f"the same, of the {len(old)} claims of 2026-11-27", f"{len(old_inside)} of {len(old)}" +
-            (f" ({', '.join(no_estimate)}: no estimate in both runs, counted as not inside)" if no_estimate else ""),
+            (f" ({', '.join(no_estimate)}: no estimate in the replicate or no CI in this run, counted as not "
+             "inside)" if no_estimate else ""),
             f"at least {MIN_INSIDE_OF_12}", len(old_inside) >= MIN_INSIDE_OF_12)
     for what, s in (("the run", summary), ("the replicate", rep)):
         minutes, sessions, rereads = wall_minutes(s)

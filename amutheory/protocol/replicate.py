@@ -11,13 +11,15 @@ from __future__ import annotations
 
 
 def claim_estimate(claim: dict) -> tuple:
-    """``(estimate, CI)`` of a claim of a ``summary.json``; ``(None, None)`` when it has no CI."""
-    if claim.get("fit") and claim["fit"].get("exponent_ci"):
-        return claim["fit"]["exponent"], claim["fit"]["exponent_ci"]
+    """``(estimate, CI)`` of a claim of a ``summary.json``: the exponent, or the exponent difference (the
+    critical one for ``steeper``); the CI ``None`` where the claim has an estimate but no CI, ``(None, None)``
+    without an estimate."""
+    if claim.get("fit") and claim["fit"].get("exponent") is not None:
+        return claim["fit"]["exponent"], claim["fit"].get("exponent_ci")
     for key in ("difference", "difference_critical"):
         d = claim.get(key)
-        if d and d.get("exponent_difference_ci"):
-            return d["exponent_difference"], d["exponent_difference_ci"]
+        if d and d.get("exponent_difference") is not None:
+            return d["exponent_difference"], d.get("exponent_difference_ci")
     return None, None
 
 

@@ -488,13 +488,21 @@ def _yes_no(v) -> str:
     return "yes" if v is True else "no" if v is False else "n/a"
 
 
+def _constant(row: dict) -> str:
+    """yes / no, or why neither: no CI, or (the margin rule) a CI that overlaps 0 +- delta."""
+    v = row.get("constant_in_depth")
+    if v is not None:
+        return _yes_no(v)
+    return "no CI" if row.get("slope_ci") is None else "undecided (the CI overlaps the margin)"
+
+
 def bridge_table(bridge: dict, exps: dict) -> list[str]:
     lines = ["| horizon T (steps) | exponent of eta*_train | ratio slope in ln L (95% CI) | constant in depth? |",
              "|---|---|---|---|"]
     for T, row in sorted(bridge.items(), key=lambda kv: int(kv[0])):
         f = exps["train"].get(str(T)) or {}
         lines.append(f"| {T} | {_est(f.get('exponent'), f.get('exponent_ci'))} | "
-                     f"{_est(row.get('slope'), row.get('slope_ci'), '+.2f')} | {_yes_no(row.get('constant_in_depth'))} |")
+                     f"{_est(row.get('slope'), row.get('slope_ci'), '+.2f')} | {_constant(row)} |")
     return lines
 
 
