@@ -420,7 +420,9 @@ def test_replicate_rows_read_each_estimate_against_the_others_ci():
     second = _claims((-1.3, [-1.4, -1.2]), (-1.4, [-1.9, -0.95]), (0.1, [0.0, 0.3]))
     rows = replicate_rows(first, second)
     assert [r["second_inside_first"] for r in rows] == [True, False, None]
-    assert [r["first_inside_second"] for r in rows] == [False, True, None]  # a claim without a CI has no estimate
+    # a claim without a CI still has its estimate, read against the other run's CI (there is none to read the
+    # other's estimate against)
+    assert [r["first_inside_second"] for r in rows] == [False, True, True]
     assert [r["agree"] for r in rows] == [False, False, None]
     with pytest.raises(ValueError, match="different claims"):
         replicate_rows(first, _claims((-1.5, [-2, -1])))

@@ -284,7 +284,9 @@ def test_sigterm_ends_with_one_line_and_keeps_finished_groups(tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (out / S.TABLE).exists() and proc.poll() is None:
+        # a finished group is one whose records are written: wait for a whole line (the table exists from the
+        # moment its first append opens it, a moment before the line is written)
+        while time.monotonic() < deadline and not S.read_table(out) and proc.poll() is None:
             time.sleep(0.02)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)

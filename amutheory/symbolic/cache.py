@@ -129,15 +129,19 @@ def derivation(fn=None, *, ignore: tuple = (), mutable: bool = False):
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         text = repr(sorted((k, v) for k, v in bound.arguments.items() if k not in ignore))
+        computed = False
         if text not in memo:
             folder = cache_dir()
             path = None if folder is None else folder / f"{qualified}-{_key(qualified, text)}.pickle"
             found, value = (False, None) if path is None else _read(path)
             if not found:
-                value = fn(*args, **kwargs)
+                value, computed = fn(*args, **kwargs), True
                 if path is not None:
                     _write(path, value)
             memo[text] = value
+        progress = bound.arguments.get("progress")
+        if not computed and callable(progress):  # a caller who asked for progress learns why there is none
+            progress(f"{fn.__name__}: served from the cache, nothing recomputed")
         return copy.deepcopy(memo[text]) if mutable else memo[text]
 
     wrapper.cache_clear = memo.clear
