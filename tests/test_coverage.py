@@ -23,10 +23,11 @@ def test_jackknife_on_the_smooth_optimum_covers():
 
 
 def test_noisier_seeds_are_reported_not_hidden():
-    """Twice the recorded seed spread: the simulation runs and says what it gets (the findings
-    page quotes it as the method's limit); here only that it is a coverage, finite and below 1."""
-    got = simulate(NOISY, reps=20)
-    assert 0 <= got["optimum_coverage"] <= 1 and math.isfinite(got["median_optimum_ci_width_ln"])
+    """Twice the recorded seed spread: the method undercovers, as the findings page says (72.5% of 800
+    CIs there).  At 40 studies (160 CIs) the binomial standard error at 0.725 is 0.035, so the bound
+    0.9 sits five of them above: the limit the page quotes is real, not an artefact of its seeds."""
+    got = simulate(NOISY, reps=40)
+    assert 0 <= got["optimum_coverage"] < 0.9 and math.isfinite(got["median_optimum_ci_width_ln"])
 
 
 def _sweep(rng, seeds=6):

@@ -56,10 +56,6 @@ def _expected_optimum(sc: Scenario, centre: float) -> float:
     return centre - sc.k * sc.sigma_u ** 2 / 2
 
 
-def _grid(lo: float, hi: float, points: int) -> np.ndarray:
-    return np.linspace(lo, hi, points)
-
-
 def _scores(sc: Scenario, x: np.ndarray, centre: float, u: np.ndarray, noise: np.ndarray) -> np.ndarray:
     d = x[:, None] - centre - u[None]
     y = sc.c + sc.a * 2 / sc.k ** 2 * (np.expm1(sc.k * d) - sc.k * d) + noise
@@ -84,7 +80,7 @@ def simulate(scenario: Scenario = REALISTIC, reps: int = 200, seeds: int = 6, de
         for L in depths:
             centre = scenario.x0 + scenario.exponent * math.log(L)
             truth = _expected_optimum(scenario, centre)
-            grid = _grid(centre + offset - span / 2, centre + offset + span / 2, points)
+            grid = np.linspace(centre + offset - span / 2, centre + offset + span / 2, points)  # ln rates
             u = rng.normal(0, scenario.sigma_u, seeds)
             y = _scores(scenario, grid, centre, u, rng.normal(0, scenario.sigma_e, (points, seeds)))
             mean = y.mean(1)
