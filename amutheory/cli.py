@@ -359,6 +359,7 @@ def _rate_ci(ci) -> str:
 
 
 def cmd_tune(args):
+    from amutheory.tuning.fidelity import Fidelity
     from amutheory.tuning.guided import Bracket
     from amutheory.tuning.pipeline import tune
 
@@ -380,8 +381,10 @@ def cmd_tune(args):
                               "--width, --depth, --batch-size, --bracket, --workers or use --loop")
     bracket = Bracket(points=args.bracket, factor=args.bracket_factor, tolerance=args.tolerance,
                       max_runs=args.max_runs)
+    fidelity = Fidelity(confirm_seeds=args.confirm_seeds)
     summary = tune(template, depths, from_depth=args.from_depth, from_lr=args.from_lr, from_lr_ci=args.from_lr_ci,
                    rule=args.rule, out=args.out, seeds=args.seeds, seed_start=args.seed_start, bracket=bracket,
+                   method=args.method, fidelity=fidelity,
                    engine=args.engine, workers=args.workers, threads=args.threads, vectorise=not args.loop,
                    scheduler=args.scheduler, progress=not (args.json or args.quiet), figures=not args.no_figures,
                    errors=args.errors, probe=not args.no_probe, probe_seeds=args.probe_seeds,
@@ -393,8 +396,12 @@ def cmd_tune(args):
                      f"{_rate(t['eta_star_train']):>11} {_rate_ci(t['eta_star_train_ci']):>22} {t['runs']:>5}  {t['stop']}"
                      + (f" ({', '.join(t['flags'])})" if t["flags"] else "")
                      + ("  does not learn" if t["learns"] is False else ""))
+    for t in summary["targets"]:
+        if t.get("stop") == "nothing-learns" or (t.get("ci_reason") and t.get("eta_star_train") is not None):
+            lines.append(f"depth {t['depth']}: " + (t["reason"] if t.get("stop") == "nothing-learns"
+                                                    else f"no CI: {t['ci_reason']}"))
     c = summary["cost"]
-    lines.append(f"rule: {summary['targets'][0]['prior']['rule_reason']}")
+    lines.append(f"search: {summary['search']}; rule: {summary['targets'][0]['prior']['rule_reason']}")
     lines.append(f"cost: {c['cells']} cells, {c['steps']} steps, {c['forward_passes']} forward passes, "
                  f"{c['core_seconds']:.1f} core-s (this call trained {summary['this_run']['cells_trained']})")
     _emit(args, summary, "\n".join(lines))
@@ -1223,6 +1230,13 @@ def _tune_parser(sub, common) -> None:
     _probe_args(g)
     g.add_argument("--errors", default=None, metavar="FILE.json",
                    help="held-out error file (default: the package's, or $AMUTHEORY_TRANSFER_ERRORS)")
+    g.add_argument("--method", default="fidelity", choices=("fidelity", "bracket"),
+                   help="fidelity (default): rates judged on short horizons first, only contenders trained to the "
+                        "end, each rung going on from the last one's saved state; bracket: the confirming bracket of "
+                        "--bracket rates on two or more seeds (the search before the multi-fidelity one)")
+    g.add_argument("--confirm-seeds", type=int, default=1,
+                   help="fidelity: seeds for the best rate and its two neighbours at the final horizon (default 1: "
+                        "no seed CI; 2 or more give the 95%% CI of eta*_train at about 3 more runs per extra seed)")
     g.add_argument("--tolerance", type=float, default=b.tolerance,
                    help=f"stop when the 95%% CI of ln(eta*) is within +-TOL (and the loss across it within the "
                         f"seed noise; default {b.tolerance:g})")

@@ -127,21 +127,29 @@ def test_bracket_refuses_bad_settings(kw, match):
 CONTRACT = ("eta_star_train", "eta_star_train_ci", "targets", "trials", "cost", "stop", "prior", "from")
 
 
-def test_tune_json_contract_and_resume(tmp_path):
+@pytest.mark.parametrize("method", ["fidelity", "bracket"])
+def test_tune_json_contract_and_resume(tmp_path, method):
     from amutheory.tuning.pipeline import tune
 
-    s = tune(TEMPLATE, 3, from_depth=2, from_lr=0.3, out=tmp_path, seeds=3, bracket=Bracket(max_runs=12),
-             figures=False)
-    assert set(CONTRACT) <= set(s)
+    opts = dict(from_depth=2, from_lr=0.3, out=tmp_path, seeds=3, bracket=Bracket(max_runs=12), figures=False,
+                method=method)
+    s = tune(TEMPLATE, 3, **opts)
+    assert set(CONTRACT) <= set(s) and s["search"] == method
     assert isinstance(s["eta_star_train"], float) and len(s["targets"]) == 1
     assert set(s["cost"]) >= {"cells", "steps", "forward_passes", "core_seconds", "prior", "confirmation"}
     assert s["cost"]["prior"]["cells"] == 0 and s["cost"]["cells"] == len(s["trials"]) == s["targets"][0]["runs"]
     table = [json.loads(line) for line in (tmp_path / "cells.jsonl").read_text().splitlines()]
     assert sorted(t["key"] for t in s["trials"]) == sorted(r["key"] for r in table)  # every cell trained, once
-    assert s["cost"]["steps"] == sum(r["backward_passes"] for r in table)
-    assert s["cost"]["forward_passes"] == sum(r["forward_passes"] for r in table)
-    again = tune(TEMPLATE, 3, from_depth=2, from_lr=0.3, out=tmp_path, seeds=3, bracket=Bracket(max_runs=12),
-                 figures=False)
+    assert s["cost"]["steps"] == sum(r["trained_steps"] for r in table)
+    # no step of a run trained twice: the rungs of one run cover its steps once
+    runs: dict = {}
+    for r in table:
+        runs.setdefault(Cell.from_dict(r["cell"]).run_key(), []).append(r)
+    for recs in runs.values():
+        assert sum(r["trained_steps"] for r in recs) == max(r["backward_passes"] for r in recs)
+    if method == "fidelity":
+        assert any(r["resumed_from"] > 0 for r in table) and s["eta_star_train_ci"] is None and s["ci_reason"]
+    again = tune(TEMPLATE, 3, **opts)
     assert again["this_run"]["cells_trained"] == 0
     assert again["eta_star_train"] == s["eta_star_train"] and again["trials"] == s["trials"]
     assert (tmp_path / "tune.json").is_file() and (tmp_path / "tune.md").is_file()
@@ -242,7 +250,7 @@ def test_tune_on_a_users_model_from_the_command_line(tmp_path, capsys):
     code = main(["tune", "--model", f"{tmp_path / 'models.py'}:make", "--width", "8", "--spatial", "8",
                  "--input-channels", "3", "--steps", "20", "--batch-size", "16", "--from-depth", "1",
                  "--from-lr", "0.2", "--depth", "3", "--seeds", "3", "--max-runs", "12", "--workers", "1",
-                 "--out", str(tmp_path / "t"), "--no-figures", "--json", "--quiet"])
+                 "--out", str(tmp_path / "t"), "--no-figures", "--json", "--quiet", "--method", "bracket"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert out["prior"]["confidence"]["resolved_as"] == "residual"  # read off the user's traced graph

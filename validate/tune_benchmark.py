@@ -55,11 +55,12 @@ def template(net: str):
 class Store:
     """One net's cell table (``results/tune-benchmark/NAME``) and the engine options."""
 
-    def __init__(self, name: str, tpl, run_opts: dict):
+    def __init__(self, name: str, tpl, run_opts: dict, root: Path = OUT):
         from amutheory.train.store import check_meta, check_out_dir, read_table
         from amutheory.train.sweep import fixed_fields
 
-        self.out = check_out_dir(OUT / name)
+        root.mkdir(parents=True, exist_ok=True)
+        self.out = check_out_dir(root / name)
         check_meta(self.out, fixed_fields(tpl))
         self.table, self.tpl, self.run_opts = read_table(self.out), tpl, run_opts
 

@@ -30,10 +30,11 @@ def _median(vals):
     return float(np.median(vals)) if vals else None
 
 
-def summarise(rows: list) -> list[dict]:
-    """One line per method over the held-out (net, depth) pairs whose reference resolves an optimum."""
+def summarise(rows: list, order=None) -> list[dict]:
+    """One line per method over the held-out (net, depth) pairs whose reference resolves an optimum
+    (``order``: the methods, in the page's order; default :func:`_order`)."""
     out = []
-    for m in [m for m in _order() if any(r["method"] == m for r in rows)]:
+    for m in [m for m in (order or _order()) if any(r["method"] == m for r in rows)]:
         rs = [r for r in rows if r["method"] == m and r["ref_resolved"]]
         out.append({"method": m, "pairs": len(rs), "lands": sum(r["lands"] for r in rs),
                     "in_ci": sum(r["in_ci"] for r in rs),
@@ -53,16 +54,17 @@ def summarise(rows: list) -> list[dict]:
     return out
 
 
-def pareto(summary: list, reference_cost: float, path: Path) -> None:
+def pareto(summary: list, reference_cost: float, path: Path, reference_label: str = "reference grid (108 runs) ",
+           x_key: str = "core_seconds", x_label: str | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
-    floor = 0.3
+    floor = 0.3 if x_key == "core_seconds" else 10.0
     for i, s in enumerate(summary):
-        x = max(s["core_seconds"] or 0.0, floor)
+        x = max(s[x_key] or 0.0, floor)
         y = s["median_regret_over_noise"]
         if y is None:
             continue
@@ -70,12 +72,12 @@ def pareto(summary: list, reference_cost: float, path: Path) -> None:
         ax.annotate(f"{s['method']} ({s['lands']}/{s['pairs']})", (x, max(y, 1e-2)), textcoords="offset points",
                     xytext=(5, 3), fontsize=7)
     ax.axvline(reference_cost, color="grey", ls="--", lw=0.8)
-    ax.text(reference_cost, 0.03, "reference grid (108 runs) ", transform=ax.get_xaxis_transform(), fontsize=7,
+    ax.text(reference_cost, 0.03, reference_label, transform=ax.get_xaxis_transform(), fontsize=7,
             rotation=90, va="bottom", ha="right")
     ax.axhline(1.0, color="grey", ls=":", lw=0.8)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel(f"core-seconds per target depth (median; free methods drawn at {floor})")
+    ax.set_xlabel(x_label or f"core-seconds per target depth (median; free methods drawn at {floor})")
     ax.set_ylabel("median regret / reference seed noise")
     ax.set_title("Cost against outcome (landed / pairs in brackets)")
     fig.tight_layout()

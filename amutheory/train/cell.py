@@ -14,6 +14,14 @@ step (:meth:`Cell.rate_at`), the learning-rate range test's run.  A cell without
 the key it had before the field existed (:meth:`Cell.identity` leaves ``schedule`` out when it is
 ``None``).
 
+``stop`` (``None``: the whole run) trains only the first ``stop`` steps of the ``steps``-step run
+(a rung of a multi-fidelity search): the same init, minibatches and rates as the whole run, so its
+record is that run's prefix.  With ``checkpoints`` (a folder; where the state is kept, not part of
+the key) a stopped cell saves its state there, and a longer cell of the same run (a larger ``stop``,
+or none) starts from the latest saved state below it instead of step 0
+(:mod:`amutheory.train.checkpoint`): no step of a run is trained twice.  ``stop == steps`` is the
+whole run (the same key as ``stop=None``).
+
 The seed fixes the init (the model's generator), the order of the minibatches (a second
 generator, :data:`DATA_SEED_OFFSET` away) and the dropout masks (the global generator, seeded
 :data:`DROPOUT_SEED_OFFSET` away, in the loop engine).
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import json
 import math
 from dataclasses import dataclass
@@ -32,6 +41,7 @@ from amutheory.spec import NORMS, ArchSpec
 from amutheory.spec import check_choice as _check_choice
 from amutheory.spec import check_int as _check_count
 from amutheory.spec import check_number as _check_number
+from amutheory.names import LR_FREE_OPTIMIZERS
 from amutheory.names import TRAIN_OPTIMIZERS as OPTIMIZERS
 
 DTYPES = ("float32", "float64")
@@ -47,7 +57,7 @@ ADAM_EPS = 1e-8
 #: the learning-rate schedules a cell can follow (``exp-ramp:HI``: lr -> HI exponentially)
 SCHEDULES = ("exp-ramp",)
 #: fields of a cell that are not part of its identity (where it runs, not what it computes)
-_NOT_KEYED = ("data_dir", "device")
+_NOT_KEYED = ("data_dir", "device", "checkpoints")
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,9 @@ class Cell:
     and ``outputs`` must match the dataset (:func:`amutheory.train.sweep.spec_for_data` sets them).
     ``model`` (``FILE.py:FACTORY``) replaces the spec's network by the factory's, built under
     ``torch.manual_seed(seed)``; the spec then only says depth, width and the input layout (dim).
+    A learning-rate-free ``optimizer`` (``prodigy``, ``dog``: :data:`~amutheory.names.LR_FREE_OPTIMIZERS`,
+    the optional extra ``lrfree``) chooses its own step size; ``lr`` is then the multiplier on it
+    (1.0, the packages' default, leaves it as chosen).
     """
 
     spec: ArchSpec
@@ -75,8 +88,10 @@ class Cell:
     model: str | None = None
     dtype: str = "float32"
     schedule: str | None = None
+    stop: int | None = None
     data_dir: str | None = None
     device: str = "cpu"
+    checkpoints: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.spec, ArchSpec):
@@ -86,7 +101,12 @@ class Cell:
         _check_choice("optimizer", self.optimizer, OPTIMIZERS)
         object.__setattr__(self, "momentum", _check_number("momentum", self.momentum, minimum=0.0, below=1.0))
         object.__setattr__(self, "weight_decay", _check_number("weight_decay", self.weight_decay, minimum=0.0))
-        if self.optimizer != "sgd" and self.momentum:
+        if self.optimizer in LR_FREE_OPTIMIZERS:
+            if self.momentum:
+                raise ValueError(f"momentum is an SGD option; {self.optimizer} (learning-rate free) takes none "
+                                 f"(prodigy has its own betas {ADAM_BETAS}, dog steps plain SGD)")
+            _check_installed(self.optimizer)
+        elif self.optimizer != "sgd" and self.momentum:
             raise ValueError(f"momentum is an SGD option; {self.optimizer} has its own betas {ADAM_BETAS}")
         if not isinstance(self.dataset, str) or not self.dataset:
             raise TypeError(f"dataset must be a non-empty string, got {self.dataset!r}")
@@ -98,6 +118,13 @@ class Cell:
         self.family_object.check_training_options(self.spec, self.norm, self.dropout)
         if self.schedule is not None:
             _ramp_end(self.schedule, self.lr, self.steps)
+        if self.stop is not None:
+            object.__setattr__(self, "stop", _check_count("stop", self.stop, 1, self.steps,
+                                                          f"a cell trains at most its steps = {self.steps}"))
+            if self.stop == self.steps:
+                object.__setattr__(self, "stop", None)  # the whole run: one key for one computation
+        if self.checkpoints is not None and (not isinstance(self.checkpoints, str) or not self.checkpoints):
+            raise TypeError(f"checkpoints must be a folder path (str) or None, got {self.checkpoints!r}")
         if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
             raise ValueError(f"device must be 'cpu' or 'cuda[:i]', got {self.device!r}")
 
@@ -120,6 +147,15 @@ class Cell:
     def width(self) -> int:
         return self.spec.width
 
+    @property
+    def horizon(self) -> int:
+        """The steps this cell trains: ``stop``, else ``steps``."""
+        return self.steps if self.stop is None else self.stop
+
+    def run_key(self) -> str:
+        """The key of the whole run this cell is a prefix of (``stop`` left out): its checkpoints' name."""
+        return self.with_(stop=None).key()
+
     def rate_at(self, t: int) -> float:
         """The learning rate of step ``t`` (0-based): ``lr``, or on an ``exp-ramp:HI`` schedule
         ``lr * (HI / lr) ** (t / (steps - 1))`` (``lr`` at step 0, ``HI`` at the last step)."""
@@ -130,10 +166,12 @@ class Cell:
 
     def identity(self) -> dict:
         """The fields the record depends on (everything but :data:`_NOT_KEYED`), JSON-ready;
-        ``schedule`` only when set, so the keys of cells without one are those of before it existed."""
+        ``schedule`` and ``stop`` only when set, so the keys of cells without them are those of before
+        they existed."""
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_KEYED}
-        if d["schedule"] is None:
-            del d["schedule"]
+        for name in ("schedule", "stop"):
+            if d[name] is None:
+                del d[name]
         d["spec"] = self.spec.to_dict()
         d["lr"] = repr(self.lr)  # the exact float, not a rounded print
         return d
@@ -163,6 +201,21 @@ class Cell:
         d["spec"] = ArchSpec(**d["spec"])
         d["lr"] = float(d["lr"])
         return cls(**d, **extra)
+
+
+#: the module and class of each learning-rate-free optimizer (the optional extra ``lrfree``)
+LR_FREE_CLASSES = {"prodigy": ("prodigyopt", "Prodigy"), "dog": ("dog", "DoG")}
+#: what to run where one is missing
+LR_FREE_INSTALL = 'pip install -e ".[lrfree]"'
+
+
+def _check_installed(optimizer: str) -> None:
+    """Refuse a learning-rate-free ``optimizer`` whose package is not installed (an ImportError
+    saying how to install it), without importing it (a cell is checked before any work)."""
+    module, name = LR_FREE_CLASSES[optimizer]
+    if importlib.util.find_spec(module) is None:
+        raise ImportError(f"optimizer {optimizer!r} needs the package {module!r} ({module}.{name}), which is "
+                          f"not installed: {LR_FREE_INSTALL}")
 
 
 def _ramp_end(schedule, lr: float, steps: int) -> float:

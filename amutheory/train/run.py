@@ -28,6 +28,7 @@ from torch import nn
 from torch.nn import functional as F
 
 import amutheory.measure  # noqa: F401  (registers the built-in families' models, which a cell builds)
+from amutheory.train import checkpoint
 from amutheory.train.cell import DATA_SEED_OFFSET, DIVERGENCE_FACTOR, DROPOUT_SEED_OFFSET, Cell
 from amutheory.train.optim import StackedOptimizer, torch_optimizer
 
@@ -137,13 +138,15 @@ def curve_steps(steps: int) -> np.ndarray:
 
 
 def record(cell: Cell, losses: list[float], why: str | None, test: tuple, mode: str, wall: float,
-           eval_passes: int) -> dict:
+           eval_passes: int, resumed_from: int = 0) -> dict:
     """The record of one run (JSON-ready: a non-finite number is ``null``; ``score`` and
-    ``final_loss`` are ``null`` exactly when the run diverged, meaning +inf)."""
+    ``final_loss`` are ``null`` exactly when the run diverged, meaning +inf).  ``losses`` are the
+    run's from step 0; ``resumed_from``: the step a saved state was loaded at (this call trained the
+    steps after it: ``trained_steps``; ``timing`` is this call's)."""
     steps = len(losses)
     keep = curve_steps(steps)
     running = np.cumsum(losses) / np.arange(1, steps + 1)
-    tail = losses[-max(1, math.ceil(cell.steps / 10)):]
+    tail = losses[-max(1, math.ceil(cell.horizon / 10)):]
     diverged = why is not None
     return {
         "key": cell.key(), "cell": cell.to_dict(),
@@ -155,6 +158,7 @@ def record(cell: Cell, losses: list[float], why: str | None, test: tuple, mode: 
         "curve": {"step": keep.tolist(), "loss": [_finite(losses[i]) for i in keep],
                   "mean_to": [_finite(running[i]) for i in keep]},
         "forward_passes": steps + eval_passes, "backward_passes": steps, "eval_passes": eval_passes,
+        "resumed_from": resumed_from, "trained_steps": steps - resumed_from,
         "mode": mode, "timing": {"wall_s": wall},
     }
 
@@ -176,6 +180,18 @@ def _evaluate(forward, x: torch.Tensor | None, y: torch.Tensor | None) -> tuple:
 
 
 # --------------------------------------------------------------------------- the loop engine
+def _resume_point(cell: Cell, mode: str) -> tuple[int, dict | None]:
+    """``(step, state)`` to start ``cell`` from: its run's latest saved state below its horizon, or
+    ``(0, None)`` (none saved, or one that cannot be read: then the run starts over)."""
+    s0 = checkpoint.latest_step(cell, mode)
+    if not s0:
+        return 0, None
+    try:
+        return s0, checkpoint.load(cell, mode, s0)
+    except Exception:  # a damaged state: train from step 0 (the record is the same run)
+        return 0, None
+
+
 def train_cell(cell: Cell) -> dict:
     """Train one cell with ``torch.optim`` on its ``nn.Module``; its record."""
     start = time.perf_counter()
@@ -183,10 +199,18 @@ def train_cell(cell: Cell) -> dict:
     net = build_network(cell).train()
     opt = torch_optimizer(cell, net.parameters())
     idx = batch_indices(x.shape[0], cell).to(x.device)
-    torch.manual_seed(cell.seed + DROPOUT_SEED_OFFSET)
-    losses, why = [], None
+    s0, state = _resume_point(cell, checkpoint.LOOP)
+    if state is None:
+        torch.manual_seed(cell.seed + DROPOUT_SEED_OFFSET)
+        losses = []
+    else:
+        net.load_state_dict(state["model"])
+        opt.load_state_dict(state["optim"])
+        torch.set_rng_state(state["rng"])
+        losses = list(state["losses"])
+    why = None
     scheduled = cell.schedule is not None
-    for t in range(cell.steps):
+    for t in range(s0, cell.horizon):
         if scheduled:
             for group in opt.param_groups:
                 group["lr"] = cell.rate_at(t)
@@ -199,11 +223,14 @@ def train_cell(cell: Cell) -> dict:
             break
         opt.step()
     test, passes = (None, None), 0
-    if why is None:
+    if why is None and checkpoint.saves(cell):
+        checkpoint.save(cell, checkpoint.LOOP, {"model": net.state_dict(), "optim": opt.state_dict(),
+                                                "rng": torch.get_rng_state(), "losses": losses})
+    if why is None and cell.stop is None:
         net.eval()
         res, passes = _evaluate(lambda xb: net(xb)[None], xt, yt)
         test = res[0] if res else (None, None)
-    return record(cell, losses, why, test, "loop", time.perf_counter() - start, passes)
+    return record(cell, losses, why, test, "loop", time.perf_counter() - start, passes, s0)
 
 
 # --------------------------------------------------------------------------- the vectorised engine
@@ -216,18 +243,47 @@ def _same_but_lr(cells: list[Cell]) -> None:
 
 
 def train_group(cells: list[Cell]) -> list[dict]:
-    """Train cells that differ only in ``lr`` side by side (vmap); their records, in order."""
+    """Train cells that differ only in ``lr`` side by side (vmap); their records, in order.  Cells
+    whose runs have saved states at different steps train as separate stacks, each from its step."""
     _same_but_lr(cells)
     base = cells[0]
-    if base.dropout or any(c.schedule is not None for c in cells):
+    if base.dropout or base.optimizer not in StackedOptimizer.KINDS or any(c.schedule is not None for c in cells):
         return [train_cell(c) for c in cells]
+    parts: dict[int, list[tuple[int, dict | None]]] = {}
+    for i, c in enumerate(cells):
+        s0, state = _resume_point(c, checkpoint.VECTORISED)
+        parts.setdefault(s0, []).append((i, state))
+    out: list[dict | None] = [None] * len(cells)
+    for s0, part in parts.items():
+        records = _train_stack([cells[i] for i, _ in part], s0, [st for _, st in part])
+        for (i, _), r in zip(part, records):
+            out[i] = r
+    return out
+
+
+def _stacked(states: list[dict], field: str) -> dict:
+    return {k: torch.stack([st[field][k] for st in states]) for k in states[0][field]}
+
+
+def _train_stack(cells: list[Cell], s0: int, states: list) -> list[dict]:
+    """The vectorised run of ``cells`` (one stack) from step ``s0`` (``states``: each member's saved
+    state there; ignored at ``s0 = 0``)."""
+    base = cells[0]
     start = time.perf_counter()
     x, y, xt, yt = cell_data(base)
     net = build_network(base).train()
     m = len(cells)
-    params = {k: v.detach().expand(m, *v.shape).clone() for k, v in net.named_parameters()}
-    buffers = {k: v.detach().expand(m, *v.shape).clone() for k, v in net.named_buffers()}
     opt = StackedOptimizer(base, torch.tensor([c.lr for c in cells], dtype=_DTYPES[base.dtype], device=x.device))
+    if s0:
+        params, buffers = _stacked(states, "params"), _stacked(states, "buffers")
+        opt.t = s0
+        opt.state = {k: [torch.stack([st["state"][k][j] for st in states]) for j in range(len(v))]
+                     for k, v in states[0]["state"].items()}
+        losses: list[list[float]] = [list(st["losses"]) for st in states]
+    else:
+        params = {k: v.detach().expand(m, *v.shape).clone() for k, v in net.named_parameters()}
+        buffers = {k: v.detach().expand(m, *v.shape).clone() for k, v in net.named_buffers()}
+        losses = [[] for _ in cells]
 
     def loss_fn(p, b, xb, yb):
         return F.cross_entropy(torch.func.functional_call(net, (p, b), (xb,)), yb)
@@ -235,9 +291,8 @@ def train_group(cells: list[Cell]) -> list[dict]:
     grad_and_loss = torch.func.vmap(torch.func.grad_and_value(loss_fn), in_dims=(0, 0, None, None))
     idx = batch_indices(x.shape[0], base).to(x.device)
     alive = list(range(m))
-    losses: list[list[float]] = [[] for _ in cells]
     why: list[str | None] = [None] * m
-    for t in range(base.steps):
+    for t in range(s0, base.horizon):
         grads, loss = grad_and_loss(params, buffers, x[idx[t]], y[idx[t]])
         for j, (member, value) in enumerate(zip(alive, loss.tolist())):
             losses[member].append(value)
@@ -252,8 +307,14 @@ def train_group(cells: list[Cell]) -> list[dict]:
             alive = [alive[j] for j in keep]
         if not alive:
             break
+    if checkpoint.saves(base):
+        for j, member in enumerate(alive):
+            checkpoint.save(cells[member], checkpoint.VECTORISED, {
+                "params": {k: v[j].clone() for k, v in params.items()},
+                "buffers": {k: v[j].clone() for k, v in buffers.items()},
+                "state": {k: [s[j].clone() for s in v] for k, v in opt.state.items()}, "losses": losses[member]})
     tests, passes = {}, 0
-    if alive:
+    if alive and base.stop is None:
         net.eval()
         forward = torch.func.vmap(lambda p, b, xb: torch.func.functional_call(net, (p, b), (xb,)),
                                   in_dims=(0, 0, None))
@@ -261,7 +322,7 @@ def train_group(cells: list[Cell]) -> list[dict]:
         tests = dict(zip(alive, res)) if res else {}
     wall = (time.perf_counter() - start) / m
     return [record(c, losses[i], why[i], tests.get(i, (None, None)), "vectorised", wall,
-                   passes if i in tests else 0) for i, c in enumerate(cells)]
+                   passes if i in tests else 0, s0) for i, c in enumerate(cells)]
 
 
 def train(cells: list[Cell], vectorise: bool = True) -> list[dict]:

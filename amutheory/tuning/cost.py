@@ -8,6 +8,8 @@ A search is charged for the work its decision needed, not for what the engine ha
 * a cell of which only the first ``t`` steps were read (a successive-halving rung, a pruned
   Optuna trial: with a constant rate the first ``t`` steps of a run *are* a ``t``-step run) is
   charged ``t`` steps, ``t`` forward passes and ``t / steps`` of its core-seconds;
+* a cell that went on from the saved state of a shorter cell of its run (a multi-fidelity rung,
+  :mod:`amutheory.train.checkpoint`) is charged only the steps after that state;
 * a probe used for a prior is charged its forward passes and seconds (:meth:`Cost.add`).
 
 A :class:`Cost` adds up; ``to_dict`` is the JSON ``cost`` record (``cells``, ``steps``,
@@ -38,20 +40,24 @@ class Cost:
 
 
 def steps_run(record: dict) -> int:
-    """The optimizer steps a record's run took (fewer than the cell's where it diverged)."""
+    """The optimizer steps a record's run took (fewer than the cell's where it diverged), from step 0."""
     return int(record["backward_passes"])
 
 
 def charge(record: dict, steps: int | None = None, threads: int = 1) -> Cost:
     """The cost of one record, read to its end (``steps=None``) or only to its first ``steps``
-    steps (a prefix: no held-out evaluation is charged)."""
+    steps (a prefix: no held-out evaluation is charged).  A record resumed from a saved state
+    (``resumed_from = s``: a longer cell of a run stopped at step ``s``) is charged only the steps it
+    trained after ``s``: the steps before were charged to the stopped cell."""
     ran = steps_run(record)
+    s0 = int(record.get("resumed_from") or 0)
     wall = float(record["timing"]["wall_s"]) * threads
     if steps is None or steps >= ran:
-        return Cost(1, ran, int(record["forward_passes"]), wall)
+        return Cost(1, ran - s0, int(record["forward_passes"]) - s0, wall)
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    return Cost(1, steps, steps, wall * steps / max(ran, 1))
+    read = max(0, steps - s0)
+    return Cost(1, read, read, wall * read / max(ran - s0, 1))
 
 
 def total(records, threads: int = 1) -> Cost:

@@ -3,7 +3,9 @@
 :func:`tune` checks everything before any work (the template, the depths, the source rate and its CI,
 the rule, the seeds, the data at every depth, the output folder: a folder a sweep of the same fixed
 fields wrote is shared, cell for cell), then per target depth takes the prior
-(:mod:`amutheory.tuning.prior`) and runs the guided search (:mod:`amutheory.tuning.guided`), training
+(:mod:`amutheory.tuning.prior`) and runs the search: by default the multi-fidelity search
+(:mod:`amutheory.tuning.fidelity`; its rungs' states kept in ``out/checkpoints``), or with
+``method="bracket"`` the bracket of issue 40 (:mod:`amutheory.tuning.guided`), training
 the cells it asks for where the table lacks them (:mod:`amutheory.tuning.runner`).  It writes
 ``tune.json`` (the JSON contract), ``tune.md`` and ``tune.png`` beside ``cells.jsonl``.
 
@@ -22,9 +24,15 @@ from pathlib import Path
 from amutheory.train.cell import Cell
 from amutheory.train.lock import holds_folder
 from amutheory.tuning.cost import Cost, total
+from amutheory.tuning.fidelity import Fidelity
+from amutheory.tuning.fidelity import search as fidelity_search
 from amutheory.tuning.guided import Bracket, search
 
 OUT = "tune.json"
+#: the searches of ``tune``: the multi-fidelity search (the default) and the bracket of issue 40
+METHODS = ("fidelity", "bracket")
+#: the folder (inside ``out``) where the multi-fidelity rungs keep their runs' states
+CHECKPOINTS = "checkpoints"
 
 
 def _check(template, depths, from_depth, from_lr, from_lr_ci, rule, seeds, seed_start) -> tuple:
@@ -50,16 +58,18 @@ def _check(template, depths, from_depth, from_lr, from_lr_ci, rule, seeds, seed_
     return depths, from_depth, float(from_lr), ci, list(range(seed_start, seed_start + seeds))
 
 
-def _trial(depth: int, width: int, t: dict) -> dict:
+def _trial(depth: int, width: int, t: dict, steps: int) -> dict:
     rec = t["record"]
     return {"depth": depth, "width": width, "lr": t["lr"], "seed": t["seed"], "round": t["round"],
+            "horizon": t.get("horizon") or steps, "trained_steps": rec.get("trained_steps", rec["backward_passes"]),
             "phase": "confirmation", "key": rec["key"], "score": rec["score"], "final_loss": rec["final_loss"],
             "diverged": rec["diverged"], "test_accuracy": rec["test_accuracy"]}
 
 
 @holds_folder("out", "tune")
 def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=None, rule: str | None = None,
-         out, seeds: int = 5, seed_start: int = 100, bracket: Bracket | None = None, engine: str = "local",
+         out, seeds: int = 5, seed_start: int = 100, bracket: Bracket | None = None, method: str = "fidelity",
+         fidelity: Fidelity | None = None, engine: str = "local",
          workers: int = 1, threads: int = 1, vectorise: bool = True, scheduler: str | None = None,
          progress: bool = False, figures: bool = True, errors=None, probe: bool = True, probe_seeds=None,
          probe_budget=None, bridge_file=None) -> dict:
@@ -82,11 +92,21 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
         check_seeds(probe_seeds)
     if probe_budget is not None:
         check_budget(probe_budget)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
     bracket = Bracket() if bracket is None else bracket
     if not isinstance(bracket, Bracket):
         raise TypeError(f"bracket must be a Bracket, got {type(bracket).__name__}")
-    if len(seed_list) < bracket.min_seeds:
+    fidelity = Fidelity() if fidelity is None else fidelity
+    if not isinstance(fidelity, Fidelity):
+        raise TypeError(f"fidelity must be a Fidelity, got {type(fidelity).__name__}")
+    if method == "bracket" and len(seed_list) < bracket.min_seeds:
         raise ValueError(f"seeds ({len(seed_list)}) must be at least the bracket's min_seeds ({bracket.min_seeds})")
+    if method == "fidelity":
+        if len(seed_list) < fidelity.confirm_seeds:
+            raise ValueError(f"seeds ({len(seed_list)}) must be at least fidelity.confirm_seeds "
+                             f"({fidelity.confirm_seeds})")
+        fidelity.rungs(template.steps)
     check_run_options(engine, workers, threads, scheduler)
     width = template.width
     for L in sorted(set(depths) | {from_depth}):  # every net valid and the data loadable before any work
@@ -95,7 +115,12 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
     check_meta(out, fixed_fields(template))
     table = read_table(out)
     run_opts = dict(engine=engine, workers=workers, threads=threads, vectorise=vectorise, scheduler=scheduler)
-    bar = progress_bar(bracket.max_runs * len(depths), progress)
+    steps = template.steps
+    if method == "fidelity":  # a rung's state is kept beside the table, so a contender goes on from it
+        template = template.with_(checkpoints=str(out / CHECKPOINTS))
+    per_depth = bracket.max_runs if method == "bracket" else \
+        fidelity.points + fidelity.survivors + fidelity.max_final + 3 * (fidelity.confirm_seeds - 1)
+    bar = progress_bar(per_depth * len(depths), progress)
     trained, start = 0, time.perf_counter()
     targets, trials = [], []
     for L in depths:
@@ -104,7 +129,8 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
 
         def run(requests, L=L):
             nonlocal trained
-            cells = [template.with_(spec=template.spec.with_(depth=L), lr=lr, seed=s) for lr, s in requests]
+            cells = [template.with_(spec=template.spec.with_(depth=L), lr=q[0], seed=q[1],
+                                    stop=q[2] if len(q) > 2 else None) for q in requests]
             before = len(table)
             recs = ensure(cells, out, table, run_opts)
             trained += len(table) - before
@@ -112,17 +138,21 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
                 bar.update(len(cells))
             return recs
 
-        res = search(pr["lr"], bracket, seed_list, run)
+        if method == "bracket":
+            res = search(pr["lr"], bracket, seed_list, run)
+        else:
+            res = fidelity_search(pr["lr"], fidelity, seed_list, steps, template.spec.outputs, run,
+                                  interval=pr["lr_interval"])
         raw = res.pop("trials")
         recs = [t["record"] for t in raw]
-        rows = [_trial(L, width, t) for t in raw]
+        rows = [_trial(L, width, t, steps) for t in raw]
         trials += rows
         cost = Cost()  # the prior: a rule, no cell
         conf = total(recs, threads)
         best = min((r for r in res["rates"] if r["loss_mean"] is not None), key=lambda r: r["loss_mean"],
                    default=None)
-        finals = [] if best is None else [t["final_loss"] for t in rows
-                                          if t["lr"] == best["lr"] and t["final_loss"] is not None]
+        finals = [] if best is None else [t["final_loss"] for t in rows if t["lr"] == best["lr"]
+                                          and t["horizon"] == steps and t["final_loss"] is not None]
         final = sum(finals) / len(finals) if finals else None
         targets.append({"depth": L, "width": width, **res, "prior": pr,
                         "final_loss_at_optimum": final, "learns": learns(final, template.spec.outputs),
@@ -135,16 +165,17 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
         conf_cost = conf_cost + Cost(**t["cost"]["confirmation"])
     from amutheory.train.described import model_description, summary_template
 
-    summary = {"method": "guided", "template": summary_template(fixed_fields(template)), "depths": depths,
+    summary = {"method": "guided", "search": method, "template": summary_template(fixed_fields(template)), "depths": depths,
                "width": width,
                "from": {"depth": from_depth, "lr": from_lr, "lr_ci": None if ci is None else list(ci)},
-               "rule": rule, "bracket": bracket.to_dict(), "seeds": seed_list,
+               "rule": rule, "bracket": bracket.to_dict(), "fidelity": fidelity.to_dict(), "seeds": seed_list,
                "chance_loss": chance_loss(template.spec.outputs), "does_not_learn_threshold": DOES_NOT_LEARN,
                "targets": targets, "trials": trials,
                "cost": {**(prior_cost + conf_cost).to_dict(), "prior": prior_cost.to_dict(),
                         "confirmation": conf_cost.to_dict(),
                         "charged": "prior: the rule (no cell; the source depth's tuned rate is the user's); "
-                                   "confirmation: every cell the search read, to its end"},
+                                   "confirmation: every cell the search read, to its end (a rung that went on from a "
+                                   "shorter rung's saved state: only the steps after it)"},
                "this_run": {"cells_trained": trained, "seconds": time.perf_counter() - start}}
     if template.model is not None:  # a user's factory: described as the model it is
         summary["model"] = model_description(template, depths, [width], "eta*_train at each target depth: the "
