@@ -209,12 +209,18 @@ LR_FREE_CLASSES = {"prodigy": ("prodigyopt", "Prodigy"), "dog": ("dog", "DoG")}
 LR_FREE_INSTALL = 'pip install -e ".[lrfree]"'
 
 
+class MissingExtraError(ImportError, ValueError):
+    """An optional package a cell needs is not installed (an ImportError, and a ValueError so that the
+    command line refuses it in one line like any bad option)."""
+
+
 def _check_installed(optimizer: str) -> None:
-    """Refuse a learning-rate-free ``optimizer`` whose package is not installed (an ImportError
-    saying how to install it), without importing it (a cell is checked before any work)."""
+    """Refuse a learning-rate-free ``optimizer`` whose package is not installed (a
+    :class:`MissingExtraError` saying how to install it), without importing it (a cell is checked
+    before any work)."""
     module, name = LR_FREE_CLASSES[optimizer]
     if importlib.util.find_spec(module) is None:
-        raise ImportError(f"optimizer {optimizer!r} needs the package {module!r} ({module}.{name}), which is "
+        raise MissingExtraError(f"optimizer {optimizer!r} needs the package {module!r} ({module}.{name}), which is "
                           f"not installed: {LR_FREE_INSTALL}")
 
 

@@ -7,5 +7,7 @@
 * :mod:`~amutheory.tuning.halving`: successive halving over a grid of rates (one Hyperband bracket),
   charged only the steps each rung read;
 * :mod:`~amutheory.tuning.optuna_search`: an Optuna study (seeded TPE, Hyperband pruner), the
-  ``[tune]`` extra.
+  ``[tune]`` extra;
+* :mod:`~amutheory.tuning.lrfree`: the learning-rate-free optimizers (Prodigy, DoG) as a baseline that
+  chooses no rate, one run per seed, the ``[lrfree]`` extra.
 """
