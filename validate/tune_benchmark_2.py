@@ -1,6 +1,7 @@
 """The tuning benchmark rerun of ``validate/plans/TUNE_BENCHMARK_2.md`` (issue 49), one stage at a time.
 
     python validate/tune_benchmark_2.py pilot     # sizes the held-out nets (seeds 900, 901)
+    python validate/tune_benchmark_2.py references  # the source sweeps and reference grids only
     python validate/tune_benchmark_2.py run       # references, source rates, every method
     python validate/tune_benchmark_2.py report    # docs/findings/tuning_cost_2.md and its figure
 
@@ -118,6 +119,20 @@ def _pilot_row(st, s) -> dict:
             "flags": s.flags, "final_loss_at_optimum": final, "learns": learns(final, 10)}
 
 
+# --------------------------------------------------------------------------- references first
+def references(run_opts) -> None:
+    """The source sweeps and reference grids of every net (what ``run`` reads first; no method runs)."""
+    from amutheory.train import grid
+
+    for net, z in sizes().items():
+        st = store(net, run_opts)
+        lo, hi = z["range"]
+        _grid(st, tb.SOURCE_DEPTH, grid(lo, hi, tb.SOURCE_POINTS), tb.SOURCE_SEEDS, refine=tb.SOURCE_REFINE)
+        for L in z["depths"]:
+            ref = _grid(st, L, grid(lo, hi, z["points"]), tb.REF_SEEDS)
+            say(f"{net} L={L}: reference eta* {ref.eta_star_train:.4g} CI {ref.eta_star_train_ci} flags {ref.flags}")
+
+
 # --------------------------------------------------------------------------- run
 def sizes() -> dict:
     old = json.loads(OLD_SIZES.read_text())["pilot"]
@@ -230,7 +245,7 @@ def run(run_opts) -> list:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("stage", choices=("pilot", "run", "report"))
+    p.add_argument("stage", choices=("pilot", "references", "run", "report"))
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args(argv)
@@ -238,6 +253,8 @@ def main(argv=None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     if a.stage == "pilot":
         pilot(run_opts)
+    elif a.stage == "references":
+        references(run_opts)
     elif a.stage == "run":
         run(run_opts)
     else:
