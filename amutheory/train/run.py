@@ -28,7 +28,7 @@ from torch import nn
 from torch.nn import functional as F
 
 import amutheory.measure  # noqa: F401  (registers the built-in families' models, which a cell builds)
-from amutheory.train import checkpoint
+import amutheory.train.checkpoint as checkpoint
 from amutheory.train.cell import DATA_SEED_OFFSET, DIVERGENCE_FACTOR, DROPOUT_SEED_OFFSET, Cell
 from amutheory.train.optim import StackedOptimizer, torch_optimizer
 
