@@ -8,8 +8,11 @@ Start from the prior rate ``p`` (:mod:`amutheory.tuning.prior`) and :class:`Brac
    spacing); where it is the highest and finite, two above; where every rate diverged, ``points``
    rates below the lowest.  Repeated (each move is charged) until the best rate has a neighbour on
    each side, or the budget runs out.
+   The rates around the best are then brought to ``min_seeds`` seeds (not a rate that has diverged:
+   its seed-mean is ``+inf`` whatever its other seeds give, and no decision reads it).
 3. **Fit.**  The optimum from a parabola in ``ln(rate)`` through the finite points around the best
-   one and its seed-bootstrap CI (:mod:`amutheory.tuning.fit`).
+   one and its seed-bootstrap CI (:mod:`amutheory.tuning.fit`: the optimum never leaves the half-steps
+   around the best rate tried, and a cliff next to it is dropped from the fit and flagged ``cliff``).
 4. **Stop** when both hold (``converged``):
 
    * the CI's half-width is at most ``tolerance`` (in ``ln(rate)``), read only once the best rate has
@@ -17,6 +20,13 @@ Start from the prior rate ``p`` (:mod:`amutheory.tuning.prior`) and :class:`Brac
    * the regret criterion: the parabola rises from the optimum to either end of its CI by less than
      the noise of one seed-mean (the pooled seed standard deviation of the bracket / sqrt(seeds)
      at the best rate): anywhere in the CI costs less loss than the seeds' own noise.
+
+   Otherwise, **next to divergence** (the best rate's neighbour on a side has a diverged seed), the
+   rate at the geometric midpoint between the best rate and that neighbour, on the first seed (the
+   next round brings it to ``min_seeds`` unless it diverged); on each side at most :data:`REFINE`
+   times, so the step towards the divergence edge is halved at most twice (the midpoint that becomes
+   the best, or the diverged neighbour, is the next one's end).  Rates are ``p * factor^k`` with ``k``
+   an integer, or where refined a multiple of a half or a quarter (kept exact: a dyadic ``float``).
 
    Otherwise **add a seed** (the next of ``seeds``) where two rates are too close to call: at the best
    rate and at every rate whose seed-mean is within ``Z`` pooled standard errors of the best's
@@ -40,6 +50,8 @@ from amutheory.tuning.fit import WINDOW, fitted_loss, vertex, vertex_interval
 #: two seed-means closer than Z pooled standard errors (of their difference) are too close to call
 Z = 1.96
 STOPS = ("converged", "seed-cap", "budget")
+#: the step towards a diverged neighbour of the best rate is halved at most this many times per side
+REFINE = 2
 #: neighbouring rates of a bracket are at most a decade apart (a wider search is a sweep's)
 MAX_BRACKET_FACTOR = 10.0
 
@@ -82,8 +94,15 @@ def score_of(record: dict) -> float:
     return math.inf if v is None else float(v)
 
 
+def _k(v: float) -> int | float:
+    """A rate's exponent: an ``int`` where whole, else the (dyadic, so exact) ``float`` of a refinement."""
+    v = float(v)
+    return int(v) if v.is_integer() else v
+
+
 class State:
-    """The bracket so far: ``seeds_at[k]`` = the seeds run at rate ``p * factor^k``."""
+    """The bracket so far: ``seeds_at[k]`` = the seeds run at rate ``p * factor^k`` (``k`` an ``int``,
+    or a ``float`` half or quarter step between two of them where refined next to divergence)."""
 
     def __init__(self, prior: float, bracket: Bracket, seeds: list[int]):
         self.prior, self.b, self.seeds = prior, bracket, seeds
@@ -92,6 +111,7 @@ class State:
                                                for k in range(-half, bracket.points - half)}
 
         self.moves: list[int] = []  # the direction of every move so far (-1 down, +1 up)
+        self.refined: list[int] = []  # the side of every refinement towards divergence so far
 
     def gallop(self, direction: int, edge: int) -> list[int]:
         """Two new rates beyond ``edge``: ``g`` and ``2 g`` steps out, ``g`` doubling with each move
@@ -103,7 +123,7 @@ class State:
             g *= 2
         return [edge + direction * g, edge + direction * 2 * g]
 
-    def rate(self, k: int) -> float:
+    def rate(self, k: int | float) -> float:
         return self.prior * self.b.factor ** k
 
     def runs(self) -> int:
@@ -155,7 +175,7 @@ def next_cells(state: State, scores: dict) -> tuple[list[tuple[int, int]], dict]
         return req, {"move": add}
     # ---- fill: every rate in the fit's window has min_seeds seeds before the fit is read
     i = int(np.argmin(np.where(finite, means, np.inf)))
-    fill = [(ks[j], s) for j in range(max(0, i - WINDOW), min(len(ks), i + WINDOW + 1))
+    fill = [(ks[j], s) for j in range(max(0, i - WINDOW), min(len(ks), i + WINDOW + 1)) if finite[j]
             for s in state.seeds[:n0] if s not in state.seeds_at[ks[j]]]
     if fill:
         if state.runs() + len(fill) > b.max_runs:
@@ -177,6 +197,13 @@ def next_cells(state: State, scores: dict) -> tuple[list[tuple[int, int]], dict]
             and sd is not None and status["regret_bound"] <= sd / math.sqrt(n_best):
         status["stop"] = "converged"
         return [], status
+    # ---- refine next to divergence: the midpoint between the best rate and a diverged neighbour
+    ref = [(d, _k((ks[i] + ks[i + d]) / 2)) for d in (-1, +1)
+           if 0 <= i + d < len(ks) and not finite[i + d] and state.refined.count(d) < REFINE]
+    ref = ref[:max(0, b.max_runs - state.runs())]
+    if ref:
+        state.refined += [d for d, _ in ref]
+        return [(k, state.seeds[0]) for _, k in ref], {**status, "refine": [k for _, k in ref]}
     # ---- add a seed where two rates are too close to call
     close = [i]
     if sd is not None:
@@ -247,7 +274,7 @@ def search(prior: float, bracket: Bracket, seeds: list[int], run) -> dict:
             "eta_star_train_ci": None if not ok or ci is None else [math.exp(ci[0]), math.exp(ci[1])],
             "stop": status["stop"], "flags": status["flags"], "rounds": rounds, "runs": state.runs(),
             "regret_bound": status.get("regret_bound"), "pooled_sd": status.get("pooled_sd"),
-            "rates": [{"lr": state.rate(k), "seeds": list(state.seeds_at[k]),
+            "rates": [{"lr": state.rate(k), "k": k, "seeds": list(state.seeds_at[k]),
                        "loss_mean": float(m) if math.isfinite(m) else None,
                        "scores": [v if math.isfinite(v) else None for v in p]}
                       for k, p, m in zip(ks, per, means)],
