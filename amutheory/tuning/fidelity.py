@@ -26,7 +26,8 @@ of net gets a narrow range):
 5. **Fit.**  The optimum is the vertex of the parabola in ``ln(rate)`` through the seed-mean scores at
    ``T`` (:func:`amutheory.tuning.fit.vertex`: it never leaves the half-steps around the best rate
    tried, so a cliff next to it cannot pull it away).  If the best final loss at ``T`` does not learn
-   (:func:`amutheory.train.learning.learns`), the answer is the prior (``stop: nothing-learns``).
+   (:func:`amutheory.train.learning.learns`), the answer is the prior (``stop: nothing-learns``); the
+   vertex is still reported as ``eta_star_fit``, for what it is worth.
 6. **Seeds only at contenders.**  With ``confirm_seeds = c >= 2`` the best rate at ``T`` and its two
    neighbours are trained on ``c - 1`` more seeds and the 95% CI is the seed bootstrap of the vertex
    (:func:`amutheory.tuning.fit.vertex_interval`); with one seed (the default: the search's cost is
@@ -248,7 +249,7 @@ def search(prior: float, settings: Fidelity, seeds: list[int], steps: int, class
     kb = at[int(np.argmin(y))]
     final = _final(st.records[(kb, s0, T)])
     if not learns(final, classes):
-        return _answer(st, "nothing-learns", flags + ["does-not-learn"], None, None, final, h,
+        return _answer(st, "nothing-learns", flags + ["does-not-learn"], x_star, None, final, h,
                        f"the best rate's final loss {final:.3g} at {T} steps is above {DOES_NOT_LEARN:g} x the "
                        f"chance loss ln {classes}: the net does not learn at any rate tried; the answer is the prior")
     stop = "budget" if {"edge", "all-diverged"} & set(fit_flags) else "converged"
@@ -282,6 +283,7 @@ def _beyond(grid: list[float], k: float, direction: int) -> float:
 
 def _answer(st: _Search, stop, flags, x_star, ci, final, h, reason, ci_reason=None, fit: bool = False) -> dict:
     ok = fit and x_star is not None and math.isfinite(x_star)
+    fitted = math.exp(x_star) if x_star is not None and math.isfinite(x_star) else None
     if stop == "nothing-learns":
         lr, answer = st.prior, "prior"
     else:
@@ -301,6 +303,6 @@ def _answer(st: _Search, stop, flags, x_star, ci, final, h, reason, ci_reason=No
                       "scores": at_T, "scores_by_horizon": per_h})
     return {"eta_star_train": lr, "eta_star_train_ci": None if not ok or ci is None else
             [math.exp(ci[0]), math.exp(ci[1])], "answer": answer, "stop": stop, "flags": list(dict.fromkeys(flags)),
-            "reason": reason, "ci_reason": None if ci is not None else ci_reason or "no fitted optimum", "rounds": st.rounds, "runs": len(st.records),
+            "eta_star_fit": fitted, "reason": reason, "ci_reason": None if ci is not None else ci_reason or "no fitted optimum", "rounds": st.rounds, "runs": len(st.records),
             "rungs": st.horizons, "step_ln": st.d, "half_width_ln": h, "final_loss_at_best": final,
             "rates": rates, "trials": st.trials}

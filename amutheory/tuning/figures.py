@@ -16,10 +16,16 @@ def bracket_plot(summary: dict):
     for ax, t in zip(axes[0], targets):
         pts = [(r["lr"], r["loss_mean"], len(r["seeds"])) for r in t["rates"]]
         ok = [(a, b, n) for a, b, n in pts if b is not None]
+        rungs = t.get("rungs") or []
+        for j, h in enumerate(rungs[:-1]):  # the multi-fidelity search's shorter horizons, faint
+            short = sorted((r["lr"], r["scores_by_horizon"][str(h)][0]) for r in t["rates"]
+                           if str(h) in r.get("scores_by_horizon", {}) and r["scores_by_horizon"][str(h)][0] is not None)
+            if short:
+                ax.plot(*zip(*short), ".:", color="grey", alpha=0.4 + 0.3 * j, label=f"score at {h} steps")
         ax.plot([a for a, _, _ in ok], [b for _, b, _ in ok], "o-", color="C0", label="seed-mean loss")
         for a, b, n in ok:
             ax.annotate(str(n), (a, b), textcoords="offset points", xytext=(0, 5), fontsize=7, ha="center")
-        bad = [a for a, b, _ in pts if b is None]
+        bad = [r["lr"] for r in t["rates"] if r.get("scores") and any(v is None for v in r["scores"])]
         if bad and ok:
             ax.plot(bad, [max(b for _, b, _ in ok)] * len(bad), "x", color="C3", label="diverged")
         ax.axvline(t["prior"]["lr"], color="C2", ls="--", label=f"prior ({t['prior']['rule']})")

@@ -42,9 +42,26 @@ def markdown(summary: dict, figures: list[str]) -> str:
     lines += ["",
               f"Cost: {c['cells']} cells, {c['steps']} steps, {c['forward_passes']} forward passes, "
               f"{c['core_seconds']:.1f} core-seconds ({c['charged']}).", "",
-              "Stopping rule: the 95% CI of ln(eta*) within +-" + f"{summary['bracket']['tolerance']:g}"
-              " once the best rate has " + f"{summary['bracket']['seeds_to_stop']}"
-              " seeds, and the fitted loss rising less than one seed-mean's noise across that CI; otherwise a "
-              "seed more where two rates are too close to call, up to the seed cap and the run budget."]
+              stopping_rule(summary)]
+    for t in summary["targets"]:
+        if t.get("stop") == "nothing-learns":
+            lines.append(f"\nDepth {t['depth']}: {t['reason']}.")
+        elif t.get("ci_reason") and t.get("eta_star_train") is not None:
+            lines.append(f"\nDepth {t['depth']}: no 95% CI: {t['ci_reason']}.")
     lines += [f"\n![{n}]({n})" for n in figures]
     return "\n".join(lines) + "\n"
+
+
+def stopping_rule(summary: dict) -> str:
+    """How the search of ``summary`` decided (the multi-fidelity search or the bracket)."""
+    if summary.get("search", "bracket") == "fidelity":
+        f = summary["fidelity"]
+        return (f"Search: multi-fidelity (docs/tuning.md): {f['points']} rates around the prior judged at "
+                f"T/{f['eta'] ** 2}, the best {f['survivors']} at T/{f['eta']}, the best of those and its neighbours "
+                f"to T (at most {f['max_final']} rates), each rung going on from the last one's saved state; "
+                f"the optimum is the parabola's vertex at T; {f['confirm_seeds']} seed(s) at the contenders.")
+    b = summary["bracket"]
+    return ("Stopping rule: the 95% CI of ln(eta*) within +-" + f"{b['tolerance']:g}"
+            " once the best rate has " + f"{b['seeds_to_stop']}"
+            " seeds, and the fitted loss rising less than one seed-mean's noise across that CI; otherwise a "
+            "seed more where two rates are too close to call, up to the seed cap and the run budget.")
