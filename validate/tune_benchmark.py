@@ -219,23 +219,26 @@ def _reread(st) -> dict:
     return read_table(st.out)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("stage", choices=("pilot", "run", "report"))
+def stage_cli(description: str, stages: dict, argv=None) -> int:
+    """``SCRIPT STAGE [--workers N --threads T]``: run ``stages[STAGE](run_opts)`` (a benchmark script's main)."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("stage", choices=tuple(stages))
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args(argv)
-    run_opts = dict(engine="local", workers=a.workers, threads=a.threads, vectorise=True, scheduler=None)
-    OUT.mkdir(parents=True, exist_ok=True)
-    if a.stage == "pilot":
-        pilot(run_opts)
-    elif a.stage == "run":
-        run(run_opts)
-    else:
-        from tune_report import write_page
-
-        write_page(OUT / "benchmark.json", PAGE, FIGURES)
+    stages[a.stage](dict(engine="local", workers=a.workers, threads=a.threads, vectorise=True, scheduler=None))
     return 0
+
+
+def _report(run_opts) -> None:
+    from tune_report import write_page
+
+    write_page(OUT / "benchmark.json", PAGE, FIGURES)
+
+
+def main(argv=None) -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    return stage_cli(__doc__.splitlines()[0], {"pilot": pilot, "run": run, "report": _report}, argv)
 
 
 if __name__ == "__main__":

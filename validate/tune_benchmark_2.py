@@ -11,7 +11,6 @@ every target depth.  ``--workers 2 --threads 1`` by default.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -243,25 +242,16 @@ def run(run_opts) -> list:
     return rows
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("stage", choices=("pilot", "references", "run", "report"))
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--threads", type=int, default=1)
-    a = p.parse_args(argv)
-    run_opts = dict(engine="local", workers=a.workers, threads=a.threads, vectorise=True, scheduler=None)
-    OUT.mkdir(parents=True, exist_ok=True)
-    if a.stage == "pilot":
-        pilot(run_opts)
-    elif a.stage == "references":
-        references(run_opts)
-    elif a.stage == "run":
-        run(run_opts)
-    else:
-        from tune_report_2 import write_page
+def _report(run_opts) -> None:
+    from tune_report_2 import write_page
 
-        write_page(OUT / "benchmark.json", PAGE, FIGURES)
-    return 0
+    write_page(OUT / "benchmark.json", PAGE, FIGURES)
+
+
+def main(argv=None) -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    return tb.stage_cli(__doc__.splitlines()[0], {"pilot": pilot, "references": references, "run": run,
+                                                  "report": _report}, argv)
 
 
 if __name__ == "__main__":

@@ -85,12 +85,17 @@ def pareto(summary: list, reference_cost: float, path: Path, reference_label: st
     plt.close(fig)
 
 
-def write_page(source: Path, page: Path, figures: Path) -> None:
+def kept_data(source: Path, figures: Path) -> dict:
+    """The benchmark's JSON, copied first into ``figures`` (the page's own copy) when ``source`` exists."""
     figures.mkdir(parents=True, exist_ok=True)
     kept = figures / "benchmark.json"
     if Path(source).is_file() and Path(source).resolve() != kept.resolve():
         shutil.copyfile(source, kept)
-    data = json.loads(kept.read_text())
+    return json.loads(kept.read_text())
+
+
+def write_page(source: Path, page: Path, figures: Path) -> None:
+    data = kept_data(source, figures)
     rows, pilot = data["rows"], data["pilot"]
     summary = summarise(rows)
     ref_cost = _median(data.get("reference_core_seconds", [])) or 0.0

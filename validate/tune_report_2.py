@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
-from tune_report import _fmt, _median, pareto, summarise
+from tune_report import _fmt, _median, kept_data, pareto, summarise
 
 #: the issue's bars (issue 49)
 LAND_OLD, LAND_NEW, STEPS_BAR, DISTANCE_BAR = 1.0, 0.9, 0.05, 0.1
@@ -73,11 +72,7 @@ def acceptance(rows: list) -> list[str]:
 
 
 def write_page(source: Path, page: Path, figures: Path) -> None:
-    figures.mkdir(parents=True, exist_ok=True)
-    kept = figures / "benchmark.json"
-    if Path(source).is_file() and Path(source).resolve() != kept.resolve():
-        shutil.copyfile(source, kept)
-    data = json.loads(kept.read_text())
+    data = kept_data(source, figures)
     rows, sizes = data["rows"], data["sizes"]
     both = summarise(rows, order())
     ref_steps = _median([r["ref_cost"]["steps"] for r in {(r["net"], r["depth"]): r for r in rows}.values()])
