@@ -55,14 +55,13 @@ def summarise(rows: list, order=None) -> list[dict]:
 
 
 def pareto(summary: list, reference_cost: float, path: Path, reference_label: str = "reference grid (108 runs) ",
-           x_key: str = "core_seconds", x_label: str | None = None) -> None:
+           x_key: str = "core_seconds", x_label: str | None = None, floor: float = 0.3) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
-    floor = 0.3 if x_key == "core_seconds" else 10.0
     for i, s in enumerate(summary):
         x = max(s[x_key] or 0.0, floor)
         y = s["median_regret_over_noise"]

@@ -77,7 +77,8 @@ def write_page(source: Path, page: Path, figures: Path) -> None:
     both = summarise(rows, order())
     ref_steps = _median([r["ref_cost"]["steps"] for r in {(r["net"], r["depth"]): r for r in rows}.values()])
     pareto(both, 1.0, figures / "pareto.png", reference_label="reference grid ", x_key="steps_vs_reference",
-           x_label="optimizer steps per target / the reference grid's (median; free methods drawn at 10)")
+           x_label="optimizer steps per target / the reference grid's (median; free methods drawn at 0.001)",
+           floor=1e-3)
     lines = ["# What it costs to land at the optimum at a new depth: the rerun with the multi-fidelity search", "",
              "The plan, committed before any cell ran: [TUNE_BENCHMARK_2.md](../../validate/plans/TUNE_BENCHMARK_2.md). "
              "Written by `python validate/tune_benchmark_2.py report` from `docs/findings/tuning2/benchmark.json` "
@@ -121,7 +122,8 @@ def write_page(source: Path, page: Path, figures: Path) -> None:
                   "went on from a saved state: only its new steps)."]
         lines += [""] + _table(summarise(sel, order()))
     lines += ["", f"The reference grid per target: median {_fmt(ref_steps, 'g')} optimizer steps.", "",
-              "![cost against regret](tuning2/pareto.png)", "", "## Per target depth", ""]
+              "![cost against regret](tuning2/pareto.png)", "",
+              "(A median regret at or below 0.01, Prodigy's negative one included, is drawn at 0.01.)", "", "## Per target depth", ""]
     methods = [s["method"] for s in both]
     lines += ["| net | depth | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
     for (net, L) in seen:
@@ -160,4 +162,64 @@ def write_page(source: Path, page: Path, figures: Path) -> None:
     if h:
         lines.append(f"* **halving**: no rate chosen at {sum(r['lr'] is None for r in h)} targets; misses: "
                      + (", ".join(f"{r['net']} {r['depth']}" for r in h if not r["lands"]) or "none") + ".")
+    lines += ["", "## Reading", ""] + reading(rows)
     page.write_text("\n".join(lines) + "\n")
+
+
+def _old_guided_cost() -> str:
+    """The issue-40 page's guided search, steps against its reference (read from its kept JSON)."""
+    if not OLD_PAGE_JSON.is_file():
+        return ""
+    old = _get(summarise(json.loads(OLD_PAGE_JSON.read_text())["rows"]), "guided")
+    return "" if old is None else (f"  The issue-40 bracket search cost {_fmt(old['steps_vs_reference'], '.3f')} of its "
+                                   "reference ([tuning_cost.md](tuning_cost.md)).")
+
+
+def reading(rows: list) -> list[str]:
+    """Where the acceptance is missed and by how much, and what the other rows say (numbers from ``rows``)."""
+    both = summarise(rows, order())
+    old = summarise([r for r in rows if not r["held_out"]], order())
+    new = summarise([r for r in rows if r["held_out"]], order())
+    g, h, gc = _get(both, "guided"), _get(both, "halving"), _get(both, "guided+ci")
+    out = []
+    if g is None:
+        return out
+    misses = [r for r in rows if r["method"] == "guided" and not r["lands"]]
+    edge = [r for r in misses if r["regret"] is None]
+    if misses:
+        out.append(f"* **Landing.** guided misses {len(misses)} of {g['pairs']} targets ("
+                   + ", ".join(f"{r['net']} {r['depth']}: {r['lr']:.4g} against {r['eta_star_ref']:.4g}" for r in misses)
+                   + ")" + (f"; at {len(edge)} of them its rate is one at which a reference seed diverges (no regret: "
+                            "one seed, next to divergence, survives a rate the reference's seeds do not)" if edge else "")
+                   + (f". With a second seed at the contenders (guided+ci) it lands at {gc['lands']}/{gc['pairs']} for "
+                      f"{_fmt(gc['steps'], 'g')} steps." if gc else "."))
+    go, gn = _get(old, "guided"), _get(new, "guided")
+    out.append(f"* **Cost.** guided's median is {_fmt(g['steps'], 'g')} steps per target, "
+               f"{_fmt(g['steps_vs_reference'], '.3f')} of the reference grid's (bar 0.05): "
+               f"{_fmt(go['steps_vs_reference'], '.3f')} on the issue-40 nets (36-rate references) and "
+               f"{_fmt(gn['steps_vs_reference'], '.3f')} on the held-out nets, whose references have 24 rates "
+               "(a smaller denominator for about the same search)." + _old_guided_cost())
+    out.append(f"* **Distance.** guided's median |ln| distance is {_fmt(g['median_distance'])} (bar 0.1): "
+               f"{_fmt(go['median_distance'])} on the issue-40 nets, {_fmt(gn['median_distance'])} on the held-out "
+               "ones.  One seed's optimum is not the three-seed reference's: the search's spread is the seed spread.")
+    if h:
+        out.append(f"* **Against successive halving.** guided lands at {g['lands']}/{g['pairs']} against "
+                   f"{h['lands']}/{h['pairs']}, median |ln| distance {_fmt(g['median_distance'])} against "
+                   f"{_fmt(h['median_distance'])}, for {_fmt(g['steps'] / h['steps'], '.2f')}x halving's steps "
+                   f"({_fmt(g['steps'], 'g')} against {_fmt(h['steps'], 'g')}): better landing and distance, more "
+                   "steps, so it does not dominate.  Halving's steps are its rung readings; the engine trained its 27 "
+                   "runs to the end (`cost_run`), while guided's steps are what it trained.")
+    for m, why in (("lr-free:prodigy", "Prodigy is Adam with an estimated step size: a negative regret means it "
+                    "beats plain SGD at its best rate, a comparison of optimizers rather than of rate searches"),
+                   ("lr-free:dog", "DoG's first steps are tiny by design; in 300 steps it stays far above SGD's "
+                    "best rate")):
+        s = _get(both, m)
+        if s:
+            out.append(f"* **{m}** lands (by regret) at {s['lands']}/{s['pairs']}, median regret / noise "
+                       f"{_fmt(s['median_regret_over_noise'])}, for {_fmt(s['steps'], 'g')} steps: {why}.")
+    rules = [s for s in both if s["method"].startswith("rule:") or s["method"] == "keep"]
+    if rules:
+        best = max(rules, key=lambda s: s["lands"])
+        out.append(f"* Without any run, the best prior is {best['method']}: {best['lands']}/{best['pairs']} "
+                   f"(median |ln| distance {_fmt(best['median_distance'])}).")
+    return out
