@@ -3,6 +3,7 @@
     python validate/tune_benchmark_2.py pilot     # sizes the held-out nets (seeds 900, 901)
     python validate/tune_benchmark_2.py references  # the source sweeps and reference grids only
     python validate/tune_benchmark_2.py run       # references, source rates, every method
+    python validate/tune_benchmark_2.py seed-spread  # one seed's reference optimum against the three seeds'
     python validate/tune_benchmark_2.py report    # docs/findings/tuning_cost_2.md and its figure
 
 Every stage resumes from ``results/tune-benchmark-2/`` (one cell store per net); rows are written after
@@ -242,6 +243,31 @@ def run(run_opts) -> list:
     return rows
 
 
+def seed_spread(run_opts) -> dict:
+    """How far one seed's reference optimum lies from the three seeds' (|ln|, per net, depth and seed): the
+    floor under a one-seed search's distance.  Read from the reference cells (trains nothing); written to
+    ``seed_spread.json`` beside ``benchmark.json`` and kept with the page."""
+    from amutheory.train import grid
+    from amutheory.train.store import read_table
+    from amutheory.train.sweep import searches_at
+
+    rows = []
+    for net, z in sizes().items():
+        tpl, w = template(net), template(net).width
+        table = read_table(OUT / net)
+        for L in z["depths"]:
+            rates = {(L, w): list(grid(*z["range"], z["points"]))}
+            mean = searches_at(tpl, table, rates, tb.REF_SEEDS)[(L, w)].eta_star_train
+            for s in tb.REF_SEEDS:
+                one = searches_at(tpl, table, rates, [s])[(L, w)].eta_star_train
+                rows.append({"net": net, "depth": L, "seed": s, "distance": abs(math.log(one / mean))})
+    out = {"rows": rows, "median": float(np.median([r["distance"] for r in rows])),
+           "quartiles": [float(q) for q in np.percentile([r["distance"] for r in rows], [25, 75])]}
+    (OUT / "seed_spread.json").write_text(json.dumps(out, indent=1) + "\n")
+    say(f"one seed's reference optimum vs the three seeds': median |ln| {out['median']:.3f}")
+    return out
+
+
 def _report(run_opts) -> None:
     from tune_report_2 import write_page
 
@@ -251,7 +277,7 @@ def _report(run_opts) -> None:
 def main(argv=None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     return tb.stage_cli(__doc__.splitlines()[0], {"pilot": pilot, "references": references, "run": run,
-                                                  "report": _report}, argv)
+                                                  "seed-spread": seed_spread, "report": _report}, argv)
 
 
 if __name__ == "__main__":
