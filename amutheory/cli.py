@@ -382,6 +382,11 @@ def cmd_tune(args):
     bracket = Bracket(points=args.bracket, factor=args.bracket_factor, tolerance=args.tolerance,
                       max_runs=args.max_runs)
     fidelity = Fidelity(confirm_seeds=args.confirm_seeds)
+    if args.method == "fidelity" and bracket != Bracket():  # a bracket setting would be silently ignored
+        raise CliError("tune: --bracket, --bracket-factor, --tolerance and --max-runs set the bracket search; "
+                       "add --method bracket (the default multi-fidelity search has no such setting)")
+    if args.method == "bracket" and fidelity != Fidelity():
+        raise CliError("tune: --confirm-seeds sets the multi-fidelity search; drop it with --method bracket")
     summary = tune(template, depths, from_depth=args.from_depth, from_lr=args.from_lr, from_lr_ci=args.from_lr_ci,
                    rule=args.rule, out=args.out, seeds=args.seeds, seed_start=args.seed_start, bracket=bracket,
                    method=args.method, fidelity=fidelity,
@@ -1208,13 +1213,16 @@ def _sweep_parser(sub, common) -> None:
 
 def _tune_parser(sub, common) -> None:
     b = argparse.Namespace(**BRACKET_DEFAULTS)
-    tu = sub.add_parser("tune", parents=[common], help="find eta*_train at new depths: a rule's prior, then a short "
-                                                        "confirming bracket",
-                        description="Guided learning-rate search: from a rate tuned at --from-depth, a depth rule "
-                                    "predicts the rate at each target depth; a short bracket of rates around it "
-                                    "confirms it (moved when the optimum leaves it, seeds added only where two rates "
-                                    "are too close to call), stopping on a stated rule.  Same cells, store, engines "
-                                    "and resume as sweep; writes tune.json, tune.md, tune.png in --out.")
+    tu = sub.add_parser("tune", parents=[common], help="find eta*_train at new depths: a rule's prior, then a "
+                                                        "multi-fidelity search of real runs around it",
+                        description="Guided learning-rate search: from a rate tuned at --from-depth, a depth rule (or "
+                                    "the model's own probe) predicts the rate at each target depth; by default a "
+                                    "multi-fidelity search confirms it (rates around the prior judged on short "
+                                    "horizons, only contenders trained to the end, each going on from its shorter "
+                                    "run's saved state; the prior answered, labelled, when nothing learns); "
+                                    "--method bracket: a bracket of rates on two or more seeds, seeds added only "
+                                    "where two rates are too close to call.  Same cells, store, engines and resume "
+                                    "as sweep; writes tune.json, tune.md, tune.png in --out.")
     _arch_args(tu, depths_required=False)
     tu.set_defaults(spatial=None, input_channels=None, outputs=None, batch=None, input_var=None, C=None, law=None,
                     dtype="float32", widths=None)
@@ -1238,13 +1246,14 @@ def _tune_parser(sub, common) -> None:
                    help="fidelity: seeds for the best rate and its two neighbours at the final horizon (default 1: "
                         "no seed CI; 2 or more give the 95%% CI of eta*_train at about 3 more runs per extra seed)")
     g.add_argument("--tolerance", type=float, default=b.tolerance,
-                   help=f"stop when the 95%% CI of ln(eta*) is within +-TOL (and the loss across it within the "
-                        f"seed noise; default {b.tolerance:g})")
-    g.add_argument("--bracket", type=int, default=b.points, help=f"rates in the first bracket (default {b.points})")
+                   help=f"bracket: stop when the 95%% CI of ln(eta*) is within +-TOL (and the loss across it within "
+                        f"the seed noise; default {b.tolerance:g})")
+    g.add_argument("--bracket", type=int, default=b.points,
+                   help=f"bracket: rates in the first bracket (default {b.points})")
     g.add_argument("--bracket-factor", type=float, default=b.factor,
-                   help=f"ratio of neighbouring rates in the bracket (default sqrt 2 = {b.factor:.4g})")
+                   help=f"bracket: ratio of neighbouring rates in the bracket (default sqrt 2 = {b.factor:.4g})")
     g.add_argument("--max-runs", type=int, default=b.max_runs,
-                   help=f"runs per target depth at most (default {b.max_runs})")
+                   help=f"bracket: runs per target depth at most (default {b.max_runs})")
     _training_args(g, seeds_help="seeds at most per rate (the cap; two to start, more only where needed; default 5)",
                    seeds_default=5, seed_start_default=100)
     g.add_argument("--out", default=TUNE_OUT, help=f"output folder, made if missing (its parent must exist); a "

@@ -121,7 +121,7 @@ def _context(command: str, flag: str, places: dict) -> list[str]:
                   "--seeds", "2", "--workers", "1", "--batch-size", "4", "--no-figures"],
         "tune": ["--depth", "3", "--from-depth", "2", "--from-lr", "0.1", "--width", "4", "--spatial", "4",
                  "--out", str(root / "t"), "--steps", "2", "--seeds", "2", "--workers", "1", "--batch-size", "4",
-                 "--max-runs", "10", "--no-figures"],
+                 "--no-figures"],
         "docs": ["--out", str(root / "site")],
         "coord-check": ["--model", places["factory"], "--input-shape", "2,3", "--depths", "1,2", "--seeds", "2",
                         "--steps", "1", "--out", str(root / "coord")],
@@ -262,7 +262,7 @@ def _valid_runs(places) -> dict:
                   "--steps", "2", "--seeds", "2", "--workers", "1", "--batch-size", "4", "--no-figures"],
         "tune": ["--depth", "3", "--from-depth", "2", "--from-lr", "0.1", "--width", "4", "--spatial", "4",
                  "--out", str(root / "ok-tune"), "--steps", "2", "--seeds", "2", "--workers", "1", "--batch-size", "4",
-                 "--max-runs", "10", "--no-figures"],
+                 "--no-figures"],
     }
 
 

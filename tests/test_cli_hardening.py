@@ -271,7 +271,7 @@ def test_preflight_flags_and_site_never_import_the_cli():
 
 # --------------------------------------------------------------------------- issue 46, part 6
 TUNE = ["tune", "--depth", "3", "--from-depth", "2", "--from-lr", "0.1", "--width", "4", "--spatial", "4",
-        "--steps", "2", "--seeds", "2", "--bracket", "3", "--max-runs", "6", "--batch-size", "4", "--workers", "1",
+        "--steps", "2", "--seeds", "2", "--method", "bracket", "--bracket", "3", "--max-runs", "6", "--batch-size", "4", "--workers", "1",
         "--no-figures", "--quiet"]
 
 

@@ -112,7 +112,7 @@ TOY = ["--family", "toy", "--width", "8"]
 #: a tiny training run: 2 depths (two groups: the pool starts), 3 rates, 2 seeds, 5 steps
 SWEEP = ["sweep", *TOY, "--depths", "2,3", "--lrs", "0.05,0.1,0.2", "--seeds", "2", "--steps", "5",
          "--batch-size", "8", "--quiet", "--no-figures", "--json"]
-TUNE = ["tune", *TOY, "--from-depth", "2", "--from-lr", "0.1", "--depths", "3", "--seeds", "2", "--max-runs", "10",
+TUNE = ["tune", *TOY, "--from-depth", "2", "--from-lr", "0.1", "--depths", "3", "--seeds", "2",
         "--steps", "5", "--batch-size", "8", "--rule", "power", "--quiet", "--no-figures", "--json"]
 
 

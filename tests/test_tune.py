@@ -179,7 +179,7 @@ def test_tune_refuses_bad_input(tmp_path):
 
 ARGS = ["tune", "--dim", "1", "--width", "8", "--spatial", "8", "--input-channels", "3", "--steps", "20",
         "--batch-size", "16", "--from-depth", "2", "--from-lr", "0.3", "--depths", "3,4", "--seeds", "3",
-        "--max-runs", "12", "--workers", "1", "--no-figures", "--json", "--quiet"]
+        "--workers", "1", "--no-figures", "--json", "--quiet"]
 
 
 def _cli(out, *extra):
@@ -260,3 +260,18 @@ def test_tune_on_a_users_model_from_the_command_line(tmp_path, capsys):
     assert out["template"]["spec"]["family"] == "module" and out["template"]["spec"]["padding"] is None
     assert out["model"]["kind"] == "residual" and out["model"]["factory"].endswith("models.py:make")
     assert set(out["model"]["effective_depths"]) == {"3"} and out["model"]["input_shape"][0] == 3
+
+
+def test_tune_refuses_a_setting_of_the_other_search(tmp_path, capsys):
+    from amutheory.cli import main
+
+    base = ["tune", "--dim", "1", "--width", "8", "--spatial", "8", "--input-channels", "3", "--steps", "20",
+            "--batch-size", "16", "--from-depth", "2", "--from-lr", "0.3", "--depth", "3", "--workers", "1"]
+    for extra, said in ((["--max-runs", "12"], "--method bracket"), (["--bracket", "7"], "--method bracket"),
+                        (["--method", "bracket", "--confirm-seeds", "2"], "--confirm-seeds"),
+                        (["--confirm-seeds", "0"], "confirm_seeds"), (["--confirm-seeds", "6"], "confirm_seeds")):
+        out = tmp_path / f"t{len(extra)}{extra[-1]}"
+        assert main([*base, "--out", str(out), *extra]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and said in err[0]
+        assert not out.exists()  # refused before any work
