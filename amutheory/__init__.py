@@ -7,6 +7,7 @@ only parses its flags never imports SymPy or SciPy):
     from amutheory import ArchSpec, ProbeProtocol, derive, predict, measure, coord_check
     from amutheory import parametrize, param_groups   # your own nn.Module (imports torch when used)
     from amutheory import tune                         # eta*_train at new depths: a rule's prior, confirmed
+                                                       # (method='fidelity' default, or 'bracket')
     amutheory.optim.SGD(model, lr, base_model=...)     # torch.optim over param_groups (imports torch when used)
 """
 
