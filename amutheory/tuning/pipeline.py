@@ -74,7 +74,9 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
          progress: bool = False, figures: bool = True, errors=None, probe: bool = True, probe_seeds=None,
          probe_budget=None, bridge_file=None) -> dict:
     """Tune the learning rate of ``template``'s net at each of ``depths`` (module docstring); the
-    JSON contract of ``amutheory tune``.  ``seeds`` is the cap (seeds ``seed_start ..``).  ``probe``,
+    JSON contract of ``amutheory tune``.  ``method``: ``"fidelity"`` (default; settings ``fidelity``, a
+    :class:`~amutheory.tuning.fidelity.Fidelity`) or ``"bracket"`` (settings ``bracket``, a
+    :class:`~amutheory.tuning.guided.Bracket`).  ``seeds`` is the cap (seeds ``seed_start ..``).  ``probe``,
     ``probe_seeds``, ``probe_budget``, ``bridge_file``: the prior's probe rule
     (:func:`amutheory.tuning.prior.prior`)."""
     from amutheory.train.learning import DOES_NOT_LEARN, chance_loss, learns
