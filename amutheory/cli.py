@@ -1244,7 +1244,8 @@ def _tune_parser(sub, common) -> None:
                         "--bracket rates on two or more seeds (the search before the multi-fidelity one)")
     g.add_argument("--confirm-seeds", type=int, default=1,
                    help="fidelity: seeds for the best rate and its two neighbours at the final horizon (default 1: "
-                        "no seed CI; 2 or more give the 95%% CI of eta*_train at about 3 more runs per extra seed)")
+                        "no seed CI; 2 or more give a seed-bootstrap CI of eta*_train at about 3 more runs per extra seed; "
+                        "with 2 seeds it undercovers: docs/findings/tuning_cost_2.md)")
     g.add_argument("--tolerance", type=float, default=b.tolerance,
                    help=f"bracket: stop when the 95%% CI of ln(eta*) is within +-TOL (and the loss across it within "
                         f"the seed noise; default {b.tolerance:g})")

@@ -275,3 +275,19 @@ def test_tune_refuses_a_setting_of_the_other_search(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and said in err[0]
         assert not out.exists()  # refused before any work
+
+
+def test_tune_with_a_seed_interval_from_the_command_line(tmp_path):
+    """The documented recipe ``amutheory tune ... --confirm-seeds 2``, run as a user runs it: the best rate
+    at the final horizon and its two neighbours get a second seed, and the answer has its 95% CI."""
+    res = subprocess.run([sys.executable, "-m", "amutheory", "tune", "--dim", "1", "--width", "16", "--dataset",
+                          "digits", "--steps", "200", "--batch-size", "32", "--from-depth", "2", "--from-lr", "0.3",
+                          "--depth", "3", "--confirm-seeds", "2", "--workers", "1", "--no-figures", "--json",
+                          "--quiet", "--out", str(tmp_path / "t")], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    s = json.loads(res.stdout)
+    assert s["search"] == "fidelity" and s["answer"] == "fit" and s["learns"] is True
+    lo, hi = s["eta_star_train_ci"]
+    assert lo <= s["eta_star_train"] <= hi and s["ci_reason"] is None
+    second = [t for t in s["trials"] if t["seed"] == s["seeds"][1]]
+    assert len(second) == 3 and all(t["horizon"] == 200 for t in second)

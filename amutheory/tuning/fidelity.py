@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from amutheory.tuning.fit import vertex, vertex_interval
+from amutheory.tuning.guided import score_of
 
 #: rung 1's best must have brought its loss below this fraction of the chance loss, else nothing learns
 NO_PROGRESS = 0.95
@@ -108,11 +109,6 @@ def step_of(prior: float, interval, settings: Fidelity) -> tuple[float, float]:
     return d, h
 
 
-def _score(rec: dict) -> float:
-    v = rec.get("score")
-    return math.inf if v is None else float(v)
-
-
 def _level(rec: dict) -> float:
     """What a rung ranks by: the mean training loss over the second half of the steps the record
     trained (where the run *is* at that horizon; the score from step 0 is dominated by the first
@@ -132,7 +128,7 @@ def _final(rec: dict) -> float:
 
 class _Search:
     def __init__(self, prior, d, settings, seeds, steps, run):
-        self.prior, self.d, self.s, self.seeds, self.run_fn = prior, d, settings, seeds, run
+        self.prior, self.d, self.seeds, self.run_fn = prior, d, seeds, run
         self.horizons = settings.rungs(steps)
         self.records: dict[tuple, dict] = {}  # (k, seed, horizon) -> record
         self.trials: list[dict] = []
@@ -155,7 +151,7 @@ class _Search:
 
     def scores(self, horizon: int, seed: int) -> dict[float, float]:
         """The scores (mean loss from step 0) of the records at ``horizon`` on ``seed``, by ``k``."""
-        return {k: _score(r) for (k, s, h), r in self.records.items() if h == horizon and s == seed}
+        return {k: score_of(r) for (k, s, h), r in self.records.items() if h == horizon and s == seed}
 
     def levels(self, horizon: int, seed: int) -> dict[float, float]:
         """:func:`_level` of the records at ``horizon`` on ``seed``, by ``k``: what a rung ranks by."""
@@ -262,7 +258,7 @@ def search(prior: float, settings: Fidelity, seeds: list[int], steps: int, class
         j = at.index(kb)
         near = at[max(0, j - 1):j + 2]
         st.ask([(k, s, T) for k in near for s in st.seeds[1:settings.confirm_seeds]])
-        per = [[_score(st.records[(k, s, T)]) for s in st.seeds[:settings.confirm_seeds]
+        per = [[score_of(st.records[(k, s, T)]) for s in st.seeds[:settings.confirm_seeds]
                 if (k, s, T) in st.records] for k in at]
         means = np.array([np.mean(p) for p in per])
         x_star, fit_flags = vertex(x, means)
@@ -293,7 +289,7 @@ def _answer(st: _Search, stop, flags, x_star, ci, final, h, reason, ci_reason=No
     for k in sorted({k for k, _, _ in st.records}):
         per_h = {}
         for hz in st.horizons:
-            v = [(_score(r), s) for (kk, s, hh), r in st.records.items() if kk == k and hh == hz]
+            v = [(score_of(r), s) for (kk, s, hh), r in st.records.items() if kk == k and hh == hz]
             if v:
                 per_h[str(hz)] = [None if not math.isfinite(a) else a for a, _ in v]
         at_T = [a for a in (per_h.get(str(T)) or [])]
