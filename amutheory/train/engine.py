@@ -92,8 +92,11 @@ def _abort(pool: cf.ProcessPoolExecutor) -> None:
     ``InvalidStateError: CANCELLED``) and running workers are terminated instead of waited for;
     the groups finished before were already yielded and written."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     _terminate(processes)
+    if manager is not None:  # let the pool's own thread finish closing its wake-up pipe: otherwise the
+        manager.join(timeout=5)  # interpreter's exit hook can write to it half-closed ("Bad file descriptor")
 
 
 def run_groups(groups: list, engine: str = "local", workers: int = 1, threads: int = 1,
