@@ -165,12 +165,29 @@ def _derive(args) -> None:
         check_boundary_law(spec, args.depths)
 
 
+def _calibration_probed(args, spec, cal) -> bool:
+    """Whether ``predict`` will probe the net at the calibration depths: for the typical value, for
+    ``--constants calibrate``, and where the law that runs (named, or the default's choice) is calibrated.
+    A law it cannot resolve is the command's to report: the check then assumes the probe."""
+    if args.statistic == "geo" or args.constants == "calibrate":
+        return True
+    from amutheory.laws import REGISTRY, best_law, resolve_law
+
+    try:
+        name = resolve_law(spec.family, args.law, args.constants, spec)
+        law = REGISTRY[name] if name else best_law(spec, args.depths, args.budget or 60.0,
+                                                    calibration_depths=tuple(cal)).law
+    except (ValueError, KeyError):
+        return True
+    return law.exactness == "calibrated"
+
+
 def _predict(args) -> None:
     spec, protocol = _arch(args)
     cal = check_calibration_depths(args.calibration_depths, "--calibration-depths")
     check_int("--calibration-seeds", args.calibration_seeds, 2, limits.MAX_SIZE, SIZE_WHY)
     _positive("--budget", args.budget)
-    if args.constants in ("calibrate", "auto") or args.statistic == "geo":
+    if _calibration_probed(args, spec, cal):
         cal_spec = spec.with_(padding="circular", depth=max(cal))
         check_probe(cal_spec, CALIBRATION_CHUNK, args.calibration_seeds, protocol,
                     "--width, --spatial, --batch or --calibration-depths")

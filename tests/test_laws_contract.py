@@ -38,6 +38,7 @@ EXAMPLES = {
     "resnet-selected": (ArchSpec(**_RES, branch="conv-mlp", activation="relu"), [1, 2, 3, 4, 6]),
     "transformer-coherent": (ArchSpec(**_TRF), [1, 2, 3, 4]),
     "transformer-effective-depth": (ArchSpec(**_TRF), [1, 2, 3, 4]),
+    "mlp-finite-width": (ArchSpec(**_MLP, activation="linear"), None),
     "mlp-spectral": (ArchSpec(**_MLP, activation="linear"), None),
     "mlp-kernel": (ArchSpec(**_MLP, activation="relu"), None),
     "mlp-coherent": (ArchSpec(**_MLP, activation="relu"), [2, 3, 4, 6]),

@@ -60,9 +60,10 @@ def test_derived_exponent_is_the_chain_laws_on_the_equivalent_spec():
 
 
 def test_default_laws_exact_for_linear_calibrated_for_relu():
-    assert best_law(ArchSpec(**MLP, activation="linear"), [8]).law.name == "mlp-spectral"
+    assert best_law(ArchSpec(**MLP, activation="linear"), [8]).law.name == "mlp-finite-width"
     assert best_law(ArchSpec(**MLP, activation="relu"), [8]).law.name == "mlp-coherent"
     assert not get_law("mlp-spectral").covers(ArchSpec(**MLP, activation="linear", init_c=2.0))
+    assert not get_law("mlp-finite-width").covers(ArchSpec(**MLP, activation="linear", init_c=2.0))
 
 
 HELD_OUT = [8, 12, 16]
@@ -75,8 +76,8 @@ CHECK_SEEDS = range(1000, 1064)
 def test_default_law_against_the_probe_at_held_out_depths(activation):
     """The default law's s_bar against the mean of 64 independent seeds at depths it was not
     calibrated on.  Allowance: 4 standard errors of the difference (the seed mean's and, for the
-    calibrated law, its own seed-bootstrap spread) plus the finite-width term the laws leave out,
-    4 L/n relative (as tests/test_laws_contract.py)."""
+    calibrated law, its own seed-bootstrap spread) plus, for a law that leaves the finite-width terms
+    out, 4 L/n relative (as tests/test_laws_contract.py); the linear MLP's finite-width law has none."""
     spec = ArchSpec(**{**MLP, "width": 128}, activation=activation)
     law = best_law(spec, HELD_OUT, calibration_depths=CALIBRATION).law
     values = law.evaluate(spec, HELD_OUT, calibration_depths=CALIBRATION, calibration_seeds=32)
@@ -84,7 +85,8 @@ def test_default_law_against_the_probe_at_held_out_depths(activation):
     for depth, s_law, se_law in zip(HELD_OUT, values.s_bar, values.s_bar_se):
         s = probe(spec.with_(depth=depth), CHECK_SEEDS).s_bar
         se = np.hypot(s.std(ddof=1) / np.sqrt(len(s)), se_law)
-        allowed = 4 * se + 4 * depth / spec.width * s_law
+        width_term = 0.0 if law.name == "mlp-finite-width" else 4 * depth / spec.width * s_law
+        allowed = 4 * se + width_term
         assert abs(s.mean() - s_law) <= allowed, (activation, depth, s.mean(), s_law, se)
 
 
@@ -93,7 +95,7 @@ def test_predict_default_returns_the_chosen_laws_values():
 
     spec = ArchSpec(**MLP, activation="linear")
     pred = predict(spec, HELD_OUT)
-    np.testing.assert_allclose(pred.s_bar, get_law("mlp-spectral").evaluate(spec, HELD_OUT).s_bar, rtol=1e-12)
+    np.testing.assert_allclose(pred.s_bar, get_law("mlp-finite-width").evaluate(spec, HELD_OUT).s_bar, rtol=1e-12)
 
 
 def test_feature_vector_data_digits_flattened_and_synthetic_vectors():
@@ -133,7 +135,7 @@ def test_cli_measure_laws_transfer_with_family_mlp():
     m = json.loads(_cli("measure", *_TINY, "--depths", "2,3", "--seeds", "4", "--json"))
     assert m["spec"]["family"] == "mlp" and m["spec"]["input_channels"] == 8 and len(m["eta_star_mean"]) == 2
     laws = json.loads(_cli("laws", *_TINY, "--activation", "linear", "--depths", "4", "--json"))
-    assert laws["choice"]["law"] == "mlp-spectral" and {r["law"] for r in laws["laws"]} >= {"mlp-coherent"}
+    assert laws["choice"]["law"] == "mlp-finite-width" and {r["law"] for r in laws["laws"]} >= {"mlp-coherent"}
     t = json.loads(_cli("transfer", *_TINY, "--lr", "0.1", "--from-depth", "2", "--to-depth", "4", "--json"))
     assert t["reference"]["effective_depth"] < t["target"]["effective_depth"] and 0 < t["lr"] < 0.1
 
@@ -160,7 +162,7 @@ def test_mlp_preset_holds_out_depths_beyond_its_calibration():
 
 
 def test_mlp_campaign_analyses_the_mlp_as_the_chain_it_is(tmp_path):
-    # the campaign names the MLP's own derived law and takes the exact spectral law of a linear MLP (nothing
+    # the campaign names the MLP's own derived law and takes the exact finite-width law of a linear MLP (nothing
     # fitted for the mean), as predict's default does; its figures are drawn on the equivalent chain
     from amutheory.campaign import run_campaign
     from amutheory.campaign.presets import CampaignConfig
@@ -169,8 +171,8 @@ def test_mlp_campaign_analyses_the_mlp_as_the_chain_it_is(tmp_path):
                               (2, 3, 4, 6), (2, 3, 4), 8) for act in ("linear", "relu")]
     summary = run_campaign(configs, tmp_path, progress=None)
     by_name = {c["name"]: c for c in summary["configs"]}
-    assert by_name["mlp-linear"]["law"] == "mlp-spectral"
-    assert by_name["mlp-linear"]["constants_from"].startswith("spectral law")
+    assert by_name["mlp-linear"]["law"] == "mlp-finite-width"
+    assert by_name["mlp-linear"]["constants_from"].startswith("finite-width law")
     assert by_name["mlp-relu"]["law"] == "mlp-relu" and by_name["mlp-relu"]["derived_exponent"] == "-3/2"
     for c in summary["configs"]:
         assert not [e for e in c["errors"] if "figures" in e], c["errors"]

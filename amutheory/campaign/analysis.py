@@ -72,6 +72,13 @@ def _record_prediction(out: dict, cfg: CampaignConfig, pred, stat: str, curve: d
     return eta_pred, s_pred
 
 
+def _derived_law_words(spec) -> str:
+    """How a report names the exact law of a linear circular chain or MLP: the spectral law, or the
+    finite-width law where one covers the net (exact at its width)."""
+    name = resolve_law(spec.family, "coherent", "derive", spec) or ""
+    return "finite-width law, exact at the net's width" if "finite-width" in name else "spectral law"
+
+
 def _mlp_limit_row(constants: dict, v) -> dict:
     """``b/a`` of the prediction's constants (calibrated, or derived by the spectral law) against
     the derived MLP-limit ``v``."""
@@ -192,7 +199,7 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
     # a linear circular chain has a derived law (amutheory.symbolic.chain.spectral): nothing is fitted for
     # the mean, and only the seed-spread line of the typical value uses the calibration depths
     how = "derive" if not cfg.is_zero and spectral_applies(theory) else "calibrate"
-    out["constants_from"] = {"derive": "spectral law (derived; sigma^2 line of geo calibrated)",
+    out["constants_from"] = {"derive": f"{_derived_law_words(spec)} (derived; sigma^2 line of geo calibrated)",
                              "calibrate": "calibrated (lognormal model)"}[how]
     plan = _Plan(cfg, spec, meas, protocol, how, cal_meas, derived)
     used_constants = {}
@@ -291,7 +298,7 @@ def _add_closing_notes(out: dict, how: str, held: list) -> None:
     if how == "derive":
         rows = out["per_depth"]["mean"]
         out["inside_ci_every_depth_mean"] = bool(rows and all(r["inside_ci"] for r in rows))
-        out["notes"].append("mean: spectral law, nothing fitted, so every depth (calibration depths included) is an "
+        out["notes"].append(f"mean: {out['law']}, nothing fitted, so every depth (calibration depths included) is an "
                             "independent check: inside the CI at "
                             f"{sum(r['inside_ci'] for r in rows)} of {len(rows)} depths")
     if not held:

@@ -2,7 +2,9 @@
 (:meth:`amutheory.families.mlp.MlpFamily.chain_spec`), so each law here evaluates the chain's own
 symbolic module on that chain spec:
 
-* ``mlp-spectral`` (exact): the spectral law of the linear chain (:mod:`amutheory.symbolic.chain.spectral`)
+* ``mlp-finite-width`` (exact): the linear MLP's law at its own width ``n``
+  (:mod:`amutheory.symbolic.chain.finite_width`), whose ``n -> oo`` limit is ``mlp-spectral``;
+* ``mlp-spectral`` (exact at infinite width): the spectral law of the linear chain (:mod:`amutheory.symbolic.chain.spectral`)
   at its one Fourier mode, the zero mode: ``s_l = weight_0 Q_l(1)``, a cubic in ``l``;
 * ``mlp-kernel`` (Monte Carlo, on request): the kernel law of ReLU chains
   (:mod:`amutheory.symbolic.chain.kernel_law`) over the batch's ``B`` points;
@@ -55,10 +57,52 @@ class _MlpLaw(Law):
                          constants, self.exactness, s_l, list(notes))
 
 
+class MlpFiniteWidth(_MlpLaw):
+    name, exactness = "mlp-finite-width", "exact"
+    summary = ("linear MLP at c = 1, exact at its width n: Wishart moments of the Gaussian layers, summed as a "
+               "rational generating function (the n -> oo limit is mlp-spectral)")
+    leaves_out = "nothing in the mean over seeds (the typical value's seed-spread line is calibrated)"
+    source = "amutheory.symbolic.chain.finite_width"
+
+    def _covers(self, spec):
+        from amutheory.symbolic.chain.finite_width import check_finite_width_spec
+
+        check_finite_width_spec(spec)
+        return Coverage(True, "linear MLP, critical c = 1, any width")
+
+    def cost(self, spec, depths, **_):
+        return Cost(costs.FINITE_SUM_SECONDS, "finite-sum", "a recurrence of order six up to the deepest depth")
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, **options):
+        from amutheory.symbolic.chain.finite_width import (finite_width_layer_moments, finite_width_s_bar,
+                                                          finite_width_slope)
+        from amutheory.symbolic.chain.spectral import spectral_constants, spectral_s_bar
+
+        coverage = self.covers(spec)
+        if not coverage:
+            raise ValueError(coverage.reason)
+        depths, v = [int(d) for d in depths], protocol.input_var
+        s_l = {d: finite_width_layer_moments(spec, np.arange(1, d + 1), v) for d in depths}
+        s_bar = finite_width_s_bar(spec, depths, v)
+        constants = dict(spectral_constants(chain_of(spec), v))
+        excess = s_bar / spectral_s_bar(chain_of(spec), depths, v)
+        constants["width_excess"] = Constant(
+            "width_excess", float(excess[-1]), "exact",
+            note=f"E[s_bar] at width {spec.width} over its infinite-width value at L = {depths[-1]}")
+        constants["input_var"] = _input_var(protocol)
+        note = (f"finite-width law of the linear MLP at width {spec.width} (exact in the mean over seeds): nothing "
+                f"fitted; infinite-width law x {', '.join(f'{x:.3f}' for x in excess)} at L = {depths}")
+        values = self.values(spec, depths, s_bar, np.zeros_like(s_bar), constants, s_l,
+                             [note, "local slope: five-point difference of the exact L s_bar(L) over L - 2 .. L + 2"])
+        values.local_slope = finite_width_slope(spec, depths, v)
+        return values
+
+
 class MlpSpectral(_MlpLaw):
     name, exactness = "mlp-spectral", "exact"
-    summary = "linear MLP at c = 1: the chain's spectral law at its one (zero) mode, a cubic in l, summed exactly"
-    leaves_out = "finite-width terms of relative order l/n"
+    summary = ("linear MLP at c = 1 at infinite width: the chain's spectral law at its one (zero) mode, a cubic in "
+               "l, summed exactly")
+    leaves_out = "finite-width terms of relative order l/n (mlp-finite-width has them)"
     source = "amutheory.symbolic.chain.spectral"
 
     def _covers(self, spec):
@@ -201,4 +245,4 @@ class MlpCoherent(_MlpLaw):
         return profiles
 
 
-LAWS = (MlpSpectral(), MlpKernel(), MlpCoherent())
+LAWS = (MlpFiniteWidth(), MlpSpectral(), MlpKernel(), MlpCoherent())

@@ -22,7 +22,7 @@ CONSTANTS_CHOICES = ("auto", "calibrate", "derive", "mlp-limit")
 OLD_NAMES: dict[tuple[str, str], tuple[str, ...]] = {
     ("coherent", "calibrate"): ("chain-coherent", "resnet-coherent", "transformer-coherent", "mlp-coherent"),
     ("coherent", "derive"): ("chain-spectral", "chain-operator", "chain-kernel", "resnet-dense", "resnet-modes",
-                             "resnet-points", "mlp-spectral", "mlp-kernel"),
+                             "resnet-points", "mlp-finite-width", "mlp-spectral", "mlp-kernel"),
     ("coherent", "mlp-limit"): ("chain-mlp-limit",),
     ("effective-depth", "calibrate"): ("transformer-effective-depth",),
     ("dense-shape", "calibrate"): ("resnet-dense-shape",),
@@ -45,7 +45,7 @@ def resolve_law(family: str, law="auto", constants="auto", spec=None) -> str | N
                                                              ``transformer-coherent`` | ``mlp-coherent``
     ``auto``/``coherent``   ``derive``                       the exact law that covers the net: ``chain-spectral``,
                                                              ``chain-operator``, ``chain-kernel``; ``resnet-dense``,
-                                                             ``resnet-modes``, ``resnet-points``; ``mlp-spectral``,
+                                                             ``resnet-modes``, ``resnet-points``; ``mlp-finite-width``, ``mlp-spectral``,
                                                              ``mlp-kernel``
     ``auto``/``coherent``   ``mlp-limit``                    ``chain-mlp-limit``
     ``effective-depth``     ``calibrate``/``auto``/Calibr.   ``transformer-effective-depth``

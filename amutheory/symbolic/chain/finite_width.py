@@ -200,3 +200,32 @@ def finite_width_s_bar(spec: ArchSpec, depths, input_var: float = 1.0) -> np.nda
     depths = np.asarray(depths, int)
     cum = np.cumsum(series_coefficients(spec, int(depths.max()), input_var))
     return cum[depths - 1] / depths
+
+
+@functools.lru_cache(maxsize=None)
+def _hidden_transfer_fn():
+    return sp.lambdify(n, hidden_transfer(), "numpy")
+
+
+def product_moments(spec: ArchSpec, count: int) -> np.ndarray:
+    """``u_p = E tau((U U^T)^2)`` for products ``U`` of ``p = 0 .. count - 1`` hidden layers at the
+    spec's width (the powers of :func:`hidden_transfer` on ``(1, 1)``; ``p + 1`` at infinite width)."""
+    T = np.asarray(_hidden_transfer_fn()(float(spec.width)), float)
+    out, state = np.empty(count), np.array([1.0, 1.0])
+    for p in range(count):
+        out[p], state = state[0], T @ state
+    return out
+
+
+def finite_width_slope(spec: ArchSpec, depths, input_var: float = 1.0) -> np.ndarray:
+    """Local slope ``d ln eta*/d ln L = -(1/2) (L S'(L) / S(L) - 1)`` of the mean, ``S = L s_bar``, with
+    ``S'`` the five-point difference of the exact ``S`` at ``L - 2 .. L + 2`` (exact on a quartic; the
+    central one at ``L <= 2``, ``S(0) = 0``)."""
+    check_finite_width_spec(spec)
+    depths = np.asarray(depths, int)
+    S = np.concatenate([[0.0], np.cumsum(series_coefficients(spec, int(depths.max()) + 2, input_var))])
+    central = (S[depths + 1] - S[depths - 1]) / 2.0
+    wide = np.where(depths >= 3, depths, 3)
+    five = (-S[wide + 2] + 8 * S[wide + 1] - 8 * S[wide - 1] + S[wide - 2]) / 12.0
+    grad = np.where(depths >= 3, five, central)
+    return -0.5 * (depths * grad / S[depths] - 1.0)
