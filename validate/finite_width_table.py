@@ -1,0 +1,161 @@
+"""Held-out error of the MLP laws against width, before and after the finite-width law (issue 50).
+
+Planned in ``validate/plans/FINITE_WIDTH.md`` (runs A and D).  MLPs of 16 Gaussian input features,
+batch 8, widths 16, 32, 64, 128, depths 2, 3, 4, 6, 8, 12, 16, probe seeds 0..255 per net, linear and
+ReLU.  At the held-out depths 8, 12, 16 every law's ``s_bar`` over the probe's seed mean, minus one,
+and ``z`` = that difference in standard errors of the seed mean:
+
+* linear: ``mlp-spectral`` (infinite width, before) and ``mlp-finite-width`` (after), both nothing fitted;
+* ReLU: ``mlp-coherent`` (today's calibrated default: a, b, e fitted on probes of the net at depths
+  2, 3, 4, 6, seeds 0..31), ``mlp-kernel`` (infinite-width kernel law, Monte Carlo) and the default law
+  of the installed registry for a ReLU MLP when it is not one of these (the probe-free finite-width law).
+
+    python validate/finite_width_table.py measure      # the probes (resumes: cells already in the JSON are kept)
+    python validate/finite_width_table.py report       # docs/findings/finite_width.md from the JSON
+
+The JSON (``docs/findings/finite_width/probes.json``) is written after every cell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "findings" / "finite_width"
+PROBES = OUT / "probes.json"
+PAGE = ROOT / "docs" / "findings" / "finite_width.md"
+WIDTHS = (16, 32, 64, 128)
+DEPTHS = (2, 3, 4, 6, 8, 12, 16)
+HELD_OUT = (8, 12, 16)
+CALIBRATION = (2, 3, 4, 6)
+SEEDS = 256
+ACTIVATIONS = ("linear", "relu")
+
+
+def spec_of(activation: str, width: int, depth: int):
+    from amutheory.spec import ArchSpec
+
+    return ArchSpec(family="mlp", depth=depth, width=width, activation=activation, input_channels=16)
+
+
+def _key(activation, width, depth) -> str:
+    return f"{activation}-n{width}-L{depth}"
+
+
+def _load() -> dict:
+    return json.loads(PROBES.read_text()) if PROBES.exists() else {}
+
+
+def measure() -> None:
+    from amutheory.measure.probe import probe
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    cells = _load()
+    todo = [(a, n, d) for a in ACTIVATIONS for n in WIDTHS for d in DEPTHS if _key(a, n, d) not in cells]
+    for i, (a, n, d) in enumerate(todo, 1):
+        t0 = time.time()
+        s_bar = probe(spec_of(a, n, d), range(SEEDS)).s_bar
+        cells[_key(a, n, d)] = {"activation": a, "width": n, "depth": d, "seeds": SEEDS,
+                                "s_bar": [float(x) for x in s_bar]}
+        PROBES.write_text(json.dumps(cells, indent=1))
+        print(f"[{i}/{len(todo)}] {a} n={n} L={d}: mean s_bar {s_bar.mean():.4g} ({time.time() - t0:.1f} s)",
+              flush=True)
+
+
+def _laws_for(activation: str, width: int) -> list:
+    from amutheory.laws import best_law
+
+    names = ["mlp-spectral", "mlp-finite-width"] if activation == "linear" else ["mlp-coherent", "mlp-kernel"]
+    default = best_law(spec_of(activation, width, max(HELD_OUT)), list(HELD_OUT),
+                       calibration_depths=CALIBRATION).law.name
+    if default not in names:
+        names.append(default)
+    return names
+
+
+def _evaluate(name: str, activation: str, width: int) -> np.ndarray:
+    from amutheory.laws import REGISTRY
+
+    spec = spec_of(activation, width, max(HELD_OUT))
+    return np.asarray(REGISTRY[name].evaluate(spec, list(HELD_OUT), calibration_depths=CALIBRATION,
+                                              calibration_seeds=32).s_bar, float)
+
+
+def report() -> dict:
+    from amutheory.laws import best_law
+
+    cells = _load()
+    rows, summary = [], {}
+    for a in ACTIVATIONS:
+        for n in WIDTHS:
+            meas = [np.asarray(cells[_key(a, n, d)]["s_bar"]) for d in HELD_OUT]
+            mean = np.array([m.mean() for m in meas])
+            se = np.array([m.std(ddof=1) / np.sqrt(len(m)) for m in meas])
+            default = best_law(spec_of(a, n, max(HELD_OUT)), list(HELD_OUT), calibration_depths=CALIBRATION).law.name
+            for name in _laws_for(a, n):
+                law = _evaluate(name, a, n)
+                err = law / mean - 1
+                z = (law - mean) / se
+                rows.append({"activation": a, "width": n, "law": name, "default": name == default,
+                             "held_out": list(HELD_OUT), "error": err.tolist(), "z": z.tolist(),
+                             "measured_rel_se": (se / mean).tolist()})
+                summary[(a, n, name)] = (float(np.max(np.abs(err))), float(np.max(np.abs(z))))
+                print(f"{a} n={n} {name}: errors {', '.join(f'{e:+.1%}' for e in err)}", flush=True)
+    (OUT / "table.json").write_text(json.dumps(rows, indent=1))
+    PAGE.write_text(markdown(rows))
+    return {"rows": rows}
+
+
+def _fmt(xs, pct=True) -> str:
+    return ", ".join(f"{x:+.1%}" if pct else f"{x:+.1f}" for x in xs)
+
+
+def markdown(rows: list) -> str:
+    lines = ["# The finite-width law: held-out error against width", "",
+             "Generated by `python validate/finite_width_table.py measure` then `python validate/finite_width_table.py "
+             "report` (plan: `validate/plans/FINITE_WIDTH.md`, runs A and D).  MLPs of 16 Gaussian input features, "
+             f"batch 8; probe seeds 0..{SEEDS - 1} per net; error = law / seed mean - 1 at the held-out depths "
+             f"{list(HELD_OUT)}, z = the difference in standard errors of the seed mean (criterion of an exact law: "
+             "|z| <= 3 everywhere).  The calibrated law (`mlp-coherent`) fits a, b, e to probes of the net at depths "
+             f"{list(CALIBRATION)} (seeds 0..31); every other law is fitted to nothing.  Probe data: "
+             "`docs/findings/finite_width/probes.json`; this table as JSON: `docs/findings/finite_width/table.json`.", ""]
+    for a in ACTIVATIONS:
+        lines += [f"## {a}", "", "| width | law | default | error at L = 8, 12, 16 | z | seed-mean rel. se | max abs z |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in (r for r in rows if r["activation"] == a):
+            lines.append(f"| {r['width']} | {r['law']} | {'yes' if r['default'] else ''} | {_fmt(r['error'])} | "
+                         f"{_fmt(r['z'], False)} | {', '.join(f'{x:.1%}' for x in r['measured_rel_se'])} | "
+                         f"{max(abs(x) for x in r['z']):.1f} |")
+        lines.append("")
+    lines += ["## Run D: the ReLU default without a probe against the calibrated default", ""]
+    for n in (32, 64):
+        relu = [r for r in rows if r["activation"] == "relu" and r["width"] == n]
+        old = next(r for r in relu if r["law"] == "mlp-coherent")
+        new = next((r for r in relu if r["default"] and r["law"] != "mlp-coherent"), None)
+        if new is None:
+            lines.append(f"* width {n}: the default for a ReLU MLP is still the calibrated mlp-coherent")
+            continue
+        e_old, e_new = max(abs(x) for x in old["error"]), max(abs(x) for x in new["error"])
+        z_old, z_new = max(abs(x) for x in old["z"]), max(abs(x) for x in new["z"])
+        lines.append(f"* width {n}: {new['law']} (no probe) max |error| {e_new:.1%} against mlp-coherent's {e_old:.1%} "
+                     f"({'no worse' if e_new <= e_old else 'WORSE'}); max |z| {z_new:.1f} against {z_old:.1f} "
+                     f"({'no worse' if z_new <= z_old else 'WORSE'})")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("stage", choices=("measure", "report"))
+    args = ap.parse_args(argv)
+    measure() if args.stage == "measure" else report()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
