@@ -24,6 +24,7 @@ _TRF = dict(family="transformer", width=16, spatial=4, heads=2, mlp_ratio=2, ini
 
 #: one small net each law covers, and the calibration depths of the calibrated ones
 EXAMPLES = {
+    "chain-finite-width": (ArchSpec(**_CONV, activation="linear"), None),
     "chain-spectral": (ArchSpec(**_CONV, activation="linear"), None),
     "chain-operator": (ArchSpec(**_CONV, activation="linear", padding="zero"), None),
     "chain-kernel": (ArchSpec(**_CONV, activation="relu", padding="zero"), None),
@@ -107,7 +108,7 @@ def test_default_takes_the_exact_law_of_a_linear_circular_chain_and_says_so():
     spec = ArchSpec(dim=1, width=64, kernel=3, spatial=8, activation="linear")
     pred = predict(spec, [4, 8])
     d = pred.to_dict()
-    assert d["law_registry"] == "chain-spectral" and "exact" in d["law_reason"]
+    assert d["law_registry"] == "chain-finite-width" and "exact" in d["law_reason"]
     assert all(c["source"] != "calibrated" for c in d["constants"].values())
     # the old default, asked for by name, still calibrates
     old = predict(spec, [4, 8], constants="calibrate", calibration_seeds=4)
@@ -164,7 +165,7 @@ def test_predict_cli_says_which_law_and_why(capsys):
     assert main(["predict", "--activation", "linear", "--width", "16", "--spatial", "6", "--depths", "4,8",
                  "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["law_registry"] == "chain-spectral" and d["law_reason"].startswith("chain-spectral")
+    assert d["law_registry"] == "chain-finite-width" and d["law_reason"].startswith("chain-finite-width")
     assert main(["laws", "--family", "resnet", "--branch", "conv-mlp", "--spatial", "16", "--depths", "4,8",
                  "--json"]) == 0
     d = json.loads(capsys.readouterr().out)

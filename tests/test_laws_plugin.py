@@ -126,7 +126,7 @@ def test_register_refuses_duplicates_and_non_laws(registry):
     ("conv", "auto", "calibrate", None, "chain-coherent"),
     ("conv", "coherent", "auto", None, "chain-coherent"),
     ("conv", "auto", "mlp-limit", None, "chain-mlp-limit"),
-    ("conv", "auto", "derive", ArchSpec(activation="linear"), "chain-spectral"),
+    ("conv", "auto", "derive", ArchSpec(activation="linear"), "chain-finite-width"),
     ("conv", "auto", "derive", ArchSpec(activation="linear", padding="zero"), "chain-operator"),
     ("conv", "auto", "derive", ArchSpec(dim=1, spatial=6, batch=2, activation="relu"), "chain-kernel"),
     ("conv", "chain-kernel", "auto", None, "chain-kernel"),

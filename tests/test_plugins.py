@@ -213,7 +213,7 @@ def test_priority_makes_an_outside_law_the_default_and_the_reason_says_so():
     assert choice.law.name == "chain-outside" and "priority 1" in choice.reason
     choice = best_law(linear, [4, 8])  # over the exact law too: priority ranks before exactness
     assert choice.law.name == "chain-outside"
-    assert "more exact but of lower priority: chain-spectral" in choice.reason
+    assert "more exact but of lower priority: chain-finite-width, chain-spectral" in choice.reason
     dict.pop(REGISTRY, "chain-outside")
     tie = type("Tie", (_Outside,), {"priority": 0, "name": "chain-tie"})
     register(tie())

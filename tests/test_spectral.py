@@ -120,10 +120,14 @@ def test_bad_specs_name_the_argument(kw, arg):
 # --------------------------------------------------------------------------- API and CLI
 def test_predict_derive_is_the_spectral_law():
     spec = _spec()
-    pred = predict(spec, [2, 8], constants="derive")
+    pred = predict(spec, [2, 8], law="chain-spectral")
     np.testing.assert_allclose(pred.s_bar, S.spectral_s_bar(spec, [2, 8]))
     np.testing.assert_allclose(pred.eta_star, 1 / np.sqrt(S.spectral_s_bar(spec, [2, 8])))
     assert pred.calibration is None and all(c.source != "calibrated" for c in pred.constants.values())
+    # constants="derive" takes the finite-width law of the same chain (chain-finite-width), exact at its width
+    from amutheory.symbolic.chain.finite_width_modes import finite_width_chain_s_bar
+
+    np.testing.assert_allclose(predict(spec, [2, 8], constants="derive").s_bar, finite_width_chain_s_bar(spec, [2, 8]))
 
 
 def test_cli_predict_and_derive_json(capsys):
@@ -131,7 +135,7 @@ def test_cli_predict_and_derive_json(capsys):
              "--kernel", "3", "--spatial", "8", "--batch", "4"]
     assert main(["predict", *flags, "--depths", "2,4", "--constants", "derive", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["law"].endswith("spectral") and len(d["eta_star"]) == 2
+    assert d["law"].endswith("finite-width") and len(d["eta_star"]) == 2
     assert main(["derive", *flags, "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["spectral"]["constants"]["a"]["source"] == "exact" and d["exponent"] == "-3/2"

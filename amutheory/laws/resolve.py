@@ -21,8 +21,8 @@ CONSTANTS_CHOICES = ("auto", "calibrate", "derive", "mlp-limit")
 #: later adds its laws to the rows its older names answer to.
 OLD_NAMES: dict[tuple[str, str], tuple[str, ...]] = {
     ("coherent", "calibrate"): ("chain-coherent", "resnet-coherent", "transformer-coherent", "mlp-coherent"),
-    ("coherent", "derive"): ("chain-spectral", "chain-operator", "chain-kernel", "resnet-dense", "resnet-modes",
-                             "resnet-points", "mlp-finite-width", "mlp-spectral", "mlp-kernel"),
+    ("coherent", "derive"): ("chain-finite-width", "chain-spectral", "chain-operator", "chain-kernel", "resnet-dense",
+                             "resnet-modes", "resnet-points", "mlp-finite-width", "mlp-spectral", "mlp-kernel"),
     ("coherent", "mlp-limit"): ("chain-mlp-limit",),
     ("effective-depth", "calibrate"): ("transformer-effective-depth",),
     ("dense-shape", "calibrate"): ("resnet-dense-shape",),
