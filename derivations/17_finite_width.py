@@ -130,7 +130,9 @@ check("excess ~ L/n at large n", abs(slope - 1) < 0.1, f"log-log slope {slope:.3
 #   The typical value keeps its calibrated spread line (an open question on the findings page).
 # * **ReLU** nets are not rotation invariant (the masks depend on the weights): their finite-width
 #   law is a Monte Carlo of the kernel recursion at width `n` (`amutheory laws` says which law covers
-#   which net and what it leaves out); see `docs/findings/finite_width.md`.
+#   which net and what it leaves out): the kernel law with its forward kernels drawn at width `n`
+#   (`mlp-kernel-finite`: the forward kernels are an exact Markov chain of `n` Gaussian rows per
+#   layer), which leaves the backward terms out; see `docs/findings/finite_width.md`.
 
 # %%
 print("all derivation checks passed")

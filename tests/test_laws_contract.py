@@ -41,6 +41,7 @@ EXAMPLES = {
     "transformer-effective-depth": (ArchSpec(**_TRF), [1, 2, 3, 4]),
     "mlp-finite-width": (ArchSpec(**_MLP, activation="linear"), None),
     "mlp-spectral": (ArchSpec(**_MLP, activation="linear"), None),
+    "mlp-kernel-finite": (ArchSpec(**_MLP, activation="relu"), None),
     "mlp-kernel": (ArchSpec(**_MLP, activation="relu"), None),
     "mlp-coherent": (ArchSpec(**_MLP, activation="relu"), [2, 3, 4, 6]),
 }

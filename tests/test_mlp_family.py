@@ -59,9 +59,9 @@ def test_derived_exponent_is_the_chain_laws_on_the_equivalent_spec():
     assert law.s_bar == conv_law(spec.family_object.chain_spec(spec)).s_bar
 
 
-def test_default_laws_exact_for_linear_calibrated_for_relu():
+def test_default_laws_exact_for_linear_finite_width_monte_carlo_for_relu():
     assert best_law(ArchSpec(**MLP, activation="linear"), [8]).law.name == "mlp-finite-width"
-    assert best_law(ArchSpec(**MLP, activation="relu"), [8]).law.name == "mlp-coherent"
+    assert best_law(ArchSpec(**MLP, activation="relu"), [8]).law.name == "mlp-kernel-finite"  # no probe
     assert not get_law("mlp-spectral").covers(ArchSpec(**MLP, activation="linear", init_c=2.0))
     assert not get_law("mlp-finite-width").covers(ArchSpec(**MLP, activation="linear", init_c=2.0))
 

@@ -6,6 +6,8 @@ symbolic module on that chain spec:
   (:mod:`amutheory.symbolic.chain.finite_width`), whose ``n -> oo`` limit is ``mlp-spectral``;
 * ``mlp-spectral`` (exact at infinite width): the spectral law of the linear chain (:mod:`amutheory.symbolic.chain.spectral`)
   at its one Fourier mode, the zero mode: ``s_l = weight_0 Q_l(1)``, a cubic in ``l``;
+* ``mlp-kernel-finite`` (Monte Carlo, on request): the kernel law with its forward kernels drawn at the
+  net's width (:mod:`amutheory.symbolic.chain.kernel_law_finite`);
 * ``mlp-kernel`` (Monte Carlo, on request): the kernel law of ReLU chains
   (:mod:`amutheory.symbolic.chain.kernel_law`) over the batch's ``B`` points;
 * ``mlp-coherent`` (calibrated): the closed-form coherent law (:mod:`amutheory.symbolic.chain.conv`) with
@@ -135,10 +137,9 @@ class MlpKernel(_MlpLaw):
     leaves_out = "finite-width terms that grow with L/n and are large for ReLU"
     source = "amutheory.symbolic.chain.kernel_law"
     default_candidate = False
-    not_default_because = ("as the chain's kernel law (chain-kernel): its left-out finite-width terms grow with L/n "
-                           "and are large for ReLU nets at the widths the probe runs, so the default calibrates ReLU "
-                           "MLPs; ask for it with law='mlp-kernel'")
-
+    not_default_because = ("infinite width: its left-out finite-width terms grow with L/n and are large for ReLU nets "
+                           "at the widths people train; the default is mlp-kernel-finite (its forward kernels drawn at "
+                           "the net's width); ask for this one with law='mlp-kernel'")
     def _covers(self, spec):
         from amutheory.symbolic.chain.kernel_law import check_kernel_spec
 
@@ -168,6 +169,50 @@ class MlpKernel(_MlpLaw):
         note = (f"kernel law of the chain with kernel 1 on one position (input average by Monte Carlo, "
                 f"{got['draws']} draws; masks averaged independently of the weights): nothing fitted")
         return self.values(spec, depths, got["s_bar"], got["se"], constants, None, [note])
+
+
+class MlpKernelFinite(_MlpLaw):
+    name, exactness = "mlp-kernel-finite", "monte-carlo"
+    summary = ("ReLU MLP at its width n: the kernel law with its forward kernels drawn at width n (an exact Markov "
+               "chain of n i.i.d. rows per layer), Monte Carlo over inputs and forward chains; nothing fitted")
+    leaves_out = "the finite-width terms of the backward side (products of Jacobians above each update, the readout)"
+    source = "amutheory.symbolic.chain.kernel_law_finite"
+    def _covers(self, spec):
+        from amutheory.symbolic.chain.kernel_law_finite import check_finite_kernel_spec
+
+        if spec.activation != "relu":
+            return Coverage(False, f"activation: the finite-width kernel law entry is for ReLU MLPs (a linear MLP has "
+                                   f"the exact mlp-finite-width), got {spec.activation!r}")
+        check_finite_kernel_spec(chain_of(spec))
+        return Coverage(True, "ReLU MLP with a batch within the kernel law's size")
+
+    def cost(self, spec, depths, **_):
+        from amutheory.symbolic.chain.kernel_law_finite import DRAWS
+
+        points = spec.batch * chain_of(spec).positions
+        seconds = 1.0 + 1e-8 * DRAWS * (max(depths) + 1) * (spec.width * points**2 + points**3)
+        return Cost(seconds, "monte-carlo", f"{DRAWS} draws of inputs and width-{spec.width} forward chains")
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, **options):
+        from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
+
+        coverage = self.covers(spec)
+        if not coverage:
+            raise ValueError(coverage.reason)
+        depths = [int(d) for d in depths]
+        report = None if progress is None else (
+            lambda i, t, done: i == t and progress(f"finite-width kernel law: {done} draws of inputs and forward chains"))
+        got = finite_width_kernel_s_bar(chain_of(spec), depths, protocol.input_var, progress=report)
+        at = {d: i for i, d in enumerate(got["depths"])}
+        s_bar = np.array([got["s_bar"][at[d]] for d in depths])
+        se = np.array([got["se"][at[d]] for d in depths])
+        constants = {"s_bar_mc_rel_se": Constant("s_bar_mc_rel_se", float(np.max(se / s_bar)), "monte-carlo",
+                                                 note=f"worst relative standard error, {got['draws']} draws "
+                                                      f"(seed {got['seed']})"),
+                     "input_var": _input_var(protocol)}
+        note = (f"kernel law with forward kernels drawn at width {spec.width} ({got['draws']} draws of inputs and "
+                f"forward chains): nothing fitted; the backward side at infinite width given the forward pass")
+        return self.values(spec, depths, s_bar, se, constants, None, [note])
 
 
 @functools.lru_cache(maxsize=None)
@@ -245,4 +290,4 @@ class MlpCoherent(_MlpLaw):
         return profiles
 
 
-LAWS = (MlpFiniteWidth(), MlpSpectral(), MlpKernel(), MlpCoherent())
+LAWS = (MlpFiniteWidth(), MlpSpectral(), MlpKernelFinite(), MlpKernel(), MlpCoherent())

@@ -245,17 +245,19 @@ def _forward(spec: ArchSpec, x: np.ndarray, L: int) -> dict:
     return {"X": X, "masks": masks, "asin": asin, "T": T}
 
 
-def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths) -> dict[int, np.ndarray]:
+def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths, forward=None) -> dict[int, np.ndarray]:
     """``{L: E[s_l | x] for l = 1..L}`` (an array ``(D, L)``) for nets of every depth in ``depths``
     on a stack of ``D`` inputs ``x`` (``(D, B, C_0, N[, N])``); the forward kernels are shared, only
-    the backward kernel ``G`` depends on ``L`` (each cut is ``O(B^2 P^3)``, by matrix products)."""
+    the backward kernel ``G`` depends on ``L`` (each cut is ``O(B^2 P^3)``, by matrix products).
+    ``forward(spec, x, L)``: the forward kernels (:func:`_forward`'s dict; the finite-width law of
+    :mod:`amutheory.symbolic.chain.kernel_law_finite` draws them at width ``n``)."""
     check_kernel_spec(spec)
     depths = sorted({int(d) for d in depths})
     if not depths or depths[0] < 1:
         raise ValueError(f"depths must be integers >= 1, got {depths}")
     B, P, n, c, act = spec.batch, spec.positions, spec.width, spec.c, spec.activation
     x = _check_inputs(spec, x)
-    fw = _forward(spec, x, depths[-1])
+    fw = (_forward if forward is None else forward)(spec, x, depths[-1])
     X, masks, T = fw["X"], fw["masks"], fw["T"]
     diag = np.arange(B)
     zdiag = _gain_diagonals(spec, T, depths[-1])          # [s, beta]
