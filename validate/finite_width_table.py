@@ -13,6 +13,7 @@ and ``z`` = that difference in standard errors of the seed mean:
 
     python validate/finite_width_table.py measure      # the probes (resumes: cells already in the JSON are kept)
     python validate/finite_width_table.py report       # docs/findings/finite_width.md from the JSON
+    python validate/finite_width_table.py report --validate results/mlp   # with run B: amutheory validate --preset mlp --out results/mlp
 
 The JSON (``docs/findings/finite_width/probes.json``) is written after every cell.
 """
@@ -88,6 +89,37 @@ def _evaluate(name: str, activation: str, width: int) -> np.ndarray:
                                               calibration_seeds=32).s_bar, float)
 
 
+VALIDATE = OUT / "validate_mlp.json"
+
+
+def keep_validate(folder: Path) -> None:
+    """Run B's verdicts and per-depth rows, kept from a ``validate --preset mlp`` folder."""
+    summary = json.loads((Path(folder) / "summary.json").read_text())
+    kept = [{k: c.get(k) for k in ("name", "law", "constants_from", "passed", "passed_mean", "passed_geo",
+                                    "max_rel_error", "held_out_depths", "seeds", "spec")}
+            | {"per_depth": {st: [{k: r[k] for k in ("depth", "calibration", "rel_error", "inside_ci", "eta_pred",
+                                                    "eta_meas", "eta_meas_ci")} for r in rows]
+                             for st, rows in c["per_depth"].items()}} for c in summary["configs"]]
+    VALIDATE.write_text(json.dumps(kept, indent=1))
+
+
+def _validate_section() -> list:
+    if not VALIDATE.exists():
+        return []
+    lines = ["## Run B: `amutheory validate --preset mlp`", "",
+             "Generated from `amutheory validate --preset mlp --out results/mlp` (width 64, 32 seeds, held out at 8, 12, "
+             "16), kept in `docs/findings/finite_width/validate_mlp.json`.  Error = predicted `eta*` over the measured one "
+             "minus one; inside = inside the measured 95% seed-bootstrap interval.", "",
+             "| config | law (mean) | verdict | mean: error at held-out depths (inside) | typical value: error (inside) |",
+             "|---|---|---|---|---|"]
+    for c in json.loads(VALIDATE.read_text()):
+        cell = {st: ", ".join(f"{r['rel_error']:+.1%} ({'yes' if r['inside_ci'] else 'no'})"
+                              for r in rows if not r["calibration"]) for st, rows in c["per_depth"].items()}
+        lines.append(f"| {c['name']} | {c['law']} | {'PASS' if c['passed'] else 'FAIL'} | {cell['mean']} | {cell['geo']} |")
+    return lines + ["", "Both typical values use the spread line `sigma2_0 + kappa L` calibrated on depths 2, 3, 4, 6; the "
+                         "means are fitted to nothing.", ""]
+
+
 def report() -> dict:
     from amutheory.laws import best_law
 
@@ -144,7 +176,7 @@ def markdown(rows: list) -> str:
         lines.append(f"* width {n}: {new['law']} (no probe) max |error| {e_new:.1%} against mlp-coherent's {e_old:.1%} "
                      f"({'no worse' if e_new <= e_old else 'WORSE'}); max |z| {z_new:.1f} against {z_old:.1f} "
                      f"({'no worse' if z_new <= z_old else 'WORSE'})")
-    lines += [""] + _conv_section() + OPEN_QUESTIONS
+    lines += [""] + _validate_section() + _conv_section() + OPEN_QUESTIONS
     return "\n".join(lines) + "\n"
 
 
@@ -196,8 +228,14 @@ OPEN_QUESTIONS = [
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("stage", choices=("measure", "report"))
+    ap.add_argument("--validate", type=Path, help="report: keep run B's verdicts from this validate --preset mlp folder")
     args = ap.parse_args(argv)
-    measure() if args.stage == "measure" else report()
+    if args.stage == "measure":
+        measure()
+    else:
+        if args.validate is not None:
+            keep_validate(args.validate)
+        report()
     return 0
 
 

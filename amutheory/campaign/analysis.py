@@ -25,7 +25,7 @@ import numpy as np
 
 from amutheory import stats
 from amutheory.api import Measurement, predict
-from amutheory.laws import resolve_law
+from amutheory.laws import REGISTRY, best_law, resolve_law
 from amutheory.campaign.analysis_zero import _add_zero_padding_tables
 from amutheory.campaign.common import C_TARGET, STATISTICS, _f
 from amutheory.campaign.presets import CampaignConfig
@@ -72,11 +72,26 @@ def _record_prediction(out: dict, cfg: CampaignConfig, pred, stat: str, curve: d
     return eta_pred, s_pred
 
 
+def _derived_default(spec, theory) -> bool:
+    """Whether the mean is predicted with nothing fitted: a linear circular chain (the spectral law),
+    or a net whose default law (``predict``'s choice) is not calibrated (the finite-width laws of MLPs)."""
+    if spectral_applies(theory):
+        return True
+    try:
+        return best_law(spec, [spec.depth]).law.exactness != "calibrated"
+    except ValueError:
+        return False
+
+
 def _derived_law_words(spec) -> str:
-    """How a report names the exact law of a linear circular chain or MLP: the spectral law, or the
-    finite-width law where one covers the net (exact at its width)."""
+    """How a report names the derived law of a config: the spectral law, the finite-width law where
+    one covers the net (exact at its width), or the law's name and exactness."""
     name = resolve_law(spec.family, "coherent", "derive", spec) or ""
-    return "finite-width law, exact at the net's width" if "finite-width" in name else "spectral law"
+    if name in ("chain-finite-width", "mlp-finite-width"):
+        return "finite-width law, exact at the net's width"
+    if name in ("chain-spectral", "mlp-spectral"):
+        return "spectral law"
+    return f"{name} ({REGISTRY[name].exactness}, nothing fitted)" if name in REGISTRY else "derived law"
 
 
 def _mlp_limit_row(constants: dict, v) -> dict:
@@ -198,7 +213,7 @@ def analyse_config(cfg: CampaignConfig, meas: Measurement, protocol: ProbeProtoc
     cal_meas, cal_set = _calibration_measurement(out, cfg, spec, meas, reference)
     # a linear circular chain has a derived law (amutheory.symbolic.chain.spectral): nothing is fitted for
     # the mean, and only the seed-spread line of the typical value uses the calibration depths
-    how = "derive" if not cfg.is_zero and spectral_applies(theory) else "calibrate"
+    how = "derive" if not cfg.is_zero and _derived_default(spec, theory) else "calibrate"
     out["constants_from"] = {"derive": f"{_derived_law_words(spec)} (derived; sigma^2 line of geo calibrated)",
                              "calibrate": "calibrated (lognormal model)"}[how]
     plan = _Plan(cfg, spec, meas, protocol, how, cal_meas, derived)
@@ -285,7 +300,8 @@ def _predict_statistic(out: dict, plan: _Plan, stat: str, curve: dict, dense: li
         eta_pred, s_pred = _record_prediction(out, plan.cfg, pred, stat, curve, dense)
         used_constants[stat] = pred.constants
         out["law"] = pred.law if plan.how == "derive" else out["law"]
-        out["mlp_limit_comparison"][stat] = _mlp_limit_row(pred.constants, plan.derived["v_mlp"])
+        if {"a", "b"} <= set(pred.constants):
+            out["mlp_limit_comparison"][stat] = _mlp_limit_row(pred.constants, plan.derived["v_mlp"])
     except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
         out["errors"].append(f"{stat}: calibration/prediction failed: {exc}")
         eta_pred, s_pred = {}, {}

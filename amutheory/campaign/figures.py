@@ -45,7 +45,9 @@ def make_figures(out_dir: Path, cfg: CampaignConfig, meas: Measurement, result: 
         fig.savefig(out_dir / names["eta_star_exact"], dpi=110)
         written["eta_star_exact"] = names["eta_star_exact"]
     consts = result["constants"].get("mean")
-    if consts and not cfg.is_zero and not cfg.is_resnet:  # the per-layer law is the circular chain's
+    # the per-layer law is the circular chain's, drawn where the constants a, b, e are known (not for a
+    # Monte Carlo law of s_bar alone)
+    if consts and {"a", "b", "e"} <= set(consts) and not cfg.is_zero and not cfg.is_resnet:
         constants = {k: Constant(k, v["value"], v["source"], v.get("error", 0.0)) for k, v in consts.items()}
         prof = {d: per_layer_statistic(meas.profiles[d], "mean") for d in _profile_depths(cfg)}
         chain = cfg.spec.family_object.chain_spec(cfg.spec)  # the conv chain it is (an MLP's: kernel 1, one position)

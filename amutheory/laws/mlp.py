@@ -51,8 +51,27 @@ def _held_in(depths, calibration_depths) -> list:
     return [f"depths {both} were used for calibration: not an independent check there"] if both else []
 
 
+def _relu_kernel_coverage(spec: ArchSpec, entry: str) -> Coverage:
+    """Whether a kernel-law entry covers ``spec``: a ReLU MLP whose chain the kernel law takes."""
+    from amutheory.symbolic.chain.kernel_law import check_kernel_spec
+
+    if spec.activation != "relu":
+        return Coverage(False, f"activation: {entry} entry is for ReLU MLPs (a linear MLP has the exact "
+                               f"mlp-finite-width), got {spec.activation!r}")
+    check_kernel_spec(chain_of(spec))
+    return Coverage(True, "ReLU MLP with a batch within the kernel law's size")
+
+
 class _MlpLaw(Law):
     family = "mlp"
+
+    def _monte_carlo_values(self, spec, depths, s_bar, se, draws: str, protocol, note: str) -> LawValues:
+        """The values of a Monte Carlo law, its worst relative standard error as a constant."""
+        s_bar, se = np.asarray(s_bar, float), np.asarray(se, float)
+        constants = {"s_bar_mc_rel_se": Constant("s_bar_mc_rel_se", float(np.max(se / s_bar)), "monte-carlo",
+                                                 note=f"worst relative standard error over the depths asked, {draws}"),
+                     "input_var": _input_var(protocol)}
+        return self.values(spec, depths, s_bar, se, constants, None, [note])
 
     def values(self, spec, depths, s_bar, s_bar_se, constants, s_l=None, notes=()) -> LawValues:
         return LawValues(self.name, list(depths), np.asarray(s_bar, float), np.asarray(s_bar_se, float),
@@ -140,14 +159,9 @@ class MlpKernel(_MlpLaw):
     not_default_because = ("infinite width: its left-out finite-width terms grow with L/n and are large for ReLU nets "
                            "at the widths people train; the default is mlp-kernel-finite (its forward kernels drawn at "
                            "the net's width); ask for this one with law='mlp-kernel'")
-    def _covers(self, spec):
-        from amutheory.symbolic.chain.kernel_law import check_kernel_spec
 
-        if spec.activation != "relu":
-            return Coverage(False, f"activation: the kernel law entry is for ReLU MLPs (a linear MLP has the exact "
-                                   f"spectral law), got {spec.activation!r}")
-        check_kernel_spec(chain_of(spec))
-        return Coverage(True, "ReLU MLP with a batch within the kernel law's size")
+    def _covers(self, spec):
+        return _relu_kernel_coverage(spec, "the kernel law")
 
     def cost(self, spec, depths, **_):
         return Cost(costs.kernel_seconds(chain_of(spec), max(depths)), "monte-carlo",
@@ -161,14 +175,10 @@ class MlpKernel(_MlpLaw):
             raise ValueError(coverage.reason)
         depths = [int(d) for d in depths]
         got = kernel_s_bar(chain_of(spec), depths, protocol.input_var, progress=progress)
-        rel = float(np.max(got["se"] / got["s_bar"]))
-        constants = {"s_bar_mc_rel_se": Constant("s_bar_mc_rel_se", rel, "monte-carlo",
-                                                 note=f"worst relative standard error over the depths asked, "
-                                                      f"{got['draws']} input draws"),
-                     "input_var": _input_var(protocol)}
         note = (f"kernel law of the chain with kernel 1 on one position (input average by Monte Carlo, "
                 f"{got['draws']} draws; masks averaged independently of the weights): nothing fitted")
-        return self.values(spec, depths, got["s_bar"], got["se"], constants, None, [note])
+        return self._monte_carlo_values(spec, depths, got["s_bar"], got["se"], f"{got['draws']} input draws",
+                                        protocol, note)
 
 
 class MlpKernelFinite(_MlpLaw):
@@ -177,14 +187,9 @@ class MlpKernelFinite(_MlpLaw):
                "chain of n i.i.d. rows per layer), Monte Carlo over inputs and forward chains; nothing fitted")
     leaves_out = "the finite-width terms of the backward side (products of Jacobians above each update, the readout)"
     source = "amutheory.symbolic.chain.kernel_law_finite"
-    def _covers(self, spec):
-        from amutheory.symbolic.chain.kernel_law_finite import check_finite_kernel_spec
 
-        if spec.activation != "relu":
-            return Coverage(False, f"activation: the finite-width kernel law entry is for ReLU MLPs (a linear MLP has "
-                                   f"the exact mlp-finite-width), got {spec.activation!r}")
-        check_finite_kernel_spec(chain_of(spec))
-        return Coverage(True, "ReLU MLP with a batch within the kernel law's size")
+    def _covers(self, spec):
+        return _relu_kernel_coverage(spec, "the finite-width kernel law")
 
     def cost(self, spec, depths, **_):
         from amutheory.symbolic.chain.kernel_law_finite import DRAWS
@@ -206,13 +211,10 @@ class MlpKernelFinite(_MlpLaw):
         at = {d: i for i, d in enumerate(got["depths"])}
         s_bar = np.array([got["s_bar"][at[d]] for d in depths])
         se = np.array([got["se"][at[d]] for d in depths])
-        constants = {"s_bar_mc_rel_se": Constant("s_bar_mc_rel_se", float(np.max(se / s_bar)), "monte-carlo",
-                                                 note=f"worst relative standard error, {got['draws']} draws "
-                                                      f"(seed {got['seed']})"),
-                     "input_var": _input_var(protocol)}
         note = (f"kernel law with forward kernels drawn at width {spec.width} ({got['draws']} draws of inputs and "
                 f"forward chains): nothing fitted; the backward side at infinite width given the forward pass")
-        return self.values(spec, depths, s_bar, se, constants, None, [note])
+        return self._monte_carlo_values(spec, depths, s_bar, se, f"{got['draws']} draws (seed {got['seed']})",
+                                        protocol, note)
 
 
 @functools.lru_cache(maxsize=None)

@@ -22,7 +22,8 @@ CONSTANTS_CHOICES = ("auto", "calibrate", "derive", "mlp-limit")
 OLD_NAMES: dict[tuple[str, str], tuple[str, ...]] = {
     ("coherent", "calibrate"): ("chain-coherent", "resnet-coherent", "transformer-coherent", "mlp-coherent"),
     ("coherent", "derive"): ("chain-finite-width", "chain-spectral", "chain-operator", "chain-kernel", "resnet-dense",
-                             "resnet-modes", "resnet-points", "mlp-finite-width", "mlp-spectral", "mlp-kernel"),
+                             "resnet-modes", "resnet-points", "mlp-finite-width", "mlp-spectral", "mlp-kernel-finite",
+                             "mlp-kernel"),
     ("coherent", "mlp-limit"): ("chain-mlp-limit",),
     ("effective-depth", "calibrate"): ("transformer-effective-depth",),
     ("dense-shape", "calibrate"): ("resnet-dense-shape",),
@@ -46,7 +47,7 @@ def resolve_law(family: str, law="auto", constants="auto", spec=None) -> str | N
     ``auto``/``coherent``   ``derive``                       the exact law that covers the net: ``chain-spectral``,
                                                              ``chain-operator``, ``chain-kernel``; ``resnet-dense``,
                                                              ``resnet-modes``, ``resnet-points``; ``mlp-finite-width``, ``mlp-spectral``,
-                                                             ``mlp-kernel``
+                                                             ``mlp-kernel-finite``, ``mlp-kernel``
     ``auto``/``coherent``   ``mlp-limit``                    ``chain-mlp-limit``
     ``effective-depth``     ``calibrate``/``auto``/Calibr.   ``transformer-effective-depth``
     ``dense-shape``         ``calibrate``/``auto``/Calibr.   ``resnet-dense-shape``
