@@ -27,11 +27,7 @@ The cut's channel means, ``cut=``:
 * ``"analytic"``: ``Q_u`` the orthant probability at the drawn *correlation* of ``h_u``
   (``1/4 + asin(r_u(b, b')) / (2 pi)``) and ``Z_s = c (c E[phi'^2])^(s-1)``, what
   :mod:`amutheory.symbolic.chain.kernel_law_finite` computes (same random stream: equal to it to
-  rounding where the draws are the same, and in distribution always: a test).
-
-The two differ by a few percent, upward for ``"empirical"`` (ReLU, B = 8, L = 16: +5.4% at n = 32, +1.8%
-at n = 128), almost all of it from the drawn diagonal ``Z`` (a sample with more active units also has
-the larger forward kernel); the 3-point mask adds 0.1-0.2%.
+  rounding, a test).
 
 For a linear MLP every mask is 1, both modes coincide, and the mean over draws is the linear net's
 law with the forward Gram moments at width ``n`` and the products of Jacobians above each update at
