@@ -66,10 +66,19 @@ def train(factory, depth: int, width: int, lr: float, seed: int, data, steps: in
             "steps_run": steps}
 
 
-def run_grid(model: str, depth: int, lrs, seeds, out: Path, steps: int = STEPS) -> list[dict]:
-    from practitioner_zoo import MODELS
+#: the module of user models the grid trains (``--zoo``): the issue-47 plan's, or the second plan's held-out ones
+ZOO = "practitioner_zoo"
 
-    factory, width = MODELS[model]
+
+def zoo_models(zoo: str | None = None) -> dict:
+    """``{name: (factory, width)}`` of the zoo module ``zoo`` (default :data:`ZOO`)."""
+    import importlib
+
+    return importlib.import_module(zoo or ZOO).MODELS
+
+
+def run_grid(model: str, depth: int, lrs, seeds, out: Path, steps: int = STEPS) -> list[dict]:
+    factory, width = zoo_models()[model]
     out.mkdir(parents=True, exist_ok=True)
     path = out / "runs.jsonl"
     done = {(r["model"], r["depth"], r["lr"], r["seed"]) for r in read_runs(out)}
@@ -150,11 +159,12 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--steps", type=int, default=STEPS)
     p.add_argument("--out", required=True)
+    p.add_argument("--zoo", default=ZOO, help="module of validate/user_models holding MODELS (default practitioner_zoo)")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
+    globals()["ZOO"] = a.zoo  # run_grid reads the zoo from the module
     if a.planned:
-        from practitioner_zoo import MODELS
-
+        MODELS = zoo_models()
         for model in (MODELS if a.model == "all" else a.model.split(",")):
             for depth in (int(d) for d in a.depths.split(",")):
                 planned(model, depth, Path(a.out))
