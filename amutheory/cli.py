@@ -825,11 +825,50 @@ def _factory_build(spec: str, depth: int, width):
     return lambda: family.build_model(arch, who="transfer")
 
 
+#: the flags only the short-run probe reads
+_RUN_FLAGS = {"dataset": "--dataset", "steps": "--steps", "batch_size": "--batch-size", "data_dir": "--data-dir"}
+
+
+def _run_template(args):
+    """The training cell the short-run probe (``--rule probe-run``) trains at both depths, or None: the
+    user's run at the reference depth (checked before any work)."""
+    from amutheory.names import RUN_RULE
+
+    given = [flag for k, flag in _RUN_FLAGS.items() if getattr(args, k) is not None]
+    if args.rule != RUN_RULE:
+        if given:
+            raise CliError(f"transfer: {', '.join(given)} set the short runs of --rule {RUN_RULE}; add it or drop them")
+        return None
+    if args.dataset is None or args.steps is None:
+        raise CliError(f"transfer: --rule {RUN_RULE} trains the model briefly at both depths: give the data and "
+                       "the length of your run (--dataset NAME --steps T)")
+    if args.from_depth is None or args.to_depth is None:
+        raise CliError(f"transfer: --rule {RUN_RULE} trains one net at two depths: give --from-depth and --to-depth")
+    if args.target is not None and args.target != args.source:
+        raise CliError(f"transfer: --rule {RUN_RULE} trains one factory at two depths: drop --to")
+    if args.to_width is not None and args.to_width != (args.from_width or args.width):
+        raise CliError(f"transfer: --rule {RUN_RULE} carries a depth change at one width: drop --to-width")
+    from amutheory.train import Cell, spec_for_data
+    from amutheory.train.data import DATASETS
+
+    if args.dataset not in DATASETS:
+        raise CliError(f"transfer: unknown dataset {args.dataset!r}; choose one of {', '.join(DATASETS)}")
+    width = args.width if args.from_width is None else args.from_width
+    try:
+        spec = spec_for_data(_spec(args, depth=args.from_depth).with_(width=width), args.dataset, args.data_dir)
+        return Cell(spec=spec, lr=1.0, optimizer=args.optimizer, momentum=args.momentum, dataset=args.dataset,
+                    steps=args.steps, batch_size=32 if args.batch_size is None else args.batch_size,
+                    model=args.source, data_dir=args.data_dir)
+    except (ValueError, TypeError, OSError) as exc:
+        raise CliError(f"transfer: {exc}") from None
+
+
 def cmd_transfer(args):
     """``--from A --to B`` (modules or no-argument factories), ``--from F --from-depth L --to-depth M``
     (one factory called as ``F(depth=, width=)`` at both), or neither (the architecture flags)."""
     from amutheory.transfer import transfer_with_interval
 
+    run_template = _run_template(args)
     ref, tgt, labels = _transfer_nets(args)
     if args.no_probe and args.rule == "probe":
         raise CliError("transfer: --rule probe needs the probe; drop --no-probe")
@@ -839,7 +878,8 @@ def cmd_transfer(args):
                                      optimizer=args.optimizer, momentum=args.momentum, errors=args.errors,
                                      probe=False if args.no_probe else True, probe_seeds=args.probe_seeds,
                                      probe_budget=args.probe_budget, builds=getattr(args, "probe_builds", None),
-                                     bridge_file=args.bridge)
+                                     bridge_file=args.bridge, run_template=run_template,
+                                     run_to_depth=args.to_depth if run_template is not None else None)
     except (ValueError, TypeError) as exc:
         raise CliError(f"transfer: {exc}") from None
     d = res.to_dict()
@@ -860,6 +900,10 @@ def cmd_transfer(args):
 
         lines.append(f"probe: x{res.probe['factor']:.3g} [{res.probe['low']:.3g}, {res.probe['high']:.3g}]: "
                      + probe_evidence(res.probe))
+    if res.probe_run:
+        lines.append(f"probe-run cost: {res.probe_run['short_run']['steps']} training steps "
+                     f"({res.probe_run['short_run']['full_runs']:.3g} of your full runs), "
+                     f"{res.probe_run['short_run']['seconds']:.1f} s")
     if res.width_rules.get("fan-in", 1.0) != 1.0 or res.width_factor != 1.0:
         lines.append(f"width factor {res.width_factor:.6g} (derived; 'fan-in' rule 1/F: "
                      f"{res.width_rules['fan-in']:.6g})")
@@ -1148,6 +1192,13 @@ def _transfer_parser(sub, common) -> None:
                          "the measured bridge) or auto (default: the rule with the smallest recorded held-out error "
                          "for this kind of net, the probe a candidate where affordable)")
     _probe_args(tr)
+    g = tr.add_argument_group("the short-run probe (--rule probe-run: the model trained briefly at both depths)")
+    g.add_argument("--dataset", default=None,
+                   help="the data you train on (a name of amutheory's datasets, e.g. digits); --rule probe-run only")
+    g.add_argument("--steps", type=int, default=None,
+                   help="the steps of your run (the short runs train its first fifth); --rule probe-run only")
+    g.add_argument("--batch-size", type=int, default=None, help="your minibatch size (default 32); --rule probe-run only")
+    g.add_argument("--data-dir", default=None, help="folder of the dataset's local files; --rule probe-run only")
     _arch_args(tr, depths_required=False)
     _plugin_arg(tr)
     tr.set_defaults(func=cmd_transfer)

@@ -67,7 +67,7 @@ import numpy as np
 # symbolic layers register them with the families (both imports are light)
 import amutheory.measure  # noqa: F401
 import amutheory.symbolic  # noqa: F401
-from amutheory.names import AUTO_RULE, DEFAULT_RULE, MEASURED_RULES, RULE_CHOICES
+from amutheory.names import AUTO_RULE, DEFAULT_RULE, MEASURED_RULES, RULE_CHOICES, RUN_RULE
 from amutheory.names import TRANSFER_RULES as RULES
 from amutheory.spec import ArchSpec
 
@@ -112,10 +112,13 @@ class TransferResult:
     probe: dict | None = None
     #: why ``rule`` is the rule (``auto``: the probe, or why not)
     rule_reason: str = "given"
+    #: the ``probe-run`` rule's record (:mod:`amutheory.transfer_run`): both depths' short-run optima, the
+    #: bridge, the factor, its interval factors and its cost; None where not asked
+    probe_run: dict | None = None
 
     def to_dict(self) -> dict:
         d = {"lr": self.lr, "rule": self.rule, "rule_reason": self.rule_reason, "rules": dict(self.rules),
-             "probe": self.probe, "lr_reference": self.lr_reference,
+             "probe": self.probe, "probe_run": self.probe_run, "lr_reference": self.lr_reference,
              "depth_factors": dict(self.depth_factors), "width_factor": self.width_factor,
              "width_rules": dict(self.width_rules),
              "reference": self.reference.to_dict(), "target": self.target.to_dict(), "notes": list(self.notes)}
@@ -302,7 +305,8 @@ def _check_transferred(lr: float, rules: dict) -> None:
 
 def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=None,
                 target_input_shape=None, *, probe=None, probe_seeds=None, probe_budget=None, builds=None,
-                bridge_file=None, errors=None) -> TransferResult:
+                bridge_file=None, errors=None, run_template=None, run_to_depth=None, run_bridge_file=None,
+                run_executor=None) -> TransferResult:
     """The learning rate for ``target`` from ``lr`` tuned at ``reference`` (module docstring).
 
     ``reference``/``target``: :class:`ArchSpec` or ``nn.Module``; ``input_shape`` (and
@@ -315,10 +319,19 @@ def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=Non
     asks for it); ``probe_seeds`` (default 8),
     ``probe_budget`` (seconds, default 60), ``builds`` (``(ref_build, tgt_build)``: callables drawing
     each net from torch's global generator, e.g. a factory at its depth; default: a spec's built-in
-    net, a module's copy) and ``bridge_file`` set how."""
+    net, a module's copy) and ``bridge_file`` set how.  ``rule="probe-run"`` trains the net briefly at
+    both depths (:mod:`amutheory.transfer_run`): ``run_template`` is the training
+    :class:`~amutheory.train.cell.Cell` of the user's run at the reference depth (model, data,
+    optimizer, steps), ``run_to_depth`` the depth it is trained at for the target (a spec target: its
+    depth), ``run_bridge_file`` its bridge record, ``run_executor`` how its cells train (default in
+    this process)."""
     lr = _check_lr(lr)
     if rule not in RULE_CHOICES:
         raise ValueError(f"rule must be one of {', '.join(RULE_CHOICES)}; got {rule!r}")
+    if rule == RUN_RULE:
+        run_to_depth = _check_run_template(run_template, run_to_depth, reference, target)
+    elif run_template is not None:
+        raise ValueError(f"run_template is read by rule {RUN_RULE!r} only (rule is {rule!r})")
     if probe is not None and not isinstance(probe, bool):
         raise TypeError(f"probe must be True, False or None, got {probe!r}")
     if probe is False and rule in MEASURED_RULES:
@@ -347,6 +360,12 @@ def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=Non
         if "factor" in probed:
             rules["probe"] = lr * probed["factor"]
             factors["probe"] = probed["factor"] / width
+    ran = None
+    if rule == RUN_RULE:
+        ran = _run_rule(run_template, run_to_depth, ref, tgt, lr, factors.get(DEFAULT_RULE, 1.0), target,
+                        target_input_shape or input_shape, run_bridge_file, run_executor)
+        rules[RUN_RULE] = lr * ran["factor"]
+        factors[RUN_RULE] = ran["factor"] / width
     chosen, reason = rule, "given"
     if rule == AUTO_RULE:
         from amutheory.transfer_interval import choose_rule
@@ -359,7 +378,46 @@ def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=Non
         raise ValueError(f"rule probe: {probed['reason']}")
     _check_transferred(lr, rules)
     return TransferResult(rules[chosen], chosen, rules, factors, width, ref, tgt, lr, notes, widths,
-                          probe=probed, rule_reason=reason)
+                          probe=probed, rule_reason=reason, probe_run=ran)
+
+
+def _check_run_template(template, to_depth, reference, target) -> int:
+    """``probe-run`` trains ``template``'s net at both depths: a Cell, and one net at two depths; the
+    target depth it trains at."""
+    from amutheory.spec import check_int
+    from amutheory.train.cell import Cell
+
+    if template is None:
+        raise ValueError(f"rule {RUN_RULE!r} trains the model briefly at both depths: give run_template, the "
+                         "training Cell of your run (model, data, optimizer, steps)")
+    if not isinstance(template, Cell):
+        raise TypeError(f"run_template must be a training Cell, got {type(template).__name__}")
+    if isinstance(reference, ArchSpec) and isinstance(target, ArchSpec) and reference.width != target.width:
+        raise ValueError(f"rule {RUN_RULE!r} carries a depth change at one width; the widths differ "
+                         f"({reference.width} -> {target.width})")
+    if to_depth is None:
+        if not isinstance(target, ArchSpec):
+            raise ValueError(f"rule {RUN_RULE!r} on a module: give run_to_depth, the depth the template's model "
+                             "is built at for the target")
+        to_depth = target.depth
+    return check_int("run_to_depth", to_depth, 1)
+
+
+def _run_rule(template, to_depth: int, ref: DepthMeasures, tgt: DepthMeasures, lr: float, guess: float, target,
+              input_shape, bridge_file, executor) -> dict:
+    """The ``probe-run`` rule's record (:func:`amutheory.transfer_run.run_factor` plus what it read)."""
+    from amutheory import transfer_run as trun
+
+    kind = _kind(target, input_shape)
+    settings = trun.ShortRun()
+    b = trun.bridge(kind, settings, bridge_file)
+    if b is None:
+        raise ValueError(f"rule {RUN_RULE}: no bridge is recorded for its settings "
+                         f"({trun.bridge_path(bridge_file)}: validate/transfer_run_findings.py dev writes it)")
+    r = trun.run_ratio(template, template.spec.depth, to_depth, lr, guess, settings, run=executor)
+    out = trun.run_factor(r, b, tgt.effective_depth / ref.effective_depth)
+    out.update({"kind": kind, "short_run": r.to_dict(), "bridge": b.to_dict()})
+    return out
 
 
 def _kind(net, input_shape) -> str:

@@ -37,7 +37,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from amutheory.names import MEASURED_RULES
+from amutheory.names import MEASURED_RULES, RUN_RULE
 
 #: environment variable naming another held-out error file (tests, a user's own protocol runs)
 ERRORS_ENV = "AMUTHEORY_TRANSFER_ERRORS"
@@ -436,12 +436,13 @@ def confidence(result, target, input_shape=None, target_input_shape=None, lr_ci=
         evidence.append(f"the tuned rate's CI [{ci[0]:g}, {ci[1]:g}] (lr_ci), carried through the rule's factor")
     else:
         evidence.append("no CI of the tuned rate given (lr_ci): the tuned rate is taken as exact")
-    if result.rule in MEASURED_RULES:
-        p = result.probe
+    measured = result.rule in MEASURED_RULES + (RUN_RULE,)
+    if measured:
+        p = result.probe_run if result.rule == RUN_RULE else result.probe
         lo, hi = ci if ci is not None else (result.lr_reference, result.lr_reference)
         lr_interval = [lo * p["low"], hi * p["high"]]
         e, rec, source = math.log(p["bridge_spread"]), None, p["bridge"]["fingerprint"]
-        evidence.append(probe_evidence(p))
+        evidence.append(run_evidence(p) if result.rule == RUN_RULE else probe_evidence(p))
     else:
         e, rec, source = held_out_error(kind, result.rule, errors)
         lr_interval = interval(result.lr_reference, result.lr, ci, e)
@@ -459,7 +460,7 @@ def confidence(result, target, input_shape=None, target_input_shape=None, lr_ci=
             "held_out_error": None if e is None else (
                 {"median_abs_log_error": e, "rule": result.rule, "fingerprint": source,
                  "statistic": "largest leave-one-model-out bridge error, times |ln rho|",
-                 "record": "bridge", "models": result.probe["bridge"]["models"]} if rec is None else
+                 "record": "bridge", "models": p["bridge"]["models"]} if rec is None else
                 {"median_abs_log_error": e, "rule": result.rule, "statistic": rec.get("statistic", "median"),
                  "fingerprint": source, "protocol": rec.get("protocol"),
                  "study": rec.get("study"), "optimizer": rec.get("optimizer"), "kind": rec.get("kind"),
@@ -467,7 +468,7 @@ def confidence(result, target, input_shape=None, target_input_shape=None, lr_ci=
                  "targets": rec.get("targets")}),
             "held_out_error_reason": None if e is not None else source,
             "covers_rule_error": e is not None,
-            "combination": (PROBE_COMBINATION if result.rule in MEASURED_RULES else
+            "combination": (RUN_COMBINATION if result.rule == RUN_RULE else PROBE_COMBINATION if measured else
                             "[lo * f * exp(-e), hi * f * exp(+e)]: f = lr_t / lr of the rule, [lo, hi] the tuned "
                             "rate's CI (lr_ci, else lr itself), e the rule's recorded held-out |ln error| for this "
                             "kind of net (none of this kind: the largest recorded; 0 where none is recorded)"),
@@ -483,6 +484,22 @@ def confidence(result, target, input_shape=None, target_input_shape=None, lr_ci=
 PROBE_COMBINATION = ("[lo * r1_lo * rho^beta * exp(-e_beta |ln rho|), hi * r1_hi * rho^beta * exp(+e_beta |ln rho|)]: "
                      "[lo, hi] the tuned rate's CI, [r1_lo, r1_hi] the probe's one-step ratio CI, beta the bridge "
                      "exponent and e_beta its largest leave-one-model-out error (amutheory.transfer_probe)")
+
+
+RUN_COMBINATION = ("[lo * r_h * rho^beta * exp(-e_beta |ln rho|), hi * r_h * rho^beta * exp(+e_beta |ln rho|)]: [lo, hi] "
+                   "the tuned rate's CI, r_h the ratio of the short-run optima, beta the short-run bridge exponent and "
+                   "e_beta its largest leave-one-model-out error, which carries the short runs' seed noise "
+                   "(amutheory.transfer_run)")
+
+
+def run_evidence(p: dict) -> str:
+    """The ``probe-run`` rule's evidence in one line."""
+    r, b = p["short_run"], p["bridge"]
+    return (f"the model's own short runs: optimum over the first {r['horizon']} steps {r['reference']['eta']:.3g} at "
+            f"depth {r['reference']['depth']} and {r['target']['eta']:.3g} at depth {r['target']['depth']} (ratio "
+            f"{r['ratio']:.3g}; {r['steps']} steps, {r['full_runs']:.3g} full runs, {r['seconds']:.2g} s); bridge beta "
+            f"{b['beta']:+.3g} +- {b['error']:.3g} over effective depth ratio {p['rho']:.3g} ({b['reason']}, record "
+            f"{b['fingerprint']})")
 
 
 def probe_evidence(p: dict) -> str:
@@ -502,7 +519,7 @@ def measured_mismatches(result) -> list[dict]:
         return []
     lr = result.lr_reference
     off = {k: v / lr for k, v in result.rules.items()
-           if k not in MEASURED_RULES and not p["low"] <= v / lr <= p["high"]}
+           if k not in MEASURED_RULES + (RUN_RULE,) and not p["low"] <= v / lr <= p["high"]}
     if not off:
         return []
     one = p["one_step"]
