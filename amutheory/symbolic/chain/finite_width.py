@@ -118,11 +118,15 @@ def infinite_width_generating_function() -> sp.Expr:
 
 
 def sum_max_pairs(eps) -> sp.Expr:
-    """``P(M)`` for ``M >= 2`` summed as a series ``sum_(M >= 2) P(M) z^(M-2)``: the pairs with
-    ``max(j, j') = M`` have weight ``1 + 2 epsilon + 2 (M - 2)`` (one diagonal, two with ``j = 1``,
-    ``2 (M - 2)`` hidden off-diagonal)."""
-    geo = 1 / (1 - z)
-    return (1 + 2 * eps) * geo + 2 * z * geo**2
+    """``P(M)`` for ``M >= 2`` summed as a series ``sum_(M >= 2) P(M) z^(M-2)`` (the formal power series,
+    ``|z| < 1``): ``P(M)``, the weight of the pairs with ``max(j, j') = M``, is the expansion's
+    :func:`~amutheory.symbolic.primitives.expansion.pairs_with_max` at ``epsilon = eps``
+    (``1 + 2 epsilon + 2 (M - 2)``: one diagonal, two with ``j = 1``, ``2 (M - 2)`` hidden off-diagonal)."""
+    from amutheory.symbolic.primitives.expansion import epsilon, pairs_with_max
+
+    M = sp.Symbol("M", integer=True, positive=True)
+    series = sp.summation(pairs_with_max(M).subs(epsilon, eps) * z ** (M - 2), (M, 2, sp.oo))
+    return sp.factor(series.replace(lambda e: isinstance(e, sp.Piecewise), lambda e: e.args[0][0]))
 
 
 def infinite_width_limit_holds() -> bool:
