@@ -126,11 +126,14 @@ def short_optimum(template, depth: int, centre: float, settings: ShortRun, seed_
                   run=None) -> ShortOptimum:
     """The short-run optimum of ``template``'s net at ``depth`` on the grid around ``centre``."""
     from amutheory.train.run import train
-    from amutheory.tuning.runner import groups_of
 
     if run is None:
         def run(cells):
-            return [r for g in groups_of(cells) for r in train(g)]
+            """In this process, the cells that differ only in rate trained together."""
+            groups = {}
+            for c in cells:
+                groups.setdefault(c.group_key(), []).append(c)
+            return [r for g in groups.values() for r in train(g)]
     h = settings.horizon(template.steps)
     cell = template.with_(spec=template.spec.with_(depth=depth))
     classes = template.spec.outputs

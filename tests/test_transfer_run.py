@@ -213,3 +213,26 @@ def test_cli_transfer_probe_run_json(zoo, tmp_path):
     assert d["rule"] == "probe-run" and d["probe_run"]["short_run"]["horizon"] == 4
     assert d["lr_interval"][0] < d["lr"] < d["lr_interval"][1]
     assert d["rules"]["probe-run"] == d["lr"] and "am-mup" in d["rules"]
+
+
+def test_tune_with_the_probe_run_prior_stores_and_charges_its_short_runs(zoo, tmp_path, monkeypatch):
+    """tune --rule probe-run: the prior is the short-run rule's rate; its short runs are cells of the search's
+    table (a rerun trains none of them again) and the prior's cost is theirs."""
+    from amutheory.tuning.pipeline import tune
+
+    monkeypatch.setenv(trun.BRIDGE_ENV, str(bridge_file(tmp_path)))
+    out = tmp_path / "tune"
+    s = tune(template(zoo, steps=27), [4], from_depth=2, from_lr=0.1, rule="probe-run", out=out, seeds=2,
+             figures=False, probe=False)
+    t = s["targets"][0]
+    assert t["prior"]["rule"] == "probe-run" and t["prior"]["probe_run"]["short_run"]["horizon"] == 5
+    short = t["prior"]["probe_run"]["short_run"]
+    cells = len(short["reference"]["rates"]) * 2 + len(short["target"]["rates"]) * 2
+    assert t["cost"]["prior"]["cells"] == cells and 0 < t["cost"]["prior"]["steps"] <= short["steps"]
+    assert s["cost"]["prior"] == t["cost"]["prior"]
+    stored = [json.loads(line) for line in (out / "cells.jsonl").read_text().splitlines()]
+    assert sum(1 for r in stored if r["cell"].get("stop") == 5) >= cells
+    again = tune(template(zoo, steps=27), [4], from_depth=2, from_lr=0.1, rule="probe-run", out=out, seeds=2,
+                 figures=False, probe=False)
+    assert again["this_run"]["cells_trained"] == 0
+    assert again["targets"][0]["prior"]["lr"] == pytest.approx(t["prior"]["lr"])

@@ -126,8 +126,20 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
     trained, start = 0, time.perf_counter()
     targets, trials = [], []
     for L in depths:
+        prior_records = []
+
+        def run_prior(cells):
+            """The prior's own cells (``probe-run``'s short runs): stored, and charged to the prior."""
+            nonlocal trained
+            before = len(table)
+            recs = ensure(cells, out, table, run_opts)
+            trained += len(table) - before
+            prior_records.extend(recs)
+            return recs
+
         pr = prior_at(template, from_depth, from_lr, L, width, rule=rule, from_lr_ci=ci, errors=errors, probe=probe,
-                      probe_seeds=probe_seeds, probe_budget=probe_budget, bridge_file=bridge_file)
+                      probe_seeds=probe_seeds, probe_budget=probe_budget, bridge_file=bridge_file,
+                      run_executor=run_prior)
 
         def run(requests, L=L):
             nonlocal trained
@@ -149,7 +161,7 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
         recs = [t["record"] for t in raw]
         rows = [_trial(L, width, t, steps) for t in raw]
         trials += rows
-        cost = Cost()  # the prior: a rule, no cell
+        cost = total(prior_records, threads)  # the prior: a rule, no cell (probe-run: its short runs)
         conf = total(recs, threads)
         best = min((r for r in res["rates"] if r["loss_mean"] is not None), key=lambda r: r["loss_mean"],
                    default=None)
@@ -164,6 +176,7 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
     prior_cost = Cost()
     conf_cost = Cost()
     for t in targets:
+        prior_cost = prior_cost + Cost(**t["cost"]["prior"])
         conf_cost = conf_cost + Cost(**t["cost"]["confirmation"])
     from amutheory.train.described import model_description, summary_template
 
@@ -175,7 +188,8 @@ def tune(template: Cell, depths, *, from_depth: int, from_lr: float, from_lr_ci=
                "targets": targets, "trials": trials,
                "cost": {**(prior_cost + conf_cost).to_dict(), "prior": prior_cost.to_dict(),
                         "confirmation": conf_cost.to_dict(),
-                        "charged": "prior: the rule (no cell; the source depth's tuned rate is the user's); "
+                        "charged": "prior: the rule (no cell; the source depth's tuned rate is the user's; rule "
+                                   "probe-run: its short runs at both depths, charged to each target that read them); "
                                    "confirmation: every cell the search read, to its end (a rung that went on from a "
                                    "shorter rung's saved state: only the steps after it)"},
                "this_run": {"cells_trained": trained, "seconds": time.perf_counter() - start}}

@@ -5,7 +5,8 @@ From a rate ``from_lr`` tuned at ``from_depth`` (the user's: not charged), every
 bracket on one of them:
 
 * ``rule`` given: that rule (``probe``: the model's own one-step probe and the measured bridge,
-  :mod:`amutheory.transfer_probe`);
+  :mod:`amutheory.transfer_probe`; ``probe-run``: the model's own short runs at both depths,
+  :mod:`amutheory.transfer_run`, trained through the search's store and charged to the prior);
 * otherwise (``rule=None`` or ``"auto"``) what ``transfer``'s ``auto`` picks
   (:func:`amutheory.transfer_interval.choose_rule`): the rule with the smallest recorded typical
   held-out ``|ln error|`` for this kind of net (chain, residual, transformer: read off the model as
@@ -46,7 +47,7 @@ def _builds(template, from_depth: int, depth: int, width: int):
 
 def prior(template, from_depth: int, from_lr: float, depth: int, width: int, rule: str | None = None,
           from_lr_ci=None, errors=None, probe: bool = True, probe_seeds=None, probe_budget=None,
-          bridge_file=None) -> dict:
+          bridge_file=None, run_executor=None) -> dict:
     """The prior at ``(depth, width)`` (module docstring): ``lr``, ``rule``, ``rule_reason``, every
     rule's rate (``rules``), ``lr_interval``, ``confidence``, ``probe``.  ``probe=False``: no probe
     (the fixed rules only)."""
@@ -59,8 +60,13 @@ def prior(template, from_depth: int, from_lr: float, depth: int, width: int, rul
                 optimizer=template.optimizer, momentum=template.momentum, errors=errors, probe=probe,
                 probe_seeds=probe_seeds, probe_budget=probe_budget, builds=_builds(template, from_depth, depth, width),
                 bridge_file=bridge_file)
+    from amutheory.names import RUN_RULE
+
+    if rule == RUN_RULE:  # the short runs train the template's net at both depths, through run_executor
+        opts.update(run_template=template.with_(spec=template.spec.with_(depth=from_depth, width=width)),
+                    run_to_depth=depth, run_executor=run_executor)
     res = transfer_with_interval(from_lr, ref, tgt, rule="auto" if rule is None else rule, **opts)
     reason = res.rule_reason if rule in (None, "auto") else "given (--rule)"
     return {"depth": depth, "width": width, "lr": res.lr, "rule": res.rule, "rule_reason": reason,
             "rules": dict(res.rules), "lr_interval": list(res.lr_interval), "confidence": res.confidence,
-            "probe": res.probe}
+            "probe": res.probe, "probe_run": res.probe_run}
