@@ -832,12 +832,13 @@ _RUN_FLAGS = {"dataset": "--dataset", "steps": "--steps", "batch_size": "--batch
 def _run_template(args):
     """The training cell the short-run probe (``--rule probe-run``) trains at both depths, or None: the
     user's run at the reference depth (checked before any work)."""
-    from amutheory.names import RUN_RULE
+    from amutheory.names import AUTO_RULE, RUN_RULE
 
     given = [flag for k, flag in _RUN_FLAGS.items() if getattr(args, k) is not None]
-    if args.rule != RUN_RULE:
+    if args.rule not in (RUN_RULE, AUTO_RULE) or (args.rule == AUTO_RULE and not given):
         if given:
-            raise CliError(f"transfer: {', '.join(given)} set the short runs of --rule {RUN_RULE}; add it or drop them")
+            raise CliError(f"transfer: {', '.join(given)} set the short runs of --rule {RUN_RULE} (or auto); drop "
+                           f"them with --rule {args.rule}")
         return None
     if args.dataset is None or args.steps is None:
         raise CliError(f"transfer: --rule {RUN_RULE} trains the model briefly at both depths: give the data and "
@@ -1192,13 +1193,14 @@ def _transfer_parser(sub, common) -> None:
                          "the measured bridge) or auto (default: the rule with the smallest recorded held-out error "
                          "for this kind of net, the probe a candidate where affordable)")
     _probe_args(tr)
-    g = tr.add_argument_group("the short-run probe (--rule probe-run: the model trained briefly at both depths)")
+    g = tr.add_argument_group("the short-run probe (--rule probe-run, and auto when --dataset is given: the model "
+                              "trained briefly at both depths)")
     g.add_argument("--dataset", default=None,
-                   help="the data you train on (a name of amutheory's datasets, e.g. digits); --rule probe-run only")
+                   help="the data you train on (a name of amutheory's datasets, e.g. digits); --rule probe-run (or auto) only")
     g.add_argument("--steps", type=int, default=None,
-                   help="the steps of your run (the short runs train its first fifth); --rule probe-run only")
-    g.add_argument("--batch-size", type=int, default=None, help="your minibatch size (default 32); --rule probe-run only")
-    g.add_argument("--data-dir", default=None, help="folder of the dataset's local files; --rule probe-run only")
+                   help="the steps of your run (the short runs train its first fifth); --rule probe-run (or auto) only")
+    g.add_argument("--batch-size", type=int, default=None, help="your minibatch size (default 32); --rule probe-run (or auto) only")
+    g.add_argument("--data-dir", default=None, help="folder of the dataset's local files; --rule probe-run (or auto) only")
     _arch_args(tr, depths_required=False)
     _plugin_arg(tr)
     tr.set_defaults(func=cmd_transfer)

@@ -27,8 +27,8 @@ TRANSFER_RULES = ("am-mup", "power", "chen", "depth-mup", "completep", "per-laye
 DEFAULT_RULE = "am-mup"
 #: the rules that measure the user's net instead of assuming a law (:mod:`amutheory.transfer_probe`)
 MEASURED_RULES = ("probe",)
-#: the rule that trains the user's net briefly at both depths (:mod:`amutheory.transfer_run`): named only,
-#: never chosen by ``auto`` (it costs training runs and needs the data)
+#: the rule that trains the user's net briefly at both depths (:mod:`amutheory.transfer_run`): named, or
+#: ``auto``'s choice when the user gives the run (it costs training runs and needs the data)
 RUN_RULE = "probe-run"
 #: ``auto``: the probe where it is affordable (its estimated cost within the budget), else DEFAULT_RULE
 AUTO_RULE = "auto"

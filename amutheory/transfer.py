@@ -319,8 +319,9 @@ def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=Non
     asks for it); ``probe_seeds`` (default 8),
     ``probe_budget`` (seconds, default 60), ``builds`` (``(ref_build, tgt_build)``: callables drawing
     each net from torch's global generator, e.g. a factory at its depth; default: a spec's built-in
-    net, a module's copy) and ``bridge_file`` set how.  ``rule="probe-run"`` trains the net briefly at
-    both depths (:mod:`amutheory.transfer_run`): ``run_template`` is the training
+    net, a module's copy) and ``bridge_file`` set how.  ``rule="probe-run"`` (and ``"auto"`` when
+    ``run_template`` is given) trains the net briefly at both depths (:mod:`amutheory.transfer_run`):
+    ``run_template`` is the training
     :class:`~amutheory.train.cell.Cell` of the user's run at the reference depth (model, data,
     optimizer, steps), ``run_to_depth`` the depth it is trained at for the target (a spec target: its
     depth), ``run_bridge_file`` its bridge record, ``run_executor`` how its cells train (default in
@@ -328,10 +329,10 @@ def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=Non
     lr = _check_lr(lr)
     if rule not in RULE_CHOICES:
         raise ValueError(f"rule must be one of {', '.join(RULE_CHOICES)}; got {rule!r}")
-    if rule == RUN_RULE:
+    if rule == RUN_RULE or (rule == AUTO_RULE and run_template is not None):
         run_to_depth = _check_run_template(run_template, run_to_depth, reference, target)
     elif run_template is not None:
-        raise ValueError(f"run_template is read by rule {RUN_RULE!r} only (rule is {rule!r})")
+        raise ValueError(f"run_template is read by rule {RUN_RULE!r} (or auto) only (rule is {rule!r})")
     if probe is not None and not isinstance(probe, bool):
         raise TypeError(f"probe must be True, False or None, got {probe!r}")
     if probe is False and rule in MEASURED_RULES:
@@ -361,13 +362,17 @@ def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=Non
             rules["probe"] = lr * probed["factor"]
             factors["probe"] = probed["factor"] / width
     ran = None
-    if rule == RUN_RULE:
+    if run_template is not None:
         ran = _run_rule(run_template, run_to_depth, ref, tgt, lr, factors.get(DEFAULT_RULE, 1.0), target,
                         target_input_shape or input_shape, run_bridge_file, run_executor)
         rules[RUN_RULE] = lr * ran["factor"]
         factors[RUN_RULE] = ran["factor"] / width
     chosen, reason = rule, "given"
-    if rule == AUTO_RULE:
+    if rule == AUTO_RULE and ran is not None:
+        chosen, reason = RUN_RULE, ("auto: your run was given (run_template): the model's own short runs, the rule "
+                                    "with the smallest held-out error on the recorded user models "
+                                    "(docs/findings/transfer_probe_2.md)")
+    elif rule == AUTO_RULE:
         from amutheory.transfer_interval import choose_rule
 
         kind = probed["kind"] if probed else _kind(target, target_input_shape or input_shape)

@@ -170,7 +170,7 @@ def test_probe_run_refusals(zoo, tmp_path):
     spec = ArchSpec(depth=2, width=8)
     with pytest.raises(ValueError, match="run_template"):
         transfer_lr(0.1, spec, spec.with_(depth=4), rule="probe-run")
-    with pytest.raises(ValueError, match="read by rule 'probe-run' only"):
+    with pytest.raises(ValueError, match="read by rule 'probe-run' \\(or auto\\) only"):
         transfer_lr(0.1, spec, spec.with_(depth=4), rule="am-mup", run_template=template(zoo))
     with pytest.raises(TypeError, match="run_template"):
         transfer_lr(0.1, spec, spec.with_(depth=4), rule="probe-run", run_template="cell")
@@ -188,7 +188,8 @@ def _cli(*args, timeout=300):
 @pytest.mark.parametrize("flags, words", [
     (["--rule", "probe-run"], "--dataset NAME --steps T"),
     (["--rule", "probe-run", "--dataset", "digits"], "--dataset NAME --steps T"),
-    (["--dataset", "digits", "--steps", "20"], "add it or drop them"),
+    (["--rule", "am-mup", "--dataset", "digits", "--steps", "20"], "drop them with --rule am-mup"),
+    (["--dataset", "digits"], "--dataset NAME --steps T"),
     (["--rule", "probe-run", "--dataset", "nope", "--steps", "20"], "unknown dataset"),
     (["--rule", "probe-run", "--dataset", "digits", "--steps", "20", "--to-width", "16"], "one width"),
 ])
@@ -236,3 +237,19 @@ def test_tune_with_the_probe_run_prior_stores_and_charges_its_short_runs(zoo, tm
                  figures=False, probe=False)
     assert again["this_run"]["cells_trained"] == 0
     assert again["targets"][0]["prior"]["lr"] == pytest.approx(t["prior"]["lr"])
+
+
+def test_auto_takes_the_short_runs_when_the_run_is_given(zoo, tmp_path):
+    """auto with run_template: the short-run rule, said in rule_reason; without it, auto as before (no short run)."""
+    from amutheory.families.user import ModuleFamily
+    from amutheory.transfer import transfer_lr
+
+    fam = ModuleFamily(f"{zoo}:prenorm")
+    ref, tgt = (fam.build_model(ArchSpec(depth=d, width=8), who="test", seed=0) for d in (2, 4))
+    path = bridge_file(tmp_path)
+    res = transfer_lr(0.1, ref, tgt, rule="auto", input_shape=(16, 1, 8, 8), probe=False, run_template=template(zoo),
+                      run_to_depth=4, run_bridge_file=path)
+    assert res.rule == "probe-run" and "your run was given" in res.rule_reason
+    assert res.lr == res.rules["probe-run"] and res.probe_run["short_run"]["steps"] > 0
+    plain = transfer_lr(0.1, ref, tgt, rule="auto", input_shape=(16, 1, 8, 8), probe=False)
+    assert plain.rule != "probe-run" and plain.probe_run is None

@@ -9,8 +9,8 @@ fields wrote is shared, cell for cell), then per target depth takes the prior
 the cells it asks for where the table lacks them (:mod:`amutheory.tuning.runner`).  It writes
 ``tune.json`` (the JSON contract), ``tune.md`` and ``tune.png`` beside ``cells.jsonl``.
 
-Cost (:mod:`amutheory.tuning.cost`): ``prior`` (the rule: nothing; the source depth's tuned rate is the
-user's and is not charged) and ``confirmation`` (every cell the search read), summed in ``cost``;
+Cost (:mod:`amutheory.tuning.cost`): ``prior`` (the rule: nothing, except ``probe-run``'s short runs;
+the source depth's tuned rate is the user's and is not charged) and ``confirmation`` (every cell the search read), summed in ``cost``;
 ``this_run`` says what this call trained (a resumed call trains only what was missing).
 """
 
