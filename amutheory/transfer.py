@@ -421,7 +421,8 @@ def _run_rule(template, to_depth: int, ref: DepthMeasures, tgt: DepthMeasures, l
                          f"({trun.bridge_path(bridge_file)}: validate/transfer_run_findings.py dev writes it)")
     r = trun.run_ratio(template, template.spec.depth, to_depth, lr, guess, settings, run=executor)
     out = trun.run_factor(r, b, tgt.effective_depth / ref.effective_depth)
-    out.update({"kind": kind, "short_run": r.to_dict(), "bridge": b.to_dict()})
+    out.update({"kind": kind, "short_run": r.to_dict(), "bridge": b.to_dict(),
+                "setup_differences": trun.setup_differences(template, b.fingerprint, bridge_file)})
     return out
 
 

@@ -476,7 +476,7 @@ def confidence(result, target, input_shape=None, target_input_shape=None, lr_ci=
                                      is_module or any("chain law in the effective depth" in n for n in result.notes))
             + [m for m in [init_mismatch(target, traits, target_input_shape or input_shape) if is_module
                            else spec_init_mismatch(target)] if m is not None]
-            + measured_mismatches(result),
+            + measured_mismatches(result) + run_setup_mismatches(result),
             "optimizer": optimizer, "momentum": float(momentum), "lr_ci": None if ci is None else list(ci)}
     return lr_interval, conf
 
@@ -500,6 +500,16 @@ def run_evidence(p: dict) -> str:
             f"{r['ratio']:.3g}; {r['steps']} steps, {r['full_runs']:.3g} full runs, {r['seconds']:.2g} s); bridge beta "
             f"{b['beta']:+.3g} +- {b['error']:.3g} over effective depth ratio {p['rho']:.3g} ({b['reason']}, record "
             f"{b['fingerprint']})")
+
+
+def run_setup_mismatches(result) -> list[dict]:
+    """``probe-run``'s bridge was recorded on one training setup: where the user's run differs, one entry."""
+    p = result.probe_run
+    if result.rule != RUN_RULE or not p or not p.get("setup_differences"):
+        return []
+    return [{"assumption": "recorded training setup", "model": "your run: " + ", ".join(p["setup_differences"]),
+             "rules": f"{RUN_RULE}: its bridge was measured on that setup only; the interval does not cover the "
+                      "difference"}]
 
 
 def probe_evidence(p: dict) -> str:

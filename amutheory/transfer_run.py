@@ -219,6 +219,22 @@ def bridge(kind: str, settings: ShortRun, path=None, exclude=()):
     return Bridge(beta, err, kind, used, pooled, fp, reason, {n: rec["models"][n]["betas"] for n in used})
 
 
+def setup_differences(template, fingerprint: str, path=None) -> list[str]:
+    """How ``template``'s run differs from the setup the bridge ``fingerprint`` was recorded with (data,
+    optimizer, momentum, steps): the interval does not cover those differences."""
+    from amutheory.transfer_probe import load_bridge
+
+    rec = load_bridge(bridge_path(path)).get(fingerprint, {})
+    out = []
+    for field_, mine in (("dataset", template.dataset), ("optimizer", template.optimizer), ("steps", template.steps)):
+        theirs = rec.get(field_)
+        if theirs is not None and theirs != mine:
+            out.append(f"{field_} {mine} (recorded: {theirs})")
+    if template.momentum:
+        out.append(f"momentum {template.momentum:g} (recorded: plain SGD)")
+    return out
+
+
 def run_factor(r: RunRatio, b, rho: float) -> dict:
     """The rule's factor ``r_h rho^beta`` and its interval factors (without the tuned rate's CI)."""
     if not (rho > 0 and math.isfinite(rho)):

@@ -253,3 +253,20 @@ def test_auto_takes_the_short_runs_when_the_run_is_given(zoo, tmp_path):
     assert res.lr == res.rules["probe-run"] and res.probe_run["short_run"]["steps"] > 0
     plain = transfer_lr(0.1, ref, tgt, rule="auto", input_shape=(16, 1, 8, 8), probe=False)
     assert plain.rule != "probe-run" and plain.probe_run is None
+
+
+def test_a_run_unlike_the_recorded_setup_is_named_a_mismatch(zoo, tmp_path):
+    from amutheory.families.user import ModuleFamily
+    from amutheory.transfer import transfer_with_interval
+
+    path = tmp_path / "bridge_run.json"
+    models = {n: {"kind": "residual", "betas": {"8": b}} for n, b in (("a", 0.1), ("b", 0.0), ("c", -0.1))}
+    path.write_text(json.dumps({"runs": {"fp2": {"settings": trun.ShortRun().to_dict(), "dataset": "digits",
+                                                 "optimizer": "sgd", "steps": 200, "models": models}}}))
+    fam = ModuleFamily(f"{zoo}:prenorm")
+    ref, tgt = (fam.build_model(ArchSpec(depth=d, width=8), who="test", seed=0) for d in (2, 4))
+    res = transfer_with_interval(0.1, ref, tgt, rule="probe-run", input_shape=(16, 1, 8, 8), probe=False,
+                                 run_template=template(zoo).with_(momentum=0.5), run_to_depth=4, run_bridge_file=path)
+    assert res.probe_run["setup_differences"] == ["steps 20 (recorded: 200)", "momentum 0.5 (recorded: plain SGD)"]
+    m = [x for x in res.confidence["mismatches"] if x["assumption"] == "recorded training setup"]
+    assert len(m) == 1 and "steps 20" in m[0]["model"]
