@@ -261,7 +261,8 @@ def tune_section(got: dict) -> str:
             continue
         err = f"{r['abs_ln_error']:.3f}" if "abs_ln_error" in r else "-"
         land = f"{r['landing']:.3g}" if r["landing"] else "-"
-        out.append(f"| {m} | {r['rule']} | {r['prior']:.3g} | {land} | {err} | {r['cells']} | "
+        named = rule if rule == r["rule"] else f"{rule} ({r['rule']})"
+        out.append(f"| {m} | {named} | {r['prior']:.3g} | {land} | {err} | {r['cells']} | "
                    f"{r['steps']} ({r['prior_steps']}) | {r['stop']} |")
     rows = {}
     for key, r in got.items():
@@ -274,6 +275,16 @@ def tune_section(got: dict) -> str:
             out.append(f"| {rule} | {len(rr)} | {statistics.median(r['abs_ln_error'] for r in rr):.3f} | "
                        f"{statistics.median(r['steps'] for r in rr):.0f} | "
                        f"{statistics.median(r['prior_steps'] for r in rr):.0f} |")
+        if {"probe-run", "am-mup"} <= set(rows):
+            med = {k: statistics.median(r["abs_ln_error"] for r in v) for k, v in rows.items()}
+            steps = {k: statistics.median(r["steps"] for r in v) for k, v in rows.items()}
+            out += ["", f"**Reading.**  With the short-run prior `tune` charged a median {steps['probe-run']:.0f} steps "
+                    f"against {steps['am-mup']:.0f} with `am-mup`'s ({steps['probe-run'] / steps['am-mup']:.1f}x) and "
+                    f"landed a median {med['probe-run']:.3f} in ln from the independent grid's optimum against "
+                    f"{med['am-mup']:.3f}: on these models the search does not need the better prior, and a tuned "
+                    "landing is read on the toolkit's trainer (its own seeds and data order), not the grid's loop.  "
+                    "Where a search at the target depth is affordable it is the cheaper answer; `probe-run` is for a "
+                    "rate with an interval that holds, without a search at the target depth."]
     return "\n".join(out) + "\n"
 
 
