@@ -270,3 +270,14 @@ def test_a_run_unlike_the_recorded_setup_is_named_a_mismatch(zoo, tmp_path):
     assert res.probe_run["setup_differences"] == ["steps 20 (recorded: 200)", "momentum 0.5 (recorded: plain SGD)"]
     m = [x for x in res.confidence["mismatches"] if x["assumption"] == "recorded training setup"]
     assert len(m) == 1 and "steps 20" in m[0]["model"]
+
+
+def test_the_findings_page_regenerates_word_for_word_from_its_kept_summary(tmp_path):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    page = tmp_path / "page.md"
+    proc = subprocess.run([sys.executable, "validate/transfer_run_findings.py", "report", "--page", str(page)],
+                          capture_output=True, text=True, timeout=120, cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert page.read_text() == (root / "docs" / "findings" / "transfer_probe_2.md").read_text()

@@ -13,6 +13,7 @@ Stages (each resumable: the short-run probes are cached in the runs folder):
     python validate/transfer_run_findings.py dev
     python validate/transfer_run_findings.py heldout
     python validate/transfer_run_findings.py tune      # stage 3 (the plan's addendum): tune with each prior
+    python validate/transfer_run_findings.py report    # the page again from the kept summary (no run)
 """
 
 from __future__ import annotations
@@ -288,6 +289,21 @@ def tune_section(got: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def report(a) -> int:
+    """The page again from the kept ``summary.json`` and ``tune.json`` (no run needed)."""
+    out = Path(a.out)
+    summ = json.loads((out / "summary.json").read_text())
+    optima = {(k.split("@")[0], int(k.split("@")[1])): o for k, o in summ["optima"].items()}
+    probes = {}
+    for r in summ["rows"]:
+        probes.setdefault(r["model"], {"kind": r["kind"], "norms": r["norms"]})
+    tuned = out / "tune.json"
+    Path(a.page).write_text(page(summ["rows"], optima, probes, summ["short_runs"], summ["acceptance"],
+                                 summ["fingerprint"])
+                            + (tune_section(json.loads(tuned.read_text())) if tuned.is_file() else ""))
+    return 0
+
+
 def acceptance(rows, L=TARGETS[0]) -> dict:
     sub = [r for r in rows if r["target"] == L and r["learns"]]
     by = {}
@@ -384,13 +400,13 @@ def page(rows, optima, probes, shorts, acc, fp) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("stage", choices=["dev", "heldout", "tune"])
+    ap.add_argument("stage", choices=["dev", "heldout", "tune", "report"])
     ap.add_argument("--dev-runs", default="results/transfer-probe")
     ap.add_argument("--runs", default="results/transfer-probe-2")
     ap.add_argument("--out", default="docs/findings/transfer_probe_2")
     ap.add_argument("--page", default="docs/findings/transfer_probe_2.md")
     a = ap.parse_args(argv)
-    return {"dev": dev, "heldout": heldout, "tune": tune_stage}[a.stage](a)
+    return {"dev": dev, "heldout": heldout, "tune": tune_stage, "report": report}[a.stage](a)
 
 
 if __name__ == "__main__":
