@@ -271,7 +271,12 @@ def bridge_from(models: dict, kind: str, exclude=()) -> tuple[float, float, list
 
 def bridge(kind: str, path=None, exclude=()) -> Bridge | None:
     """The :class:`Bridge` for ``kind`` from the recorded run with the most models (None: none recorded)."""
-    runs = load_bridge(path)
+    return bridge_of_runs(load_bridge(path), kind, exclude)
+
+
+def bridge_of_runs(runs: dict, kind: str, exclude=()) -> Bridge | None:
+    """The :class:`Bridge` for ``kind`` from the run of ``runs`` (``{fingerprint: record}``) with the most
+    models (None: no run, or fewer than two models)."""
     if not runs:
         return None
     fp, rec = max(runs.items(), key=lambda kv: (len(kv[1]["models"]), kv[0]))

@@ -202,21 +202,11 @@ def bridge_path(path=None) -> Path:
 def bridge(kind: str, settings: ShortRun, path=None, exclude=()):
     """The :class:`amutheory.transfer_probe.Bridge` of the short-run rule for ``kind`` from the recorded run
     with the most models whose settings are ``settings`` (None: none recorded for them)."""
-    from amutheory.transfer_probe import Bridge, bridge_from, load_bridge
+    from amutheory.transfer_probe import bridge_of_runs, load_bridge
 
     runs = {fp: rec for fp, rec in load_bridge(bridge_path(path)).items()
             if rec.get("settings") == settings.to_dict()}
-    if not runs:
-        return None
-    fp, rec = max(runs.items(), key=lambda kv: (len(kv[1]["models"]), kv[0]))
-    got = bridge_from(rec["models"], kind, exclude)
-    if got is None:
-        return None
-    beta, err, used, pooled = got
-    own = sum(1 for n in used if rec["models"][n]["kind"] == kind)
-    reason = (f"all {len(used)} recorded models pooled ({own} of kind {kind})" if pooled
-              else f"the {len(used)} recorded models of kind {kind}")
-    return Bridge(beta, err, kind, used, pooled, fp, reason, {n: rec["models"][n]["betas"] for n in used})
+    return bridge_of_runs(runs, kind, exclude)
 
 
 def setup_differences(template, fingerprint: str, path=None) -> list[str]:
