@@ -24,9 +24,10 @@ __all__ = ["SGD", "Adam", "AdamW"]
 
 
 def _groups(model, lr, base_model, example_input, rule, optimizer, depth_convention, base_input,
-            momentum=0.0, probe=True) -> ParamGroups:
+            momentum=0.0, probe=True, run_template=None, run_to_depth=None) -> ParamGroups:
     return param_groups(model, lr, base_model, rule=rule, optimizer=optimizer, example_input=example_input,
-                        base_input=base_input, depth_convention=depth_convention, momentum=momentum, probe=probe)
+                        base_input=base_input, depth_convention=depth_convention, momentum=momentum, probe=probe,
+                        run_template=run_template, run_to_depth=run_to_depth)
 
 
 def _made(opt, groups: ParamGroups):
@@ -35,11 +36,14 @@ def _made(opt, groups: ParamGroups):
 
 
 def SGD(model, lr, base_model=None, example_input=None, rule: str = "auto", momentum: float = 0.0,
-        weight_decay: float = 0.0, base_input=None, probe: bool = True, **kwargs) -> torch.optim.SGD:
+        weight_decay: float = 0.0, base_input=None, probe: bool = True, run_template=None, run_to_depth=None,
+        **kwargs) -> torch.optim.SGD:
     """``torch.optim.SGD`` over ``param_groups(model, lr, base_model, rule, "sgd", example_input)``;
-    ``momentum``, ``weight_decay`` and ``kwargs`` (``nesterov``, ``dampening``, ...) go to the optimizer.
-    The groups are kept as ``.amutheory_groups``."""
-    groups = _groups(model, lr, base_model, example_input, rule, "sgd", "none", base_input, momentum, probe)
+    ``momentum``, ``weight_decay`` and ``kwargs`` (``nesterov``, ``dampening``, ...) go to the optimizer;
+    ``run_template``/``run_to_depth``: the short-run probe (:func:`param_groups`).  The groups are kept as
+    ``.amutheory_groups``."""
+    groups = _groups(model, lr, base_model, example_input, rule, "sgd", "none", base_input, momentum, probe,
+                     run_template, run_to_depth)
     return _made(torch.optim.SGD(groups, lr=groups.lr, momentum=momentum, weight_decay=weight_decay, **kwargs),
                  groups)
 

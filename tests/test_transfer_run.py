@@ -281,3 +281,32 @@ def test_the_findings_page_regenerates_word_for_word_from_its_kept_summary(tmp_p
                           capture_output=True, text=True, timeout=120, cwd=root)
     assert proc.returncode == 0, proc.stderr
     assert page.read_text() == (root / "docs" / "findings" / "transfer_probe_2.md").read_text()
+
+
+def test_param_groups_and_optim_sgd_take_the_short_runs(zoo, tmp_path):
+    """param_groups(rule="probe-run", run_template=...) scales the layer weights by the short-run rule's factor,
+    and amutheory.optim.SGD builds on the same groups."""
+    import torch
+
+    from amutheory import optim
+    from amutheory.families.user import ModuleFamily
+    from amutheory.parametrization.groups import param_groups
+
+    fam = ModuleFamily(f"{zoo}:prenorm")
+    base, model = (fam.build_model(ArchSpec(depth=d, width=8), who="test", seed=0) for d in (2, 4))
+    import os
+
+    os.environ[trun.BRIDGE_ENV] = str(bridge_file(tmp_path))
+    try:
+        g = param_groups(model, 0.1, base, rule="probe-run", example_input=(16, 1, 8, 8), probe=False,
+                         run_template=template(zoo), run_to_depth=4)
+        opt = optim.SGD(model, 0.1, base, example_input=(16, 1, 8, 8), rule="probe-run", probe=False,
+                        run_template=template(zoo), run_to_depth=4)
+    finally:
+        del os.environ[trun.BRIDGE_ENV]
+    factor = g.transfer.lr / 0.1
+    weights = [grp for grp in g if "probe-run" in grp["why"]]
+    assert weights and g.rule == "probe-run" and g.transfer.rule == "probe-run"
+    assert all(grp["multiplier"] == pytest.approx(factor, rel=1e-12) for grp in weights)
+    assert isinstance(opt, torch.optim.SGD) and opt.amutheory_groups.rule == "probe-run"
+    assert [grp["lr"] for grp in opt.param_groups] == pytest.approx([grp["lr"] for grp in g])

@@ -173,13 +173,16 @@ def check_arguments(model, lr, base_model, rule, optimizer, depth_convention, ex
 
 def param_groups(model: nn.Module, lr, base_model: nn.Module | None = None, rule: str = "auto",
                  optimizer: str = "sgd", example_input=None, base_input=None, *, depth_convention: str = "none",
-                 momentum: float = 0.0, probe: bool = True) -> ParamGroups:
+                 momentum: float = 0.0, probe: bool = True, run_template=None, run_to_depth=None) -> ParamGroups:
     """``torch.optim`` parameter groups for ``model`` from ``lr`` tuned on ``base_model`` (module
     docstring).  ``example_input``: a tensor or an input shape (``base_input``: the base's, default the
     same); ``depth_convention``: Adam's (module docstring); ``momentum``: how SGD will run (named as a
     mismatch, as ``transfer`` does).  ``rule``: as ``transfer``'s (default ``auto``: the best recorded
     rule for the model's kind, the probe competing); ``probe``: run the model's own probe (on the two
-    modules as given, where affordable) to check the fixed rules, as ``transfer`` does."""
+    modules as given, where affordable) to check the fixed rules, as ``transfer`` does.
+    ``run_template``, ``run_to_depth``: the short-run probe (``rule="probe-run"``, or ``"auto"`` with
+    them), as :func:`amutheory.transfer.transfer_lr` takes them: the training Cell of your run at the
+    base depth and the depth ``model`` is built at."""
     lr = check_arguments(model, lr, base_model, rule, optimizer, depth_convention, example_input)
     found = find_residual_branches(model, example_input)
     params = dict(model.named_parameters())
@@ -204,7 +207,7 @@ def param_groups(model: nn.Module, lr, base_model: nn.Module | None = None, rule
 
     with buffers_kept(model, base_model):  # transfer runs both models once (BatchNorm statistics kept)
         result = transfer_lr(lr, base_model, model, rule=rule, input_shape=base_shape, target_input_shape=shape,
-                             probe=probe)
+                             probe=probe, run_template=run_template, run_to_depth=run_to_depth)
         _, conf = confidence(result, model, base_shape, shape, None, optimizer, momentum)
     fans = (_readout_fan_in(base_model, base_found.readout), _readout_fan_in(model, found.readout))
     uses_rule = optimizer == "sgd" or depth_convention == "sgd-rule"
