@@ -445,6 +445,13 @@ def _transfer(args) -> None:
     check_number("--momentum", args.momentum, minimum=0.0, below=1.0)
     check_errors_file(args.errors)
     check_probe_flags(args)
+    if args.batch_size is not None:  # the short-run probe's flags (--rule probe-run)
+        check_size("--batch-size", args.batch_size)
+    if args.steps is not None:
+        check_int("--steps", args.steps, 2, limits.MAX_SIZE, "the short runs train a fifth of it")
+    _check_data_dir(args.data_dir)
+    if args.data_dir is not None and args.dataset is not None and not reads_files(args.dataset):
+        raise ValueError(f"--data-dir is for the datasets read from files; {args.dataset} is not (leave it out)")
     check_input_shape(args.input_shape, "--input-shape")
     check_input_shape(args.to_input_shape, "--to-input-shape")
     spec, _ = _arch(args, depth=args.from_depth)
