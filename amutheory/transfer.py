@@ -364,7 +364,7 @@ def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=Non
     ran = None
     if run_template is not None:
         ran = _run_rule(run_template, run_to_depth, ref, tgt, lr, factors.get(DEFAULT_RULE, 1.0), target,
-                        target_input_shape or input_shape, run_bridge_file, run_executor)
+                        target_input_shape or input_shape, run_bridge_file, run_executor, notes)
         rules[RUN_RULE] = lr * ran["factor"]
         factors[RUN_RULE] = ran["factor"] / width
     chosen, reason = rule, "given"
@@ -409,7 +409,7 @@ def _check_run_template(template, to_depth, reference, target) -> int:
 
 
 def _run_rule(template, to_depth: int, ref: DepthMeasures, tgt: DepthMeasures, lr: float, guess: float, target,
-              input_shape, bridge_file, executor) -> dict:
+              input_shape, bridge_file, executor, notes: list) -> dict:
     """The ``probe-run`` rule's record (:func:`amutheory.transfer_run.run_factor` plus what it read)."""
     from amutheory import transfer_run as trun
 
@@ -420,6 +420,9 @@ def _run_rule(template, to_depth: int, ref: DepthMeasures, tgt: DepthMeasures, l
         raise ValueError(f"rule {RUN_RULE}: no bridge is recorded for its settings "
                          f"({trun.bridge_path(bridge_file)}: validate/transfer_run_findings.py dev writes it)")
     r = trun.run_ratio(template, template.spec.depth, to_depth, lr, guess, settings, run=executor)
+    for opt in (r.reference, r.target):
+        if opt.flags:
+            notes.append(f"probe-run: the short-run optimum at depth {opt.depth}: {', '.join(opt.flags)}")
     out = trun.run_factor(r, b, tgt.effective_depth / ref.effective_depth)
     out.update({"kind": kind, "short_run": r.to_dict(), "bridge": b.to_dict(),
                 "setup_differences": trun.setup_differences(template, b.fingerprint, bridge_file)})

@@ -162,6 +162,10 @@ def short_optimum(template, depth: int, centre: float, settings: ShortRun, seed_
         best = min(scores, key=scores.get)
         if best in (min(scores), max(scores)):
             flags.append("at the grid's end after every extension")
+    if all(v >= 2 * math.log(classes) for v in scores.values()):
+        raise ValueError(f"the short runs diverged at every rate tried at depth {depth} "
+                         f"({len(scores)} rates from {centre * 10 ** (min(scores) * settings.spacing):.3g} to "
+                         f"{centre * 10 ** (max(scores) * settings.spacing):.3g}): no short-run optimum")
     order = sorted(scores)
     rates = [centre * 10 ** (k * settings.spacing) for k in order]
     eta, vflags = vertex(rates, [scores[k] for k in order])

@@ -310,3 +310,11 @@ def test_param_groups_and_optim_sgd_take_the_short_runs(zoo, tmp_path):
     assert all(grp["multiplier"] == pytest.approx(factor, rel=1e-12) for grp in weights)
     assert isinstance(opt, torch.optim.SGD) and opt.amutheory_groups.rule == "probe-run"
     assert [grp["lr"] for grp in opt.param_groups] == pytest.approx([grp["lr"] for grp in g])
+
+
+def test_short_runs_that_diverge_at_every_rate_are_refused(zoo):
+    def diverged(cells):
+        return [{"key": c.key(), "score": None} for c in cells]
+
+    with pytest.raises(ValueError, match="diverged at every rate tried at depth 2"):
+        trun.short_optimum(template(zoo), 2, 0.1, trun.ShortRun(), run=diverged)
