@@ -361,12 +361,18 @@ def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=Non
         if "factor" in probed:
             rules["probe"] = lr * probed["factor"]
             factors["probe"] = probed["factor"] / width
-    ran = None
+    ran, run_failed = None, None
     if run_template is not None:
-        ran = _run_rule(run_template, run_to_depth, ref, tgt, lr, factors.get(DEFAULT_RULE, 1.0), target,
-                        target_input_shape or input_shape, run_bridge_file, run_executor, notes)
-        rules[RUN_RULE] = lr * ran["factor"]
-        factors[RUN_RULE] = ran["factor"] / width
+        try:
+            ran = _run_rule(run_template, run_to_depth, ref, tgt, lr, factors.get(DEFAULT_RULE, 1.0), target,
+                            target_input_shape or input_shape, run_bridge_file, run_executor, notes)
+        except ValueError as exc:
+            if rule == RUN_RULE:
+                raise
+            run_failed = str(exc)  # auto goes on without it, and says why
+        if ran is not None:
+            rules[RUN_RULE] = lr * ran["factor"]
+            factors[RUN_RULE] = ran["factor"] / width
     chosen, reason = rule, "given"
     if rule == AUTO_RULE and ran is not None:
         chosen, reason = RUN_RULE, ("auto: your run was given (run_template): the model's own short runs, the rule "
@@ -379,6 +385,8 @@ def transfer_lr(lr, reference, target, rule: str = DEFAULT_RULE, input_shape=Non
         chosen, why = choose_rule(kind, errors, RULES + (("probe",) if "probe" in rules else ()))
         reason = f"auto: {why}" + ("" if "probe" in rules else f" (the probe is not available: {probed['reason']})"
                                    if probed else " (the probe was not run)")
+        if run_failed is not None:
+            reason += f" (the short runs gave no rate: {run_failed})"
     elif rule == "probe" and "probe" not in rules:
         raise ValueError(f"rule probe: {probed['reason']}")
     _check_transferred(lr, rules)

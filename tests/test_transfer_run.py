@@ -318,3 +318,18 @@ def test_short_runs_that_diverge_at_every_rate_are_refused(zoo):
 
     with pytest.raises(ValueError, match="diverged at every rate tried at depth 2"):
         trun.short_optimum(template(zoo), 2, 0.1, trun.ShortRun(), run=diverged)
+
+
+def test_auto_goes_on_without_short_runs_that_give_no_rate_and_says_why(zoo, tmp_path):
+    from amutheory.families.user import ModuleFamily
+    from amutheory.transfer import transfer_lr
+
+    fam = ModuleFamily(f"{zoo}:prenorm")
+    ref, tgt = (fam.build_model(ArchSpec(depth=d, width=8), who="test", seed=0) for d in (2, 4))
+    other = bridge_file(tmp_path, settings_dict={**trun.ShortRun().to_dict(), "seeds": 5})
+    res = transfer_lr(0.1, ref, tgt, rule="auto", input_shape=(16, 1, 8, 8), probe=False, run_template=template(zoo),
+                      run_to_depth=4, run_bridge_file=other)
+    assert res.rule != "probe-run" and "the short runs gave no rate: rule probe-run: no bridge" in res.rule_reason
+    with pytest.raises(ValueError, match="no bridge is recorded"):
+        transfer_lr(0.1, ref, tgt, rule="probe-run", input_shape=(16, 1, 8, 8), probe=False,
+                    run_template=template(zoo), run_to_depth=4, run_bridge_file=other)
