@@ -125,19 +125,17 @@ def vertex(rates, scores) -> tuple[float, list]:
 def short_optimum(template, depth: int, centre: float, settings: ShortRun, seed_start: int = 0,
                   run=None) -> ShortOptimum:
     """The short-run optimum of ``template``'s net at ``depth`` on the grid around ``centre``."""
+    from amutheory.train.cell import group_cells
     from amutheory.train.run import train
 
     if run is None:
         def run(cells):
             """In this process, the cells that differ only in rate trained together."""
-            groups = {}
-            for c in cells:
-                groups.setdefault(c.group_key(), []).append(c)
-            return [r for g in groups.values() for r in train(g)]
+            return [r for g in group_cells(cells) for r in train(g)]
     h = settings.horizon(template.steps)
     cell = template.with_(spec=template.spec.with_(depth=depth))
     classes = template.spec.outputs
-    ks, scores = list(range(-settings.half, settings.half + 1)), {}
+    ks, scores, finite = list(range(-settings.half, settings.half + 1)), {}, set()
 
     def train_at(new):
         cells = [cell.with_(lr=centre * 10 ** (k * settings.spacing), seed=seed_start + s, stop=h)
@@ -146,6 +144,8 @@ def short_optimum(template, depth: int, centre: float, settings: ShortRun, seed_
         for k in new:
             mine = [by_key[c.key()] for c in cells if c.lr == centre * 10 ** (k * settings.spacing)]
             scores[k] = float(np.mean([_score(r, classes) for r in mine]))
+            if any(r.get("score") is not None and math.isfinite(r["score"]) for r in mine):
+                finite.add(k)
 
     train_at(ks)
     flags = []
@@ -162,7 +162,7 @@ def short_optimum(template, depth: int, centre: float, settings: ShortRun, seed_
         best = min(scores, key=scores.get)
         if best in (min(scores), max(scores)):
             flags.append("at the grid's end after every extension")
-    if all(v >= 2 * math.log(classes) for v in scores.values()):
+    if not finite:
         raise ValueError(f"the short runs diverged at every rate tried at depth {depth} "
                          f"({len(scores)} rates from {centre * 10 ** (min(scores) * settings.spacing):.3g} to "
                          f"{centre * 10 ** (max(scores) * settings.spacing):.3g}): no short-run optimum")
@@ -176,7 +176,7 @@ def short_optimum(template, depth: int, centre: float, settings: ShortRun, seed_
 def run_ratio(template, from_depth: int, to_depth: int, from_lr: float, guess: float = 1.0,
               settings: ShortRun | None = None, seed_start: int = 0, run=None) -> RunRatio:
     """``r_h`` of ``template``'s net from ``from_depth`` to ``to_depth`` (module docstring)."""
-    from amutheory.spec import check_int
+    from amutheory.spec import check_int, check_number
     from amutheory.train.cell import Cell
 
     if not isinstance(template, Cell):
@@ -185,12 +185,10 @@ def run_ratio(template, from_depth: int, to_depth: int, from_lr: float, guess: f
     if not isinstance(settings, ShortRun):
         raise TypeError(f"settings must be a ShortRun, got {type(settings).__name__}")
     from_depth, to_depth = check_int("from_depth", from_depth, 1), check_int("to_depth", to_depth, 1)
-    for name, v in (("from_lr", from_lr), ("guess", guess)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise ValueError(f"{name} must be a positive finite number, got {v!r}")
+    from_lr, guess = check_number("from_lr", from_lr, positive=True), check_number("guess", guess, positive=True)
     t0 = time.perf_counter()
-    ref = short_optimum(template, from_depth, float(from_lr), settings, seed_start, run)
-    tgt = short_optimum(template, to_depth, ref.eta * float(guess), settings, seed_start, run)
+    ref = short_optimum(template, from_depth, from_lr, settings, seed_start, run)
+    tgt = short_optimum(template, to_depth, ref.eta * guess, settings, seed_start, run)
     steps = ref.steps + tgt.steps
     return RunRatio(tgt.eta / ref.eta, ref, tgt, settings.to_dict(), settings.horizon(template.steps), steps,
                     steps / template.steps, time.perf_counter() - t0)

@@ -98,7 +98,7 @@ def landscape(optimum, horizon_log):
     return run
 
 
-@pytest.mark.parametrize("optimum", [1e-4, 0.03, 1.0, 40.0])
+@pytest.mark.parametrize("optimum", [1e-4, 0.03, 1.0, 40.0, 1e5])
 def test_the_grid_grows_to_an_optimum_beyond_its_end(zoo, optimum):
     s = trun.ShortRun()
     stops = set()
@@ -122,8 +122,7 @@ def test_real_short_runs_report_their_ratio_and_cost(zoo):
         assert all(math.isfinite(v) for v in opt.scores)
     assert r.steps == (len(r.reference.rates) + len(r.target.rates)) * 2 * h
     assert r.full_runs == pytest.approx(r.steps / 20)
-    assert r.target.rates[len(r.target.rates) // 2] == pytest.approx(r.reference.eta * 0.7) or r.target.flags or \
-        len(r.target.rates) > 9
+    assert min(abs(math.log(x / (r.reference.eta * 0.7))) for x in r.target.rates) < 1e-9  # centred on the guess
 
 
 @pytest.mark.parametrize("kwargs, words", [

@@ -369,10 +369,13 @@ def page(rows, optima, probes, shorts, acc, fp) -> str:
                    "close in rate is not safe there; the interval says where the optimum is, not how steep the cliff "
                    "beside it is.")
     if one:
+        e_of = {rule: sorted({round(r["how"]["e_beta"], 3) for r in rows if r["rule"] == rule and r["learns"]})
+                for rule in ("probe", "probe-run")}
         out.append(f"* The one-step probe (`probe`) is close too on these models (median |ln error| "
                    f"{one['median_abs_ln_error']:.3f}), but its shipped interval is {one['median_width_decades']:.2f} "
-                   "decades wide: its bridge differs between the recorded models (first plan), so its leave-one-out "
-                   "error is large.  The short runs' bridge is nearly the same on every recorded model.")
+                   "decades wide: its bridge differs between the recorded models (first plan), so its largest "
+                   f"leave-one-model-out error in the exponent is {', '.join(map(str, e_of['probe']))} (by kind), "
+                   f"against {', '.join(map(str, e_of['probe-run']))} for the short runs' bridge.")
     out.append("* Coverage is checked on these held-out models only (a count, not a nominal level): the interval "
                "uses the largest leave-one-model-out error of four recorded models, not a quantile.")
     out += ["", "| rule | contains | median width (decades) | median abs ln error | median loss penalty |",

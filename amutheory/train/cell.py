@@ -240,3 +240,17 @@ def _ramp_end(schedule, lr: float, steps: int) -> float:
     if steps < 2:
         raise ValueError(f"schedule {schedule!r} needs steps >= 2 (a ramp has a first and a last step), got {steps}")
     return hi
+
+
+def group_cells(cells: list["Cell"]) -> list[list["Cell"]]:
+    """``cells`` grouped by :meth:`Cell.group_key` (first-seen order; a repeated cell once): the cells of
+    one group differ only in their rate and train side by side."""
+    out: dict[str, list[Cell]] = {}
+    seen = set()
+    for c in cells:
+        k = c.key()
+        if k in seen:
+            continue
+        seen.add(k)
+        out.setdefault(c.group_key(), []).append(c)
+    return list(out.values())

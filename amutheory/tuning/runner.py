@@ -13,19 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from amutheory.train.cell import Cell
-
-
-def groups_of(cells: list[Cell]) -> list[list[Cell]]:
-    """``cells`` grouped by :meth:`Cell.group_key` (first-seen order; a repeated cell once)."""
-    out: dict[str, list[Cell]] = {}
-    seen = set()
-    for c in cells:
-        k = c.key()
-        if k in seen:
-            continue
-        seen.add(k)
-        out.setdefault(c.group_key(), []).append(c)
-    return list(out.values())
+from amutheory.train.cell import group_cells as groups_of  # noqa: F401  (the name the searches use)
 
 
 def ensure(cells: list[Cell], out: Path, table: dict, run_opts: dict, bar=None) -> list[dict]:
