@@ -8,7 +8,7 @@ does it, so that neither imports the other's private helpers (the CLI sits on to
 from __future__ import annotations
 
 #: ``validate`` presets that train (:mod:`amutheory.protocol`); the others are one-step campaigns
-PROTOCOL_PRESETS = ("protocol", "protocol-2026-11-27b", "protocol-2026-11-27", "protocol-2026-11", "protocol-pilot",
+PROTOCOL_PRESETS = ("protocol", "protocol-2026-11-28", "protocol-2026-11-27b", "protocol-2026-11-27", "protocol-2026-11", "protocol-pilot",
                     "protocol-paper")
 #: ``sweep``'s default output folder (its ``results/`` is made if missing; a given --out's parent must exist)
 SWEEP_OUT = "results/sweep"

@@ -37,22 +37,29 @@ def axis_values(study, template, axis: str) -> dict:
     return {p: float(depth_measures(_spec_at(template, p, "depth")).effective_depth) for p in points}
 
 
+#: the optimum's window half-width in grid steps, per optimum method (the vertex has none)
+WINDOW_STEPS = {"smooth": 2, "per-seed": 1}
+
+
 class StudyResult:
     """One study's searches (at the registered horizon and the shorter ones) and its fits."""
 
     def __init__(self, study, template, table, rates: dict, horizons, interval: str = "bootstrap",
-                 optimum: str = "vertex"):
-        from amutheory.train.sweep import searches_at
+                 optimum: str = "vertex", diverged: str = "inf"):
+        from amutheory.train.sweep import diverged_cap, searches_at
 
         self.study, self.template, self.table, self.rates = study, template, table, rates
         self.interval = interval
         seeds = study.seed_list
         key = (lambda p: (p, study.widths[0])) if study.axis == "depth" else (lambda p: (study.depths[0], p))
         self.points = list(study.widths if study.axis == "width" else study.depths)
-        # the smooth optimum's window: two steps of the study's log grid on each side of the argmin
-        self.window = 2 * math.log(study.lr_range[1] / study.lr_range[0]) / (study.points - 1) \
-            if optimum == "smooth" else None
-        opts = dict(window=self.window, interval=interval)
+        # the optimum's window on each side of the argmin, in steps of the study's log grid: two for the smooth
+        # optimum of the seed mean (2026-11-27b), one for each seed's own (2026-11-28)
+        steps = WINDOW_STEPS.get(optimum)
+        self.window = steps * math.log(study.lr_range[1] / study.lr_range[0]) / (study.points - 1) \
+            if steps else None
+        opts = dict(window=self.window, interval=interval, cap=diverged_cap(template, diverged),
+                    per_seed=optimum == "per-seed")
         at = {None: searches_at(template, table, rates, seeds, **opts)}
         at.update({T: searches_at(template, table, rates, seeds, horizon=T, **opts) for T in horizons
                    if T < study.steps})
@@ -388,7 +395,8 @@ def analyse(protocol, prepared: dict, rates: dict, onestep: dict, eta_max: dict 
     from amutheory.protocol.presets import fingerprint
 
     results = {st.name: StudyResult(st, prepared[st.name]["template"], prepared[st.name]["table"],
-                                    rates[st.name], protocol.horizons, protocol.interval, protocol.optimum)
+                                    rates[st.name], protocol.horizons, protocol.interval, protocol.optimum,
+                                    protocol.diverged)
                for st in protocol.studies}
     eta_max = eta_max or {}
     eta_max_studies = {name: _eta_max(results[name].study, pts, protocol.interval) for name, pts in eta_max.items()}
@@ -418,6 +426,7 @@ def analyse(protocol, prepared: dict, rates: dict, onestep: dict, eta_max: dict 
     return {"protocol": protocol.name, "fingerprint": fingerprint(protocol), "description": protocol.description,
             "size_note": protocol.size_note, "registered_horizon": "each study's steps",
             "interval": protocol.interval, "optimum": protocol.optimum, "margin": protocol.margin,
+            "diverged": protocol.diverged,
             "verdicts": {c["name"]: c["verdict"] for c in claims}, "claims": claims,
             "transfer": _transfer(protocol, results, onestep), "studies": studies,
             "bridges": _bridges(results, onestep, protocol), **eta_max_section}

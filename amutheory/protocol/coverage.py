@@ -44,6 +44,9 @@ class Scenario:
     edge: float = 1.3
     exponent: float = -1.5
     x0: float = math.log(0.3)
+    #: what a diverged run scores: ``None`` (``+inf``, registrations up to 2026-11-27b) or this finite loss
+    #: (the chance loss ln 10 of the registration of 2026-11-28)
+    cap: float | None = None
 
 
 REALISTIC = Scenario()
@@ -52,22 +55,36 @@ NOISY = Scenario(sigma_u=0.7, sigma_e=0.03)
 
 
 def _expected_optimum(sc: Scenario, centre: float) -> float:
-    """The argmin over ``x`` of ``E_u y(x)``: ``centre - k sigma_u^2 / 2`` (module docstring)."""
-    return centre - sc.k * sc.sigma_u ** 2 / 2
+    """The argmin over ``x`` of ``E_u y(x)``: ``centre - k sigma_u^2 / 2`` (module docstring); with a
+    finite ``cap`` (a diverged seed scores it), the argmin of ``E_u y`` by Gauss-Hermite quadrature over
+    ``u`` (200 nodes) on a grid of 1e-4 in ``ln lr``, refined by a parabola through its three best points."""
+    if sc.cap is None:
+        return centre - sc.k * sc.sigma_u ** 2 / 2
+    nodes, weights = np.polynomial.hermite_e.hermegauss(200)
+    u, w = sc.sigma_u * nodes, weights / weights.sum()
+    x = centre + np.arange(-3.0, 3.0, 1e-4)
+    mean = _scores(sc, x, centre, u, np.zeros((len(x), len(u)))) @ w
+    i = int(np.argmin(mean))
+    y0, y1, y2 = mean[i - 1], mean[i], mean[i + 1]
+    return float(x[i] + 0.5e-4 * (y0 - y2) / (y0 - 2 * y1 + y2))
 
 
 def _scores(sc: Scenario, x: np.ndarray, centre: float, u: np.ndarray, noise: np.ndarray) -> np.ndarray:
     d = x[:, None] - centre - u[None]
     y = sc.c + sc.a * 2 / sc.k ** 2 * (np.expm1(sc.k * d) - sc.k * d) + noise
-    return np.where(d > sc.edge, np.inf, y)
+    return np.where(d > sc.edge, np.inf if sc.cap is None else sc.cap, y)
 
 
 def simulate(scenario: Scenario = REALISTIC, reps: int = 200, seeds: int = 6, depths=(2, 4, 8, 16),
              points: int = 9, refine: int = 2, span: float = math.log(1000.0), window_steps: float = 2.0,
-             interval: str = "jackknife", rng=20_261_128) -> dict:
+             interval: str = "jackknife", rng=20_261_128, optimum: str = "smooth") -> dict:
     """Coverage of the per-depth ``eta*_train`` CI and of the exponent's CI over ``reps`` simulated
     studies analysed as the protocol does (:class:`~amutheory.train.search.LrSearch` with the smooth
-    window of ``window_steps`` grid steps, :func:`amutheory.protocol.verdicts.loglog_fit`)."""
+    window of ``window_steps`` grid steps, :func:`amutheory.protocol.verdicts.loglog_fit`).  ``optimum =
+    "per-seed"``: each seed's own smooth optimum averaged in ``ln`` (the registration of 2026-11-28), whose
+    truth is the mean of the seeds' optima, ``x_L`` exactly (``E u = 0``)."""
+    if optimum not in ("smooth", "per-seed"):
+        raise ValueError(f"optimum must be smooth or per-seed, got {optimum!r}")
     from amutheory.protocol.verdicts import loglog_fit
     from amutheory.train.search import LrSearch
 
@@ -79,7 +96,7 @@ def simulate(scenario: Scenario = REALISTIC, reps: int = 200, seeds: int = 6, de
         etas, draws = [], []
         for L in depths:
             centre = scenario.x0 + scenario.exponent * math.log(L)
-            truth = _expected_optimum(scenario, centre)
+            truth = centre if optimum == "per-seed" else _expected_optimum(scenario, centre)
             grid = np.linspace(centre + offset - span / 2, centre + offset + span / 2, points)  # ln rates
             u = rng.normal(0, scenario.sigma_u, seeds)
             y = _scores(scenario, grid, centre, u, rng.normal(0, scenario.sigma_e, (points, seeds)))
@@ -91,7 +108,9 @@ def simulate(scenario: Scenario = REALISTIC, reps: int = 200, seeds: int = 6, de
             x = np.concatenate([grid, extra])
             y = np.concatenate([y, _scores(scenario, extra, centre, u,
                                            rng.normal(0, scenario.sigma_e, (len(extra), seeds)))])
-            s = LrSearch(np.exp(x), list(range(seeds)), y, window=window_steps * step, interval=interval)
+            dead = None if scenario.cap is None else y == scenario.cap
+            s = LrSearch(np.exp(x), list(range(seeds)), y, window=window_steps * step, interval=interval,
+                         diverged_runs=dead, per_seed=optimum == "per-seed")
             ci = s.eta_star_train_ci
             covered_opt.append(ci is not None and math.log(ci[0]) <= truth <= math.log(ci[1]))
             widths.append(math.inf if ci is None else math.log(ci[1] / ci[0]))
@@ -105,4 +124,5 @@ def simulate(scenario: Scenario = REALISTIC, reps: int = 200, seeds: int = 6, de
             "optimum_coverage": float(np.mean(covered_opt)), "optimum_cis": len(covered_opt),
             "median_optimum_ci_width_ln": float(np.median(widths)),
             "exponent_coverage": float(np.mean(covered_exp)),
-            "median_exponent_ci_width": float(np.median(exp_widths)), "scenario": scenario.__dict__}
+            "median_exponent_ci_width": float(np.median(exp_widths)), "scenario": scenario.__dict__,
+            "optimum": optimum}

@@ -160,12 +160,18 @@ class Protocol:
     #: the margin rule's delta in exponent units (:mod:`amutheory.protocol.verdicts`); ``None``: the width cut of the
     #: registrations up to 2026-11-27 (left out of the fingerprint)
     margin: float | None = None
+    #: what a diverged run scores: ``inf`` (a rate where any seed diverged has no finite seed mean, up to
+    #: 2026-11-27b) or ``chance`` (the chance loss ln(classes): the seed mean stays finite and smooth, 2026-11-28
+    #: on); left out of the fingerprint at ``inf``
+    diverged: str = "inf"
 
     def __post_init__(self):
         if self.interval not in INTERVALS:
             raise ValueError(f"protocol {self.name}: interval must be bootstrap or jackknife, got {self.interval!r}")
-        if self.optimum not in ("vertex", "smooth"):
-            raise ValueError(f"protocol {self.name}: optimum must be vertex or smooth, got {self.optimum!r}")
+        if self.optimum not in ("vertex", "smooth", "per-seed"):
+            raise ValueError(f"protocol {self.name}: optimum must be vertex, smooth or per-seed, got {self.optimum!r}")
+        if self.diverged not in ("inf", "chance"):
+            raise ValueError(f"protocol {self.name}: diverged must be inf or chance, got {self.diverged!r}")
         if self.margin is not None and not (isinstance(self.margin, float) and 0 < self.margin < 10):
             raise ValueError(f"protocol {self.name}: margin must be a float in (0, 10) or None, got {self.margin!r}")
         names = [s.name for s in self.studies]
@@ -202,7 +208,8 @@ class Protocol:
 
 
 #: fields added to Protocol after a registration, with the value every earlier registration has
-_ADDED_FIELDS = {"requires_learning": False, "interval": "bootstrap", "optimum": "vertex", "margin": None}
+_ADDED_FIELDS = {"requires_learning": False, "interval": "bootstrap", "optimum": "vertex", "margin": None,
+                 "diverged": "inf"}
 #: the same for Study
 _ADDED_STUDY_FIELDS = {"first_seed": 0, "eta_max_rounds": 0}
 #: the same for Claim
@@ -447,6 +454,19 @@ PROTOCOL_2026_11_27B = replicable_protocol(
     "bisection. Sized for a 2-core CPU (under 45 minutes).")
 
 
+#: the registration of 2026-11-28 (validate/plans/REGISTRATION_PROTOCOL_2026_11_28.md): 2026-11-27b with each
+#: seed's own smooth optimum averaged over seeds (a mean of per-seed values, so the jackknife is the t interval of a
+#: mean), on a window of one grid step; the width-64 bridge study dropped (the run stays under 45 minutes)
+PROTOCOL_2026_11_28 = dataclasses.replace(
+    PROTOCOL_2026_11_27B, name="protocol-2026-11-28",
+    description="Zero-shot learning-rate transfer under training, verdicts that replicate: each seed's own smooth "
+                "optimum averaged over seeds, the delete-one-seed jackknife for every CI, the margin rule (delta "
+                "0.25); the 1-D chain to depth 16 at 1000 steps, a Transformer with positions, the largest stable "
+                "rate by bisection. Sized for a 2-core CPU (under 45 minutes).",
+    studies=tuple(st for st in PROTOCOL_2026_11_27B.studies if st.name != "bridge-w64"),
+    optimum="per-seed")
+
+
 # ----------------------------------------------------------------------------- the GPU protocol
 _PAPER_DEPTHS = (3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 18, 20, 24, 30)
 _PAPER_SPEC = ArchSpec(family="conv", dim=2, depth=3, width=64, kernel=3, padding="circular", activation="relu")
@@ -488,7 +508,8 @@ PROTOCOL_PAPER_CPU = _paper((3, 4, 5, 6, 8), 16, 50, 9, 2,
 #: the registration of 2026-11 (fingerprint 3ec19a75a6d0b7fb, validate/plans/REGISTRATION_PROTOCOL.md), by its date
 PROTOCOL_2026_11 = PROTOCOL
 
-PRESETS = {"protocol": PROTOCOL_2026_11_27B, "protocol-2026-11-27b": PROTOCOL_2026_11_27B,
+PRESETS = {"protocol": PROTOCOL_2026_11_27B, "protocol-2026-11-28": PROTOCOL_2026_11_28,
+           "protocol-2026-11-27b": PROTOCOL_2026_11_27B,
            "protocol-2026-11-27": PROTOCOL_2026_11_27, "protocol-2026-11": PROTOCOL_2026_11,
            "protocol-pilot": PROTOCOL_PILOT, "protocol-paper": PROTOCOL_PAPER}
 

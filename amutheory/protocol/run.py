@@ -223,7 +223,14 @@ def study_eta_max(study: Study, state: dict) -> dict:
     return out
 
 
-def _complete(study: Study, state: dict) -> bool:
+def _cap(protocol, state: dict):
+    """What a diverged run scores in ``protocol`` (``None``: ``+inf``; else the chance loss)."""
+    from amutheory.train.sweep import diverged_cap
+
+    return diverged_cap(state["template"], protocol.diverged)
+
+
+def _complete(study: Study, state: dict, cap=None) -> bool:
     """Every grid, refined and bisection cell of ``study`` is in its table (and its probe saved,
     where it probes)."""
     from amutheory.train.sweep import plan, refined_plan
@@ -233,7 +240,7 @@ def _complete(study: Study, state: dict) -> bool:
     if any(c.key() not in state["table"] for c in grid):
         return False
     _, extra = refined_plan(state["template"], state["table"], study.depths, study.widths, study_rates(study),
-                            study.seed_list, "mean", study.refine)
+                            study.seed_list, "mean", study.refine, cap)
     if any(c.key() not in state["table"] for g in extra for c in g):
         return False
     if _bisection_cells(study, state):
@@ -283,7 +290,7 @@ def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str
     for st in chosen:
         p = prepared[st.name]
         rates[st.name], extra = refined_plan(p["template"], p["table"], st.depths, st.widths, study_rates(st),
-                                             st.seed_list, "mean", st.refine)
+                                             st.seed_list, "mean", st.refine, _cap(protocol, p))
         refine_jobs += [(p, g) for g in extra]
     ran += _run_all(refine_jobs, run_opts, bar)
     ran += _run_bisection(chosen, prepared, run_opts, bar)
@@ -297,7 +304,8 @@ def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str
         p = prepared[st.name]
         run_sweep(p["template"], list(st.depths), list(st.widths), study_rates(st), st.seed_list, p["folder"],
                   refine=st.refine, figures=figures)
-    missing = [st.name for st in protocol.studies if st not in chosen and not _complete(st, prepared[st.name])]
+    missing = [st.name for st in protocol.studies if st not in chosen and not _complete(st, prepared[st.name],
+                                                                                         _cap(protocol, prepared[st.name]))]
     this_run = {"cells_run": ran, "train_wall_s": train_seconds, "wall_s": time.perf_counter() - start,
                 "workers": workers, "threads": threads, "engine": engine, "device": device,
                 "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "only": [st.name for st in chosen] if only else None}
@@ -311,7 +319,7 @@ def run_protocol(preset, out, *, workers: int = 2, threads: int = 1, engine: str
         if st not in chosen:
             p = prepared[st.name]
             rates[st.name] = refined_plan(p["template"], p["table"], st.depths, st.widths, study_rates(st),
-                                          st.seed_list, "mean", st.refine)[0]
+                                          st.seed_list, "mean", st.refine, _cap(protocol, p))[0]
     onestep = {st.name: _probe(st, prepared[st.name], threads, say) for st in protocol.studies if st.onestep}
     eta_max = {st.name: study_eta_max(st, prepared[st.name]) for st in protocol.studies if eta_max_rounds(st) > 0}
     summary = analyse(protocol, prepared, rates, onestep, eta_max=eta_max)

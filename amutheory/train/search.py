@@ -3,7 +3,9 @@ the optimum's seed bootstrap, and the power law of the optimum across depth (or 
 
 * ``loss_mean[i]``: the mean over seeds of the score at rate ``lrs[i]``; a diverged run scores
   ``+inf`` (never dropped), so a rate where any seed diverged has ``loss_mean = +inf`` (``null``
-  in JSON) and ``diverged[i]`` says which fraction did.
+  in JSON) and ``diverged[i]`` says which fraction did.  Where the caller scores a diverged run
+  with a finite value instead (the chance loss, registration 2026-11-28: a run that diverged learned
+  nothing) and passes ``diverged_runs``, the seed mean stays finite and ``diverged`` comes from it.
 * ``eta_star_grid``: the grid's argmin.  ``eta_star_train``: the vertex of the parabola through
   the argmin and its two neighbours in ``ln lr`` (a sub-grid optimum), kept inside them; where a
   neighbour is missing (the grid's edge), infinite (next to divergence) or the three points bend
@@ -51,7 +53,7 @@ BOOTSTRAP_SEED = 20_251_125
 UNRESOLVED = ("all-diverged", "edge", "tie")
 #: optimum methods: the three-point vertex around the argmin (registrations up to 2026-11-27), or the
 #: smooth window fit (module docstring)
-OPTIMA = ("vertex", "smooth")
+OPTIMA = ("vertex", "smooth", "per-seed")
 
 
 def _vertex(x: np.ndarray, y: np.ndarray) -> tuple[float, list[str]]:
@@ -127,6 +129,35 @@ def smooth_vertices(x: np.ndarray, rows: np.ndarray, idx: np.ndarray, centre: fl
     return np.where(a > 0, v, np.nan)
 
 
+#: a seed's own optimum not resolved inside its window, held at the window's last rate: its scores still fall
+#: at the last rate below its
+#: own divergence (``seed-at-divergence``), the grid's end (``seed-at-edge``) or the window's (``seed-outside``)
+SEED_FLAGS = ("seed-at-divergence", "seed-at-edge", "seed-outside", "seed-few-points", "seed-no-curvature")
+
+
+def seed_optimum(x: np.ndarray, y: np.ndarray, window: float) -> tuple[float, str | None]:
+    """``(ln eta*_s, flag)``: one seed's smooth optimum: the least-squares parabola through its finite
+    scores within ``window`` of its own argmin (stopping at its first diverged rate on each side), its
+    vertex held inside them.  A vertex held at the window's end, fewer than three rates or a parabola
+    that does not open upward keep the best rate at hand (flag of :data:`SEED_FLAGS`); ``nan`` if every
+    rate diverged."""
+    i, idx = smooth_window(x, y, window)
+    if i < 0:
+        return math.nan, None
+    if len(idx) < 3:
+        return float(x[i]), "seed-few-points"
+    v = smooth_vertices(x, y[None], idx, x[i])[0]
+    if not np.isfinite(v):
+        return float(x[i]), "seed-no-curvature"
+    if v == x[idx[-1]] or v == x[idx[0]]:
+        end = idx[-1] if v == x[idx[-1]] else idx[0]
+        beyond = end + 1 if end == idx[-1] else end - 1
+        if not 0 <= beyond < len(x):
+            return float(v), "seed-at-edge"
+        return float(v), "seed-at-divergence" if not np.isfinite(y[beyond]) else "seed-outside"
+    return float(v), None
+
+
 @dataclass
 class LrSearch:
     """The search at one depth and width: ``scores[i, s]`` of rate ``lrs[i]`` and seed ``seeds[s]``."""
@@ -141,6 +172,12 @@ class LrSearch:
     window: float | None = None
     #: how ``eta_star_train_ci`` is made: ``"bootstrap"`` (percentile) or ``"jackknife"``
     interval: str = "bootstrap"
+    #: which runs diverged, where ``scores`` give them a finite score (the chance loss: the registration of
+    #: 2026-11-28); ``None``: a diverged run is a non-finite score
+    diverged_runs: np.ndarray | None = field(default=None, repr=False)
+    #: the optimum of each seed's own scores, averaged in ``ln`` over seeds (module docstring, the registration
+    #: of 2026-11-28); needs ``window``
+    per_seed: bool = False
 
     def __post_init__(self):
         order = np.argsort(self.lrs)
@@ -148,7 +185,14 @@ class LrSearch:
         self.scores = np.asarray(self.scores, float)[order]
         x = np.log(self.lrs)
         self.loss_mean = self.scores.mean(1)
-        self.diverged = (~np.isfinite(self.scores)).mean(1)
+        if self.diverged_runs is None:
+            self.diverged = (~np.isfinite(self.scores)).mean(1)
+        else:
+            dead = np.asarray(self.diverged_runs, bool)
+            if dead.shape != self.scores.shape:
+                raise ValueError(f"diverged_runs must have the shape of scores {self.scores.shape}, got {dead.shape}")
+            self._dead = dead[order]
+            self.diverged = self._dead.mean(1)
         log_eta, self.flags = _vertex(x, self.loss_mean)
         self.eta_star_train = math.exp(log_eta) if math.isfinite(log_eta) else math.nan
         finite = np.isfinite(self.loss_mean)
@@ -160,7 +204,9 @@ class LrSearch:
         # delete-one-seed replicates (row j leaves seed j out), for the jackknife intervals of the protocol
         keep = ~np.eye(n, dtype=bool)
         self.jack = np.exp(_vertices(x, np.stack([self.scores[:, k].mean(1) for k in keep]))) if n > 2 else None
-        if self.window is not None:
+        if self.per_seed:
+            self._per_seed(x, draws)
+        elif self.window is not None:
             self._smooth(x, draws)
         with np.errstate(invalid="ignore"):  # a rate with a diverged seed has no finite spread
             se = self.scores.std(1, ddof=1) / math.sqrt(n) if n > 1 else np.full(len(x), np.nan)
@@ -182,7 +228,7 @@ class LrSearch:
         flags = []
         if i in (0, len(x) - 1):
             flags.append("edge")
-        elif not (np.isfinite(self.loss_mean[i - 1]) and np.isfinite(self.loss_mean[i + 1])):
+        elif self.diverged[i - 1] > 0 or self.diverged[i + 1] > 0:
             flags.append("next-to-divergence")
         if np.count_nonzero(self.loss_mean[np.isfinite(self.loss_mean)] == self.loss_mean[i]) > 1:
             flags.append("tie")
@@ -203,6 +249,31 @@ class LrSearch:
             if n > 2 else None
         self.boot = np.exp(smooth_vertices(x, resample(draws, self.scores, axis=1).mean(2).T, idx, x[i], clip=False)) \
             if n > 1 else None
+
+    def _per_seed(self, x: np.ndarray, draws: np.ndarray) -> None:
+        """The per-seed optimum (module docstring): each seed's smooth optimum on its own finite scores,
+        ``ln eta* = mean_s ln eta*_s``; its replicates are means of the same per-seed values."""
+        if not (isinstance(self.window, (int, float)) and math.isfinite(self.window) and self.window > 0):
+            raise ValueError(f"window must be a finite ln-rate half-width > 0 for the per-seed optimum, got "
+                             f"{self.window!r}")
+        n = self.scores.shape[1]
+        own, counts = np.full(n, np.nan), {}
+        for j in range(n):
+            col = self.scores[:, j]
+            if self.diverged_runs is not None:  # a seed's own divergence ends its window, whatever it scored
+                col = np.where(self._dead[:, j], np.inf, col)
+            own[j], flag = seed_optimum(x, col, float(self.window))
+            if flag:
+                counts[flag] = counts.get(flag, 0) + 1
+        self.seed_optima = np.exp(own).tolist()
+        self.flags = [f"{flag}: {k} of {n} seeds" for flag, k in sorted(counts.items())]
+        if not np.isfinite(own).all():
+            self.eta_star_train, self.jack, self.boot = math.nan, np.full(n, np.nan), None
+            self.flags.append("all-diverged")
+            return
+        self.eta_star_train = math.exp(own.mean())
+        self.jack = np.exp(leave_one_out(own)) if n > 2 else None
+        self.boot = np.exp(resample(draws, own).mean(1)) if n > 1 else None
 
     @property
     def eta_star_train_ci(self):

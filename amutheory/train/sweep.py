@@ -139,18 +139,30 @@ def run_missing(groups, out: Path, table: dict, run_opts: dict, bar=None) -> tup
     return done, time.perf_counter() - start
 
 
-def _score(rec: dict, score: str) -> float:
+def _score(rec: dict, score: str, cap: float | None = None) -> float:
+    """A record's score; a diverged run scores ``+inf``, or ``cap`` where one is given (the chance loss:
+    a run that diverged counts as one that learned nothing, so the seed mean stays finite)."""
     v = rec["score"] if score == "mean" else rec["final_loss"]
-    return math.inf if v is None else float(v)
+    if v is None:
+        return math.inf if cap is None else cap
+    return float(v)
 
 
-def _score_at(rec: dict, horizon: int) -> float:
-    """The score (mean training loss) a run of ``horizon`` steps gets: its prefix's running mean."""
+def _score_at(rec: dict, horizon: int, cap: float | None = None) -> float:
+    """The score (mean training loss) a run of ``horizon`` steps gets: its prefix's running mean
+    (``+inf``, or ``cap``, where it diverged within them)."""
+    dead = math.inf if cap is None else cap
     if rec["diverged"] and rec["diverged_step"] <= horizon - 1:
-        return math.inf
+        return dead
     curve = rec["curve"]
     v = curve["mean_to"][curve["step"].index(horizon - 1)]
-    return math.inf if v is None else float(v)
+    return dead if v is None else float(v)
+
+
+def _diverged_at(rec: dict, horizon: int | None) -> bool:
+    if not rec["diverged"]:
+        return False
+    return horizon is None or rec["diverged_step"] <= horizon - 1
 
 
 def _refined_rates(search: LrSearch, points: int) -> list[float]:
@@ -166,22 +178,36 @@ def _refined_rates(search: LrSearch, points: int) -> list[float]:
 
 
 def _search(template, table, L, n, lrs, seeds, score, horizon: int | None = None, window: float | None = None,
-            interval: str = "bootstrap") -> LrSearch:
-    scores = np.empty((len(lrs), len(seeds)))
+            interval: str = "bootstrap", cap: float | None = None, per_seed: bool = False) -> LrSearch:
+    scores, dead = np.empty((len(lrs), len(seeds))), np.zeros((len(lrs), len(seeds)), bool)
     for i, lr in enumerate(lrs):
         for j, s in enumerate(seeds):
             rec = table[template.with_(spec=template.spec.with_(depth=L, width=n), lr=lr, seed=s).key()]
-            scores[i, j] = _score(rec, score) if horizon is None else _score_at(rec, horizon)
-    return LrSearch(np.array(lrs), list(seeds), scores, depth=L, width=n, window=window, interval=interval)
+            scores[i, j] = _score(rec, score, cap) if horizon is None else _score_at(rec, horizon, cap)
+            dead[i, j] = _diverged_at(rec, horizon)
+    return LrSearch(np.array(lrs), list(seeds), scores, depth=L, width=n, window=window, interval=interval,
+                    diverged_runs=dead if cap is not None else None, per_seed=per_seed)
 
 
-def refined_plan(template, table, depths, widths, lrs, seeds, score: str = "mean", refine: int = 0):
+def diverged_cap(template, diverged: str) -> float | None:
+    """What a diverged run scores: ``None`` (``+inf``, ``diverged="inf"``) or the chance loss
+    ``ln(outputs)`` (``diverged="chance"``)."""
+    if diverged == "inf":
+        return None
+    if diverged == "chance":
+        return math.log(template.spec.outputs)
+    raise ValueError(f"diverged must be inf or chance, got {diverged!r}")
+
+
+def refined_plan(template, table, depths, widths, lrs, seeds, score: str = "mean", refine: int = 0,
+                 cap: float | None = None):
     """``(rates, groups)``: per (depth, width) the grid plus ``refine`` rates between the grid
-    neighbours of its seed-mean argmin (read from ``table``), and the groups that run them."""
+    neighbours of its seed-mean argmin (read from ``table``; a diverged run scoring ``cap`` where one is
+    given), and the groups that run them."""
     rates, extra = {(L, n): list(lrs) for L in depths for n in widths}, []
     if refine:
         for (L, n), rs in rates.items():
-            new = _refined_rates(_search(template, table, L, n, rs, seeds, score), refine)
+            new = _refined_rates(_search(template, table, L, n, rs, seeds, score, cap=cap), refine)
             rates[(L, n)] = rs + new
             if new:
                 extra += plan(template, [L], [n], new, seeds)
@@ -189,11 +215,12 @@ def refined_plan(template, table, depths, widths, lrs, seeds, score: str = "mean
 
 
 def searches_at(template, table, rates: dict, seeds, score: str = "mean", horizon: int | None = None,
-                window: float | None = None, interval: str = "bootstrap") -> dict:
+                window: float | None = None, interval: str = "bootstrap", cap: float | None = None,
+                per_seed: bool = False) -> dict:
     """``{(depth, width): LrSearch}`` over ``rates[(depth, width)]``, scored over the whole run or
     (``horizon = T``) over its first T steps; ``window`` and ``interval`` as in
     :class:`~amutheory.train.search.LrSearch` (the smooth optimum and the jackknife CI)."""
-    return {(L, n): _search(template, table, L, n, rs, seeds, score, horizon, window, interval)
+    return {(L, n): _search(template, table, L, n, rs, seeds, score, horizon, window, interval, cap, per_seed)
             for (L, n), rs in rates.items()}
 
 

@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 VARIANTS = {"registered": {}, "vertex": {"optimum": "vertex"},
-            "vertex, width cut": {"optimum": "vertex", "margin": None}}
+            "vertex, width cut": {"optimum": "vertex", "margin": None},
+            "diverged = chance": {"diverged": "chance"}, "per-seed optimum": {"optimum": "per-seed"}}
 
 
 def _protocol_of(folder: Path):
