@@ -20,7 +20,7 @@ def test_the_registration_names_its_preset():
     assert f"**`{fingerprint(PROTOCOL_2026_11_27B)}`**" in text, "the protocol preset changed without its registration"
     for s in PROTOCOL_2026_11_27B.studies:
         assert f"| {s.name} |" in text, s.name
-    assert PRESETS["protocol"] is PROTOCOL_2026_11_27B is PRESETS["protocol-2026-11-27b"]
+    assert PRESETS["protocol-2026-11-27b"] is PROTOCOL_2026_11_27B
     p = PROTOCOL_2026_11_27B
     assert (p.interval, p.optimum, p.margin, p.requires_learning) == ("jackknife", "smooth", MARGIN, True)
     assert "margin rule" in text and "delete-one-seed jackknife" in text and "0.25" in text

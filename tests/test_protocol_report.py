@@ -196,8 +196,8 @@ def test_the_new_page_opens_with_does_it_replicate_against_the_targets(findings,
         folder.mkdir()
         (folder / "summary.json").write_text(json.dumps(summary))
         (folder / "protocol.json").write_text(json.dumps(_protocol_json(first)))
-    page = tmp_path / "findings" / "protocol.md"
-    keep = page.parent / "protocol"
+    page = tmp_path / "findings" / "protocol_2026_11_27b.md"
+    keep = page.parent / "protocol_2026_11_27b"
     keep.mkdir(parents=True)
     cov = {"reps": 200, "seeds": 6, "depths": [2, 4, 8, 16], "optimum_coverage": 0.946, "optimum_cis": 800,
            "exponent_coverage": 0.94}
@@ -206,10 +206,12 @@ def test_the_new_page_opens_with_does_it_replicate_against_the_targets(findings,
                                                               "scenario": {"sigma_u": 0.7}}}))
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n\n{findings.BEGIN}\nOLD-BLOCK-TEXT\n{findings.END}\n\nrest\n")
-    assert findings.main(["--run", str(run), "--replicate", str(rep), "--out", str(page), "--readme", str(readme)]) == 0
+    assert findings.main(["--registration", "2026-11-27b", "--run", str(run), "--replicate", str(rep), "--out", str(page),
+                          "--readme", str(readme)]) == 0
     text = page.read_text()
-    assert text.startswith("# Does the learning rate transfer? The registered protocol of 2026-11-27b\n")
-    assert "`amutheory validate --preset protocol --out " in text and "REGISTRATION_PROTOCOL_2026_11_27B.md" in text
+    assert text.startswith("# Does the learning rate transfer? The registered protocol of 2026-11-27b (superseded by "
+                           "[2026-11-28](protocol.md))\n")
+    assert "`amutheory validate --preset protocol-2026-11-27b --out " in text and "REGISTRATION_PROTOCOL_2026_11_27B.md" in text
     sections = re.findall(r"^## (.+)$", text, re.M)
     assert sections[:3] == ["Does it replicate?", "Do the intervals cover?", "Terms"]
     first = text.split("## Does it replicate?")[1].split("\n## ")[0]
@@ -232,8 +234,19 @@ def test_the_new_page_opens_with_does_it_replicate_against_the_targets(findings,
                                                 "replicate_protocol.json", "runs.json", "coverage.json"}
     block = readme.read_text()
     assert block.startswith("intro\n") and block.endswith("\nrest\n") and "OLD-BLOCK-TEXT" not in block
-    assert "[findings/protocol.md](findings/protocol.md)" in block
+    assert "[findings/protocol_2026_11_27b.md](findings/protocol_2026_11_27b.md)" in block
     assert set(re.findall(r"\*\*([^*]+)\*\*", block)) <= {"holds", "fails"}
     # regenerated from the kept summaries alone: the same page
-    assert findings.main(["--out", str(page)]) == 0 and page.read_text() == text
+    assert findings.main(["--registration", "2026-11-27b", "--out", str(page)]) == 0 and page.read_text() == text
     assert findings.coverage(keep, _load(OLD / "summary.json")) is None  # the old method is not the one simulated
+
+
+@pytest.mark.parametrize("label,page", [("2026-11-27b", "protocol_2026_11_27b.md"), ("2026-11-28r", "protocol.md")])
+def test_each_registrations_page_regenerates_from_its_kept_summaries_as_committed(findings, tmp_path, label, page):
+    kept = ROOT / "docs" / "findings" / Path(page).stem
+    shutil.copytree(kept, tmp_path / kept.name)
+    out = tmp_path / page
+    assert findings.main(["--registration", label, "--out", str(out)]) == 0
+    committed = (ROOT / "docs" / "findings" / page).read_text()
+    assert out.read_text().replace(str((tmp_path / kept.name).resolve()), f"docs/findings/{kept.name}") == committed, \
+        f"docs/findings/{page} is stale: python validate/protocol_findings.py --registration {label}"

@@ -3,8 +3,12 @@ from a protocol run's ``summary.json`` and, with ``--replicate``, its replicate 
 
 Each registration has its page, kept summaries and figures (``--registration``; the default is the current one):
 
-* ``2026-11-27b`` (``validate/plans/REGISTRATION_PROTOCOL_2026_11_27B.md``): ``docs/findings/protocol.md``, kept in
-  ``docs/findings/protocol/``, from ``results/protocol-2026-11-28`` and ``results/protocol-2026-11-28-replicate``;
+* ``2026-11-28r`` (``validate/plans/REGISTRATION_PROTOCOL_2026_11_28.md``, preset ``protocol-2026-11-28``):
+  ``docs/findings/protocol.md``, kept in ``docs/findings/protocol/``, from ``results/protocol-2026-11-28r`` and
+  ``results/protocol-2026-11-28r-replicate``;
+* ``2026-11-27b`` (``validate/plans/REGISTRATION_PROTOCOL_2026_11_27B.md``): ``docs/findings/protocol_2026_11_27b.md``,
+  kept in ``docs/findings/protocol_2026_11_27b/``, from ``results/protocol-2026-11-28`` and
+  ``results/protocol-2026-11-28-replicate``;
 * ``2026-11-27`` (``validate/plans/REGISTRATION_PROTOCOL_2026_11_27.md``): ``docs/findings/protocol_2026_11_27.md``,
   kept in ``docs/findings/protocol_2026_11_27/``, from ``results/protocol-2026-11-27`` and its replicate.
 
@@ -15,8 +19,8 @@ kept in ``coverage.json``), the terms the page uses, the verdicts with the repli
 largest stable rate, the sizes beside the papers' own, every study.  With ``--readme FILE`` it also replaces the block
 between ``<!-- protocol:begin -->`` and ``<!-- protocol:end -->`` in FILE with the verdict table.
 
-    python validate/protocol_findings.py --run results/protocol-2026-11-28 \\
-        --replicate results/protocol-2026-11-28-replicate --readme README.md
+    python validate/protocol_findings.py --run results/protocol-2026-11-28r \\
+        --replicate results/protocol-2026-11-28r-replicate --readme README.md
     python validate/protocol_findings.py          # regenerate from the kept summaries
     python validate/protocol_findings.py --registration 2026-11-27   # the page of 2026-11-27, from its kept summaries
     python validate/protocol_findings.py --recheck /tmp/protocol-again   # + a second run's bit-for-bit comparison
@@ -56,18 +60,25 @@ class Registration:
 
 
 REGISTRATIONS = {
+    "2026-11-28r": Registration(
+        "2026-11-28r", "Does the learning rate transfer? The registered protocol of 2026-11-28 (each seed's own optimum)",
+        "docs/findings/protocol.md", "results/protocol-2026-11-28r", "results/protocol-2026-11-28r-replicate",
+        "protocol_2026_11_28r_", wall_minutes=45, targets=True),
     "2026-11-27b": Registration(
-        "2026-11-27b", "Does the learning rate transfer? The registered protocol of 2026-11-27b",
-        "docs/findings/protocol.md", "results/protocol-2026-11-28", "results/protocol-2026-11-28-replicate",
-        "protocol_2026_11_27b_", wall_minutes=45, targets=True),
+        "2026-11-27b", "Does the learning rate transfer? The registered protocol of 2026-11-27b (superseded by "
+        "[2026-11-28](protocol.md))", "docs/findings/protocol_2026_11_27b.md", "results/protocol-2026-11-28",
+        "results/protocol-2026-11-28-replicate", "protocol_2026_11_27b_", wall_minutes=45, targets=True),
     "2026-11-27": Registration(
         "2026-11-27", "Does the learning rate transfer? The registered protocol of 2026-11-27 (superseded by "
-        "[2026-11-27b](protocol.md))", "docs/findings/protocol_2026_11_27.md", "results/protocol-2026-11-27",
-        "results/protocol-2026-11-27-replicate", "protocol_", posthoc="protocol_learning_depths.md"),
+        "[2026-11-27b](protocol_2026_11_27b.md))", "docs/findings/protocol_2026_11_27.md",
+        "results/protocol-2026-11-27", "results/protocol-2026-11-27-replicate", "protocol_",
+        posthoc="protocol_learning_depths.md"),
 }
-#: the current registration (the page docs/findings/protocol.md); its run folders keep the label 2026-11-28
-DEFAULT = "2026-11-27b"
-ALIASES = {"2026-11-28": "2026-11-27b"}
+#: the current registration (the page docs/findings/protocol.md): 2026-11-28 (preset protocol-2026-11-28), whose run
+#: folders are results/protocol-2026-11-28r[-replicate]
+DEFAULT = "2026-11-28r"
+#: other names: the run folders of 2026-11-27b carry the label 2026-11-28 (its first, mistaken label)
+ALIASES = {"2026-11-28": "2026-11-27b", "per-seed": "2026-11-28r"}
 RUN = REGISTRATIONS[DEFAULT].run
 #: the issue-48 targets for the replicate check (validate/plans/REGISTRATION_PROTOCOL_2026_11_27B.md)
 MAX_DIFFERING, MAX_UNTESTABLE, MIN_INSIDE_OF_12 = 1, 2, 10
@@ -81,7 +92,8 @@ def origin(protocol_json: dict, run: str) -> dict:
 
     studies = protocol_json["protocol"]["studies"]
     first = studies[0].get("first_seed", 0)
-    for name, preset in PRESETS.items():
+    # the dated name first: "protocol" follows the current registration, a dated one stays
+    for name, preset in sorted(PRESETS.items(), key=lambda kv: kv[0] == "protocol"):
         moved = dataclasses.replace(preset, studies=tuple(dataclasses.replace(s, first_seed=first)
                                                           for s in preset.studies))
         if fingerprint(moved) == protocol_json["fingerprint"]:
@@ -276,20 +288,26 @@ def replication_section(summary: dict, rep: dict, rows: list, org: dict, rep_org
 def coverage(keep: Path, summary: dict, recompute: bool = False) -> dict | None:
     """The simulated coverage of the registered interval method (``amutheory.protocol.coverage``), kept in
     ``keep/coverage.json``: written when missing (or with ``recompute``), read otherwise.  Only for summaries of the
-    method it simulates (the smooth optimum with the jackknife); ``None`` for others."""
-    if summary.get("optimum") != "smooth" or summary.get("interval") != "jackknife":
+    methods it simulates (the smooth or the per-seed optimum with the jackknife); ``None`` for others."""
+    optimum = summary.get("optimum")
+    if optimum not in ("smooth", "per-seed") or summary.get("interval") != "jackknife":
         return None
     kept = keep / "coverage.json"
     if kept.is_file() and not recompute:
         return json.loads(kept.read_text())
     import numpy as np
 
-    from amutheory.protocol.coverage import NOISY, REALISTIC, simulate
+    from amutheory.protocol.analysis import WINDOW_STEPS
+    from amutheory.protocol.coverage import AT_EDGE, NEAR_EDGE, NOISY, REALISTIC, simulate
 
+    opts = dict(optimum=optimum, window_steps=float(WINDOW_STEPS[optimum]))
+    scenarios = {"realistic": REALISTIC, "noisy": NOISY}
+    if optimum == "per-seed":
+        scenarios.update({"near_edge": NEAR_EDGE, "at_edge": AT_EDGE})
     with np.errstate(over="ignore"):  # a diverging bootstrap replicate's exp overflows to inf: not a CI we use
         data = {"command": "python validate/protocol_findings.py --coverage (amutheory.protocol.coverage.simulate "
-                           "of REALISTIC and NOISY)",
-                "realistic": simulate(REALISTIC), "noisy": simulate(NOISY)}
+                           f"of {', '.join(n.upper() for n in scenarios)}, optimum {optimum})",
+                **{name: simulate(sc, **opts) for name, sc in scenarios.items()}}
     kept.write_text(json.dumps(data, indent=1) + "\n")
     return data
 
@@ -307,17 +325,29 @@ def coverage_lines(cov: dict | None, keep: Path) -> list[str]:
         return []
     r, z = cov["realistic"], cov["noisy"]
     depths = ", ".join(map(str, r["depths"]))
-    return ["## Do the intervals cover?", "",
-            f"The method, on synthetic sweeps with a known optimum (`amutheory.protocol.coverage.simulate`: {r['reps']} "
+    per_seed = r.get("optimum") == "per-seed"
+
+    def pct(d):
+        return f"{100 * d['optimum_coverage']:.1f}% and {100 * d['exponent_coverage']:.1f}%"
+
+    text = (f"The method, on synthetic sweeps with a known optimum (`amutheory.protocol.coverage.simulate`: {r['reps']} "
             f"simulated studies of {r['seeds']} seeds, 9 + 2 rates, depths {depths}, analysed as the protocol analyses "
             f"its runs): at the seed-to-seed spread of the 2026-11-27 run (sigma_u = {r['scenario']['sigma_u']:g}), "
             f"the per-point 95% CI of eta*_train covers the true optimum in **{100 * r['optimum_coverage']:.1f}%** of "
             f"{r['optimum_cis']} CIs and the exponent's CI the true exponent in "
             f"**{100 * r['exponent_coverage']:.1f}%** of {r['reps']}. At twice that spread (sigma_u = "
-            f"{z['scenario']['sigma_u']:g}): {100 * z['optimum_coverage']:.1f}% and {100 * z['exponent_coverage']:.1f}% "
-            "(a missing CI counts as not covering), a stated limit: a study whose seeds disagree that much reads "
-            f"inconclusive. Kept in `{_rel(keep / 'coverage.json')}` (python validate/protocol_findings.py "
-            "regenerates it; `--coverage` recomputes it).", ""]
+            f"{z['scenario']['sigma_u']:g}): {pct(z)}")
+    if per_seed:
+        near, at = cov["near_edge"], cov["at_edge"]
+        text += (f". With each seed diverging {near['scenario']['edge']:g} (in ln rate) above its own optimum (as in "
+                 f"the 2026-11-27b runs): {pct(near)}. A stated limit: with divergence {at['scenario']['edge']:g} above "
+                 f"it, the seeds' optima are held at their divergence and the CIs cover {pct(at)}")
+    else:
+        text += (" (a missing CI counts as not covering), a stated limit: a study whose seeds disagree that much reads "
+                 "inconclusive")
+    text += (f". Kept in `{_rel(keep / 'coverage.json')}` (python validate/protocol_findings.py regenerates it; "
+             "`--coverage` recomputes it).")
+    return ["## Do the intervals cover?", "", text, ""]
 
 
 # ----------------------------------------------------------------------------- the page

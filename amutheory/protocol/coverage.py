@@ -52,6 +52,10 @@ class Scenario:
 REALISTIC = Scenario()
 #: the same with twice the seed-to-seed spread of the optimum and more per-rate noise
 NOISY = Scenario(sigma_u=0.7, sigma_e=0.03)
+#: each seed diverging 0.6 (in ln rate) above its own optimum, as in the runs of 2026-11-27b (where one seed's
+#: divergence ended the seed mean's curve); and 0.3 above it, the per-seed optimum's stated limit
+NEAR_EDGE = Scenario(edge=0.6)
+AT_EDGE = Scenario(edge=0.3)
 
 
 def _expected_optimum(sc: Scenario, centre: float) -> float:

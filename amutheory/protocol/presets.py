@@ -508,7 +508,7 @@ PROTOCOL_PAPER_CPU = _paper((3, 4, 5, 6, 8), 16, 50, 9, 2,
 #: the registration of 2026-11 (fingerprint 3ec19a75a6d0b7fb, validate/plans/REGISTRATION_PROTOCOL.md), by its date
 PROTOCOL_2026_11 = PROTOCOL
 
-PRESETS = {"protocol": PROTOCOL_2026_11_27B, "protocol-2026-11-28": PROTOCOL_2026_11_28,
+PRESETS = {"protocol": PROTOCOL_2026_11_28, "protocol-2026-11-28": PROTOCOL_2026_11_28,
            "protocol-2026-11-27b": PROTOCOL_2026_11_27B,
            "protocol-2026-11-27": PROTOCOL_2026_11_27, "protocol-2026-11": PROTOCOL_2026_11,
            "protocol-pilot": PROTOCOL_PILOT, "protocol-paper": PROTOCOL_PAPER}

@@ -321,6 +321,9 @@ def method_lines(summary: dict) -> list[str]:
                    "lies inside a wider CI, and fails (or is conditional) when it lies outside.")
     if summary.get("optimum") == "smooth":
         out.append("**Optima.** eta*_train at each point is the smooth optimum (Terms).")
+    elif summary.get("optimum") == "per-seed":
+        out.append("**Optima.** eta*_train at each point is the per-seed optimum (Terms): each seed's own smooth "
+                   "optimum, averaged over seeds.")
     return out
 
 
@@ -333,9 +336,14 @@ def _terms(summary: dict) -> list[tuple]:
     rounds = _rounds(summary)
     inconclusive = ("the 95% CI neither lies inside the claim's band nor wholly outside it, or there is no CI"
                     if _finite(margin) else "the CI holds the claimed value but is too wide to tell, or there is no CI")
+    eta = ("the learning rate with the lowest training loss averaged over the run (mean over seeds), found at each "
+           "depth (or width) on a log grid of rates; the claims are about how it scales")
+    if summary.get("optimum") == "per-seed":
+        eta = ("the learning rate with the lowest training loss averaged over the run, found for each seed on a log "
+               "grid of rates and averaged over seeds (on the log), at each depth (or width); the claims are about "
+               "how it scales")
     return [
-        (r"eta\*_train", "eta*_train", "the learning rate with the lowest training loss averaged over the run (mean "
-         "over seeds), found at each depth (or width) on a log grid of rates; the claims are about how it scales"),
+        (r"eta\*_train", "eta*_train", eta),
         (r"refine", "refined rates", "extra rates trained after the grid, between the grid neighbours of each "
          "point's best seed-mean rate, to place the optimum more finely"),
         (r"next-to-divergence", "next-to-divergence", "a flag: a grid neighbour of the best rate diverged, so the "
@@ -351,6 +359,11 @@ def _terms(summary: dict) -> list[tuple]:
          "ln(rate) through the seed-mean losses at every finite rate within two grid steps of the best one (stopping "
          "at the first diverged rate); each leave-one-seed-out replicate refits the same rates, so the jackknife "
          "applies. An optimum held at the window's end (flag outside) has no CI"),
+        (r"per-seed optimum", "the per-seed optimum", "eta*_train at a point: exp(mean over seeds of ln eta*_s), "
+         "eta*_s the vertex of a least-squares parabola in ln(rate) through that seed's own losses within one grid "
+         "step of its own best rate (stopping at its own first diverged rate), held inside those rates (flags "
+         "seed-at-divergence, seed-at-edge, seed-outside: k of n seeds held at the window's end); a mean of per-seed "
+         "values, so its jackknife is the t interval of a mean"),
         (r"jackknife", "the jackknife", "the delete-one-seed jackknife: the estimate recomputed n times, each time "
          "leaving out one seed; 95% CI = estimate +- t_{n-1} x se, se^2 = (n-1)/n x sum_j (r_j - mean r)^2"),
         (r"margin rule", "the margin rule", "holds when the whole 95% CI lies inside the claimed value +- delta, "
@@ -563,7 +576,13 @@ FLAG_MEANING = {"edge": "the best rate is at the grid's end, the optimum may lie
                 "tie": "several rates share the best score",
                 "few-points": "fewer than three rates in the smooth window, no CI",
                 "no-curvature": "the window's parabola does not open upward, no CI",
-                "outside": "the smooth optimum is held at its window's end, no CI"}
+                "outside": "the smooth optimum is held at its window's end, no CI",
+                "seed-at-divergence": "a seed's loss still falls at the last rate below its own divergence, its "
+                                      "optimum held there",
+                "seed-at-edge": "a seed's best rate is at the grid's end, its optimum held there",
+                "seed-outside": "a seed's vertex lies beyond its one-step window, held at the window's end",
+                "seed-few-points": "fewer than three rates in a seed's window, its best rate kept",
+                "seed-no-curvature": "a seed's parabola does not open upward, its best rate kept"}
 
 
 def caveats(summary: dict) -> list[str]:
@@ -579,9 +598,16 @@ def caveats(summary: dict) -> list[str]:
     flagged = [f"{name} ({_point(s, r[s['axis']])}: {', '.join(r['flags'])})" for name, s in studies.items()
                for r in s["rows"] if r.get("flags")]
     if flagged:
-        seen = sorted({f for s in studies.values() for r in s["rows"] for f in r.get("flags") or []})
+        seen = sorted({f.split(":")[0] for s in studies.values() for r in s["rows"] for f in r.get("flags") or []})
         meaning = "; ".join(f"{f}: {FLAG_MEANING[f]}" for f in seen if f in FLAG_MEANING)
         out.append(f"* Flagged optima: {'; '.join(flagged)}." + (f" ({meaning}.)" if meaning else ""))
+    flat = [f"{name} ({_point(s, r[s['axis']])})" for name, s in studies.items() for r in s["rows"]
+            if r.get("eta_star_train_ci") and r["eta_star_train_ci"][0] == r["eta_star_train_ci"][1]]
+    if flat:
+        out.append(f"* A zero-width CI: {', '.join(flat)}: every seed's optimum is held at the same rate (the grid's "
+                   "end or a divergence), so eta*_train there is a bound, not an estimate, and the CI of a fit through "
+                   "it is too narrow. (Noted after the 2026-11-28 run: the per-seed optimum keeps a point whose seeds "
+                   "are all held; the registration did not foresee it.)")
     return out
 
 

@@ -1,12 +1,18 @@
 """A post-hoc reading of the registration 2026-11-27b's runs (an exploration, not a verdict).
 
-The registered verdicts are the run's own (``docs/findings/protocol.md``). This script re-reads the same cells,
-training nothing, under analysis variants that differ from the registered one in a single choice each:
+The registered verdicts are the run's own (``docs/findings/protocol_2026_11_27b.md``). This script re-reads the same
+cells, training nothing, under analysis variants that differ from the registered one in a single choice each:
 
 * ``registered``: the smooth optimum, the jackknife, the margin rule (what the run reports);
 * ``vertex``: the three-point vertex of 2026-11-27 instead of the smooth optimum (jackknife, margin rule);
 * ``vertex, width cut``: the 2026-11-27 rules on these cells (three-point vertex, jackknife, "holds" = inside
-  the CI and at most 1.0 wide).
+  the CI and at most 1.0 wide);
+* ``diverged = chance``: a diverged run scored at the chance loss ln(classes), so the seed mean stays finite;
+* ``per-seed optimum``: each seed's own smooth optimum (one grid step), averaged in ln over seeds -- the design
+  this reading led to, registered as 2026-11-28 and tested on its own seeds.
+
+It also counts, per seed, the optima (the seed's argmin over its finite rates) that sit next to that seed's own
+divergence.
 
 For every run given it writes the verdicts per variant and counts the optima the smooth fit cannot resolve
 (flag ``outside``: the seed-mean loss still falls at the last rate below divergence, so the vertex lies
@@ -45,6 +51,28 @@ def _protocol_of(folder: Path):
     return p, first
 
 
+def seed_edge(prepared: dict) -> list:
+    """``[k, n]``: of the ``n`` (study, point, seed) with a finite rate, the ``k`` whose argmin over its finite
+    rates has a diverged next rate up."""
+    import collections
+
+    k = n = 0
+    for state in prepared.values():
+        runs = collections.defaultdict(dict)
+        for rec in state["table"].values():
+            c = rec["cell"]
+            runs[(c["spec"]["depth"], c["spec"]["width"], c["seed"])][c["lr"]] = None if rec["diverged"] else rec["score"]
+        for by_lr in runs.values():
+            lrs = sorted(by_lr)
+            finite = [i for i, lr in enumerate(lrs) if by_lr[lr] is not None]
+            if not finite:
+                continue
+            best = min(finite, key=lambda i: by_lr[lrs[i]])
+            n += 1
+            k += best + 1 < len(lrs) and by_lr[lrs[best + 1]] is None
+    return [int(k), n]
+
+
 def read_run(folder: Path) -> dict:
     """Per variant: ``verdicts`` and the points flagged ``outside`` (``{study: [points]}``)."""
     from amutheory.protocol.analysis import analyse
@@ -58,7 +86,7 @@ def read_run(folder: Path) -> dict:
     onestep = {st.name: json.loads((folder / st.name / "onestep.json").read_text())
                for st in protocol.studies if st.onestep}
     eta_max = {st.name: study_eta_max(st, prepared[st.name]) for st in protocol.studies if st.eta_max_rounds}
-    out = {"folder": str(folder), "first_seed": first, "variants": {}}
+    out = {"folder": str(folder), "first_seed": first, "variants": {}, "seed_edge": seed_edge(prepared)}
     for name, change in VARIANTS.items():
         s = analyse(dataclasses.replace(protocol, **change), prepared, rates, onestep, eta_max=eta_max)
         outside = {study: [r.get("depth", r.get("width")) for r in v["rows"] if "outside" in r["flags"]]
@@ -72,8 +100,10 @@ def page(runs: list) -> str:
     lines = ["# A post-hoc reading of the registration 2026-11-27b's runs", "",
              "Written by `python validate/studies/protocol_reanalysis.py "
              + " ".join(f"--run {Path(r['folder']).as_posix()}" for r in runs) + "`. **An exploration after the results, "
-             "not a verdict**: the registered verdicts are the runs' own ([protocol.md](protocol.md)). The same cells "
-             "are re-read (nothing trained) under analysis variants that each change one registered choice.", ""]
+             "not a verdict**: the registered verdicts are the runs' own ([protocol_2026_11_27b.md](protocol_2026_11_27b.md)). "
+             "The same cells are re-read (nothing trained) under analysis variants that each change one registered "
+             "choice. This reading chose the design registered as 2026-11-28 (the per-seed optimum; "
+             "[protocol.md](protocol.md) is its test on seeds of its own).", ""]
     reg = runs[0]["variants"]["registered"]
     n_out = sum(len(v) for v in reg["outside"].values())
     lines += [f"**Optima the smooth fit cannot resolve** (flag `outside`), run with seeds from {runs[0]['first_seed']}: "
@@ -83,6 +113,11 @@ def page(runs: list) -> str:
         rep = runs[1]["variants"]["registered"]
         lines += [f"Replicate (seeds from {runs[1]['first_seed']}): {sum(len(v) for v in rep['outside'].values())} of "
                   f"{rep['points']} points.", ""]
+    lines += ["**The seeds, not their mean**: a seed's own optimum (its argmin over its finite rates) sits next to its "
+              "own divergence in " + "; ".join(f"{r['seed_edge'][0]} of {r['seed_edge'][1]} seed-points (seeds from "
+                                                 f"{r['first_seed']})" for r in runs) +
+              ". A rate where one seed diverged has no finite seed mean, so the mean's curve ends at the edge while "
+              "the other seeds' losses still fall.", ""]
     head = "| claim | " + " | ".join(f"{v}: run / replicate" if len(runs) > 1 else v for v in VARIANTS) + " |"
     lines += [head, "|---" * (len(VARIANTS) + 1) + "|"]
     claims = list(reg["verdicts"])
