@@ -38,6 +38,8 @@ RULE_CHOICES = TRANSFER_RULES + MEASURED_RULES + (RUN_RULE, AUTO_RULE)
 # ----------------------------------------------------------------------------- training
 #: the training score of a run (:mod:`amutheory.train.search`)
 SCORES = ("mean", "final")
+#: what a diverged run scores in a learning-rate search: +inf, or the chance loss ln(classes)
+DIVERGED_SCORES = ("inf", "chance")
 #: the optimizers a training cell runs (:mod:`amutheory.train.cell`)
 TRAIN_OPTIMIZERS = ("sgd", "adam", "adamw", "prodigy", "dog")
 #: the learning-rate-free ones (the cell's ``lr`` is their multiplier, 1.0 by default; the optional

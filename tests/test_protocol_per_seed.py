@@ -27,6 +27,9 @@ def test_the_registration_names_its_preset():
     assert f"**`{fingerprint(PROTOCOL_2026_11_28)}`**" in text, "the preset changed without its registration"
     p = PROTOCOL_2026_11_28
     assert PRESETS["protocol-2026-11-28"] is p is PRESETS["protocol"] and p.optimum == "per-seed"
+    from amutheory.protocol.analysis import WINDOW_STEPS
+
+    assert WINDOW_STEPS["per-seed"] == 1 and "within **one grid step**" in text  # the registered window
     assert (p.interval, p.margin, p.requires_learning) == ("jackknife", 0.25, True)
     assert [s.name for s in p.studies] == [s.name for s in PROTOCOL_2026_11_27B.studies if s.name != "bridge-w64"]
     assert fingerprint(PROTOCOL_2026_11_27B) == "7d1a17779f5bea8f"  # the earlier registration unchanged
@@ -104,7 +107,7 @@ def test_the_per_seed_optimum_covers(scenario):
     0.93 sits 1.3 of them below; a method at 0.90 fails it with probability about 0.98.  The three scenarios are
     the recorded seed spread, divergence 0.6 (in ln rate) above each seed's optimum (as in the 2026-11-27b runs,
     where one seed's divergence ended the seed mean's curve), and twice the recorded spread."""
-    got = simulate(scenario, reps=200, optimum="per-seed", window_steps=1.0)
+    got = simulate(scenario, reps=200, optimum="per-seed")
     assert got["optimum_cis"] == 800 and got["optimum"] == "per-seed"
     assert got["optimum_coverage"] >= 0.93, got
     assert got["exponent_coverage"] >= 0.93, got
@@ -114,7 +117,7 @@ def test_divergence_at_the_optimum_is_a_stated_limit():
     """Divergence within 0.3 (in ln rate) of each seed's optimum: the seeds' optima are held at their divergence
     and the per-point CI undercovers, as the registration says (88% of 800 CIs there).  At 40 studies (160 CIs)
     the binomial standard error at 0.88 is 0.026, so the bound 0.93 sits two of them above."""
-    got = simulate(AT_EDGE, reps=40, optimum="per-seed", window_steps=1.0)
+    got = simulate(AT_EDGE, reps=40, optimum="per-seed")
     assert 0 <= got["optimum_coverage"] < 0.93
 
 

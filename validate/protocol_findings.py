@@ -297,10 +297,9 @@ def coverage(keep: Path, summary: dict, recompute: bool = False) -> dict | None:
         return json.loads(kept.read_text())
     import numpy as np
 
-    from amutheory.protocol.analysis import WINDOW_STEPS
     from amutheory.protocol.coverage import AT_EDGE, NEAR_EDGE, NOISY, REALISTIC, simulate
 
-    opts = dict(optimum=optimum, window_steps=float(WINDOW_STEPS[optimum]))
+    opts = dict(optimum=optimum)  # at the method's registered window
     scenarios = {"realistic": REALISTIC, "noisy": NOISY}
     if optimum == "per-seed":
         scenarios.update({"near_edge": NEAR_EDGE, "at_edge": AT_EDGE})

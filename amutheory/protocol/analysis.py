@@ -106,7 +106,7 @@ class StudyResult:
                         "final_loss_at_optimum": self._at_grid_optimum(p, "final_loss"),
                         "test_accuracy_at_optimum": self._at_grid_optimum(p, "test_accuracy"),
                         "chance_loss": math.log(self.template.spec.outputs)})
-            if getattr(s, "seed_optima", None) is not None:  # the per-seed optimum: each seed's own
+            if s.seed_optima is not None:  # the per-seed optimum: each seed's own
                 out[-1]["seed_optima"] = [_num(v) for v in s.seed_optima]
         return out
 

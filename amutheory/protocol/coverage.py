@@ -80,15 +80,19 @@ def _scores(sc: Scenario, x: np.ndarray, centre: float, u: np.ndarray, noise: np
 
 
 def simulate(scenario: Scenario = REALISTIC, reps: int = 200, seeds: int = 6, depths=(2, 4, 8, 16),
-             points: int = 9, refine: int = 2, span: float = math.log(1000.0), window_steps: float = 2.0,
+             points: int = 9, refine: int = 2, span: float = math.log(1000.0), window_steps: float | None = None,
              interval: str = "jackknife", rng=20_261_128, optimum: str = "smooth") -> dict:
     """Coverage of the per-depth ``eta*_train`` CI and of the exponent's CI over ``reps`` simulated
     studies analysed as the protocol does (:class:`~amutheory.train.search.LrSearch` with the smooth
     window of ``window_steps`` grid steps, :func:`amutheory.protocol.verdicts.loglog_fit`).  ``optimum =
     "per-seed"``: each seed's own smooth optimum averaged in ``ln`` (the registration of 2026-11-28), whose
     truth is the mean of the seeds' optima, ``x_L`` exactly (``E u = 0``)."""
-    if optimum not in ("smooth", "per-seed"):
-        raise ValueError(f"optimum must be smooth or per-seed, got {optimum!r}")
+    from amutheory.protocol.analysis import WINDOW_STEPS
+
+    if optimum not in WINDOW_STEPS:
+        raise ValueError(f"optimum must be one of {', '.join(WINDOW_STEPS)}, got {optimum!r}")
+    if window_steps is None:  # the registered window of the method
+        window_steps = float(WINDOW_STEPS[optimum])
     from amutheory.protocol.verdicts import loglog_fit
     from amutheory.train.search import LrSearch
 

@@ -22,9 +22,11 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from amutheory.names import DIVERGED_SCORES
 from amutheory.protocol.verdicts import INTERVALS
 from amutheory.spec import ArchSpec
 from amutheory.train.cell import OPTIMIZERS
+from amutheory.train.search import OPTIMA
 
 #: claim kinds (:mod:`amutheory.protocol.verdicts` holds their rules)
 CLAIM_KINDS = ("exponent", "same-exponent", "steeper", "width", "eta-max")
@@ -168,10 +170,11 @@ class Protocol:
     def __post_init__(self):
         if self.interval not in INTERVALS:
             raise ValueError(f"protocol {self.name}: interval must be bootstrap or jackknife, got {self.interval!r}")
-        if self.optimum not in ("vertex", "smooth", "per-seed"):
-            raise ValueError(f"protocol {self.name}: optimum must be vertex, smooth or per-seed, got {self.optimum!r}")
-        if self.diverged not in ("inf", "chance"):
-            raise ValueError(f"protocol {self.name}: diverged must be inf or chance, got {self.diverged!r}")
+        if self.optimum not in OPTIMA:
+            raise ValueError(f"protocol {self.name}: optimum must be one of {', '.join(OPTIMA)}, got {self.optimum!r}")
+        if self.diverged not in DIVERGED_SCORES:
+            raise ValueError(f"protocol {self.name}: diverged must be one of {', '.join(DIVERGED_SCORES)}, got "
+                             f"{self.diverged!r}")
         if self.margin is not None and not (isinstance(self.margin, float) and 0 < self.margin < 10):
             raise ValueError(f"protocol {self.name}: margin must be a float in (0, 10) or None, got {self.margin!r}")
         names = [s.name for s in self.studies]

@@ -129,9 +129,9 @@ def smooth_vertices(x: np.ndarray, rows: np.ndarray, idx: np.ndarray, centre: fl
     return np.where(a > 0, v, np.nan)
 
 
-#: a seed's own optimum not resolved inside its window, held at the window's last rate: its scores still fall
-#: at the last rate below its
-#: own divergence (``seed-at-divergence``), the grid's end (``seed-at-edge``) or the window's (``seed-outside``)
+#: flags of a seed's own optimum: its vertex held at its window's end because the next rate is its own
+#: divergence (``seed-at-divergence``), beyond the grid (``seed-at-edge``) or outside the window
+#: (``seed-outside``); or its best rate kept (``seed-few-points``, ``seed-no-curvature``)
 SEED_FLAGS = ("seed-at-divergence", "seed-at-edge", "seed-outside", "seed-few-points", "seed-no-curvature")
 
 
@@ -185,6 +185,7 @@ class LrSearch:
         self.scores = np.asarray(self.scores, float)[order]
         x = np.log(self.lrs)
         self.loss_mean = self.scores.mean(1)
+        self.seed_optima = None  # each seed's own optimum (the per-seed method only)
         if self.diverged_runs is None:
             self.diverged = (~np.isfinite(self.scores)).mean(1)
         else:

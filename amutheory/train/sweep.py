@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from amutheory.train.cell import Cell
+from amutheory.names import DIVERGED_SCORES
 from amutheory.train.lock import holds_folder
 from amutheory.train.search import SCORES, LrSearch, fit_power
 from amutheory.train.store import append_records, check_meta, check_out_dir, read_table
@@ -192,11 +193,9 @@ def _search(template, table, L, n, lrs, seeds, score, horizon: int | None = None
 def diverged_cap(template, diverged: str) -> float | None:
     """What a diverged run scores: ``None`` (``+inf``, ``diverged="inf"``) or the chance loss
     ``ln(outputs)`` (``diverged="chance"``)."""
-    if diverged == "inf":
-        return None
-    if diverged == "chance":
-        return math.log(template.spec.outputs)
-    raise ValueError(f"diverged must be inf or chance, got {diverged!r}")
+    if diverged not in DIVERGED_SCORES:
+        raise ValueError(f"diverged must be one of {', '.join(DIVERGED_SCORES)}, got {diverged!r}")
+    return None if diverged == "inf" else math.log(template.spec.outputs)
 
 
 def refined_plan(template, table, depths, widths, lrs, seeds, score: str = "mean", refine: int = 0,
