@@ -478,6 +478,8 @@ def cmd_predict(args):
     if pred.law_choice is not None:
         lines.append(f"chosen: {pred.law_choice['reason']}")
         lines += [f"  skipped {s['law']}: {s['reason']}" for s in pred.law_choice["skipped_for_cost"]]
+        if pred.law_choice.get("calibrated_because"):
+            lines.append(f"calibrated because {pred.law_choice['calibrated_because']}")
     sym = spec.family_object.depth_symbol()  # K for families that count blocks
     lines.append(f"{sym:>5} {'eta*':>12} {'s_bar':>12} {f'dln eta*/dln {sym}':>15}")
     lines += [f"{L:>5} {e:>12.5g} {s:>12.5g} {sl:>15.4f}"
@@ -516,6 +518,8 @@ def cmd_laws(args):
     lines = [f"{r['law']:28} {r['exactness']:12} " + (f"covers, ~{r['cost']['seconds']:.0f} s" if r["covers"] else
                                                        f"does not cover: {r['reason']}") for r in rows]
     lines.append(f"default: {choice['reason']}")
+    if choice.get("calibrated_because"):
+        lines.append(f"calibrated because {choice['calibrated_because']}")
     _emit(args, {"laws": rows, "choice": choice}, "\n".join(lines))
 
 

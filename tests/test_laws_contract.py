@@ -131,6 +131,27 @@ def test_relu_chain_default_stays_calibrated_and_names_the_kernel_law_it_passed_
     assert "chain-kernel" in [d["law"] for d in choice.not_default]
 
 
+def test_a_calibrated_choice_says_why_each_derived_law_was_not_taken(capsys):
+    """``calibrated_because`` names every derived law ranked above the calibrated choice with its reason,
+    and only derived ones; an exact or Monte Carlo choice has none (API, JSON and the text line)."""
+    import json
+
+    from amutheory.cli import main
+
+    relu = best_law(EXAMPLES["chain-kernel"][0], [4, 8])
+    why = relu.calibrated_because
+    assert why.startswith("no derived law is taken") and "chain-kernel: " in why and "chain-spectral: " in why
+    assert "chain-coherent" not in why
+    assert best_law(ArchSpec(dim=1, width=16, spatial=6, activation="linear"), [4]).calibrated_because is None
+    gelu = ArchSpec(family="mlp", width=64, activation="gelu")
+    assert "mlp-kernel-finite: activation" in best_law(gelu, [4]).calibrated_because
+    assert main(["laws", "--family", "transformer", "--width", "32", "--depths", "2,4", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["choice"]["calibrated_because"] == "the family 'transformer' has no derived law"
+    assert main(["laws", "--family", "mlp", "--activation", "gelu", "--width", "64", "--depths", "2,4"]) == 0
+    assert "calibrated because no derived law is taken for this net: mlp-finite-width" in capsys.readouterr().out
+
+
 def test_named_law_that_does_not_cover_the_net_is_refused_with_its_reason():
     with pytest.raises(ValueError, match="chain-spectral does not cover"):
         predict(EXAMPLES["chain-kernel"][0], [4], law="chain-spectral")

@@ -12,7 +12,8 @@ exactness (:data:`~amutheory.laws.contract.EXACTNESS`: exact, then Monte Carlo, 
 then by registry order, whose cost estimate fits the budget; a calibrated law is always within
 reach (it is what the default did before there was a choice).  The choice records which law, why
 (its priority where that decided), and each law ranked above it that it passed over with the reason
-(not covering, not a default, or its cost estimate).
+(not covering, not a default, or its cost estimate); where the choice is a calibrated law, those of them
+that are derived say why the net is calibrated (:attr:`Choice.calibrated_because`).
 """
 
 from __future__ import annotations
@@ -47,9 +48,22 @@ class Choice:
     not_default: list = field(default_factory=list)
     not_covering: list = field(default_factory=list)
 
+    @property
+    def calibrated_because(self) -> str | None:
+        """Where the chosen law is calibrated, why no derived law (exact or Monte Carlo) predicts this
+        net: each more exact law of the family with the reason it was passed over; else ``None``."""
+        if self.law.exactness != "calibrated":
+            return None
+        derived = {law.name for law in REGISTRY.values() if law.exactness != "calibrated"}
+        passed = [d for d in self.not_covering + self.not_default + self.skipped if d["law"] in derived]
+        if not passed:
+            return f"the family {self.law.family!r} has no derived law"
+        return "no derived law is taken for this net: " + "; ".join(f"{d['law']}: {d['reason']}" for d in passed)
+
     def to_dict(self) -> dict:
         return {"law": self.law.name, "exactness": self.law.exactness, "reason": self.reason,
-                "skipped_for_cost": self.skipped, "not_default": self.not_default, "not_covering": self.not_covering}
+                "skipped_for_cost": self.skipped, "not_default": self.not_default, "not_covering": self.not_covering,
+                "calibrated_because": self.calibrated_because}
 
 
 def register(law) -> Law:
