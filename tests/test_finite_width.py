@@ -112,3 +112,38 @@ def test_law_matches_the_probe_seed_mean_at_random_small_widths(width, depth, ch
     mean, se = s.mean(0), s.std(0, ddof=1) / np.sqrt(len(s))
     law = fw.finite_width_layer_moments(spec, np.arange(1, depth + 1))
     assert np.all(np.abs(mean - law) <= 4 * se), (mean, law, se)
+
+
+def test_the_findings_page_regenerates_from_its_kept_json_word_for_word():
+    """docs/findings/finite_width.md is markdown() of the kept table and run JSONs (runs A-F), nothing typed."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("finite_width_table", root / "validate" / "finite_width_table.py")
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    rows = json.loads((root / "docs" / "findings" / "finite_width" / "table.json").read_text())
+    assert table.markdown(rows) == (root / "docs" / "findings" / "finite_width.md").read_text()
+
+
+def test_one_backward_step_has_relative_variance_two_over_n_linear_and_five_over_n_relu():
+    """Run F's lead rests on it: ``(c/n) sum_i D_i g_i^2`` (Bernoulli(p) masks), derived in SymPy, against
+    a Monte Carlo of the same factor."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("relu_bias", root / "validate" / "finite_width_relu_bias.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    got = mod.backward_step_variance()
+    assert (got["linear"], got["relu"], got["ratio"]) == ("2/n", "5/n", 2.5)
+    rng = np.random.default_rng(5)
+    n, draws = 20, 200_000
+    g2 = rng.standard_normal((draws, n)) ** 2
+    mask = rng.random((draws, n)) < 0.5
+    f = (2.0 / n) * (mask * g2).sum(1)
+    rel = f.var() / f.mean() ** 2          # 5/n = 0.25; its sampling sd at 2e5 draws is about 0.002
+    assert abs(f.mean() - 1.0) < 0.005 and abs(rel - 5 / n) < 0.01
