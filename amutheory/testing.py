@@ -231,6 +231,9 @@ def law_values(c: _Context) -> None:
     elif law.exactness == "monte-carlo":
         c.require("monte-carlo" in sources and np.all(se > 0), "values",
                   "a Monte Carlo law has a Monte Carlo constant and positive s_bar_se")
+    elif law.exactness == "approximate":
+        c.require("calibrated" not in sources, "values", "an approximate law is fitted to nothing (no calibrated "
+                  f"constant; sources {sorted(sources)})")
     else:
         c.require("calibrated" in sources, "values", "a calibrated law has a calibrated constant")
     if v.local_slope is not None:

@@ -42,6 +42,7 @@ EXAMPLES = {
     "mlp-finite-width": (ArchSpec(**_MLP, activation="linear"), None),
     "mlp-spectral": (ArchSpec(**_MLP, activation="linear"), None),
     "mlp-kernel-finite": (ArchSpec(**_MLP, activation="relu"), None),
+    "mlp-kernel-finite-backward": (ArchSpec(**_MLP, activation="relu"), None),
     "mlp-kernel": (ArchSpec(**_MLP, activation="relu"), None),
     "mlp-coherent": (ArchSpec(**_MLP, activation="relu"), [2, 3, 4, 6]),
 }

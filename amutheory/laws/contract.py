@@ -6,8 +6,9 @@ A :class:`Law` says
   one line naming the field that rules it out);
 * **how exact it is**: :attr:`Law.exactness`, one of :data:`EXACTNESS` -- ``exact`` (closed form or
   exact finite sums at infinite width), ``monte-carlo`` (exact given the draws the theory makes itself;
-  a standard error comes with the value), ``calibrated`` (constants fitted to probe measurements at
-  other depths) -- and what it leaves out (:attr:`Law.leaves_out`);
+  a standard error comes with the value), ``approximate`` (fitted to nothing, but resting on a stated
+  assumption that is tested, not derived: :attr:`Law.leaves_out` names it), ``calibrated`` (constants
+  fitted to probe measurements at other depths) -- and what it leaves out (:attr:`Law.leaves_out`);
 * **what it costs** for a spec and depths: :meth:`Law.cost`, a :class:`Cost` with an estimate in
   seconds on one core and its cost class;
 * **its values**: :meth:`Law.evaluate` returns one :class:`LawValues` -- ``s_bar`` at the depths, its
@@ -30,7 +31,7 @@ import numpy as np
 from amutheory.spec import ArchSpec, ProbeProtocol
 
 #: how exact a law is, most exact first (the default prediction takes the first that covers a spec)
-EXACTNESS = ("exact", "monte-carlo", "calibrated")
+EXACTNESS = ("exact", "monte-carlo", "approximate", "calibrated")
 #: what a cost estimate counts: closed-form expressions, finite sums over modes or positions, a
 #: Monte Carlo over input draws, or real networks measured by the probe (the calibration nets)
 COST_CLASSES = ("closed-form", "finite-sum", "monte-carlo", "probe")

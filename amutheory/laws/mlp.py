@@ -8,6 +8,9 @@ symbolic module on that chain spec:
   at its one Fourier mode, the zero mode: ``s_l = weight_0 Q_l(1)``, a cubic in ``l``;
 * ``mlp-kernel-finite`` (Monte Carlo, on request): the kernel law with its forward kernels drawn at the
   net's width (:mod:`amutheory.symbolic.chain.kernel_law_finite`);
+* ``mlp-kernel-finite-backward`` (approximate, on request while run G tests it): ``mlp-kernel-finite``
+  times the linear MLP's exact backward factor at the equal-variance width ``2n/5``
+  (:mod:`amutheory.symbolic.chain.backward_width`);
 * ``mlp-kernel`` (Monte Carlo, on request): the kernel law of ReLU chains
   (:mod:`amutheory.symbolic.chain.kernel_law`) over the batch's ``B`` points;
 * ``mlp-coherent`` (calibrated): the closed-form coherent law (:mod:`amutheory.symbolic.chain.conv`) with
@@ -217,6 +220,42 @@ class MlpKernelFinite(_MlpLaw):
                                         protocol, note)
 
 
+class MlpKernelFiniteBackward(_MlpLaw):
+    name, exactness = "mlp-kernel-finite-backward", "approximate"
+    summary = ("ReLU MLP at its width n: mlp-kernel-finite times the backward factor b(L; n, 2n/5), the linear MLP's "
+               "exact backward share of its finite-width excess at the width whose backward steps fluctuate as a "
+               "ReLU layer's (relative variance 5/n against 2/n); nothing fitted")
+    leaves_out = ("an assumption, tested (run G of the finite-width plan) but not derived: that the ReLU net's "
+                  "backward finite-width excess is the linear one's at the equal-variance width 2n/5 (mask "
+                  "correlations across samples and the ReLU forward-backward coupling are not carried)")
+    source = "amutheory.symbolic.chain.backward_width"
+    default_candidate = False
+    not_default_because = ("under test: its planned check (run G, validate/plans/FINITE_WIDTH.md) decides whether it "
+                           "replaces mlp-kernel-finite as the default; ask for it with law='mlp-kernel-finite-backward'")
+
+    def _covers(self, spec):
+        return _relu_kernel_coverage(spec, "the finite-width kernel law with its backward factor")
+
+    def cost(self, spec, depths, **_):
+        return MlpKernelFinite().cost(spec, depths)
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, **options):
+        from amutheory.symbolic.chain.backward_width import backward_factor, equal_variance_width
+
+        inner = MlpKernelFinite().evaluate(spec, depths, protocol, progress=progress)
+        n_b = equal_variance_width(spec.width, spec.activation)
+        factor = backward_factor(spec.with_(activation="linear"), [int(d) for d in depths], n_b, protocol.input_var)
+        constants = dict(inner.constants)
+        constants["backward_width"] = Constant("backward_width", n_b, "exact",
+                                               note="the linear width of equal backward-step variance, 2 p n / (3 - p) "
+                                                    "at p = 1/2 (amutheory.symbolic.chain.backward_width)")
+        note = (f"the finite-width kernel law times the linear MLP's backward factor at width {n_b:g} "
+                f"({', '.join(f'{f:.3f}' for f in factor)} at the depths asked): nothing fitted; an assumption, "
+                "not derived (leaves_out)")
+        return self.values(spec, depths, np.asarray(inner.s_bar) * factor, np.asarray(inner.s_bar_se) * factor,
+                           constants, None, list(inner.notes) + [note])
+
+
 @functools.lru_cache(maxsize=None)
 def _s_bar_fn():
     """The coherent law's ``s_bar(L)`` (lambdified once per process)."""
@@ -292,4 +331,4 @@ class MlpCoherent(_MlpLaw):
         return profiles
 
 
-LAWS = (MlpFiniteWidth(), MlpSpectral(), MlpKernelFinite(), MlpKernel(), MlpCoherent())
+LAWS = (MlpFiniteWidth(), MlpSpectral(), MlpKernelFinite(), MlpKernelFiniteBackward(), MlpKernel(), MlpCoherent())

@@ -8,7 +8,7 @@ it step by step.
 
 :func:`best_law` takes, among the laws that cover a spec and may be chosen by default, the first by
 :attr:`~amutheory.laws.contract.Law.priority` (highest first; every built-in law has 0), then by
-exactness (:data:`~amutheory.laws.contract.EXACTNESS`: exact, then Monte Carlo, then calibrated),
+exactness (:data:`~amutheory.laws.contract.EXACTNESS`: exact, then Monte Carlo, then approximate, then calibrated),
 then by registry order, whose cost estimate fits the budget; a calibrated law is always within
 reach (it is what the default did before there was a choice).  The choice records which law, why
 (its priority where that decided), and each law ranked above it that it passed over with the reason

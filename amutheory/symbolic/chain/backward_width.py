@@ -1,0 +1,163 @@
+"""The linear MLP's finite-width law split into its forward and backward widths, and the backward
+width of a ReLU net at which its backward steps fluctuate as a linear net's.
+
+**The split.**  The exact law of :mod:`amutheory.symbolic.chain.finite_width` is
+``S(z) = (v_r m / B^3) U(z) [K(z) + 2 z W(z) K_beta(z)]``: the forward Gram moments ``K``, ``K_beta``
+come from the layers below each update, the moments ``u_p``, ``w_p`` (series ``U``, ``W``) from the
+products of layers *above* it (the backward side: what the readout sees of an update).  Giving the two
+sides their own widths, ``S(z; n, n_b)`` (forward at ``n``, backward moments at ``n_b``), is the same
+law at ``n_b = n`` (a test checks it symbolically), and at ``n_b -> oo`` it is the *forward-only* law:
+the forward at width ``n``, the backward at infinite width given the forward pass -- what
+:mod:`amutheory.symbolic.chain.kernel_law_finite` computes by Monte Carlo (a test compares them).  So the
+backward side's share of the finite-width excess is, exactly for the linear MLP,
+
+    b(L; n, n_b) = s_bar(L; n, n_b) / s_bar(L; n, oo),
+
+a ratio of two generated recurrences, evaluated at any real ``n_b`` (the law is rational in it).
+
+**The equal-variance width.**  One backward step multiplies a squared norm by
+``F = (c/n) sum_i D_i g_i^2`` (``g_i`` unit Gaussians, ``D_i`` the units' masks, on with probability
+``p``, ``c p = 1`` at criticality): ``E F = 1`` and ``Var F = (3 - p) / (n p)``, derived in
+:func:`backward_step_variance`: ``2/n`` for a linear layer, ``5/n`` for ReLU.  A ReLU layer of width ``n``
+fluctuates as a linear one of width ``n_b = 2 p n / (3 - p) = 2n/5`` (:func:`equal_variance_width`).
+
+**What is assumed** (not derived): that the ReLU net's left-out backward excess is the linear one's at
+that width, ``b(L; n, 2n/5)``.  Measured first (run F of ``validate/plans/FINITE_WIDTH.md``, against the
+linear backward excess at ``round(2n/5)``: consistent at 8 of 9 ReLU MLPs), then tested as planned
+(run G).  The masks' correlations across samples, the ReLU forward-backward coupling and any term of
+order ``(L/n)^2`` that the mapping does not carry are what it can miss.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import sympy as sp
+
+from amutheory.spec import ArchSpec
+from amutheory.symbolic.cache import compile_lambda, derivation, lambda_source
+from amutheory.symbolic.chain import finite_width as fw
+
+n_b = sp.Symbol("n_b", positive=True)
+"""The backward side's width."""
+p_on = sp.Symbol("p", positive=True)
+"""The probability that a unit is on (its mask ``D = phi'``; 1 for a linear layer, 1/2 for ReLU)."""
+
+#: the probability that a unit is on, by activation (linear: always; ReLU: half the time, by symmetry)
+ON_PROBABILITY = {"linear": sp.Integer(1), "relu": sp.Rational(1, 2)}
+
+
+@functools.lru_cache(maxsize=None)
+def backward_step_variance() -> sp.Expr:
+    """``Var F / (E F)^2`` of one backward step's factor ``F = (c/n) sum_i D_i g_i^2`` (module docstring):
+    ``E[g^2] = 1``, ``E[g^4] = 3``, ``E[D_i] = E[D_i^2] = p``, the ``D_i`` independent of each other and of
+    the ``g_i``; the answer is ``(3 - p) / (n p)``."""
+    c = sp.Symbol("c", positive=True)
+    mean = c / fw.n * fw.n * p_on
+    second = (c / fw.n) ** 2 * (fw.n * p_on * 3 + fw.n * (fw.n - 1) * p_on**2)
+    return sp.simplify(second / mean**2 - 1)
+
+
+def equal_variance_width(width: float, activation: str) -> float:
+    """The linear width whose backward step has the variance of one of ``activation`` at ``width``:
+    ``n * (2/n) / Var`` = ``2 p n / (3 - p)`` (``2n/5`` for ReLU, ``n`` for linear)."""
+    if activation not in ON_PROBABILITY:
+        raise ValueError(f"activation: the backward step's variance is derived for {', '.join(ON_PROBABILITY)}, "
+                         f"got {activation!r}")
+    var = backward_step_variance().subs(p_on, ON_PROBABILITY[activation])
+    linear = backward_step_variance().subs(p_on, 1)
+    return float(sp.simplify(linear / var).subs(fw.n, 1)) * float(width)
+
+
+def _split(backward_infinite: bool) -> sp.Expr:
+    T_b = fw.hidden_transfer().subs(fw.n, n_b)
+    uw = sp.simplify((sp.eye(2) - fw.z * T_b).inv() * sp.Matrix([1, 1]))
+    if backward_infinite:
+        uw = sp.Matrix([sp.limit(e, n_b, sp.oo) for e in uw])
+    g2, g11 = fw.input_gram_moments()
+    first = fw.layer_transfer(fw.n, 1 / fw.C_0) * sp.Matrix([g2, g11])
+    hidden = fw._power_series(sp.Matrix([first[0], first[1] / fw.n]))[0]
+    forward = g2 * fw.z + fw.z**2 * hidden
+    weighted = (fw.n / fw.C_0) * g2 * fw.z + fw.z**2 * hidden
+    return sp.factor(sp.together(fw.v_r * fw.m / fw.B**3 * uw[0] * (forward + 2 * fw.z * uw[1] * weighted)))
+
+
+@derivation
+def split_generating_function() -> sp.Expr:
+    """``S(z; n, n_b)``: :func:`~amutheory.symbolic.chain.finite_width.layer_generating_function` with the
+    backward moments ``u_p``, ``w_p`` at width ``n_b`` and the forward ones at ``n``."""
+    return _split(False)
+
+
+@derivation
+def forward_only_generating_function() -> sp.Expr:
+    """``S(z; n, oo)``: the backward moments at infinite width (``u_p = p + 1``, ``w_p = 1``), the forward
+    at ``n``."""
+    return _split(True)
+
+
+_ARGS = (fw.n, n_b, fw.C_0, fw.B, fw.m, fw.v, fw.v_r)
+
+
+@derivation
+def _recurrence_sources() -> dict:
+    """Numerator and denominator coefficients in ``z`` of both generating functions, as printed sources
+    of functions of ``(n, n_b, C_0, B, m, v, v_r)`` (the forward-only one ignores ``n_b``)."""
+    out = {}
+    for name, gf in (("split", split_generating_function()), ("forward", forward_only_generating_function())):
+        num, den = sp.fraction(sp.together(gf))
+        num, den = sp.Poly(sp.expand(num), fw.z), sp.Poly(sp.expand(den), fw.z)
+        lead = den.all_coeffs()[-1]
+        for part, poly in (("num", num), ("den", den)):
+            coeffs = [sp.simplify(c / lead) for c in reversed(poly.all_coeffs())]
+            out[f"{name}-{part}"] = lambda_source(_ARGS, sp.Matrix([coeffs]), "numpy")
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _recurrences() -> dict:
+    return {k: compile_lambda(v, "numpy") for k, v in _recurrence_sources().items()}
+
+
+def _series(which: str, args: tuple, count: int) -> np.ndarray:
+    """``E[s_l]``, ``l = 1..count``: the Taylor coefficients of one generating function (its recurrence)."""
+    fns = _recurrences()
+    num = np.asarray(fns[f"{which}-num"](*args), float).ravel()
+    den = np.asarray(fns[f"{which}-den"](*args), float).ravel()
+    s = np.zeros(count + 1)
+    for l in range(count + 1):
+        acc = num[l] if l < len(num) else 0.0
+        for k in range(1, min(l, len(den) - 1) + 1):
+            acc -= den[k] * s[l - k]
+        s[l] = acc / den[0]
+    return s[1:]
+
+
+def _check(spec: ArchSpec, depths) -> np.ndarray:
+    if not isinstance(spec, ArchSpec):
+        raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
+    if spec.family != "mlp":
+        raise ValueError(f"family: the split law is derived for MLPs, got {spec.family!r}")
+    depths = np.asarray(depths, int)
+    if depths.size == 0 or depths.min() < 1:
+        raise ValueError(f"depths must be integers >= 1, got {depths.tolist()}")
+    return depths
+
+
+def split_s_bar(spec: ArchSpec, depths, backward_width: float | None, input_var: float = 1.0) -> np.ndarray:
+    """The linear MLP's ``E[s_bar(L)]`` with the forward at the spec's width and the backward moments at
+    ``backward_width`` (``None``: infinite, the forward-only law); any real ``backward_width > 0``."""
+    depths = _check(spec, depths)
+    if backward_width is not None and not (isinstance(backward_width, (int, float)) and backward_width > 0):
+        raise ValueError(f"backward_width must be a number > 0 or None, got {backward_width!r}")
+    n, C0, B, m, v, vr = fw._arguments(spec, input_var)
+    args = (n, float(backward_width or 1.0), C0, B, m, v, vr)
+    s = _series("forward" if backward_width is None else "split", args, int(depths.max()))
+    return np.cumsum(s)[depths - 1] / depths
+
+
+def backward_factor(spec: ArchSpec, depths, backward_width: float, input_var: float = 1.0) -> np.ndarray:
+    """``b(L; n, n_b)``: the linear MLP's ``s_bar`` with the backward moments at ``backward_width`` over
+    its forward-only ``s_bar`` (module docstring); 1 as ``backward_width -> oo``."""
+    return split_s_bar(spec, depths, backward_width, input_var) / split_s_bar(spec, depths, None, input_var)

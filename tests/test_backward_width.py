@@ -1,0 +1,74 @@
+"""The linear MLP's law split into forward and backward widths (amutheory.symbolic.chain.backward_width),
+and the approximate ReLU law built on it (mlp-kernel-finite-backward)."""
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from amutheory.laws import REGISTRY
+from amutheory.laws.mlp import chain_of
+from amutheory.spec import ArchSpec
+from amutheory.symbolic.chain import backward_width as bw
+from amutheory.symbolic.chain import finite_width as fw
+from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
+
+
+def _mlp(width, activation="linear", depth=12, **kw):
+    kw.setdefault("input_channels", 16)
+    return ArchSpec(family="mlp", depth=depth, width=width, activation=activation, **kw)
+
+
+def test_equal_widths_are_the_exact_law_symbolically():
+    assert sp.simplify(bw.split_generating_function().subs(bw.n_b, fw.n) - fw.layer_generating_function()) == 0
+
+
+def test_the_forward_only_law_is_the_split_law_as_the_backward_width_grows():
+    ratio = sp.cancel(bw.split_generating_function() / bw.forward_only_generating_function())
+    assert sp.simplify(sp.limit(ratio, bw.n_b, sp.oo) - 1) == 0
+
+
+def test_the_forward_only_law_is_what_the_kernel_law_at_width_n_computes_by_monte_carlo():
+    """The forward drawn at width n, the backward at infinite width given it (kernel_law_finite, linear):
+    its Monte Carlo mean against the closed form, within 4 of its standard errors at each depth."""
+    spec = _mlp(24)
+    got = finite_width_kernel_s_bar(chain_of(spec), [4, 8, 12], draws=1024)
+    law = bw.split_s_bar(spec, [4, 8, 12], None)
+    assert np.all(np.abs(got["s_bar"] - law) <= 4 * got["se"]), (got["s_bar"], law, got["se"])
+
+
+def test_backward_step_variance_and_the_equal_variance_width():
+    p = bw.p_on
+    assert sp.simplify(bw.backward_step_variance() - (3 - p) / (fw.n * p)) == 0
+    assert bw.equal_variance_width(64, "relu") == pytest.approx(25.6)
+    assert bw.equal_variance_width(64, "linear") == pytest.approx(64.0)
+    with pytest.raises(ValueError, match="activation"):
+        bw.equal_variance_width(64, "gelu")
+
+
+def test_the_backward_factor_is_one_at_infinite_width_and_grows_with_depth_over_width():
+    spec = _mlp(64)
+    f = bw.backward_factor(spec, [2, 8, 16], 25.6)
+    assert 1 < f[0] < f[1] < f[2]
+    assert bw.backward_factor(spec, [16], 1e9)[0] == pytest.approx(1.0, abs=1e-6)
+    # narrower backward, larger factor; at the net's own width it is the exact law over the forward-only one
+    assert bw.backward_factor(spec, [16], 16.0)[0] > f[2]
+    assert bw.backward_factor(spec, [16], 64.0)[0] == pytest.approx(
+        fw.finite_width_s_bar(spec, [16])[0] / bw.split_s_bar(spec, [16], None)[0])
+
+
+@pytest.mark.parametrize("kw,match", [({"backward_width": 0.0}, "backward_width"), ({"backward_width": "x"}, "backward_width"),
+                                      ({"depths": [0]}, "depths")])
+def test_bad_arguments_name_themselves(kw, match):
+    args = {"depths": [4], "backward_width": 10.0, **kw}
+    with pytest.raises(ValueError, match=match):
+        bw.split_s_bar(_mlp(16), args["depths"], args["backward_width"])
+
+
+def test_the_approximate_law_is_the_kernel_law_times_the_factor_and_says_what_it_assumes():
+    spec = _mlp(48, "relu", batch=4)
+    law, inner = REGISTRY["mlp-kernel-finite-backward"], REGISTRY["mlp-kernel-finite"]
+    got, base = law.evaluate(spec, [6, 12]), inner.evaluate(spec, [6, 12])
+    factor = bw.backward_factor(spec.with_(activation="linear"), [6, 12], 0.4 * 48)
+    assert np.allclose(got.s_bar, base.s_bar * factor) and np.all(factor > 1)
+    assert got.exactness == "approximate" and got.constants["backward_width"].value == pytest.approx(19.2)
+    assert "assumption" in law.leaves_out and not law.covers(_mlp(48, "linear"))
