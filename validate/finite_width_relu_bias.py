@@ -46,16 +46,13 @@ CONSISTENT_SE, CONSISTENT_NETS = 2.0, 8
 
 
 def backward_step_variance() -> dict:
-    """The relative variance of one backward step's factor on a squared norm, ``F = (c/n) sum_i D_i g_i^2``
-    (``g_i`` i.i.d. unit Gaussians, ``D_i`` i.i.d. Bernoulli(p) independent of them, the units' masks),
-    derived with SymPy: ``E F = c p``; ``Var F / (E F)^2 = (3 p + p^2 (n - 1)) / (n p^2) - 1``; linear
-    (``p = 1``): ``2/n``; ReLU (``p = 1/2``): ``5/n``."""
-    n, p, c = sp.symbols("n p c", positive=True)
-    e_g2, e_g4 = sp.Integer(1), sp.Integer(3)            # E g^2, E g^4 of a unit Gaussian
-    mean = c / n * n * p * e_g2
-    second = (c / n) ** 2 * (n * p * e_g4 + n * (n - 1) * p**2 * e_g2**2)   # E[D^2] = p, D_i D_j independent
-    rel = sp.simplify(second / mean**2 - 1)
-    linear, relu = sp.simplify(rel.subs(p, 1)), sp.simplify(rel.subs(p, sp.Rational(1, 2)))
+    """One backward step's relative variance, :func:`amutheory.symbolic.chain.backward_width.backward_step_variance`
+    (derived there with SymPy): ``(3 - p) / (n p)``; linear (``p = 1``) ``2/n``, ReLU (``p = 1/2``) ``5/n``."""
+    from amutheory.symbolic.chain.backward_width import backward_step_variance as derived, p_on
+    from amutheory.symbolic.chain.finite_width import n
+
+    rel = derived()
+    linear, relu = sp.simplify(rel.subs(p_on, 1)), sp.simplify(rel.subs(p_on, sp.Rational(1, 2)))
     assert linear == 2 / n and relu == 5 / n, (linear, relu)
     return {"relative_variance": str(rel), "linear": str(linear), "relu": str(relu), "ratio": float(relu / linear)}
 

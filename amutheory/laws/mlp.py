@@ -8,7 +8,7 @@ symbolic module on that chain spec:
   at its one Fourier mode, the zero mode: ``s_l = weight_0 Q_l(1)``, a cubic in ``l``;
 * ``mlp-kernel-finite`` (Monte Carlo, on request): the kernel law with its forward kernels drawn at the
   net's width (:mod:`amutheory.symbolic.chain.kernel_law_finite`);
-* ``mlp-kernel-finite-backward`` (approximate, on request while run G tests it): ``mlp-kernel-finite``
+* ``mlp-kernel-finite-backward`` (approximate, on request: run G kept the default): ``mlp-kernel-finite``
   times the linear MLP's exact backward factor at the equal-variance width ``2n/5``
   (:mod:`amutheory.symbolic.chain.backward_width`);
 * ``mlp-kernel`` (Monte Carlo, on request): the kernel law of ReLU chains
@@ -230,8 +230,11 @@ class MlpKernelFiniteBackward(_MlpLaw):
                   "correlations across samples and the ReLU forward-backward coupling are not carried)")
     source = "amutheory.symbolic.chain.backward_width"
     default_candidate = False
-    not_default_because = ("under test: its planned check (run G, validate/plans/FINITE_WIDTH.md) decides whether it "
-                           "replaces mlp-kernel-finite as the default; ask for it with law='mlp-kernel-finite-backward'")
+    not_default_because = ("its planned check (run G, validate/plans/FINITE_WIDTH.md; docs/findings/finite_width.md) "
+                           "met two of its three conditions (every |z| <= 3, a smaller sum of z^2 than "
+                           "mlp-kernel-finite) but not the third (a pooled z within +-2: it overshoots where "
+                           "mlp-kernel-finite undershoots), so the default stays mlp-kernel-finite; ask for it with "
+                           "law='mlp-kernel-finite-backward'")
 
     def _covers(self, spec):
         return _relu_kernel_coverage(spec, "the finite-width kernel law with its backward factor")
