@@ -2,7 +2,8 @@
 ``mlp-kernel-finite-backward`` against ``mlp-kernel-finite`` on ReLU MLPs never probed before, and the
 planned decision on the default.
 
-    python validate/finite_width_relu_g.py     # resumes; writes docs/findings/finite_width/relu_g.json after every net
+    python validate/finite_width_relu_g.py                # resumes; writes docs/findings/finite_width/relu_g.json after every net
+    python validate/finite_width_relu_g.py linear-check   # run H (addendum 5): the exact linear law at the widths 2n/5
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -88,5 +89,47 @@ def decide(d: dict) -> dict:
             "sum_z2": ss, "conditions": cond, "default_changes": all(cond.values())}
 
 
+def linear_check() -> dict:
+    """Run H: the exact ``mlp-finite-width`` against 2048-seed means of linear MLPs at the widths ``2n/5``
+    of run G's nets (same ``C_0``, batch, depths, seeds): how far a known-exact law's pooled z goes."""
+    import torch
+
+    from amutheory.measure.probe import probe
+    from amutheory.spec import ArchSpec
+    from amutheory.symbolic.chain.backward_width import equal_variance_width
+    from amutheory.symbolic.chain.finite_width import finite_width_s_bar
+
+    torch.set_num_threads(1)
+    d = json.loads(OUT.read_text())
+    h = d.setdefault("linear_check", {"nets": {}})
+    for width, c0, batch in NETS:
+        m = round(equal_variance_width(width, "relu"))
+        key = f"n{m}-C{c0}-B{batch}"
+        if key in h["nets"]:
+            continue
+        spec = ArchSpec(family="mlp", depth=max(DEPTHS), width=m, activation="linear", input_channels=c0, batch=batch)
+        law = finite_width_s_bar(spec, list(DEPTHS))
+        rows = []
+        for i, L in enumerate(DEPTHS):
+            s = np.asarray(probe(spec.with_(depth=L), list(SEEDS), chunk=64).s_bar)
+            mean, se = float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))
+            rows.append({"depth": L, "probe_mean": mean, "probe_se": se, "law": float(law[i]),
+                         "error": float(law[i] / mean - 1), "z": float((law[i] - mean) / se)})
+        h["nets"][key] = {"width": m, "for_relu_width": width, "input_channels": c0, "batch": batch, "rows": rows}
+        OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+        print(f"H {key}: z {[round(r['z'], 2) for r in rows]}", flush=True)
+    z = [r["z"] for net in h["nets"].values() for r in net["rows"]]
+    h["pooled_z"] = sum(z) / math.sqrt(len(z))
+    h["reading"] = ("the heavy-tail reading can account for run G's pooled z" if h["pooled_z"] >= 1.5 else
+                    "the heavy-tail reading cannot account for it" if abs(h["pooled_z"]) <= 1.0 else
+                    "between the planned readings")
+    OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+    return h
+
+
 if __name__ == "__main__":
-    print(json.dumps(measure()["decision"], indent=1))
+    if sys.argv[1:] == ["linear-check"]:
+        got = linear_check()
+        print(json.dumps({k: got[k] for k in ("pooled_z", "reading")}, indent=1))
+    else:
+        print(json.dumps(measure()["decision"], indent=1))
