@@ -276,6 +276,19 @@ def _relu_g_section() -> list:
                   + (".  So `mlp-kernel-finite-backward` is `predict`'s default for ReLU MLPs (`mlp-kernel-finite` on "
                      "request)." if dec["default_changes"] else ".  So `mlp-kernel-finite-backward` stays a law on "
                      "request and `mlp-kernel-finite` the default.")]
+    h = d.get("linear_check")
+    if h and "pooled_z" in h:
+        depths = ", ".join(str(r["depth"]) for r in next(iter(h["nets"].values()))["rows"])
+        lines += ["", "**Run H** (plan addendum 5, a diagnostic after run G; run G's decision stands): the exact linear "
+                      "law `mlp-finite-width` against 2048-seed means (the same seeds) of linear MLPs at run G's "
+                      "equal-variance widths, where the law is known to be right.", "",
+                  f"| linear net (for ReLU width) | error (z) at depths {depths} |", "|---|---|"]
+        for net in h["nets"].values():
+            lines.append(f"| width {net['width']}, C_0 = {net['input_channels']}, batch {net['batch']} "
+                         f"({net['for_relu_width']}) | " + ", ".join(f"{r['error']:+.1%} ({r['z']:+.2f})" for r in net["rows"])
+                         + " |")
+        lines += ["", f"Pooled z of the exact law: {h['pooled_z']:+.2f}; by the reading fixed before the run: "
+                      f"{h['reading']}."]
     return lines + [""]
 
 
@@ -320,12 +333,13 @@ OPEN_QUESTIONS = [
     "probe's mean at every net, by roughly half of L/n: the left-out backward terms.  Run F's lead (the "
     "backward excess of the linear MLP at the width with the same backward-step variance, 2n/5) became the "
     "approximate law `mlp-kernel-finite-backward`; on run G's new nets it halves the sum of squared z but "
-    "overshoots (pooled z positive, outside the planned +-2), so it is a law on request.  Two readings are "
-    "open and not separated here: the equal-variance mapping carries too much of the linear excess (the "
-    "masks' correlations across samples reduce it), or the heavy right tail of `s_bar` at small n (a "
-    "2048-seed mean falls below the expectation more often than above) pulls the measured means down.  "
-    "A derivation of the ReLU backward moments (the masked Wishart steps, as the linear ones in "
-    "`amutheory.symbolic.chain.finite_width`) would decide it.  On ReLU conv chains (run E) the "
+    "overshoots (pooled z positive, outside the planned +-2), so it is a law on request.  Run H rules out "
+    "the heavy tails of the 2048-seed means as the cause (the exact linear law at the same widths and seeds "
+    "has a pooled z near 0), so the equal-variance mapping itself carries too much of the backward excess: "
+    "matching one step's variance is not matching the backward moments (the masks' correlations across "
+    "samples and the ReLU forward-backward coupling enter them).  Deriving the masked backward moments "
+    "(the analogue of the linear Wishart steps in `amutheory.symbolic.chain.finite_width`) is the open step.  "
+    "On ReLU conv chains (run E) the "
     "same module closes part of the gap of the infinite-width kernel law but is not better than the "
     "calibrated default there, so it is not registered for chains; GELU is not covered (the kernel law "
     "takes linear and ReLU).",
