@@ -10,6 +10,8 @@
 # at width n**, from three facts about Gaussian matrices, and shows where the `L/n` comes from.
 
 # %%
+import math
+
 import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
@@ -138,7 +140,7 @@ check("n_b = n is the exact law", sp.simplify(bw.split_generating_function().sub
                                              - fw.layer_generating_function()) == 0, "symbolically")
 mlp = ArchSpec(family="mlp", depth=8, width=16, activation="linear", input_channels=16, batch=8)
 mc = finite_width_kernel_s_bar(chain_of(mlp), [8], draws=256 if fast() else 2048)
-closed = bw.split_s_bar(mlp, [8], None)[0]
+closed = bw.split_s_bar(mlp, [8], math.inf)[0]
 check("forward-only law = the kernel law's Monte Carlo", abs(mc["s_bar"][0] - closed) < 4 * mc["se"][0],
       f"{closed:.1f} against {mc['s_bar'][0]:.1f} +- {mc['se'][0]:.1f}")
 print("backward factor b(8; 16, 16) =", bw.backward_factor(mlp, [8], 16.0)[0])

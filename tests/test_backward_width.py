@@ -1,6 +1,8 @@
 """The linear MLP's law split into forward and backward widths (amutheory.symbolic.chain.backward_width),
 and the approximate ReLU law built on it (mlp-kernel-finite-backward)."""
 
+import math
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -32,7 +34,7 @@ def test_the_forward_only_law_is_what_the_kernel_law_at_width_n_computes_by_mont
     its Monte Carlo mean against the closed form, within 4 of its standard errors at each depth."""
     spec = _mlp(24)
     got = finite_width_kernel_s_bar(chain_of(spec), [4, 8, 12], draws=1024)
-    law = bw.split_s_bar(spec, [4, 8, 12], None)
+    law = bw.split_s_bar(spec, [4, 8, 12], math.inf)
     assert np.all(np.abs(got["s_bar"] - law) <= 4 * got["se"]), (got["s_bar"], law, got["se"])
 
 
@@ -53,10 +55,10 @@ def test_the_backward_factor_is_one_at_infinite_width_and_grows_with_depth_over_
     # narrower backward, larger factor; at the net's own width it is the exact law over the forward-only one
     assert bw.backward_factor(spec, [16], 16.0)[0] > f[2]
     assert bw.backward_factor(spec, [16], 64.0)[0] == pytest.approx(
-        fw.finite_width_s_bar(spec, [16])[0] / bw.split_s_bar(spec, [16], None)[0])
+        fw.finite_width_s_bar(spec, [16])[0] / bw.split_s_bar(spec, [16], math.inf)[0])
 
 
-@pytest.mark.parametrize("kw,match", [({"backward_width": 0.0}, "backward_width"), ({"backward_width": "x"}, "backward_width"),
+@pytest.mark.parametrize("kw,match", [({"backward_width": 0.0}, "backward_width"), ({"backward_width": "x"}, "backward_width"), ({"backward_width": None}, "backward_width"),
                                       ({"depths": [0]}, "depths")])
 def test_bad_arguments_name_themselves(kw, match):
     args = {"depths": [4], "backward_width": 10.0, **kw}
@@ -72,3 +74,27 @@ def test_the_approximate_law_is_the_kernel_law_times_the_factor_and_says_what_it
     assert np.allclose(got.s_bar, base.s_bar * factor) and np.all(factor > 1)
     assert got.exactness == "approximate" and got.constants["backward_width"].value == pytest.approx(19.2)
     assert "assumption" in law.leaves_out and not law.covers(_mlp(48, "linear"))
+
+
+def test_the_chain_split_is_the_exact_chain_law_at_equal_widths_and_the_kernel_law_at_infinite_backward():
+    """Linear circular chain, width 16: n_b = n is chain-finite-width; n_b = oo is the forward-only law the
+    kernel law at width n computes (its Monte Carlo mean within 4 SE at every depth)."""
+    from amutheory.symbolic.chain.finite_width_modes import finite_width_chain_s_bar
+
+    spec = ArchSpec(family="conv", dim=1, depth=12, width=16, kernel=3, spatial=8, padding="circular",
+                    activation="linear", input_channels=3)
+    assert np.allclose(bw.split_s_bar(spec, [4, 8, 12], 16), finite_width_chain_s_bar(spec, [4, 8, 12]))
+    got = finite_width_kernel_s_bar(spec, [4, 8, 12], draws=512)
+    law = bw.split_s_bar(spec, [4, 8, 12], math.inf)
+    assert np.all(np.abs(got["s_bar"] - law) <= 4 * got["se"]), (got["s_bar"], law, got["se"])
+    assert np.all(np.diff(bw.backward_factor(spec, [2, 8, 12], 6.4)) > 0)
+
+
+def test_the_chain_law_covers_relu_circular_chains_only():
+    law = REGISTRY["chain-kernel-finite-backward"]
+    relu = ArchSpec(family="conv", dim=1, depth=8, width=16, kernel=3, spatial=8, padding="circular",
+                    activation="relu", input_channels=3)
+    assert law.covers(relu) and not law.covers(relu.with_(padding="zero"))
+    assert not law.covers(relu.with_(activation="linear"))
+    got = law.evaluate(relu, [4, 8])
+    assert got.exactness == "approximate" and np.all(got.s_bar > 0) and got.constants["backward_width"].value == 6.4

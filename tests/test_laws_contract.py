@@ -28,6 +28,7 @@ EXAMPLES = {
     "chain-spectral": (ArchSpec(**_CONV, activation="linear"), None),
     "chain-operator": (ArchSpec(**_CONV, activation="linear", padding="zero"), None),
     "chain-kernel": (ArchSpec(**_CONV, activation="relu", padding="zero"), None),
+    "chain-kernel-finite-backward": (ArchSpec(**_CONV, activation="relu"), None),
     "chain-coherent": (ArchSpec(**_CONV, activation="relu"), [2, 3, 4, 6]),
     "chain-mlp-limit": (ArchSpec(**_CONV, activation="relu"), None),
     "resnet-dense": (ArchSpec(**_DENSE, branch="conv-mlp", activation="relu"), None),

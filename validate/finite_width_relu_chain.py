@@ -2,7 +2,9 @@
 kernel law (forward kernels drawn at width n, not a registered law for chains) against the probe, the
 infinite-width ``chain-kernel`` and the calibrated default ``chain-coherent``.
 
-    python validate/finite_width_relu_chain.py     # writes docs/findings/finite_width/relu_chain.json
+    python validate/finite_width_relu_chain.py           # run E: writes docs/findings/finite_width/relu_chain.json
+    python validate/finite_width_relu_chain.py --run I   # run I (plan addendum 6): fresh seeds, the approximate law,
+                                                         # the planned decision: .../relu_chain_i.json
 
 The page (``validate/finite_width_table.py report``) reads the JSON.  Measurement only: the default law
 of ReLU chains is not changed by it.
@@ -33,29 +35,65 @@ def spec_of(width: int, depth: int):
                     activation="relu", input_channels=3)
 
 
-def main() -> int:
+RUN_I = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_i.json", "seeds": range(40000, 41024)}
+
+
+def _values(spec, REGISTRY, finite_width_kernel_s_bar, with_backward: bool) -> dict:
+    values = {"kernel-finite (n)": np.asarray(finite_width_kernel_s_bar(spec, list(HELD_OUT))["s_bar"], float),
+              "chain-kernel (n = oo)": np.asarray(REGISTRY["chain-kernel"].evaluate(spec, list(HELD_OUT)).s_bar),
+              "chain-coherent (calibrated)": np.asarray(REGISTRY["chain-coherent"].evaluate(
+                  spec, list(HELD_OUT), calibration_depths=CALIBRATION, calibration_seeds=32).s_bar)}
+    if with_backward:
+        values["chain-kernel-finite-backward"] = np.asarray(
+            REGISTRY["chain-kernel-finite-backward"].evaluate(spec, list(HELD_OUT)).s_bar)
+    return values
+
+
+def decide(rows: list) -> dict:
+    """Run I's planned rule (run D's): the new law no worse than the calibrated default in max |error| and
+    max |z| at both widths."""
+    out = {}
+    for n in WIDTHS:
+        by = {r["law"]: r for r in rows if r["width"] == n}
+        new, old = by["chain-kernel-finite-backward"], by["chain-coherent (calibrated)"]
+        e_new, e_old = max(abs(x) for x in new["error"]), max(abs(x) for x in old["error"])
+        z_new, z_old = max(abs(x) for x in new["z"]), max(abs(x) for x in old["z"])
+        out[str(n)] = {"max_abs_error": [e_new, e_old], "max_abs_z": [z_new, z_old],
+                       "no_worse": e_new <= e_old and z_new <= z_old}
+    out["default_changes"] = all(v["no_worse"] for v in out.values())
+    return out
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", choices=("E", "I"), default="E", help="E: the plan's run E; I: addendum 6 (fresh seeds)")
+    args = ap.parse_args(argv)
     from amutheory.laws import REGISTRY
     from amutheory.measure.probe import probe
     from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
 
+    run_i = args.run == "I"
+    out, seeds = (RUN_I["out"], RUN_I["seeds"]) if run_i else (OUT, range(SEEDS))
+    depths = HELD_OUT if run_i else DEPTHS
     rows = []
     for n in WIDTHS:
         t0 = time.time()
-        profiles = {d: probe(spec_of(n, d), range(SEEDS)).s for d in DEPTHS}
-        s_bar = {d: profiles[d].mean(axis=1) for d in DEPTHS}
+        profiles = {d: probe(spec_of(n, d), seeds).s for d in depths}
+        s_bar = {d: profiles[d].mean(axis=1) for d in depths}
         mean = np.array([s_bar[d].mean() for d in HELD_OUT])
-        se = np.array([s_bar[d].std(ddof=1) / np.sqrt(SEEDS) for d in HELD_OUT])
+        se = np.array([s_bar[d].std(ddof=1) / np.sqrt(len(seeds)) for d in HELD_OUT])
         spec = spec_of(n, max(HELD_OUT))
-        values = {"kernel-finite (n)": np.asarray(finite_width_kernel_s_bar(spec, list(HELD_OUT))["s_bar"], float),
-                  "chain-kernel (n = oo)": np.asarray(REGISTRY["chain-kernel"].evaluate(spec, list(HELD_OUT)).s_bar),
-                  "chain-coherent (calibrated)": np.asarray(REGISTRY["chain-coherent"].evaluate(
-                      spec, list(HELD_OUT), calibration_depths=CALIBRATION, calibration_seeds=32).s_bar)}
-        for name, law in values.items():
+        for name, law in _values(spec, REGISTRY, finite_width_kernel_s_bar, run_i).items():
             rows.append({"width": n, "law": name, "held_out": list(HELD_OUT), "error": (law / mean - 1).tolist(),
                          "z": ((law - mean) / se).tolist(), "measured_rel_se": (se / mean).tolist()})
             print(f"n={n} {name}: {', '.join(f'{e:+.1%}' for e in law / mean - 1)}", flush=True)
-        OUT.write_text(json.dumps({"plan": "validate/plans/FINITE_WIDTH.md run E", "seeds": SEEDS,
-                                   "spec": str(spec_of(n, max(HELD_OUT))), "rows": rows}, indent=1))
+        record = {"plan": f"validate/plans/FINITE_WIDTH.md run {args.run}", "seeds": len(seeds),
+                  "first_seed": seeds[0], "spec": str(spec_of(n, max(HELD_OUT))), "rows": rows}
+        if run_i and len({r["width"] for r in rows}) == len(WIDTHS):
+            record["decision"] = decide(rows)
+        out.write_text(json.dumps(record, indent=1))
         print(f"width {n}: {time.time() - t0:.0f} s", flush=True)
     return 0
 

@@ -1,6 +1,12 @@
-"""The finite-width law of linear circular conv chains (``chain-finite-width``): every Fourier mode at
-the net's own width ``n``, exact in the mean over seeds (:mod:`amutheory.symbolic.chain.finite_width_modes`);
-its ``n -> oo`` limit is ``chain-spectral``."""
+"""The finite-width laws of conv chains:
+
+* ``chain-finite-width`` (exact): linear circular chains, every Fourier mode at the net's own width ``n``,
+  exact in the mean over seeds (:mod:`amutheory.symbolic.chain.finite_width_modes`); its ``n -> oo`` limit
+  is ``chain-spectral``;
+* ``chain-kernel-finite-backward`` (approximate, on request): ReLU circular chains, the kernel law with
+  its forward kernels drawn at width ``n`` (:mod:`amutheory.symbolic.chain.kernel_law_finite`) times the
+  linear chain's exact backward factor at the equal-variance width ``2n/5``
+  (:mod:`amutheory.symbolic.chain.backward_width`)."""
 
 from __future__ import annotations
 
@@ -75,3 +81,71 @@ class ChainFiniteWidth(Law):
         from amutheory.symbolic.chain.finite_width_modes import finite_width_chain_layer_moments
 
         return finite_width_chain_layer_moments(spec, np.arange(1, spec.depth + 1), input_var)
+
+
+def kernel_finite_cost(spec, depths) -> Cost:
+    """The finite-width kernel law's cost: its draws of inputs and width-``n`` forward chains."""
+    from amutheory.symbolic.chain.kernel_law_finite import DRAWS
+
+    points = spec.batch * spec.positions
+    seconds = 1.0 + 1e-8 * DRAWS * (max(depths) + 1) * (spec.width * points**2 + points**3)
+    return Cost(seconds, "monte-carlo", f"{DRAWS} draws of inputs and width-{spec.width} forward chains")
+
+
+class ChainKernelFiniteBackward(Law):
+    """ReLU circular chains at width ``n``: the finite-width kernel law times the linear chain's backward factor."""
+
+    family = "conv"
+    name, exactness = "chain-kernel-finite-backward", "approximate"
+    summary = ("ReLU circular conv chain at its width n: the kernel law with its forward kernels drawn at width n, "
+               "times the linear circular chain's exact backward factor b(L; n, 2n/5) (every mode's backward "
+               "transfer at the width whose backward steps fluctuate as a ReLU layer's); nothing fitted")
+    leaves_out = ("an assumption, not derived: that the ReLU chain's backward finite-width excess is the linear "
+                  "chain's at the equal-variance width 2n/5 (on ReLU MLPs the same assumption overshoots: "
+                  "docs/findings/finite_width.md, runs G and H)")
+    source = "amutheory.symbolic.chain.backward_width"
+    default_candidate = False
+    not_default_because = ("an approximate law under test on chains (run I of validate/plans/FINITE_WIDTH.md decides "
+                           "whether it replaces the calibrated default of ReLU circular chains); ask for it with "
+                           "law='chain-kernel-finite-backward'")
+
+    def _covers(self, spec):
+        from amutheory.symbolic.chain.finite_width_modes import check_finite_width_modes_spec
+        from amutheory.symbolic.chain.kernel_law import check_kernel_spec
+
+        if spec.activation != "relu":
+            return Coverage(False, f"activation: this law is for ReLU chains, got {spec.activation!r}")
+        check_kernel_spec(spec)
+        check_finite_width_modes_spec(spec.with_(activation="linear", init_c=None))
+        return Coverage(True, "ReLU chain, circular padding, B N^d within the kernel law's size")
+
+    def cost(self, spec, depths, **_):
+        return kernel_finite_cost(spec, depths)
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0):
+        from amutheory.symbolic.chain.backward_width import backward_factor, equal_variance_width
+        from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
+
+        coverage = self.covers(spec)
+        if not coverage:
+            raise ValueError(coverage.reason)
+        depths = [int(d) for d in depths]
+        report = None if progress is None else (
+            lambda i, t, done: i == t and progress(f"finite-width kernel law: {done} draws of inputs and forward chains"))
+        got = finite_width_kernel_s_bar(spec, depths, protocol.input_var, progress=report)
+        at = {d: i for i, d in enumerate(got["depths"])}
+        s_kf = np.array([got["s_bar"][at[d]] for d in depths])
+        se_kf = np.array([got["se"][at[d]] for d in depths])
+        n_b = equal_variance_width(spec.width, spec.activation)
+        factor = backward_factor(spec.with_(activation="linear", init_c=None), depths, n_b, protocol.input_var)
+        const = {"s_bar_mc_rel_se": Constant("s_bar_mc_rel_se", float(np.max(se_kf / s_kf)), "monte-carlo",
+                                             note=f"worst relative standard error over the depths asked, "
+                                                  f"{got['draws']} draws (seed {got['seed']})"),
+                 "backward_width": Constant("backward_width", n_b, "exact",
+                                            note="the linear width of equal backward-step variance, 2 p n / (3 - p) at "
+                                                 "p = 1/2 (amutheory.symbolic.chain.backward_width)"),
+                 "input_var": input_var_constant(protocol.input_var), "C": target_constant(C)}
+        note = (f"the kernel law with forward kernels drawn at width {spec.width} ({got['draws']} draws) times the "
+                f"linear circular chain's backward factor at width {n_b:g} ({', '.join(f'{f:.3f}' for f in factor)} "
+                f"at the depths asked): nothing fitted; an assumption, not derived (leaves_out)")
+        return LawValues(self.name, depths, s_kf * factor, se_kf * factor, const, self.exactness, None, [note])

@@ -195,11 +195,9 @@ class MlpKernelFinite(_MlpLaw):
         return _relu_kernel_coverage(spec, "the finite-width kernel law")
 
     def cost(self, spec, depths, **_):
-        from amutheory.symbolic.chain.kernel_law_finite import DRAWS
+        from amutheory.laws.chain_finite import kernel_finite_cost
 
-        points = spec.batch * chain_of(spec).positions
-        seconds = 1.0 + 1e-8 * DRAWS * (max(depths) + 1) * (spec.width * points**2 + points**3)
-        return Cost(seconds, "monte-carlo", f"{DRAWS} draws of inputs and width-{spec.width} forward chains")
+        return kernel_finite_cost(chain_of(spec), depths)
 
     def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, **options):
         from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar

@@ -31,6 +31,7 @@ order ``(L/n)^2`` that the mapping does not carry are what it can miss.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import sympy as sp
@@ -134,30 +135,41 @@ def _series(which: str, args: tuple, count: int) -> np.ndarray:
     return s[1:]
 
 
-def _check(spec: ArchSpec, depths) -> np.ndarray:
+def _check(spec: ArchSpec, depths, backward_width) -> np.ndarray:
     if not isinstance(spec, ArchSpec):
         raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
-    if spec.family != "mlp":
-        raise ValueError(f"family: the split law is derived for MLPs, got {spec.family!r}")
+    if spec.family not in ("mlp", "conv"):
+        raise ValueError(f"family: the split law is derived for MLPs and linear circular conv chains, got {spec.family!r}")
     depths = np.asarray(depths, int)
     if depths.size == 0 or depths.min() < 1:
         raise ValueError(f"depths must be integers >= 1, got {depths.tolist()}")
+    if isinstance(backward_width, bool) or not isinstance(backward_width, (int, float)) or not backward_width > 0:
+        raise ValueError(f"backward_width must be a number > 0 (math.inf: the forward-only law), got {backward_width!r}")
     return depths
 
 
-def split_s_bar(spec: ArchSpec, depths, backward_width: float | None, input_var: float = 1.0) -> np.ndarray:
-    """The linear MLP's ``E[s_bar(L)]`` with the forward at the spec's width and the backward moments at
-    ``backward_width`` (``None``: infinite, the forward-only law); any real ``backward_width > 0``."""
-    depths = _check(spec, depths)
-    if backward_width is not None and not (isinstance(backward_width, (int, float)) and backward_width > 0):
-        raise ValueError(f"backward_width must be a number > 0 or None, got {backward_width!r}")
-    n, C0, B, m, v, vr = fw._arguments(spec, input_var)
-    args = (n, float(backward_width or 1.0), C0, B, m, v, vr)
-    s = _series("forward" if backward_width is None else "split", args, int(depths.max()))
+def split_s_bar(spec: ArchSpec, depths, backward_width: float, input_var: float = 1.0) -> np.ndarray:
+    """The linear net's ``E[s_bar(L)]`` with the forward at the spec's width and the backward moments at
+    ``backward_width`` (any real ``> 0``; ``math.inf``: the forward-only law).  An MLP (``c = 1``) through
+    the split generating function; a linear circular conv chain through its modes
+    (:func:`amutheory.symbolic.chain.finite_width_modes.finite_width_mode_table`, each mode's backward
+    transfer at ``backward_width``)."""
+    depths = _check(spec, depths, backward_width)
+    if spec.family == "conv":
+        from amutheory.symbolic.chain.finite_width_modes import check_finite_width_modes_spec, finite_width_mode_table
+
+        check_finite_width_modes_spec(spec)
+        s = finite_width_mode_table(spec, int(depths.max()), input_var, float(backward_width)).sum(axis=0)
+    else:
+        fw.check_finite_width_spec(spec)
+        n, C0, B, m, v, vr = fw._arguments(spec, input_var)
+        infinite = np.isinf(backward_width)
+        args = (n, 1.0 if infinite else float(backward_width), C0, B, m, v, vr)
+        s = _series("forward" if infinite else "split", args, int(depths.max()))
     return np.cumsum(s)[depths - 1] / depths
 
 
 def backward_factor(spec: ArchSpec, depths, backward_width: float, input_var: float = 1.0) -> np.ndarray:
-    """``b(L; n, n_b)``: the linear MLP's ``s_bar`` with the backward moments at ``backward_width`` over
+    """``b(L; n, n_b)``: the linear net's ``s_bar`` with the backward moments at ``backward_width`` over
     its forward-only ``s_bar`` (module docstring); 1 as ``backward_width -> oo``."""
-    return split_s_bar(spec, depths, backward_width, input_var) / split_s_bar(spec, depths, None, input_var)
+    return split_s_bar(spec, depths, backward_width, input_var) / split_s_bar(spec, depths, math.inf, input_var)

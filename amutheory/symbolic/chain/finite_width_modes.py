@@ -158,7 +158,9 @@ _ARGS = (n, r)
 def _transfer_sources() -> dict:
     """Printed sources of the transfer maps and input moments (functions of ``(n, r)``, resp.
     ``(n, r, C_0, B, v)``), kept as a derivation."""
+    back_inf = backward_transfer(r).applyfunc(lambda e: sp.limit(e, n, sp.oo))
     return {"back": lambda_source(_ARGS, backward_transfer(r), "numpy"),
+            "back_inf": lambda_source((r,), back_inf, "numpy"),
             "first": lambda_source((n, r, C_0), cross_transfer(n, 1 / C_0, r), "numpy"),
             "hidden": lambda_source(_ARGS, cross_transfer(n, 1 / n, r), "numpy"),
             "input": lambda_source((r_in, C_0, B, v), input_cross_moments(r_in), "numpy")}
@@ -177,11 +179,16 @@ def check_finite_width_modes_spec(spec: ArchSpec) -> None:
 
 
 def mode_sequences(width: int, rate: float, coupling: float, input_channels: int, batch: int, input_var: float,
-                   count: int) -> dict:
+                   count: int, backward_width: float | None = None) -> dict:
     """The sequences of one mode up to ``count`` layers: ``f_p, w_p`` (``p = 0 .. count``) and
-    ``kappa_j`` (``j = 0 .. count``), from the lambdified transfer maps."""
+    ``kappa_j`` (``j = 0 .. count``), from the lambdified transfer maps.  ``backward_width``: the width of
+    the backward transfer (``f_p, w_p``; ``None``: the net's ``width``; ``math.inf``: the forward-only law of
+    :mod:`amutheory.symbolic.chain.backward_width`)."""
     fns = _transfers()
-    T = np.asarray(fns["back"](float(width), float(rate)), float)
+    if backward_width is not None and np.isinf(backward_width):
+        T = np.asarray(fns["back_inf"](float(rate)), float)
+    else:
+        T = np.asarray(fns["back"](float(width if backward_width is None else backward_width), float(rate)), float)
     state, f, w = np.ones(3), np.empty(count + 1), np.empty(count + 1)
     for p in range(count + 1):
         w[p], f[p] = state[0], state[1]
@@ -198,11 +205,11 @@ def mode_sequences(width: int, rate: float, coupling: float, input_channels: int
 
 
 def mode_layer_moments(width: int, rate: float, coupling: float, input_channels: int, batch: int,
-                       input_var: float, count: int) -> np.ndarray:
+                       input_var: float, count: int, backward_width: float | None = None) -> np.ndarray:
     """``sum_(j, j' <= l)`` of the mode's pair terms for ``l = 1 .. count`` (the coefficients of
     ``F(z) [K(z) + 2 r z W(z) K_beta(z)]``, i.e. :func:`mode_generating_function` without
     ``v_r m / B^3``), by convolving the sequences of :func:`mode_sequences`."""
-    seq = mode_sequences(width, rate, coupling, input_channels, batch, input_var, count)
+    seq = mode_sequences(width, rate, coupling, input_channels, batch, input_var, count, backward_width)
     K = np.concatenate([[0.0], seq["kappa"][:count]])  # kappa_(j-1) at z^j
     beta = np.ones(count + 1)
     beta[1] = width / input_channels
@@ -224,14 +231,16 @@ def modes(spec: ArchSpec, input_var: float = 1.0) -> tuple:
     return (rho**2)[keep], (d**2)[keep], coupling[keep]
 
 
-def finite_width_mode_table(spec: ArchSpec, count: int, input_var: float = 1.0) -> np.ndarray:
-    """``E[s_l]`` per mode, rows the modes of :func:`modes`, columns ``l = 1 .. count``."""
+def finite_width_mode_table(spec: ArchSpec, count: int, input_var: float = 1.0,
+                            backward_width: float | None = None) -> np.ndarray:
+    """``E[s_l]`` per mode, rows the modes of :func:`modes`, columns ``l = 1 .. count`` (``backward_width``:
+    :func:`mode_sequences`)."""
     check_finite_width_modes_spec(spec)
     P = spec.spatial**spec.dim
     rates, d2, coupling = modes(spec, input_var)
     pref = spec.outputs * spec.readout_variance / (spec.batch**3 * P**4)
     return np.array([pref * w * mode_layer_moments(spec.width, x, c, spec.input_channels, spec.batch, P * input_var,
-                                                   count)
+                                                   count, backward_width)
                      for x, w, c in zip(rates, d2, coupling)])
 
 
