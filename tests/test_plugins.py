@@ -207,7 +207,7 @@ class _Outside(Law):
 def test_priority_makes_an_outside_law_the_default_and_the_reason_says_so():
     relu = ArchSpec(dim=1, width=8, kernel=3, spatial=4, batch=2, activation="relu")
     linear = relu.with_(activation="linear")
-    assert best_law(relu, [4, 8]).law.name == "chain-coherent"
+    assert best_law(relu, [4, 8]).law.name == "chain-kernel-finite-backward"  # the built-in default (run I)
     register(_Outside())
     choice = best_law(relu, [4, 8])
     assert choice.law.name == "chain-outside" and "priority 1" in choice.reason
@@ -217,7 +217,7 @@ def test_priority_makes_an_outside_law_the_default_and_the_reason_says_so():
     dict.pop(REGISTRY, "chain-outside")
     tie = type("Tie", (_Outside,), {"priority": 0, "name": "chain-tie"})
     register(tie())
-    assert best_law(relu, [4, 8]).law.name == "chain-coherent"  # a tie: registry order
+    assert best_law(relu, [4, 8]).law.name == "chain-kernel-finite-backward"  # a tie in priority: exactness decides
     for bad in (float("nan"), "high", True):
         with pytest.raises(ValueError, match="priority must be a finite number"):
             register(type("Bad", (_Outside,), {"priority": bad, "name": "chain-bad"}))

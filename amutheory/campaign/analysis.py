@@ -83,10 +83,23 @@ def _derived_default(spec, theory) -> bool:
         return False
 
 
+def _derived_law(spec) -> str | None:
+    """The registry name of the law a derived config predicts its mean with: ``predict``'s default where
+    that is derived (exact, Monte Carlo or approximate: nothing fitted), else the first derived law that
+    covers the net (``resolve_law``'s ``derive``)."""
+    try:
+        law = best_law(spec, [spec.depth]).law
+        if law.exactness != "calibrated":
+            return law.name
+    except ValueError:
+        pass
+    return resolve_law(spec.family, "coherent", "derive", spec)
+
+
 def _derived_law_words(spec) -> str:
     """How a report names the derived law of a config: the spectral law, the finite-width law where
     one covers the net (exact at its width), or the law's name and exactness."""
-    name = resolve_law(spec.family, "coherent", "derive", spec) or ""
+    name = _derived_law(spec) or ""
     if name in ("chain-finite-width", "mlp-finite-width"):
         return "finite-width law, exact at the net's width"
     if name in ("chain-spectral", "mlp-spectral"):
@@ -294,7 +307,8 @@ def _predict_statistic(out: dict, plan: _Plan, stat: str, curve: dict, dense: li
     ``curve``; returns ``(eta_pred, s_pred)``, both ``{}`` where calibration or prediction fails."""
     try:
         # one call for the measured depths and the dense curve (law_values is not cheap)
-        law = resolve_law(plan.spec.family, "coherent", plan.how, plan.spec)  # the registry's name
+        law = (_derived_law(plan.spec) if plan.how == "derive" else
+               resolve_law(plan.spec.family, "coherent", plan.how, plan.spec))  # the registry's name
         pred = predict(plan.spec, sorted(set(plan.cfg.depths) | set(dense)), law=law, statistic=stat,
                        protocol=plan.protocol, C=plan.meas.C, calibration_measurement=plan.cal_meas)
         eta_pred, s_pred = _record_prediction(out, plan.cfg, pred, stat, curve, dense)

@@ -109,9 +109,10 @@ class ChainKernel(_ChainExact):
     default_candidate = False
     not_default_because = ("its left-out finite-width terms grow with L/n and are large for ReLU chains at the widths "
                            "the probe runs (measured by validate/studies/finite_width_mean.py, reported in "
-                           "docs/findings/conv_chains.md), and its forward kernels drawn at width n close only part "
-                           "of that gap on chains, no better than the calibrated law (docs/findings/finite_width.md, "
-                           "run E), so the default calibrates ReLU chains; ask for it with "
+                           "docs/findings/conv_chains.md); the default for ReLU circular chains is "
+                           "chain-kernel-finite-backward (its forward kernels at width n and a backward factor; run I "
+                           "of docs/findings/finite_width.md) where its cost fits, else the calibrated law; ask for "
+                           "this one with "
                            "law='chain-kernel' (--law chain-kernel) or constants='derive'")
 
     def _covers(self, spec):

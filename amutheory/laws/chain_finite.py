@@ -3,7 +3,7 @@
 * ``chain-finite-width`` (exact): linear circular chains, every Fourier mode at the net's own width ``n``,
   exact in the mean over seeds (:mod:`amutheory.symbolic.chain.finite_width_modes`); its ``n -> oo`` limit
   is ``chain-spectral``;
-* ``chain-kernel-finite-backward`` (approximate, on request): ReLU circular chains, the kernel law with
+* ``chain-kernel-finite-backward`` (approximate; the default for ReLU circular chains by run I): ReLU circular chains, the kernel law with
   its forward kernels drawn at width ``n`` (:mod:`amutheory.symbolic.chain.kernel_law_finite`) times the
   linear chain's exact backward factor at the equal-variance width ``2n/5``
   (:mod:`amutheory.symbolic.chain.backward_width`)."""
@@ -87,9 +87,8 @@ def kernel_finite_cost(spec, depths) -> Cost:
     """The finite-width kernel law's cost: its draws of inputs and width-``n`` forward chains."""
     from amutheory.symbolic.chain.kernel_law_finite import DRAWS
 
-    points = spec.batch * spec.positions
-    seconds = 1.0 + 1e-8 * DRAWS * (max(depths) + 1) * (spec.width * points**2 + points**3)
-    return Cost(seconds, "monte-carlo", f"{DRAWS} draws of inputs and width-{spec.width} forward chains")
+    return Cost(costs.kernel_finite_seconds(spec, max(depths), DRAWS), "monte-carlo",
+                f"{DRAWS} draws of inputs and width-{spec.width} forward chains")
 
 
 class ChainKernelFiniteBackward(Law):
@@ -104,10 +103,10 @@ class ChainKernelFiniteBackward(Law):
                   "chain's at the equal-variance width 2n/5 (on ReLU MLPs the same assumption overshoots: "
                   "docs/findings/finite_width.md, runs G and H)")
     source = "amutheory.symbolic.chain.backward_width"
-    default_candidate = False
-    not_default_because = ("an approximate law under test on chains (run I of validate/plans/FINITE_WIDTH.md decides "
-                           "whether it replaces the calibrated default of ReLU circular chains); ask for it with "
-                           "law='chain-kernel-finite-backward'")
+    #: the default for ReLU circular chains by run I of validate/plans/FINITE_WIDTH.md (its planned rule: no worse
+    #: than the calibrated chain-coherent at held-out depths, in error and in z, at widths 32 and 64; both still
+    #: read low there: docs/findings/finite_width.md)
+    default_candidate = True
 
     def _covers(self, spec):
         from amutheory.symbolic.chain.finite_width_modes import check_finite_width_modes_spec
@@ -120,7 +119,8 @@ class ChainKernelFiniteBackward(Law):
         return Coverage(True, "ReLU chain, circular padding, B N^d within the kernel law's size")
 
     def cost(self, spec, depths, **_):
-        return kernel_finite_cost(spec, depths)
+        once = kernel_finite_cost(spec, [max(depths) + 1])  # twice: the depths asked, then their neighbours
+        return Cost(2 * once.seconds, once.cost_class, f"twice {once.how} (the depths, then their neighbours)")
 
     def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0):
         from amutheory.symbolic.chain.backward_width import backward_factor, equal_variance_width
@@ -132,12 +132,23 @@ class ChainKernelFiniteBackward(Law):
         depths = [int(d) for d in depths]
         report = None if progress is None else (
             lambda i, t, done: i == t and progress(f"finite-width kernel law: {done} draws of inputs and forward chains"))
-        got = finite_width_kernel_s_bar(spec, depths, protocol.input_var, progress=report)
-        at = {d: i for i, d in enumerate(got["depths"])}
-        s_kf = np.array([got["s_bar"][at[d]] for d in depths])
-        se_kf = np.array([got["se"][at[d]] for d in depths])
         n_b = equal_variance_width(spec.width, spec.activation)
-        factor = backward_factor(spec.with_(activation="linear", init_c=None), depths, n_b, protocol.input_var)
+        linear = spec.with_(activation="linear", init_c=None)
+
+        def law_at(ds):
+            got = finite_width_kernel_s_bar(spec, ds, protocol.input_var, progress=report)
+            at = {d: i for i, d in enumerate(got["depths"])}
+            kf, se = (np.array([got[k][at[d]] for d in ds]) for k in ("s_bar", "se"))
+            return kf, se, backward_factor(linear, ds, n_b, protocol.input_var), got
+
+        s_kf, se_kf, factor, got = law_at(depths)
+        # the local slope: a central secant of L s_bar(L) through the integer neighbours (their own draws)
+        lo, hi = [max(d - 1, 1) for d in depths], [d + 1 for d in depths]
+        every = sorted(set(lo) | set(hi))
+        kf_n, _, f_n, _ = law_at(every)
+        S = dict(zip(every, np.asarray(every) * kf_n * f_n))
+        slope = -0.5 * (np.log(np.array([S[h] / S[l] for l, h in zip(lo, hi)]))
+                        / np.log(np.asarray(hi, float) / np.asarray(lo, float)) - 1.0)
         const = {"s_bar_mc_rel_se": Constant("s_bar_mc_rel_se", float(np.max(se_kf / s_kf)), "monte-carlo",
                                              note=f"worst relative standard error over the depths asked, "
                                                   f"{got['draws']} draws (seed {got['seed']})"),
@@ -148,4 +159,5 @@ class ChainKernelFiniteBackward(Law):
         note = (f"the kernel law with forward kernels drawn at width {spec.width} ({got['draws']} draws) times the "
                 f"linear circular chain's backward factor at width {n_b:g} ({', '.join(f'{f:.3f}' for f in factor)} "
                 f"at the depths asked): nothing fitted; an assumption, not derived (leaves_out)")
-        return LawValues(self.name, depths, s_kf * factor, se_kf * factor, const, self.exactness, None, [note])
+        return LawValues(self.name, depths, s_kf * factor, se_kf * factor, const, self.exactness, None, [note],
+                         local_slope=slope)

@@ -22,12 +22,25 @@ POINTS_FIXED = 2.0
 #: seconds of the kernel law per unit of ``B^2 P^3`` and layer (calibrated: ReLU, zero padding, N = 8..32,
 #: B = 8), plus its fixed start-up
 KERNEL_UNIT, KERNEL_FIXED = 1.5e-7, 2.0
+#: seconds of the finite-width kernel law per input draw and layer, per unit of ``n (B P)^2`` (drawing the
+#: width-n forward chain) and of ``(B P)^3`` (the backward recursion's cuts), and its fixed start-up
+#: (calibrated: ReLU circular chains at B P = 64, widths 32-128, and ReLU MLPs at B = 8, widths 32-128,
+#: 512 draws, by validate/benchmark_law_costs.py; rounded up by half, to err on the long side)
+KERNEL_FINITE_UNIT_N, KERNEL_FINITE_UNIT_P, KERNEL_FINITE_FIXED = 1.5e-9, 6e-9, 1.0
 #: seconds of the probe per ``width^2 x N^d x B`` and measured layer of one seed (calibrated: conv chains
 #: at width 256, N = 16, and residual nets at width 64, N = 8, batch 8, in float64), plus a fixed start-up
 PROBE_UNIT, PROBE_FIXED = 6e-9, 2.0
 #: seconds of a closed form or a finite sum over modes or positions, most of it the SymPy derivation and
 #: lambdify on a law's first use in a process (the sums themselves take under a second at the sizes covered)
 FINITE_SUM_SECONDS = 8.0
+
+
+def kernel_finite_seconds(spec: ArchSpec, deepest: int, draws: int) -> float:
+    """Seconds of the finite-width kernel law: ``draws x (deepest + 1)`` layers of a width-``n`` forward
+    chain over the ``B P`` points and the backward recursion on it."""
+    bp = spec.batch * spec.positions
+    per_layer = KERNEL_FINITE_UNIT_N * spec.width * bp**2 + KERNEL_FINITE_UNIT_P * bp**3
+    return float(KERNEL_FINITE_FIXED + draws * (deepest + 1) * per_layer)
 
 
 def points_seconds(spec: ArchSpec, deepest: int, draws: int, paddings: int = 1) -> float:
