@@ -37,8 +37,10 @@ def test_derive_exponent_all_four_cases(dim, act, capsys):
 def test_predict_and_measure_json_contract(capsys):
     common = ["--dim", "1", "--activation", "relu", "--width", "8", "--kernel", "3", "--spatial", "5",
               "--batch", "2", "--json"]
+    # the calibrated law by name: a small ReLU circular chain's default is the approximate
+    # chain-kernel-finite-backward (nothing calibrated), and this contract is the calibrated one's
     code, out, _ = run(["predict", *common, "--depths", "5,6", "--calibration-depths", "1,2,3,4",
-                        "--calibration-seeds", "4"], capsys)
+                        "--calibration-seeds", "4", "--constants", "calibrate"], capsys)
     assert code == 0
     d = json.loads(out)
     assert d["depths"] == [5, 6] and len(d["eta_star"]) == 2 and len(d["local_slope"]) == 2

@@ -86,14 +86,17 @@ def _derived_default(spec, theory) -> bool:
 def _derived_law(spec) -> str | None:
     """The registry name of the law a derived config predicts its mean with: ``predict``'s default where
     that is derived (exact, Monte Carlo or approximate: nothing fitted), else the first derived law that
-    covers the net (``resolve_law``'s ``derive``)."""
+    covers the net (``resolve_law``'s ``derive``); ``None`` where none does."""
     try:
         law = best_law(spec, [spec.depth]).law
         if law.exactness != "calibrated":
             return law.name
     except ValueError:
         pass
-    return resolve_law(spec.family, "coherent", "derive", spec)
+    try:
+        return resolve_law(spec.family, "coherent", "derive", spec)
+    except ValueError:  # no derived law covers the net (a GELU chain): its configs calibrate
+        return None
 
 
 def _derived_law_words(spec) -> str:
