@@ -124,14 +124,13 @@ class ChainKernelFiniteBackward(Law):
 
     def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0):
         from amutheory.symbolic.chain.backward_width import backward_factor, equal_variance_width
-        from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
+        from amutheory.symbolic.chain.kernel_law_finite import draws_progress, finite_width_kernel_s_bar
 
         coverage = self.covers(spec)
         if not coverage:
             raise ValueError(coverage.reason)
         depths = [int(d) for d in depths]
-        report = None if progress is None else (
-            lambda i, t, done: i == t and progress(f"finite-width kernel law: {done} draws of inputs and forward chains"))
+        report = draws_progress(progress)
         n_b = equal_variance_width(spec.width, spec.activation)
         linear = spec.with_(activation="linear", init_c=None)
 

@@ -200,14 +200,13 @@ class MlpKernelFinite(_MlpLaw):
         return kernel_finite_cost(chain_of(spec), depths)
 
     def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, **options):
-        from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
+        from amutheory.symbolic.chain.kernel_law_finite import draws_progress, finite_width_kernel_s_bar
 
         coverage = self.covers(spec)
         if not coverage:
             raise ValueError(coverage.reason)
         depths = [int(d) for d in depths]
-        report = None if progress is None else (
-            lambda i, t, done: i == t and progress(f"finite-width kernel law: {done} draws of inputs and forward chains"))
+        report = draws_progress(progress)
         got = finite_width_kernel_s_bar(chain_of(spec), depths, protocol.input_var, progress=report)
         at = {d: i for i, d in enumerate(got["depths"])}
         s_bar = np.array([got["s_bar"][at[d]] for d in depths])

@@ -124,15 +124,7 @@ def _recurrences() -> dict:
 def _series(which: str, args: tuple, count: int) -> np.ndarray:
     """``E[s_l]``, ``l = 1..count``: the Taylor coefficients of one generating function (its recurrence)."""
     fns = _recurrences()
-    num = np.asarray(fns[f"{which}-num"](*args), float).ravel()
-    den = np.asarray(fns[f"{which}-den"](*args), float).ravel()
-    s = np.zeros(count + 1)
-    for l in range(count + 1):
-        acc = num[l] if l < len(num) else 0.0
-        for k in range(1, min(l, len(den) - 1) + 1):
-            acc -= den[k] * s[l - k]
-        s[l] = acc / den[0]
-    return s[1:]
+    return fw.rational_series(fns[f"{which}-num"](*args), fns[f"{which}-den"](*args), count)
 
 
 def _check(spec: ArchSpec, depths, backward_width) -> np.ndarray:

@@ -180,8 +180,13 @@ def series_coefficients(spec: ArchSpec, count: int, input_var: float = 1.0) -> n
     from its denominator's recurrence (``sum_k den_k s_(l-k) = num_l``)."""
     num_fn, den_fn = _recurrence()
     args = _arguments(spec, input_var)
-    num = np.asarray(num_fn(*args), float).ravel()
-    den = np.asarray(den_fn(*args), float).ravel()
+    return rational_series(num_fn(*args), den_fn(*args), count)
+
+
+def rational_series(num, den, count: int) -> np.ndarray:
+    """The Taylor coefficients ``1 .. count`` of ``num(z) / den(z)`` (coefficient arrays, lowest power first)
+    by the denominator's recurrence ``sum_k den_k s_(l-k) = num_l``."""
+    num, den = np.asarray(num, float).ravel(), np.asarray(den, float).ravel()
     s = np.zeros(count + 1)
     for l in range(count + 1):
         acc = num[l] if l < len(num) else 0.0

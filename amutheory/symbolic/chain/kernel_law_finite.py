@@ -72,6 +72,15 @@ def sampled_forward(rng: np.random.Generator):
     return forward
 
 
+def draws_progress(progress):
+    """A ``progress(i, total, draws_done)`` for :func:`finite_width_kernel_s_bar` that passes one line to
+    ``progress(line)`` when the last batch of draws is done (``None`` for ``None``)."""
+    if progress is None:
+        return None
+    return lambda i, total, done: i == total and progress(f"finite-width kernel law: {done} draws of inputs and "
+                                                          "forward chains")
+
+
 def check_finite_kernel_spec(spec: ArchSpec) -> None:
     """The kernel law's coverage (:func:`~amutheory.symbolic.chain.kernel_law.check_kernel_spec`)."""
     K.check_kernel_spec(spec)
