@@ -152,6 +152,17 @@ def test_a_calibrated_choice_says_why_each_derived_law_was_not_taken(capsys):
     assert d["choice"]["calibrated_because"] == "the family 'transformer' has no derived law"
     assert main(["laws", "--family", "mlp", "--activation", "gelu", "--width", "64", "--depths", "2,4"]) == 0
     assert "calibrated because no derived law is taken for this net: mlp-finite-width" in capsys.readouterr().out
+    # as a user runs it: the installed command line in its own process
+    import subprocess
+    import sys
+
+    got = subprocess.run([sys.executable, "-m", "amutheory", "laws", "--family", "conv", "--dim", "1", "--activation",
+                          "relu", "--padding", "zero", "--width", "32", "--depths", "2,4"],
+                         capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert "default: chain-coherent" in got.stdout
+    assert "calibrated because no derived law is taken for this net:" in got.stdout
+    assert "chain-kernel-finite-backward: padding" in got.stdout
 
 
 def test_named_law_that_does_not_cover_the_net_is_refused_with_its_reason():

@@ -37,7 +37,7 @@ import numpy as np
 import sympy as sp
 
 from amutheory.spec import ArchSpec
-from amutheory.symbolic.cache import compile_lambda, derivation, lambda_source
+from amutheory.symbolic.cache import compile_lambda, derivation
 from amutheory.symbolic.chain import finite_width as fw
 
 n_b = sp.Symbol("n_b", positive=True)
@@ -72,16 +72,12 @@ def equal_variance_width(width: float, activation: str) -> float:
 
 
 def _split(backward_infinite: bool) -> sp.Expr:
+    """The exact law's generating function with its backward series at width ``n_b`` (or its limit)."""
     T_b = fw.hidden_transfer().subs(fw.n, n_b)
     uw = sp.simplify((sp.eye(2) - fw.z * T_b).inv() * sp.Matrix([1, 1]))
     if backward_infinite:
         uw = sp.Matrix([sp.limit(e, n_b, sp.oo) for e in uw])
-    g2, g11 = fw.input_gram_moments()
-    first = fw.layer_transfer(fw.n, 1 / fw.C_0) * sp.Matrix([g2, g11])
-    hidden = fw._power_series(sp.Matrix([first[0], first[1] / fw.n]))[0]
-    forward = g2 * fw.z + fw.z**2 * hidden
-    weighted = (fw.n / fw.C_0) * g2 * fw.z + fw.z**2 * hidden
-    return sp.factor(sp.together(fw.v_r * fw.m / fw.B**3 * uw[0] * (forward + 2 * fw.z * uw[1] * weighted)))
+    return fw.generating_function_with(uw)
 
 
 @derivation
@@ -107,12 +103,8 @@ def _recurrence_sources() -> dict:
     of functions of ``(n, n_b, C_0, B, m, v, v_r)`` (the forward-only one ignores ``n_b``)."""
     out = {}
     for name, gf in (("split", split_generating_function()), ("forward", forward_only_generating_function())):
-        num, den = sp.fraction(sp.together(gf))
-        num, den = sp.Poly(sp.expand(num), fw.z), sp.Poly(sp.expand(den), fw.z)
-        lead = den.all_coeffs()[-1]
-        for part, poly in (("num", num), ("den", den)):
-            coeffs = [sp.simplify(c / lead) for c in reversed(poly.all_coeffs())]
-            out[f"{name}-{part}"] = lambda_source(_ARGS, sp.Matrix([coeffs]), "numpy")
+        for part, src in fw.recurrence_sources(gf, _ARGS).items():
+            out[f"{name}-{part}"] = src
     return out
 
 

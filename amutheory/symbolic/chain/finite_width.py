@@ -90,13 +90,19 @@ def layer_generating_function() -> sp.Expr:
     rational function of ``z``: ``U(z) [K(z) + 2 z W(z) K_beta(z)]`` times ``v_r m / B^3``, with ``U``
     and ``W`` the series of ``u_p`` and ``w_p`` and ``K`` (``K_beta``) the forward moments
     ``kappa_(j-1)`` (weighted by ``beta_j``) at ``z^j``."""
-    uw = _power_series(sp.Matrix([1, 1]))
+    return generating_function_with(_power_series(sp.Matrix([1, 1])))
+
+
+def generating_function_with(backward: sp.Matrix) -> sp.Expr:
+    """``(v_r m / B^3) U(z) [K(z) + 2 z W(z) K_beta(z)]`` for the backward series ``backward = (U, W)``
+    (the forward series ``K``, ``K_beta`` at width ``n``): :func:`layer_generating_function` with its own
+    backward series, and the split law of :mod:`amutheory.symbolic.chain.backward_width` with others."""
     g2, g11 = input_gram_moments()
     first = layer_transfer(n, 1 / C_0) * sp.Matrix([g2, g11])  # the input layer: n rows, variance 1/C_0
     hidden = _power_series(sp.Matrix([first[0], first[1] / n]))[0]  # kappa_1, kappa_2, ... at z^0, z^1, ...
     forward = g2 * z + z**2 * hidden
     weighted = (n / C_0) * g2 * z + z**2 * hidden
-    total = uw[0] * (forward + 2 * z * uw[1] * weighted)
+    total = backward[0] * (forward + 2 * z * backward[1] * weighted)
     return sp.factor(sp.together(v_r * m / B**3 * total))
 
 
@@ -144,12 +150,19 @@ _ARGS = (n, C_0, B, m, v, v_r)
 def _recurrence_sources() -> dict:
     """The numerator and denominator coefficients of :func:`layer_generating_function` in ``z``, as
     printed sources of functions of ``(n, C_0, B, m, v, v_r)``."""
-    num, den = sp.fraction(sp.together(layer_generating_function()))
+    return recurrence_sources(layer_generating_function(), _ARGS)
+
+
+def recurrence_sources(gf: sp.Expr, args: tuple) -> dict:
+    """``{"num", "den"}``: the coefficients in ``z`` (lowest power first, normalised to ``den_0 = 1``) of
+    the rational function ``gf``, as printed sources of functions of ``args`` (run by
+    :func:`rational_series`)."""
+    num, den = sp.fraction(sp.together(gf))
     num, den = sp.Poly(sp.expand(num), z), sp.Poly(sp.expand(den), z)
     lead = den.all_coeffs()[-1]  # the z^0 coefficient: normalise to 1
     coeffs = {"num": [sp.simplify(c / lead) for c in reversed(num.all_coeffs())],
               "den": [sp.simplify(c / lead) for c in reversed(den.all_coeffs())]}
-    return {k: lambda_source(_ARGS, sp.Matrix([cs]), "numpy") for k, cs in coeffs.items()}
+    return {k: lambda_source(args, sp.Matrix([cs]), "numpy") for k, cs in coeffs.items()}
 
 
 @functools.lru_cache(maxsize=None)
