@@ -134,6 +134,12 @@ class Law:
     #: fits the budget is its default, and the choice's reason says so)
     priority: float = 0
 
+    def not_default_for(self, spec: ArchSpec) -> str | None:
+        """Why this default candidate is not the default for ``spec`` although it covers it (``None``:
+        it may be): a law whose planned check decided its default per case (e.g. per activation) says
+        so here.  Only asked of laws with :attr:`default_candidate`."""
+        return None
+
     def covers(self, spec: ArchSpec) -> Coverage:
         if not isinstance(spec, ArchSpec):
             raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")

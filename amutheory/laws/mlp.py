@@ -184,15 +184,36 @@ class MlpKernel(_MlpLaw):
                                         protocol, note)
 
 
+#: the smooth activations whose MLPs take ``mlp-kernel-finite`` as ``predict``'s default, by run J of
+#: validate/plans/FINITE_WIDTH.md (its planned rule, run D's: no worse than the calibrated mlp-coherent at
+#: held-out depths, in error and in z, at widths 32 and 64; docs/findings/finite_width.md)
+DRAWN_DEFAULT = ()
+
+
 class MlpKernelFinite(_MlpLaw):
     name, exactness = "mlp-kernel-finite", "monte-carlo"
-    summary = ("ReLU MLP at its width n: the kernel law with its forward kernels drawn at width n (an exact Markov "
-               "chain of n i.i.d. rows per layer), Monte Carlo over inputs and forward chains; nothing fitted")
+    summary = ("ReLU, GELU or tanh MLP at its width n: the kernel law with its forward kernels drawn at width n (an "
+               "exact Markov chain of n i.i.d. rows per layer; for GELU and tanh every Gaussian moment of the law "
+               "is the drawn rows' mean), Monte Carlo over inputs and forward chains; nothing fitted")
     leaves_out = "the finite-width terms of the backward side (products of Jacobians above each update, the readout)"
     source = "amutheory.symbolic.chain.kernel_law_finite"
 
     def _covers(self, spec):
+        from amutheory.symbolic.chain.kernel_law import DRAWN_ACTIVATIONS, check_drawn_spec
+
+        if spec.activation in DRAWN_ACTIVATIONS:
+            check_drawn_spec(chain_of(spec))
+            return Coverage(True, f"{spec.activation} MLP at any c, every Gaussian moment drawn at width n")
         return _relu_kernel_coverage(spec, "the finite-width kernel law")
+
+    def not_default_for(self, spec):
+        from amutheory.symbolic.chain.kernel_law import DRAWN_ACTIVATIONS
+
+        if spec.activation in DRAWN_ACTIVATIONS and spec.activation not in DRAWN_DEFAULT:
+            return (f"for {spec.activation} MLPs its planned check (run J, validate/plans/FINITE_WIDTH.md; "
+                    "docs/findings/finite_width.md) did not make it the default; ask for it with "
+                    "law='mlp-kernel-finite'")
+        return None
 
     def cost(self, spec, depths, **_):
         from amutheory.laws.chain_finite import kernel_finite_cost

@@ -138,12 +138,17 @@ def best_law(spec: ArchSpec, depths, budget_s: float = DEFAULT_BUDGET_S, **cost_
         if not law.default_candidate:
             not_default.append({"law": law.name, "reason": law.not_default_because or "not a default candidate"})
             continue
+        here = _not_default_here(law, spec)
+        if here:
+            not_default.append({"law": law.name, "reason": here})
+            continue
         cost = call_law(law, "cost", spec, depths, **cost_args)
         if cost.seconds > budget_s and law.exactness != "calibrated":
             skipped.append({"law": law.name, "estimate_s": round(cost.seconds, 1), "cost": cost.to_dict(),
                             "reason": f"estimated {_duration(cost.seconds)} > budget {_duration(budget_s)}"})
             continue
-        outranked = [other.name for other, ok in candidates if ok and other.default_candidate and _priority(
+        outranked = [other.name for other, ok in candidates if ok and other.default_candidate
+                     and not _not_default_here(other, spec) and _priority(
             other) < _priority(law) and EXACTNESS.index(other.exactness) < EXACTNESS.index(law.exactness)]
         return Choice(law, _reason(law, coverage, cost, skipped, budget_s, outranked), skipped, not_default,
                       not_covering)
@@ -152,6 +157,11 @@ def best_law(spec: ArchSpec, depths, budget_s: float = DEFAULT_BUDGET_S, **cost_
         reasons.setdefault(d["reason"], []).append(d["law"])
     why = "; ".join(f"{', '.join(laws)}: {reason}" for reason, laws in reasons.items())
     raise ValueError(f"no law covers this {spec.family} net by default ({why})")
+
+
+def _not_default_here(law: Law, spec: ArchSpec) -> str | None:
+    """:meth:`~amutheory.laws.contract.Law.not_default_for` (``None`` for a law without it)."""
+    return call_law(law, "not_default_for", spec) if hasattr(law, "not_default_for") else None
 
 
 def _priority(law: Law) -> float:

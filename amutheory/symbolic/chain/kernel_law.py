@@ -196,6 +196,26 @@ def check_kernel_spec(spec: ArchSpec) -> None:
                          f"got {spec.batch} x {spec.positions}")
 
 
+#: activations the kernel law takes when its forward kernels are *drawn* at finite width on one position
+#: (an MLP): every Gaussian moment, the four-point loop at a cut included, is then the empirical mean over
+#: the drawn rows (:mod:`amutheory.symbolic.chain.kernel_law_finite`), so ``phi'^2 = phi'`` is not needed
+DRAWN_ACTIVATIONS = ("gelu", "tanh")
+
+
+def check_drawn_spec(spec: ArchSpec) -> None:
+    """The kernel law with drawn forward kernels: :func:`check_kernel_spec`, and a smooth activation of
+    :data:`DRAWN_ACTIVATIONS` on one position (an MLP's chain; a cut of a wider grid would cost ``n B^2 P^3``)."""
+    if not isinstance(spec, ArchSpec):
+        raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
+    if spec.activation not in DRAWN_ACTIVATIONS:
+        check_kernel_spec(spec)
+        return
+    if spec.family != "conv" or spec.positions != 1:
+        raise ValueError(f"activation: the kernel law takes {spec.activation!r} only for MLPs (one position; its "
+                         f"four-point loop is drawn per row), got a {spec.family} net with {spec.positions} positions")
+    check_kernel_spec(spec.with_(activation="relu", init_c=None))
+
+
 @functools.lru_cache(maxsize=32)
 def _shift_map(spatial, kernel, dim, padding) -> ShiftMap:
     return ShiftMap(spatial, kernel, dim, padding)
@@ -251,7 +271,7 @@ def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths, forward=None)
     the backward kernel ``G`` depends on ``L`` (each cut is ``O(B^2 P^3)``, by matrix products).
     ``forward(spec, x, L)``: the forward kernels (:func:`_forward`'s dict; the finite-width law of
     :mod:`amutheory.symbolic.chain.kernel_law_finite` draws them at width ``n``)."""
-    check_kernel_spec(spec)
+    check_kernel_spec(spec) if forward is None else check_drawn_spec(spec)
     depths = sorted({int(d) for d in depths})
     if not depths or depths[0] < 1:
         raise ValueError(f"depths must be integers >= 1, got {depths}")
@@ -260,6 +280,8 @@ def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths, forward=None)
     fw = (_forward if forward is None else forward)(spec, x, depths[-1])
     X, masks, T = fw["X"], fw["masks"], fw["T"]
     diag = np.arange(B)
+    if "loop4" in fw:
+        return _drawn_smooth_moments(spec, fw, depths)
     zdiag = _gain_diagonals(spec, T, depths[-1])          # [s, beta]
     out = {}
     for L in depths:
@@ -277,6 +299,39 @@ def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths, forward=None)
             per_beta = R.sum(axis=(1, 2))                                  # [draw, beta]
             s_out[:, u:L] += per_beta @ zdiag[1:L - u + 1].T                # l = u + s, s = 1..L-u
         out[L] = n**2 / (B * P) * s_out
+    return out
+
+
+def _drawn_smooth_moments(spec: ArchSpec, fw: dict, depths: list[int]) -> dict[int, np.ndarray]:
+    """:func:`layer_moments_at_depths` on one position for a smooth activation, its forward kernels drawn:
+    the same loops with every Gaussian moment an empirical mean over the drawn rows -- the four-point loop
+    at the cut ``E[phi'(h_u(b))^2 phi'(h_u(b'))^2]`` (``fw["loop4"]``, ``[draw, b, b']``) in place of the
+    orthant probability, and the gain ``Z_s(b') = c^s prod_(k = u+1)^(u+s-1) E[phi'(h_k(b'))^2]`` of the
+    levels between the cut and layer ``l`` (``fw["dphi2"]``, ``[draw, b]``) in place of ``c^s (1/2)^(s-1)``:
+    these depend on the sample and the draw once ``phi'^2`` is not scale free."""
+    B, n, c = spec.batch, spec.width, spec.c
+    X = [x[..., 0, 0] for x in fw["X"]]                  # [draw, b, b']
+    masks = [m[..., 0, 0] for m in fw["masks"]]
+    loop4, dphi2 = fw["loop4"], fw["dphi2"]              # [draw, b, b'], [draw, b]
+    diag = np.arange(B)
+    out = {}
+    for L in depths:
+        G = [None] * (L + 1)                             # per-sample backward kernels [draw, b]
+        G[L] = spec.outputs * spec.readout_variance / B**2 * masks[L - 1][:, diag, diag]
+        for i in range(L - 1, 0, -1):
+            G[i] = masks[i - 1][:, diag, diag] * (c * G[i + 1])
+        s_out = np.zeros((X[0].shape[0], L))
+        for u in range(1, L + 1):
+            s_out[:, u - 1] += np.einsum("zb,zbc->z", G[u], X[u - 1] ** 2)     # the cut at the top
+            if u == L:
+                continue
+            r = np.einsum("zb,zbc->zc", c * G[u + 1], X[u - 1] ** 2 * loop4[u - 1])   # [draw, b']
+            gain = c * np.ones_like(r)                   # Z_1: no mask at the top level
+            for s in range(1, L - u + 1):
+                if s > 1:
+                    gain = gain * c * dphi2[u + s - 2]   # level u + s - 1
+                s_out[:, u + s - 1] += (r * gain).sum(axis=1)
+        out[L] = n**2 / B * s_out
     return out
 
 

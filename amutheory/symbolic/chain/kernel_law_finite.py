@@ -33,6 +33,11 @@ DRAWS = 512
 def _phi(act: str):
     if act == "relu":
         return lambda h: np.maximum(h, 0.0), lambda h: (h > 0).astype(float)
+    if act in K.DRAWN_ACTIVATIONS:
+        from amutheory.activations import get_activation
+
+        a = get_activation(act)
+        return a.phi, a.dphi
     return lambda h: h, lambda h: np.ones_like(h)
 
 
@@ -52,7 +57,8 @@ def sampled_forward(rng: np.random.Generator):
         gamma = np.einsum("dbcp,decq->dbepq", x, x)
         kappa = T.taps * T(gamma) / C0
         sigma = c * T(gamma) / C0
-        X, masks, asin = [(C0 / n) * kappa], [], []
+        X, masks, asin, loop4, dphi2 = [(C0 / n) * kappa], [], [], [], []
+        smooth = spec.activation in K.DRAWN_ACTIVATIONS                 # one position (K.check_drawn_spec)
         for u in range(1, L + 1):
             flat = K._flat(sigma)                                       # [draw, BP, BP]
             h = rng.standard_normal((flat.shape[0], n, flat.shape[-1])) @ np.swapaxes(_sqrt_psd(flat), -1, -2)
@@ -61,13 +67,17 @@ def sampled_forward(rng: np.random.Generator):
             if spec.activation == "relu":
                 emp = np.swapaxes(h, -1, -2) @ h / n
                 asin.append(np.arcsin(K._blocks(K._correlation(emp)[0], B, P)))
+            if smooth:                                                  # E[phi'(b)^2 phi'(b')^2], E[phi'(b)^2]
+                loop4.append(np.swapaxes(d * d, -1, -2) @ (d * d) / n)
+                dphi2.append((d * d).mean(axis=-2))
             if u == L:
                 break
             f = phi(h)
             vx = K._blocks(np.swapaxes(f, -1, -2) @ f / n, B, P)
             sigma = c * T(vx)
             X.append(c * T(masks[-1] * X[-1]) + T.taps * T(vx))
-        return {"X": X, "masks": masks, "asin": asin, "T": T}
+        drawn = {"X": X, "masks": masks, "asin": asin, "T": T}
+        return dict(drawn, loop4=loop4, dphi2=dphi2) if smooth else drawn
 
     return forward
 
@@ -82,8 +92,10 @@ def draws_progress(progress):
 
 
 def check_finite_kernel_spec(spec: ArchSpec) -> None:
-    """The kernel law's coverage (:func:`~amutheory.symbolic.chain.kernel_law.check_kernel_spec`)."""
-    K.check_kernel_spec(spec)
+    """The kernel law's coverage with drawn forward kernels
+    (:func:`~amutheory.symbolic.chain.kernel_law.check_drawn_spec`: linear and ReLU chains, and GELU or tanh
+    on one position, an MLP's chain)."""
+    K.check_drawn_spec(spec)
 
 
 def finite_width_kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, draws: int = DRAWS,

@@ -1,0 +1,100 @@
+"""Run J of ``validate/plans/FINITE_WIDTH.md`` (addendum 7): GELU and tanh MLPs under the drawn kernel law.
+
+``mlp-kernel-finite`` (every Gaussian moment of the kernel law drawn at the net's width, nothing fitted)
+against the calibrated default ``mlp-coherent``, both as ``predict`` runs them, on fresh probe seeds, and
+the planned decision on the default per activation.
+
+    python validate/finite_width_smooth.py           # resumes; writes docs/findings/finite_width/smooth_j.json after every net
+
+``validate/finite_width_table.py report`` puts the result on the page.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+OUT = ROOT / "docs" / "findings" / "finite_width" / "smooth_j.json"
+ACTIVATIONS = ("gelu", "tanh")
+WIDTHS = (32, 64, 128)
+DECIDING_WIDTHS = (32, 64)
+HELD_OUT = (8, 12, 16)
+CALIBRATION = (2, 3, 4, 6)
+CALIBRATION_SEEDS = 32
+C0, BATCH = 16, 8
+SEEDS = range(60000, 60512)
+LAWS = ("mlp-kernel-finite", "mlp-coherent")
+
+
+def spec_of(activation: str, width: int, depth: int):
+    from amutheory.spec import ArchSpec
+
+    return ArchSpec(family="mlp", depth=depth, width=width, activation=activation, input_channels=C0, batch=BATCH)
+
+
+def measure() -> dict:
+    import torch
+
+    from amutheory.laws import REGISTRY
+    from amutheory.measure.probe import probe
+
+    torch.set_num_threads(1)
+    d = json.loads(OUT.read_text()) if OUT.exists() else {"nets": {}}
+    for activation in ACTIVATIONS:
+        for width in WIDTHS:
+            key = f"{activation}-n{width}"
+            if key in d["nets"]:
+                continue
+            t = time.perf_counter()
+            spec = spec_of(activation, width, max(HELD_OUT))
+            laws = {name: np.asarray(REGISTRY[name].evaluate(spec, list(HELD_OUT), calibration_depths=CALIBRATION,
+                                                             calibration_seeds=CALIBRATION_SEEDS).s_bar, float)
+                    for name in LAWS}
+            rows = []
+            for i, L in enumerate(HELD_OUT):
+                s = np.asarray(probe(spec.with_(depth=L), list(SEEDS), chunk=64).s_bar)
+                mean, se = float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))
+                row = {"depth": L, "probe_mean": mean, "probe_se": se}
+                for name, values in laws.items():
+                    row[name] = {"s_bar": float(values[i]), "error": float(values[i] / mean - 1),
+                                 "z": float((values[i] - mean) / se)}
+                rows.append(row)
+            d["nets"][key] = {"activation": activation, "width": width, "c": spec.c, "seeds": [SEEDS[0], SEEDS[-1]],
+                              "rows": rows}
+            OUT.parent.mkdir(parents=True, exist_ok=True)
+            OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+            print(f"J {key}: " + "; ".join(f"{name} errors {[round(100 * r[name]['error'], 1) for r in rows]} "
+                                           f"z {[round(r[name]['z'], 2) for r in rows]}" for name in LAWS)
+                  + f" ({time.perf_counter() - t:.0f} s)", flush=True)
+    d["decision"] = decide(d)
+    OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+    return d
+
+
+def decide(d: dict) -> dict:
+    """The planned rule per activation: at both deciding widths, the drawn law's max held-out |error| and
+    max |z| each at most the calibrated law's."""
+    out = {}
+    for activation in ACTIVATIONS:
+        per_width = {}
+        for width in DECIDING_WIDTHS:
+            rows = d["nets"][f"{activation}-n{width}"]["rows"]
+            worst = {name: {"max_abs_error": max(abs(r[name]["error"]) for r in rows),
+                            "max_abs_z": max(abs(r[name]["z"]) for r in rows)} for name in LAWS}
+            new, old = worst["mlp-kernel-finite"], worst["mlp-coherent"]
+            per_width[str(width)] = dict(worst, no_worse=new["max_abs_error"] <= old["max_abs_error"]
+                                         and new["max_abs_z"] <= old["max_abs_z"])
+        out[activation] = {"widths": per_width, "default_changes": all(w["no_worse"] for w in per_width.values())}
+    return out
+
+
+if __name__ == "__main__":
+    result = measure()
+    print(json.dumps(result["decision"], indent=1))
