@@ -163,7 +163,53 @@ print("linear:", bw.backward_step_variance().subs(bw.p_on, 1), "  ReLU:",
 # backward moments is the open step.
 
 # %% [markdown]
-# ## 6. What this does not give
+# ## 6. GELU and tanh: every Gaussian moment drawn
+#
+# The kernel law needs `phi'^2 = phi'` (linear, ReLU) because the loop of four derivative factors at a
+# cut is then an orthant probability.  With the forward kernels *drawn* at width `n` every moment can
+# instead be the mean over the drawn rows: on one position (an MLP) the cut's loop is
+# `E[phi'(h_u(b))^2 phi'(h_u(b'))^2]` and the gain from the cut up to layer `l` is
+# `c^s prod E[phi'(h_k(b'))^2]`, per sample and draw (for ReLU at infinite width: `c^s (1/2)^(s-1)`).
+# At infinite width the same moments are 2-D Gaussian integrals (`kernel_law.pair_moments`, by
+# quadrature), and the drawn law tends to that law as `n` grows:
+
+# %%
+from amutheory.symbolic.chain import kernel_law as K
+from amutheory.symbolic.chain.kernel_law_finite import sampled_forward
+
+gelu = ArchSpec(family="mlp", depth=4, width=2**14, activation="gelu", input_channels=8, batch=3)
+x = K._draw_inputs(chain_of(gelu), np.random.default_rng(1), 8, 1.0)
+exact = K.layer_moments_at_depths(chain_of(gelu), x, [4])[4].sum(axis=1)
+drawn = K.layer_moments_at_depths(chain_of(gelu), x, [4], forward=sampled_forward(np.random.default_rng(2)))[4]
+gap = drawn.sum(axis=1) / exact - 1
+print(f"GELU, n = 2^14, same 8 inputs: drawn / quadrature - 1 = {gap.mean():+.4f} +- {gap.std(ddof=1) / np.sqrt(8):.4f}")
+check("the drawn law tends to the quadrature law", abs(gap.mean()) < 4 * gap.std(ddof=1) / np.sqrt(8) + 0.01)
+
+# %% [markdown]
+# At a GELU or tanh net's critical `c` (variance preserving at unit variance) the backward gain per layer
+# `chi = c E[phi'^2]` is not 1, so `s_bar` grows geometrically with depth -- which the calibrated law's
+# polynomial `a l^2 + b l^3 + e` cannot follow.  Against the probe at width 32:
+
+# %%
+from amutheory.activations import get_activation
+from amutheory.laws import REGISTRY
+
+for name in ("gelu", "tanh"):
+    net = ArchSpec(family="mlp", depth=8, width=32, activation=name, input_channels=16, batch=8)
+    print(f"{name}: chi at critical c = {get_activation(name).chi(net.c):.3f}")
+    law = REGISTRY["mlp-kernel-finite"].evaluate(net, [8])
+    s = probe(net, range(400 if fast() else 2000), chunk=200).s_bar
+    z = (law.s_bar[0] - s.mean()) / np.hypot(s.std(ddof=1) / np.sqrt(len(s)), law.s_bar_se[0])
+    print(f"  L = 8: drawn law {law.s_bar[0]:.4g}, probe mean {s.mean():.4g} ({len(s)} seeds), z = {z:+.2f}")
+    check(f"{name}: the drawn law within 4 standard errors of the probe", abs(z) < 4)
+
+# %% [markdown]
+# Run J of `docs/findings/finite_width.md` (planned before it ran) made this law `predict`'s default for
+# GELU and tanh MLPs: the calibrated law missed `s_bar` by up to two orders of magnitude at depth 16.
+# Like ReLU's, it keeps the backward side at infinite width, and reads low for GELU at width 32.
+
+# %% [markdown]
+# ## 7. What this does not give
 #
 # * The **typical value** needs the spread of `ln s_bar`, which at finite width has a part of order
 #   `L/n` from the random Rayleigh quotients of the products `F F^T` -- not only from the Gram chains

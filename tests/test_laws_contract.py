@@ -145,13 +145,14 @@ def test_a_calibrated_choice_says_why_each_derived_law_was_not_taken(capsys):
     assert why.startswith("no derived law is taken") and "chain-kernel: " in why and "chain-spectral: " in why
     assert "chain-coherent" not in why
     assert best_law(ArchSpec(dim=1, width=16, spatial=6, activation="linear"), [4]).calibrated_because is None
-    gelu = ArchSpec(family="mlp", width=64, activation="gelu")
-    assert "mlp-kernel-finite: activation" in best_law(gelu, [4]).calibrated_because
+    gelu = ArchSpec(dim=1, width=32, spatial=8, activation="gelu")
+    assert "chain-kernel: activation" in best_law(gelu, [4]).calibrated_because
+    assert best_law(ArchSpec(family="mlp", width=64, activation="gelu"), [4]).calibrated_because is None  # run J
     assert main(["laws", "--family", "transformer", "--width", "32", "--depths", "2,4", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["choice"]["calibrated_because"] == "the family 'transformer' has no derived law"
-    assert main(["laws", "--family", "mlp", "--activation", "gelu", "--width", "64", "--depths", "2,4"]) == 0
-    assert "calibrated because no derived law is taken for this net: mlp-finite-width" in capsys.readouterr().out
+    assert main(["laws", "--family", "conv", "--dim", "1", "--activation", "gelu", "--width", "32", "--depths", "2,4"]) == 0
+    assert "calibrated because no derived law is taken for this net: chain-finite-width" in capsys.readouterr().out
     # as a user runs it: the installed command line in its own process
     import subprocess
     import sys

@@ -4,7 +4,8 @@
 against the calibrated default ``mlp-coherent``, both as ``predict`` runs them, on fresh probe seeds, and
 the planned decision on the default per activation.
 
-    python validate/finite_width_smooth.py           # resumes; writes docs/findings/finite_width/smooth_j.json after every net
+    python validate/finite_width_smooth.py             # resumes; writes docs/findings/finite_width/smooth_j.json after every net
+    python validate/finite_width_smooth.py --part J2   # after the decision: other geometries, reported only
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -95,6 +96,51 @@ def decide(d: dict) -> dict:
     return out
 
 
+#: J2 (after the decision; reports only): (activation, width, input features, batch, c), depths, seeds
+J2_NETS = (("gelu", 24, 12, 6, None), ("tanh", 24, 12, 6, None), ("gelu", 48, 8, 4, None), ("tanh", 48, 8, 4, None),
+           ("gelu", 64, 16, 8, 2.0))
+J2_DEPTHS = (3, 6, 10, 14)
+J2_SEEDS = range(70000, 70512)
+MAX_ABS_Z = 3.0
+
+
+def measure_j2() -> dict:
+    """J2: the default law at geometries run J did not use (module docstring; plan addendum 7)."""
+    import torch
+
+    from amutheory.laws import REGISTRY, best_law
+    from amutheory.measure.probe import probe
+    from amutheory.spec import ArchSpec
+
+    torch.set_num_threads(1)
+    d = json.loads(OUT.read_text())
+    j2 = d.setdefault("j2", {"nets": {}})
+    for activation, width, c0, batch, c in J2_NETS:
+        key = f"{activation}-n{width}-C{c0}-B{batch}" + ("" if c is None else f"-c{c:g}")
+        if key in j2["nets"]:
+            continue
+        spec = ArchSpec(family="mlp", depth=max(J2_DEPTHS), width=width, activation=activation, input_channels=c0,
+                        batch=batch, init_c=c)
+        law = best_law(spec, list(J2_DEPTHS)).law.name
+        values = REGISTRY[law].evaluate(spec, list(J2_DEPTHS))
+        rows = []
+        for i, L in enumerate(J2_DEPTHS):
+            s = np.asarray(probe(spec.with_(depth=L), list(J2_SEEDS), chunk=64).s_bar)
+            mean, se = float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))
+            rows.append({"depth": L, "probe_mean": mean, "probe_se": se, "law": float(values.s_bar[i]),
+                         "error": float(values.s_bar[i] / mean - 1), "z": float((values.s_bar[i] - mean) / se)})
+        j2["nets"][key] = {"activation": activation, "width": width, "input_channels": c0, "batch": batch,
+                           "c": spec.c, "law": law, "rows": rows,
+                           "within": max(abs(r["z"]) for r in rows) <= MAX_ABS_Z}
+        OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+        print(f"J2 {key} ({law}): errors {[round(100 * r['error'], 1) for r in rows]} z {[round(r['z'], 2) for r in rows]}",
+              flush=True)
+    return j2
+
+
 if __name__ == "__main__":
-    result = measure()
-    print(json.dumps(result["decision"], indent=1))
+    if sys.argv[1:] == ["--part", "J2"]:
+        measure_j2()
+    else:
+        result = measure()
+        print(json.dumps(result["decision"], indent=1))

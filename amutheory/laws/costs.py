@@ -43,6 +43,18 @@ def kernel_finite_seconds(spec: ArchSpec, deepest: int, draws: int) -> float:
     return float(KERNEL_FINITE_FIXED + draws * (deepest + 1) * per_layer)
 
 
+#: seconds of the smooth-activation kernel law (GELU, tanh MLPs at infinite width) per pair of samples,
+#: quadrature node and layer of one input draw, assuming the 128 x 128 grid (calibrated: GELU, B = 3,
+#: L = 6, 256 draws, 28 s; validate/benchmark_law_costs.py), and the draws it may take
+PAIR_UNIT, PAIR_GRID, PAIR_DRAWS = 1.1e-7, 128**2, 256
+
+
+def pair_kernel_seconds(spec: ArchSpec, deepest: int) -> float:
+    """Seconds of the kernel law of a smooth activation on one position: ``B^2`` pairs x the quadrature
+    grid per layer up to the deepest depth + 1, for as many input draws as it may take."""
+    return float(KERNEL_FIXED + PAIR_UNIT * PAIR_GRID * spec.batch**2 * (deepest + 1) * PAIR_DRAWS)
+
+
 def points_seconds(spec: ArchSpec, deepest: int, draws: int, paddings: int = 1) -> float:
     """Seconds of the residual law over the points: ``draws x (deepest + 1) x unit(P)`` (the +1: the
     neighbour the local slope reads), times ``paddings`` (zero and circular on the same draws: 2)."""

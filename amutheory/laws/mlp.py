@@ -6,13 +6,15 @@ symbolic module on that chain spec:
   (:mod:`amutheory.symbolic.chain.finite_width`), whose ``n -> oo`` limit is ``mlp-spectral``;
 * ``mlp-spectral`` (exact at infinite width): the spectral law of the linear chain (:mod:`amutheory.symbolic.chain.spectral`)
   at its one Fourier mode, the zero mode: ``s_l = weight_0 Q_l(1)``, a cubic in ``l``;
-* ``mlp-kernel-finite`` (Monte Carlo, on request): the kernel law with its forward kernels drawn at the
-  net's width (:mod:`amutheory.symbolic.chain.kernel_law_finite`);
+* ``mlp-kernel-finite`` (Monte Carlo; the default for ReLU MLPs by run D, for GELU and tanh MLPs by run J
+  of validate/plans/FINITE_WIDTH.md): the kernel law with its forward kernels drawn at the net's width
+  (:mod:`amutheory.symbolic.chain.kernel_law_finite`; GELU and tanh: every Gaussian moment the drawn rows' mean);
 * ``mlp-kernel-finite-backward`` (approximate, on request: run G kept the default): ``mlp-kernel-finite``
   times the linear MLP's exact backward factor at the equal-variance width ``2n/5``
   (:mod:`amutheory.symbolic.chain.backward_width`);
-* ``mlp-kernel`` (Monte Carlo, on request): the kernel law of ReLU chains
-  (:mod:`amutheory.symbolic.chain.kernel_law`) over the batch's ``B`` points;
+* ``mlp-kernel`` (Monte Carlo, on request): the infinite-width kernel law of ReLU chains
+  (:mod:`amutheory.symbolic.chain.kernel_law`) over the batch's ``B`` points (GELU, tanh: its Gaussian
+  moments by quadrature, :func:`~amutheory.symbolic.chain.kernel_law.pair_moments`);
 * ``mlp-coherent`` (calibrated): the closed-form coherent law (:mod:`amutheory.symbolic.chain.conv`) with
   ``a, b, e`` and the seed spread fitted (:func:`amutheory.calibrate.calibrate`) to probe measurements
   of the MLP itself at other depths.
@@ -63,6 +65,20 @@ def _relu_kernel_coverage(spec: ArchSpec, entry: str) -> Coverage:
                                f"mlp-finite-width), got {spec.activation!r}")
     check_kernel_spec(chain_of(spec))
     return Coverage(True, "ReLU MLP with a batch within the kernel law's size")
+
+
+def _kernel_coverage(spec: ArchSpec, entry: str, smooth: str = "its Gaussian moments by quadrature") -> Coverage:
+    """:func:`_relu_kernel_coverage`, and GELU or tanh MLPs at any ``c`` (``smooth``: how the law takes
+    their Gaussian moments)."""
+    from amutheory.symbolic.chain.kernel_law import DRAWN_ACTIVATIONS, check_drawn_spec
+
+    if spec.activation in DRAWN_ACTIVATIONS:
+        check_drawn_spec(chain_of(spec))
+        return Coverage(True, f"{spec.activation} MLP at any c, {smooth}")
+    if spec.activation != "relu":
+        return Coverage(False, f"activation: {entry} is for ReLU, GELU and tanh MLPs (a linear MLP has the exact "
+                               f"mlp-finite-width), got {spec.activation!r}")
+    return _relu_kernel_coverage(spec, entry)
 
 
 class _MlpLaw(Law):
@@ -155,7 +171,8 @@ class MlpSpectral(_MlpLaw):
 
 class MlpKernel(_MlpLaw):
     name, exactness = "mlp-kernel", "monte-carlo"
-    summary = "ReLU MLP: the chain's kernel law over the batch's B points, inputs averaged by Monte Carlo"
+    summary = ("ReLU, GELU or tanh MLP at infinite width: the chain's kernel law over the batch's B points (GELU, "
+               "tanh: its Gaussian moments by quadrature), inputs averaged by Monte Carlo")
     leaves_out = "finite-width terms that grow with L/n and are large for ReLU"
     source = "amutheory.symbolic.chain.kernel_law"
     default_candidate = False
@@ -164,9 +181,14 @@ class MlpKernel(_MlpLaw):
                            "the net's width); ask for this one with law='mlp-kernel'")
 
     def _covers(self, spec):
-        return _relu_kernel_coverage(spec, "the kernel law")
+        return _kernel_coverage(spec, "the kernel law")
 
     def cost(self, spec, depths, **_):
+        from amutheory.symbolic.chain.kernel_law import DRAWN_ACTIVATIONS
+
+        if spec.activation in DRAWN_ACTIVATIONS:
+            return Cost(costs.pair_kernel_seconds(chain_of(spec), max(depths)), "monte-carlo",
+                        "B^2 pairs x a 2-D quadrature grid per layer and input draw, up to the deepest depth + 1")
         return Cost(costs.kernel_seconds(chain_of(spec), max(depths)), "monte-carlo",
                     "B^2 per layer and input draw, up to the deepest depth + 1")
 
@@ -187,7 +209,7 @@ class MlpKernel(_MlpLaw):
 #: the smooth activations whose MLPs take ``mlp-kernel-finite`` as ``predict``'s default, by run J of
 #: validate/plans/FINITE_WIDTH.md (its planned rule, run D's: no worse than the calibrated mlp-coherent at
 #: held-out depths, in error and in z, at widths 32 and 64; docs/findings/finite_width.md)
-DRAWN_DEFAULT = ()
+DRAWN_DEFAULT = ("gelu", "tanh")
 
 
 class MlpKernelFinite(_MlpLaw):
@@ -199,19 +221,14 @@ class MlpKernelFinite(_MlpLaw):
     source = "amutheory.symbolic.chain.kernel_law_finite"
 
     def _covers(self, spec):
-        from amutheory.symbolic.chain.kernel_law import DRAWN_ACTIVATIONS, check_drawn_spec
-
-        if spec.activation in DRAWN_ACTIVATIONS:
-            check_drawn_spec(chain_of(spec))
-            return Coverage(True, f"{spec.activation} MLP at any c, every Gaussian moment drawn at width n")
-        return _relu_kernel_coverage(spec, "the finite-width kernel law")
+        return _kernel_coverage(spec, "the finite-width kernel law", "every Gaussian moment drawn at width n")
 
     def not_default_for(self, spec):
         from amutheory.symbolic.chain.kernel_law import DRAWN_ACTIVATIONS
 
         if spec.activation in DRAWN_ACTIVATIONS and spec.activation not in DRAWN_DEFAULT:
-            return (f"for {spec.activation} MLPs its planned check (run J, validate/plans/FINITE_WIDTH.md; "
-                    "docs/findings/finite_width.md) did not make it the default; ask for it with "
+            return (f"no planned check has made it the default for {spec.activation} MLPs (run J of "
+                    f"validate/plans/FINITE_WIDTH.md decided for {', '.join(DRAWN_DEFAULT)}); ask for it with "
                     "law='mlp-kernel-finite'")
         return None
 

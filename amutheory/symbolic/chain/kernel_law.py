@@ -30,6 +30,12 @@ assumes beyond the linear one: that the masks may be averaged as if independent 
 they sit between (the gradient-independence assumption of infinite-width analyses) -- measured,
 not proved, here (derivations/04, the campaign).  The input average is a Monte-Carlo mean over
 draws, reported with its standard error.
+
+GELU and tanh (``phi'^2 != phi'``) are taken on one position (an MLP's chain): the 4-point loop is then
+``E[phi'(h_u(b))^2 phi'(h_u(b'))^2]`` and ``Z`` a gain per sample, ``c^s prod E[phi'(h_k(b'))^2]`` over the
+levels between the cut and layer ``l`` (:func:`_drawn_smooth_moments`), their Gaussian moments by
+quadrature (:func:`pair_moments`) or, at finite width, the drawn rows' means
+(:mod:`amutheory.symbolic.chain.kernel_law_finite`).
 """
 
 from __future__ import annotations
@@ -265,19 +271,93 @@ def _forward(spec: ArchSpec, x: np.ndarray, L: int) -> dict:
     return {"X": X, "masks": masks, "asin": asin, "T": T}
 
 
+#: :func:`pair_moments`'s rule: the trapezoid rule on ``[-PAIR_HALF_WIDTH, PAIR_HALF_WIDTH]`` against the
+#: Gaussian density, spectrally accurate for an integrand analytic in a strip around the real axis, with
+#: ``PAIR_NODES`` per axis per unit of ``PAIR_SD_UNIT`` in the largest standard deviation (tanh's poles at
+#: ``i pi / (2 sd)`` narrow the strip as ``sd`` grows, and slow Gauss-Hermite down: 1e-3 at 48 nodes);
+#: checked against 2-D adaptive quadrature (``scipy.integrate.dblquad``) in tests/test_kernel_law_finite.py
+PAIR_NODES, PAIR_HALF_WIDTH, PAIR_SD_UNIT = 64, 8.5, 1.6
+#: kernel entries (times nodes) one batch of :func:`pair_moments` holds at once
+PAIR_CHUNK = 2**22
+
+
+@functools.lru_cache(maxsize=None)
+def _pair_grid(nodes: int = PAIR_NODES):
+    z = np.linspace(-PAIR_HALF_WIDTH, PAIR_HALF_WIDTH, nodes)
+    w = np.exp(-z * z / 2)
+    w = w / w.sum()
+    z1, z2 = (a.ravel() for a in np.meshgrid(z, z, indexing="ij"))
+    return z1, z2, np.outer(w, w).ravel()
+
+
+def pair_moments(S: np.ndarray, activation: str) -> dict[str, np.ndarray]:
+    """The Gaussian moments the kernel law takes of a smooth activation, for every pair ``(b, b')`` of the
+    kernel ``S`` (``(..., B, B)``; ``(h_b, h_b')`` Gaussian with covariance ``S[[b, b'], [b, b']]``), by a
+    tensor trapezoid rule against the Gaussian density: ``value`` ``E[phi(h_b) phi(h_b')]``, ``mask`` ``E[phi'(h_b) phi'(h_b')]``, ``loop4`` ``E[phi'(h_b)^2
+    phi'(h_b')^2]`` and ``dphi2`` ``E[phi'(h_b)^2]`` (``(..., B)``), each to 1e-6 relative or better
+    (tanh's four-point loop is the slowest to converge; :data:`PAIR_NODES`)."""
+    from amutheory.activations import get_activation
+
+    act = get_activation(activation)
+    S = np.asarray(S, float)
+    sd_max = float(np.sqrt(max(np.max(np.diagonal(S, axis1=-2, axis2=-1)), 0.0)))
+    nodes = PAIR_NODES * max(1, int(np.ceil(sd_max / PAIR_SD_UNIT)))
+    z1, z2, w = _pair_grid(nodes)
+    lead = S.shape[:-2]
+    flat = S.reshape((-1,) + S.shape[-2:])
+    step = max(1, PAIR_CHUNK // (flat.shape[-1] ** 2 * len(w)))
+    parts = [_pair_moments_on(flat[i:i + step], act, z1, z2, w) for i in range(0, len(flat), step)]
+    return {k: np.concatenate([p[k] for p in parts]).reshape(lead + parts[0][k].shape[1:]) for k in parts[0]}
+
+
+def _pair_moments_on(S: np.ndarray, act, z1: np.ndarray, z2: np.ndarray, w: np.ndarray) -> dict:
+    """:func:`pair_moments` of a stack of kernels ``(k, B, B)`` on the grid ``(z1, z2)`` with weights ``w``."""
+    corr, _ = _correlation(S)
+    sd = np.sqrt(np.clip(np.diagonal(S, axis1=-2, axis2=-1), 0.0, None))
+    r = corr[..., None]
+    u = sd[..., :, None, None] * z1
+    v = sd[..., None, :, None] * (r * z1 + np.sqrt(np.clip(1.0 - r * r, 0.0, None)) * z2)
+    du, dv = act.dphi(u), act.dphi(v)
+    out = {"value": (act.phi(u) * act.phi(v)) @ w, "mask": (du * dv) @ w, "loop4": (du * du * dv * dv) @ w}
+    out["dphi2"] = np.diagonal(out["mask"], axis1=-2, axis2=-1).copy()
+    return out
+
+
+def _forward_smooth(spec: ArchSpec, x: np.ndarray, L: int) -> dict:
+    """:func:`_forward` of a smooth activation on one position (an MLP's chain) at infinite width: the
+    kernels of :func:`pair_moments` in place of the drawn rows' means, for :func:`_drawn_smooth_moments`."""
+    B, C0, n, c = spec.batch, spec.input_channels, spec.width, spec.c
+    T = _shift_map(spec.spatial, spec.kernel, spec.dim, spec.padding)
+    gamma = np.einsum("dbcp,decq->dbepq", x, x)
+    sigma = c * gamma[..., 0, 0] / C0                     # [draw, b, b']
+    X, masks, loop4, dphi2 = [(C0 / n) * gamma / C0], [], [], []
+    for u in range(1, L + 1):
+        got = pair_moments(sigma, spec.activation)
+        masks.append(got["mask"][..., None, None])
+        loop4.append(got["loop4"])
+        dphi2.append(got["dphi2"])
+        if u == L:
+            break
+        sigma = c * got["value"]
+        X.append(c * masks[-1] * X[-1] + got["value"][..., None, None])
+    return {"X": X, "masks": masks, "asin": [], "T": T, "loop4": loop4, "dphi2": dphi2}
+
+
 def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths, forward=None) -> dict[int, np.ndarray]:
     """``{L: E[s_l | x] for l = 1..L}`` (an array ``(D, L)``) for nets of every depth in ``depths``
     on a stack of ``D`` inputs ``x`` (``(D, B, C_0, N[, N])``); the forward kernels are shared, only
     the backward kernel ``G`` depends on ``L`` (each cut is ``O(B^2 P^3)``, by matrix products).
     ``forward(spec, x, L)``: the forward kernels (:func:`_forward`'s dict; the finite-width law of
     :mod:`amutheory.symbolic.chain.kernel_law_finite` draws them at width ``n``)."""
-    check_kernel_spec(spec) if forward is None else check_drawn_spec(spec)
+    check_drawn_spec(spec)
     depths = sorted({int(d) for d in depths})
     if not depths or depths[0] < 1:
         raise ValueError(f"depths must be integers >= 1, got {depths}")
     B, P, n, c, act = spec.batch, spec.positions, spec.width, spec.c, spec.activation
     x = _check_inputs(spec, x)
-    fw = (_forward if forward is None else forward)(spec, x, depths[-1])
+    if forward is None:
+        forward = _forward_smooth if act in DRAWN_ACTIVATIONS else _forward
+    fw = forward(spec, x, depths[-1])
     X, masks, T = fw["X"], fw["masks"], fw["T"]
     diag = np.arange(B)
     if "loop4" in fw:
@@ -509,8 +589,9 @@ def kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, target: float =
                  seed: int = THEORY_SEED, progress=None) -> dict:
     """``E[s_bar(L)]`` at infinite width of a linear or ReLU conv chain (either padding) at every
     ``L`` in ``depths``: ``{"s_bar", "se", "draws"}``, the Monte-Carlo mean over input draws and its
-    standard error (draws added until ``se <= target * s_bar`` at every depth)."""
-    check_kernel_spec(spec)
+    standard error (draws added until ``se <= target * s_bar`` at every depth); GELU and tanh on one
+    position (an MLP's chain) by the Gaussian moments of :func:`pair_moments`."""
+    check_drawn_spec(spec)
     depths = integer_depths(depths)
     got = _monte_carlo((spec.with_(depth=1),), tuple(sorted(set(depths))), float(input_var), float(target),
                        int(seed), progress)
