@@ -69,23 +69,43 @@ def test_relu_law_matches_the_probe_seed_mean_at_moderate_depth(width, depth, ba
 
 
 # --------------------------------------------------------------------------- smooth activations (GELU, tanh)
-def _with_smooth_loops(fw: dict) -> dict:
+def _with_smooth_loops(fw: dict, activation: str) -> dict:
     """ReLU's (or linear's) exact forward kernels with the smooth path's loops: for ReLU ``phi'^2 = phi'``, so
-    the four-point loop is the mask and ``E[phi'^2]`` its diagonal."""
-    loop4 = [m[..., 0, 0] for m in fw["masks"]]
-    return dict(fw, loop4=loop4, dphi2=[np.diagonal(m, axis1=1, axis2=2) for m in loop4])
+    the four-point loop is the orthant probability of three points (linear in their arcsines) and
+    ``E[phi'^2] = 1/2``; for linear every factor is 1."""
+    from amutheory.symbolic.chain.kernel_law import orthant3_in_arcsines
+
+    draws, B, _, P, _ = fw["X"][0].shape
+    if activation == "linear":
+        ones = np.ones((draws, B, P, P, B, P))
+        return dict(fw, loop3=[ones] * len(fw["masks"]), dphi2=[np.ones((draws, B, P))] * len(fw["masks"]))
+    const, coef = (float(v) for v in orthant3_in_arcsines())
+    diag = np.arange(B)
+    loop3 = []
+    for A in fw["asin"]:                                 # [draw, b, b', p, p']
+        cross = A.transpose(0, 1, 3, 2, 4)               # [draw, b, a, b', beta]
+        loop3.append(const + coef * (cross[:, :, :, None] + cross[:, :, None, :]
+                                     + A[:, diag, diag][..., None, None]))
+    return dict(fw, loop3=loop3, dphi2=[np.full((draws, B, P), 0.5)] * len(loop3))
 
 
-@pytest.mark.parametrize("activation", ["relu", "linear"])
-def test_smooth_loops_reproduce_the_orthant_path_on_exact_relu_kernels(activation):
-    """The smooth path (per-sample gains, an empirical four-point loop) is the same algebra as the orthant
-    path: fed ReLU's exact kernels it returns the same moments to rounding."""
+@pytest.mark.parametrize("activation,net", [("relu", "mlp"), ("linear", "mlp"), ("relu", "zero"), ("relu", "circular"),
+                                            ("linear", "zero")])
+def test_smooth_loops_reproduce_the_orthant_path_on_exact_relu_kernels(activation, net):
+    """The smooth path (a four-point loop over sample and position triples, gains per sample and position
+    carried down from layer l) is the same algebra as the orthant path: fed ReLU's exact kernels it returns
+    the same moments to rounding, on MLPs and on chains with either padding (where the gains see the edge)."""
     from amutheory.symbolic.chain import kernel_law as K
 
-    spec = chain_of(_mlp(64, activation, depth=8, batch=5, input_channels=7))
+    if net == "mlp":
+        spec = chain_of(_mlp(64, activation, depth=8, batch=5, input_channels=7))
+    else:
+        spec = ArchSpec(dim=1, depth=8, width=64, spatial=5, kernel=3, padding=net, activation=activation, batch=2,
+                        input_channels=3)
     x = K._draw_inputs(spec, np.random.default_rng(0), 6, 1.0)
     ref = K.layer_moments_at_depths(spec, x, [3, 8])
-    got = K.layer_moments_at_depths(spec, x, [3, 8], forward=lambda s, x_, L: _with_smooth_loops(K._forward(s, x_, L)))
+    got = K.layer_moments_at_depths(spec, x, [3, 8],
+                                    forward=lambda s, x_, L: _with_smooth_loops(K._forward(s, x_, L), activation))
     for L in (3, 8):
         np.testing.assert_allclose(got[L], ref[L], rtol=1e-8)
 

@@ -6,6 +6,7 @@ the planned decision on the default per activation.
 
     python validate/finite_width_smooth.py             # resumes; writes docs/findings/finite_width/smooth_j.json after every net
     python validate/finite_width_smooth.py --part J2   # after the decision: other geometries, reported only
+    python validate/finite_width_smooth.py --part K    # run K (addendum 8): GELU and tanh conv chains
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -138,8 +139,83 @@ def measure_j2() -> dict:
     return j2
 
 
+#: K (plan addendum 8): GELU and tanh 1-D conv chains, each padding, the deciding widths
+K_PADDINGS = ("circular", "zero")
+K_SEEDS = range(80000, 81024)
+K_LAWS = ("chain-kernel-finite", "chain-coherent")
+
+
+def chain_spec_of(activation: str, padding: str, width: int, depth: int):
+    from amutheory.spec import ArchSpec
+
+    return ArchSpec(dim=1, depth=depth, width=width, spatial=8, kernel=3, padding=padding, activation=activation,
+                    input_channels=3, batch=8)
+
+
+def measure_k() -> dict:
+    """Run K: the drawn law against the calibrated default on GELU and tanh conv chains, and its decision."""
+    import torch
+
+    from amutheory.laws import REGISTRY
+    from amutheory.measure.probe import probe
+
+    torch.set_num_threads(1)
+    d = json.loads(OUT.read_text())
+    k = d.setdefault("k", {"nets": {}})
+    for activation in ACTIVATIONS:
+        for padding in K_PADDINGS:
+            for width in DECIDING_WIDTHS:
+                key = f"{activation}-{padding}-n{width}"
+                if key in k["nets"]:
+                    continue
+                t = time.perf_counter()
+                spec = chain_spec_of(activation, padding, width, max(HELD_OUT))
+                laws = {name: np.asarray(REGISTRY[name].evaluate(spec, list(HELD_OUT), calibration_depths=CALIBRATION,
+                                                                 calibration_seeds=CALIBRATION_SEEDS).s_bar, float)
+                        for name in K_LAWS}
+                rows = []
+                for i, L in enumerate(HELD_OUT):
+                    s = np.asarray(probe(spec.with_(depth=L), list(K_SEEDS), chunk=64).s_bar)
+                    mean, se = float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))
+                    row = {"depth": L, "probe_mean": mean, "probe_se": se}
+                    for name, values in laws.items():
+                        row[name] = {"s_bar": float(values[i]), "error": float(values[i] / mean - 1),
+                                     "z": float((values[i] - mean) / se)}
+                    rows.append(row)
+                k["nets"][key] = {"activation": activation, "padding": padding, "width": width, "c": spec.c,
+                                  "spec": repr(spec.with_(depth=max(HELD_OUT))), "seeds": [K_SEEDS[0], K_SEEDS[-1]],
+                                  "rows": rows}
+                OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+                print(f"K {key}: " + "; ".join(f"{name} errors {[round(100 * r[name]['error'], 1) for r in rows]} "
+                                               f"z {[round(r[name]['z'], 2) for r in rows]}" for name in K_LAWS)
+                      + f" ({time.perf_counter() - t:.0f} s)", flush=True)
+    k["decision"] = decide_k(k)
+    OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+    return k
+
+
+def decide_k(k: dict) -> dict:
+    """Run K's planned rule per activation and padding (run D's, at both deciding widths)."""
+    out = {}
+    for activation in ACTIVATIONS:
+        for padding in K_PADDINGS:
+            per_width = {}
+            for width in DECIDING_WIDTHS:
+                rows = k["nets"][f"{activation}-{padding}-n{width}"]["rows"]
+                worst = {name: {"max_abs_error": max(abs(r[name]["error"]) for r in rows),
+                                "max_abs_z": max(abs(r[name]["z"]) for r in rows)} for name in K_LAWS}
+                new, old = worst["chain-kernel-finite"], worst["chain-coherent"]
+                per_width[str(width)] = dict(worst, no_worse=new["max_abs_error"] <= old["max_abs_error"]
+                                             and new["max_abs_z"] <= old["max_abs_z"])
+            out[f"{activation}-{padding}"] = {"widths": per_width,
+                                              "default_changes": all(w["no_worse"] for w in per_width.values())}
+    return out
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--part", "J2"]:
+    if sys.argv[1:] == ["--part", "K"]:
+        print(json.dumps(measure_k()["decision"], indent=1))
+    elif sys.argv[1:] == ["--part", "J2"]:
         measure_j2()
     else:
         result = measure()

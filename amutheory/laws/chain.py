@@ -8,7 +8,7 @@ import numpy as np
 from amutheory.calibrate import Calibration
 from amutheory.checks import DEFAULT_CALIBRATION_DEPTHS
 import amutheory.laws.costs as costs
-from amutheory.laws.chain_finite import ChainFiniteWidth, ChainKernelFiniteBackward
+from amutheory.laws.chain_finite import ChainFiniteWidth, ChainKernelFinite, ChainKernelFiniteBackward
 from amutheory.laws.blocks import held_in_notes, input_var_constant, target_constant
 from amutheory.laws.chain_values import (chain_calibration, kernel_mean, law_values, mlp_limit_constants,
                                          operator_mean, predicted_layer_profile, spectral_mean)
@@ -219,5 +219,5 @@ class ChainMlpLimit(_ChainClosedForm):
         return Cost(costs.FINITE_SUM_SECONDS, "closed-form", "a lambdified closed form")
 
 
-LAWS = (ChainFiniteWidth(), ChainSpectral(), ChainOperator(), ChainKernel(), ChainKernelFiniteBackward(), ChainCoherent(),
+LAWS = (ChainFiniteWidth(), ChainSpectral(), ChainOperator(), ChainKernel(), ChainKernelFiniteBackward(), ChainKernelFinite(), ChainCoherent(),
         ChainMlpLimit())

@@ -6,7 +6,11 @@
 * ``chain-kernel-finite-backward`` (approximate; the default for ReLU circular chains by run I): ReLU circular chains, the kernel law with
   its forward kernels drawn at width ``n`` (:mod:`amutheory.symbolic.chain.kernel_law_finite`) times the
   linear chain's exact backward factor at the equal-variance width ``2n/5``
-  (:mod:`amutheory.symbolic.chain.backward_width`)."""
+  (:mod:`amutheory.symbolic.chain.backward_width`);
+* ``chain-kernel-finite`` (Monte Carlo): GELU and tanh chains (either padding), the kernel law with its forward
+  kernels drawn at width ``n`` and every Gaussian moment the drawn rows' mean (the four-point loop over sample
+  and position triples, the gains per sample and position; :func:`~amutheory.symbolic.chain.kernel_law.
+  _drawn_smooth_moments`), the backward side at infinite width given the forward pass."""
 
 from __future__ import annotations
 
@@ -84,11 +88,69 @@ class ChainFiniteWidth(Law):
 
 
 def kernel_finite_cost(spec, depths) -> Cost:
-    """The finite-width kernel law's cost: its draws of inputs and width-``n`` forward chains."""
+    """The finite-width kernel law's cost: its draws of inputs and width-``n`` forward chains (and, for GELU and
+    tanh, the four-point loops over sample and position triples and the cuts through them)."""
+    from amutheory.symbolic.chain.kernel_law import DRAWN_ACTIVATIONS
     from amutheory.symbolic.chain.kernel_law_finite import DRAWS
 
-    return Cost(costs.kernel_finite_seconds(spec, max(depths), DRAWS), "monte-carlo",
-                f"{DRAWS} draws of inputs and width-{spec.width} forward chains")
+    seconds = costs.kernel_finite_seconds(spec, max(depths), DRAWS)
+    if spec.activation in DRAWN_ACTIVATIONS:
+        seconds += costs.drawn_loop_seconds(spec, depths, DRAWS)
+    return Cost(seconds, "monte-carlo", f"{DRAWS} draws of inputs and width-{spec.width} forward chains")
+
+
+#: the smooth activations whose chains take ``chain-kernel-finite`` as ``predict``'s default, by run K of
+#: validate/plans/FINITE_WIDTH.md (its planned rule, run D's; docs/findings/finite_width.md)
+DRAWN_CHAIN_DEFAULT = ()
+
+
+class ChainKernelFinite(Law):
+    """GELU and tanh chains at width ``n``: the kernel law, every Gaussian moment drawn."""
+
+    family = "conv"
+    name, exactness = "chain-kernel-finite", "monte-carlo"
+    summary = ("GELU or tanh conv chain at its width n (either padding): the kernel law with its forward kernels drawn "
+               "at width n and every Gaussian moment -- the four-point loop over sample and position triples at each "
+               "cut, the gains per sample and position -- the drawn rows' mean; nothing fitted")
+    leaves_out = "the finite-width terms of the backward side (products of Jacobians above each update, the readout)"
+    source = "amutheory.symbolic.chain.kernel_law_finite"
+
+    def _covers(self, spec):
+        from amutheory.symbolic.chain.kernel_law import DRAWN_ACTIVATIONS, check_drawn_spec
+
+        if spec.activation not in DRAWN_ACTIVATIONS:
+            return Coverage(False, f"activation: this law is for GELU and tanh chains (ReLU: chain-kernel-finite-backward, "
+                                   f"linear: chain-finite-width), got {spec.activation!r}")
+        check_drawn_spec(spec)
+        return Coverage(True, f"{spec.activation} chain at any c, B^2 N^(3d) within the drawn law's size")
+
+    def not_default_for(self, spec):
+        if spec.activation not in DRAWN_CHAIN_DEFAULT:
+            return (f"no planned check has made it the default for {spec.activation} chains (run K of "
+                    "validate/plans/FINITE_WIDTH.md); ask for it with law='chain-kernel-finite'")
+        return None
+
+    def cost(self, spec, depths, **_):
+        return kernel_finite_cost(spec, depths)
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0):
+        from amutheory.symbolic.chain.kernel_law_finite import draws_progress, finite_width_kernel_s_bar
+
+        coverage = self.covers(spec)
+        if not coverage:
+            raise ValueError(coverage.reason)
+        depths = [int(d) for d in depths]
+        got = finite_width_kernel_s_bar(spec, depths, protocol.input_var, progress=draws_progress(progress))
+        at = {d: i for i, d in enumerate(got["depths"])}
+        s_bar, se = (np.array([got[k][at[d]] for d in depths]) for k in ("s_bar", "se"))
+        const = {"s_bar_mc_rel_se": Constant("s_bar_mc_rel_se", float(np.max(se / s_bar)), "monte-carlo",
+                                             note=f"worst relative standard error over the depths asked, "
+                                                  f"{got['draws']} draws (seed {got['seed']})"),
+                 "input_var": input_var_constant(protocol.input_var), "C": target_constant(C)}
+        note = (f"kernel law with forward kernels drawn at width {spec.width} and every Gaussian moment the drawn rows' "
+                f"mean ({got['draws']} draws of inputs and forward chains): nothing fitted; the backward side at "
+                "infinite width given the forward pass")
+        return LawValues(self.name, depths, s_bar, se, const, self.exactness, None, [note])
 
 
 class ChainKernelFiniteBackward(Law):

@@ -55,6 +55,19 @@ def pair_kernel_seconds(spec: ArchSpec, deepest: int) -> float:
     return float(KERNEL_FIXED + PAIR_UNIT * PAIR_GRID * spec.batch**2 * (deepest + 1) * PAIR_DRAWS)
 
 
+#: seconds of the drawn law's four-point loops (GELU, tanh) per draw, per unit of ``B^2 P^3`` times the layers
+#: drawn and cut (calibrated: GELU 1-D circular chains, N = 8, B = 8, widths 32 and 64, depths 8, 12, 16,
+#: 128 draws, 6.5 s; rounded up by half)
+DRAWN_LOOP_UNIT = 4.5e-8
+
+
+def drawn_loop_seconds(spec: ArchSpec, depths, draws: int) -> float:
+    """Seconds of the drawn law's loops over (sample, position) triples: ``B^2 P^3`` per layer drawn (up to
+    the deepest depth + 1) and per cut (the sum of the depths), per draw."""
+    layers = max(depths) + 1 + sum(int(d) for d in set(depths))
+    return float(DRAWN_LOOP_UNIT * spec.batch**2 * spec.positions**3 * layers * draws)
+
+
 def points_seconds(spec: ArchSpec, deepest: int, draws: int, paddings: int = 1) -> float:
     """Seconds of the residual law over the points: ``draws x (deepest + 1) x unit(P)`` (the +1: the
     neighbour the local slope reads), times ``paddings`` (zero and circular on the same draws: 2)."""

@@ -31,11 +31,11 @@ they sit between (the gradient-independence assumption of infinite-width analyse
 not proved, here (derivations/04, the campaign).  The input average is a Monte-Carlo mean over
 draws, reported with its standard error.
 
-GELU and tanh (``phi'^2 != phi'``) are taken on one position (an MLP's chain): the 4-point loop is then
-``E[phi'(h_u(b))^2 phi'(h_u(b'))^2]`` and ``Z`` a gain per sample, ``c^s prod E[phi'(h_k(b'))^2]`` over the
-levels between the cut and layer ``l`` (:func:`_drawn_smooth_moments`), their Gaussian moments by
-quadrature (:func:`pair_moments`) or, at finite width, the drawn rows' means
-(:mod:`amutheory.symbolic.chain.kernel_law_finite`).
+GELU and tanh (``phi'^2 != phi'``): the 4-point loop is then ``E[phi'(h_u(b, a)) phi'(h_u(b, a'))
+phi'(h_u(b', beta))^2]`` and ``Z`` a gain per sample and position carried down from layer ``l``
+(:func:`_drawn_smooth_moments`); their Gaussian moments are the drawn rows' means at finite width
+(:mod:`amutheory.symbolic.chain.kernel_law_finite`, chains and MLPs) or, on one position at infinite width,
+2-D integrals by quadrature (:func:`pair_moments`).
 """
 
 from __future__ import annotations
@@ -202,24 +202,28 @@ def check_kernel_spec(spec: ArchSpec) -> None:
                          f"got {spec.batch} x {spec.positions}")
 
 
-#: activations the kernel law takes when its forward kernels are *drawn* at finite width on one position
-#: (an MLP): every Gaussian moment, the four-point loop at a cut included, is then the empirical mean over
-#: the drawn rows (:mod:`amutheory.symbolic.chain.kernel_law_finite`), so ``phi'^2 = phi'`` is not needed
+#: activations the kernel law takes when its forward kernels are *drawn* at finite width: every Gaussian
+#: moment, the four-point loop at a cut included, is then the empirical mean over the drawn rows
+#: (:mod:`amutheory.symbolic.chain.kernel_law_finite`), so ``phi'^2 = phi'`` is not needed
 DRAWN_ACTIVATIONS = ("gelu", "tanh")
+#: largest ``B^2 P^3`` the drawn law takes for them: its four-point loop over (sample, position) triples is
+#: ``B^2 P^3`` entries per layer and draw, costing ``n B^2 P^3`` to draw (1-D chains up to N = 20 at B = 8)
+DRAWN_MAX_B2P3 = 2**19
 
 
 def check_drawn_spec(spec: ArchSpec) -> None:
-    """The kernel law with drawn forward kernels: :func:`check_kernel_spec`, and a smooth activation of
-    :data:`DRAWN_ACTIVATIONS` on one position (an MLP's chain; a cut of a wider grid would cost ``n B^2 P^3``)."""
+    """The kernel law with drawn forward kernels: :func:`check_kernel_spec`, and for a smooth activation of
+    :data:`DRAWN_ACTIVATIONS` a chain with ``B^2 P^3 <=`` :data:`DRAWN_MAX_B2P3`."""
     if not isinstance(spec, ArchSpec):
         raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
     if spec.activation not in DRAWN_ACTIVATIONS:
         check_kernel_spec(spec)
         return
-    if spec.family != "conv" or spec.positions != 1:
-        raise ValueError(f"activation: the kernel law takes {spec.activation!r} only for MLPs (one position; its "
-                         f"four-point loop is drawn per row), got a {spec.family} net with {spec.positions} positions")
     check_kernel_spec(spec.with_(activation="relu", init_c=None))
+    if spec.batch**2 * spec.positions**3 > DRAWN_MAX_B2P3:
+        raise ValueError(f"spatial: the kernel law takes {spec.activation!r} for batch^2 x (N^d)^3 <= {DRAWN_MAX_B2P3} "
+                         f"(its four-point loop over sample and position triples), got {spec.batch}^2 x "
+                         f"{spec.positions}^3")
 
 
 @functools.lru_cache(maxsize=32)
@@ -327,20 +331,24 @@ def _forward_smooth(spec: ArchSpec, x: np.ndarray, L: int) -> dict:
     """:func:`_forward` of a smooth activation on one position (an MLP's chain) at infinite width: the
     kernels of :func:`pair_moments` in place of the drawn rows' means, for :func:`_drawn_smooth_moments`."""
     B, C0, n, c = spec.batch, spec.input_channels, spec.width, spec.c
+    if spec.positions != 1:
+        raise ValueError(f"spatial: at infinite width the kernel law takes {spec.activation!r} on one position (an "
+                         f"MLP; its loops over three positions are not integrated), got {spec.positions} positions; "
+                         "the finite-width law draws them (chain-kernel-finite)")
     T = _shift_map(spec.spatial, spec.kernel, spec.dim, spec.padding)
     gamma = np.einsum("dbcp,decq->dbepq", x, x)
     sigma = c * gamma[..., 0, 0] / C0                     # [draw, b, b']
-    X, masks, loop4, dphi2 = [(C0 / n) * gamma / C0], [], [], []
+    X, masks, loop3, dphi2 = [(C0 / n) * gamma / C0], [], [], []
     for u in range(1, L + 1):
         got = pair_moments(sigma, spec.activation)
         masks.append(got["mask"][..., None, None])
-        loop4.append(got["loop4"])
-        dphi2.append(got["dphi2"])
+        loop3.append(got["loop4"][:, :, None, None, :, None])          # [draw, b, a, a', b', beta], one position
+        dphi2.append(got["dphi2"][..., None])
         if u == L:
             break
         sigma = c * got["value"]
         X.append(c * masks[-1] * X[-1] + got["value"][..., None, None])
-    return {"X": X, "masks": masks, "asin": [], "T": T, "loop4": loop4, "dphi2": dphi2}
+    return {"X": X, "masks": masks, "asin": [], "T": T, "loop3": loop3, "dphi2": dphi2}
 
 
 def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths, forward=None) -> dict[int, np.ndarray]:
@@ -360,7 +368,7 @@ def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths, forward=None)
     fw = forward(spec, x, depths[-1])
     X, masks, T = fw["X"], fw["masks"], fw["T"]
     diag = np.arange(B)
-    if "loop4" in fw:
+    if "loop3" in fw:
         return _drawn_smooth_moments(spec, fw, depths)
     zdiag = _gain_diagonals(spec, T, depths[-1])          # [s, beta]
     out = {}
@@ -383,35 +391,51 @@ def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths, forward=None)
 
 
 def _drawn_smooth_moments(spec: ArchSpec, fw: dict, depths: list[int]) -> dict[int, np.ndarray]:
-    """:func:`layer_moments_at_depths` on one position for a smooth activation, its forward kernels drawn:
-    the same loops with every Gaussian moment an empirical mean over the drawn rows -- the four-point loop
-    at the cut ``E[phi'(h_u(b))^2 phi'(h_u(b'))^2]`` (``fw["loop4"]``, ``[draw, b, b']``) in place of the
-    orthant probability, and the gain ``Z_s(b') = c^s prod_(k = u+1)^(u+s-1) E[phi'(h_k(b'))^2]`` of the
-    levels between the cut and layer ``l`` (``fw["dphi2"]``, ``[draw, b]``) in place of ``c^s (1/2)^(s-1)``:
-    these depend on the sample and the draw once ``phi'^2`` is not scale free."""
-    B, n, c = spec.batch, spec.width, spec.c
-    X = [x[..., 0, 0] for x in fw["X"]]                  # [draw, b, b']
-    masks = [m[..., 0, 0] for m in fw["masks"]]
-    loop4, dphi2 = fw["loop4"], fw["dphi2"]              # [draw, b, b'], [draw, b]
+    """:func:`layer_moments_at_depths` for an activation with ``phi'^2 != phi'`` (GELU, tanh): the same loops
+    with two moments that depend on the points once ``phi'^2`` is not scale free --
+
+    * the 4-point loop at the cut, ``E[phi'(h_u(b, a)) phi'(h_u(b, a')) phi'(h_u(b', beta))^2]``
+      (``fw["loop3"]``, ``[draw, b, a, a', b', beta]``) in place of the orthant probability;
+    * the gain of the levels between the cut ``u`` and layer ``l``, ``Z^l_s`` (``s = l - u``), carried down
+      from the top: ``Z^l_1 = c diag T(I)`` (no mask at the top level) and ``Z^l_s = c diag T(diag(E2_(l-s+1)
+      Z^l_(s-1)))``, ``E2_k = E[phi'(h_k(b', beta))^2]`` (``fw["dphi2"]``, ``[draw, b, beta]``), in place of
+      ``c^s (1/2)^(s-1)`` -- per sample, position and draw.
+
+    The moments are the drawn rows' means (:mod:`amutheory.symbolic.chain.kernel_law_finite`) or, on one
+    position at infinite width, :func:`pair_moments`."""
+    B, P, n, c = spec.batch, spec.positions, spec.width, spec.c
+    X, masks, T, loop3, dphi2 = fw["X"], fw["masks"], fw["T"], fw["loop3"], fw["dphi2"]
     diag = np.arange(B)
+    deepest = depths[-1]
+    eye = np.eye(P)
+
+    def diag_T(v):                                       # diag T(diag v) over the last axis (positions)
+        return np.diagonal(T(v[..., :, None] * eye), axis1=-2, axis2=-1)
+
+    top = diag_T(np.ones_like(dphi2[0]))
+    gains = {}                                           # (l, s) -> Z^l_s [draw, b', beta]
+    for l in range(2, deepest + 1):
+        z = c * top
+        gains[l, 1] = z
+        for s in range(2, l):
+            z = c * diag_T(dphi2[l - s] * z)             # the mask of level l - s + 1
+            gains[l, s] = z
     out = {}
     for L in depths:
-        G = [None] * (L + 1)                             # per-sample backward kernels [draw, b]
-        G[L] = spec.outputs * spec.readout_variance / B**2 * masks[L - 1][:, diag, diag]
+        G = [None] * (L + 1)                             # per-sample backward kernels [draw, b, p, p']
+        G[L] = spec.outputs * spec.readout_variance / (B * P) ** 2 * masks[L - 1][:, diag, diag]
         for i in range(L - 1, 0, -1):
-            G[i] = masks[i - 1][:, diag, diag] * (c * G[i + 1])
+            G[i] = masks[i - 1][:, diag, diag] * (c * T(G[i + 1]))
         s_out = np.zeros((X[0].shape[0], L))
         for u in range(1, L + 1):
-            s_out[:, u - 1] += np.einsum("zb,zbc->z", G[u], X[u - 1] ** 2)     # the cut at the top
+            s_out[:, u - 1] += _diag_quadratic(G[u], X[u - 1]).sum(axis=(1, 2, 3))   # the cut at the top
             if u == L:
                 continue
-            r = np.einsum("zb,zbc->zc", c * G[u + 1], X[u - 1] ** 2 * loop4[u - 1])   # [draw, b']
-            gain = c * np.ones_like(r)                   # Z_1: no mask at the top level
-            for s in range(1, L - u + 1):
-                if s > 1:
-                    gain = gain * c * dphi2[u + s - 2]   # level u + s - 1
-                s_out[:, u + s - 1] += (r * gain).sum(axis=1)
-        out[L] = n**2 / B * s_out
+            gcut = c * T(G[u + 1])                       # [draw, b, a, a']
+            r = np.einsum("zbxy,zbxyeq,zbexq,zbeyq->zeq", gcut, loop3[u - 1], X[u - 1], X[u - 1], optimize=True)
+            for l in range(u + 1, L + 1):
+                s_out[:, l - 1] += (r * gains[l, l - u]).sum(axis=(1, 2))
+        out[L] = n**2 / (B * P) * s_out
     return out
 
 

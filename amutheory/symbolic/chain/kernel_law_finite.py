@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from amutheory.limits import CHUNK_ENTRIES
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.chain import kernel_law as K
 
@@ -57,8 +58,8 @@ def sampled_forward(rng: np.random.Generator):
         gamma = np.einsum("dbcp,decq->dbepq", x, x)
         kappa = T.taps * T(gamma) / C0
         sigma = c * T(gamma) / C0
-        X, masks, asin, loop4, dphi2 = [(C0 / n) * kappa], [], [], [], []
-        smooth = spec.activation in K.DRAWN_ACTIVATIONS                 # one position (K.check_drawn_spec)
+        X, masks, asin, loop3, dphi2 = [(C0 / n) * kappa], [], [], [], []
+        smooth = spec.activation in K.DRAWN_ACTIVATIONS
         for u in range(1, L + 1):
             flat = K._flat(sigma)                                       # [draw, BP, BP]
             h = rng.standard_normal((flat.shape[0], n, flat.shape[-1])) @ np.swapaxes(_sqrt_psd(flat), -1, -2)
@@ -67,9 +68,10 @@ def sampled_forward(rng: np.random.Generator):
             if spec.activation == "relu":
                 emp = np.swapaxes(h, -1, -2) @ h / n
                 asin.append(np.arcsin(K._blocks(K._correlation(emp)[0], B, P)))
-            if smooth:                                                  # E[phi'(b)^2 phi'(b')^2], E[phi'(b)^2]
-                loop4.append(np.swapaxes(d * d, -1, -2) @ (d * d) / n)
-                dphi2.append((d * d).mean(axis=-2))
+            if smooth:          # E[phi'(b, a) phi'(b, a') phi'(b', beta)^2] and E[phi'(b', beta)^2], per draw
+                rows = d.reshape(d.shape[:2] + (B, P))
+                loop3.append(np.einsum("zibx,ziby,zieq->zbxyeq", rows, rows, rows * rows, optimize=True) / n)
+                dphi2.append((rows * rows).mean(axis=1))
             if u == L:
                 break
             f = phi(h)
@@ -77,7 +79,7 @@ def sampled_forward(rng: np.random.Generator):
             sigma = c * T(vx)
             X.append(c * T(masks[-1] * X[-1]) + T.taps * T(vx))
         drawn = {"X": X, "masks": masks, "asin": asin, "T": T}
-        return dict(drawn, loop4=loop4, dphi2=dphi2) if smooth else drawn
+        return dict(drawn, loop3=loop3, dphi2=dphi2) if smooth else drawn
 
     return forward
 
@@ -93,8 +95,8 @@ def draws_progress(progress):
 
 def check_finite_kernel_spec(spec: ArchSpec) -> None:
     """The kernel law's coverage with drawn forward kernels
-    (:func:`~amutheory.symbolic.chain.kernel_law.check_drawn_spec`: linear and ReLU chains, and GELU or tanh
-    on one position, an MLP's chain)."""
+    (:func:`~amutheory.symbolic.chain.kernel_law.check_drawn_spec`: linear, ReLU, GELU and tanh chains and
+    MLPs, GELU and tanh within a size)."""
     K.check_drawn_spec(spec)
 
 
@@ -112,6 +114,8 @@ def finite_width_kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, dr
     rng = np.random.default_rng(seed)
     forward = sampled_forward(rng)
     batch = max(1, min(draws, 64))
+    if spec.activation in K.DRAWN_ACTIVATIONS:      # the four-point loops held: B^2 P^3 entries per layer and draw
+        batch = max(1, min(batch, int(CHUNK_ENTRIES // ((max(depths) + 1) * spec.batch**2 * spec.positions**3))))
     rows, done, total = [], 0, -(-draws // batch)
     while done < draws:
         count = min(batch, draws - done)
