@@ -149,16 +149,18 @@ def test_drawn_smooth_law_reaches_the_quadrature_law_on_the_same_inputs(activati
     assert abs(d.mean()) <= 4 * d.std(ddof=1) / np.sqrt(len(d)) + 4 * 4 / 2**16, d
 
 
-def test_the_default_for_gelu_and_tanh_mlps_needs_no_probe_and_chains_say_why_they_calibrate():
+def test_the_default_for_gelu_and_tanh_mlps_needs_no_probe_and_the_chain_law_says_what_it_takes():
     for activation in ("gelu", "tanh"):
         spec = _mlp(64, activation, depth=16)
         choice = best_law(spec, [8, 12, 16])
         assert choice.law.name == "mlp-kernel-finite" and choice.calibrated_because is None
         assert REGISTRY["mlp-kernel"].covers(spec)
     chain = ArchSpec(dim=1, width=32, spatial=8, activation="gelu", depth=8)
-    assert best_law(chain, [4, 8]).law.name == "chain-coherent"
-    with pytest.raises(ValueError, match="^activation: .*only for MLPs"):
-        finite_width_kernel_s_bar(chain, [4], draws=4)
+    assert REGISTRY["chain-kernel-finite"].covers(chain)
+    with pytest.raises(ValueError, match=r"^spatial: .*batch\^2 x \(N\^d\)\^3"):
+        finite_width_kernel_s_bar(chain.with_(dim=2), [4], draws=4)
+    with pytest.raises(ValueError, match="^spatial: at infinite width .* one position"):
+        kernel_s_bar(chain, [4])
 
 
 @settings(max_examples=4, deadline=None)

@@ -133,7 +133,7 @@ class ChainKernelFinite(Law):
     def cost(self, spec, depths, **_):
         return kernel_finite_cost(spec, depths)
 
-    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0):
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0, **options):
         from amutheory.symbolic.chain.kernel_law_finite import draws_progress, finite_width_kernel_s_bar
 
         coverage = self.covers(spec)
