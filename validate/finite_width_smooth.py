@@ -7,6 +7,7 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py             # resumes; writes docs/findings/finite_width/smooth_j.json after every net
     python validate/finite_width_smooth.py --part J2   # after the decision: other geometries, reported only
     python validate/finite_width_smooth.py --part K    # run K (addendum 8): GELU and tanh conv chains
+    python validate/finite_width_smooth.py --part K2   # after run K: the GELU chain at width 256 (a diagnostic)
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -212,8 +213,39 @@ def decide_k(k: dict) -> dict:
     return out
 
 
+K2_DEPTHS, K2_SEEDS, K2_WIDTH = (2, 4, 6), range(90000, 90512), 256
+
+
+def measure_k2() -> dict:
+    """K2 (a diagnostic after run K; plan addendum 8): the GELU circular chain at width 256."""
+    import torch
+
+    from amutheory.laws import REGISTRY
+    from amutheory.measure.probe import probe
+
+    torch.set_num_threads(1)
+    d = json.loads(OUT.read_text())
+    spec = chain_spec_of("gelu", "circular", K2_WIDTH, max(K2_DEPTHS))
+    law = REGISTRY["chain-kernel-finite"].evaluate(spec, list(K2_DEPTHS))
+    rows = []
+    for i, L in enumerate(K2_DEPTHS):
+        s = np.asarray(probe(spec.with_(depth=L), list(K2_SEEDS), chunk=32).s_bar)
+        mean, se = float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))
+        rows.append({"depth": L, "probe_mean": mean, "probe_se": se, "law": float(law.s_bar[i]),
+                     "law_se": float(law.s_bar_se[i]), "error": float(law.s_bar[i] / mean - 1),
+                     "z": float((law.s_bar[i] - mean) / math.hypot(se, law.s_bar_se[i]))})
+        print(f"K2 L={L}: error {100 * rows[-1]['error']:+.1f}% z {rows[-1]['z']:+.2f}", flush=True)
+    d["k"]["k2"] = {"spec": repr(spec), "seeds": [K2_SEEDS[0], K2_SEEDS[-1]], "rows": rows,
+                    "reading": ("finite-width" if all(abs(r["z"]) <= 3 or abs(r["error"]) < 0.10 for r in rows) else
+                                "structural" if abs(rows[-1]["error"]) >= 0.20 else "between the planned readings")}
+    OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+    return d["k"]["k2"]
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--part", "K"]:
+    if sys.argv[1:] == ["--part", "K2"]:
+        print(measure_k2()["reading"])
+    elif sys.argv[1:] == ["--part", "K"]:
         print(json.dumps(measure_k()["decision"], indent=1))
     elif sys.argv[1:] == ["--part", "J2"]:
         measure_j2()
