@@ -207,6 +207,12 @@ for name in ("gelu", "tanh"):
 # Run J of `docs/findings/finite_width.md` (planned before it ran) made this law `predict`'s default for
 # GELU and tanh MLPs: the calibrated law missed `s_bar` by up to two orders of magnitude at depth 16.
 # Like ReLU's, it keeps the backward side at infinite width, and reads low for GELU at width 32.
+#
+# On a conv chain the cut's loop runs over sample and position triples, `E[phi'(h(b, a)) phi'(h(b, a'))
+# phi'(h(b', beta))^2]`, and the gain from the cut up to layer `l` depends on the position: it is carried
+# down from `l`, one `c T(E[phi'(h_k(b', p))^2] .)` per level.  Fed ReLU's exact kernels, where
+# `phi'^2 = phi'` and `E[phi'^2] = 1/2`, this algebra returns the orthant law to rounding (a test), at
+# either padding.  Run K made it the default for GELU and tanh 1-D chains (`chain-kernel-finite`).
 
 # %% [markdown]
 # ## 7. What this does not give

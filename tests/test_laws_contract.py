@@ -29,6 +29,7 @@ EXAMPLES = {
     "chain-operator": (ArchSpec(**_CONV, activation="linear", padding="zero"), None),
     "chain-kernel": (ArchSpec(**_CONV, activation="relu", padding="zero"), None),
     "chain-kernel-finite-backward": (ArchSpec(**_CONV, activation="relu"), None),
+    "chain-kernel-finite": (ArchSpec(**_CONV, activation="gelu"), None),
     "chain-coherent": (ArchSpec(**_CONV, activation="relu"), [2, 3, 4, 6]),
     "chain-mlp-limit": (ArchSpec(**_CONV, activation="relu"), None),
     "resnet-dense": (ArchSpec(**_DENSE, branch="conv-mlp", activation="relu"), None),
@@ -145,14 +146,17 @@ def test_a_calibrated_choice_says_why_each_derived_law_was_not_taken(capsys):
     assert why.startswith("no derived law is taken") and "chain-kernel: " in why and "chain-spectral: " in why
     assert "chain-coherent" not in why
     assert best_law(ArchSpec(dim=1, width=16, spatial=6, activation="linear"), [4]).calibrated_because is None
-    gelu = ArchSpec(dim=1, width=32, spatial=8, activation="gelu")
-    assert "chain-kernel: activation" in best_law(gelu, [4]).calibrated_because
-    assert best_law(ArchSpec(family="mlp", width=64, activation="gelu"), [4]).calibrated_because is None  # run J
+    zero = ArchSpec(dim=1, width=32, spatial=8, activation="relu", padding="zero")
+    assert "chain-kernel-finite-backward: padding" in best_law(zero, [4]).calibrated_because
+    for gelu in (ArchSpec(family="mlp", width=64, activation="gelu"), ArchSpec(dim=1, width=32, spatial=8, activation="gelu")):
+        assert best_law(gelu, [4]).calibrated_because is None  # runs J and K of the finite-width plan
     assert main(["laws", "--family", "transformer", "--width", "32", "--depths", "2,4", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["choice"]["calibrated_because"] == "the family 'transformer' has no derived law"
-    assert main(["laws", "--family", "conv", "--dim", "1", "--activation", "gelu", "--width", "32", "--depths", "2,4"]) == 0
-    assert "calibrated because no derived law is taken for this net: chain-finite-width" in capsys.readouterr().out
+    assert main(["laws", "--family", "conv", "--dim", "2", "--activation", "gelu", "--width", "32", "--depths", "2,4"]) == 0
+    out = capsys.readouterr().out
+    assert "calibrated because no derived law is taken for this net: chain-finite-width" in out
+    assert "chain-kernel-finite: spatial" in out
     # as a user runs it: the installed command line in its own process
     import subprocess
     import sys
