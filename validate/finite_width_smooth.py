@@ -42,11 +42,33 @@ def spec_of(activation: str, width: int, depth: int):
     return ArchSpec(family="mlp", depth=depth, width=width, activation=activation, input_channels=C0, batch=BATCH)
 
 
+def held_out_rows(spec, laws: dict, depths, seeds) -> list:
+    """Per depth: the probe's seed mean and its standard error over ``seeds``, and each law's value, error
+    (law / mean - 1) and z ((law - mean) / se of the mean); ``laws``: name -> values at ``depths``."""
+    from amutheory.measure.probe import probe
+
+    rows = []
+    for i, L in enumerate(depths):
+        s = np.asarray(probe(spec.with_(depth=L), list(seeds), chunk=64).s_bar)
+        mean, se = float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))
+        row = {"depth": L, "probe_mean": mean, "probe_se": se}
+        for name, values in laws.items():
+            row[name] = {"s_bar": float(values[i]), "error": float(values[i] / mean - 1),
+                         "z": float((values[i] - mean) / se)}
+        rows.append(row)
+    return rows
+
+
+def _print_net(tag: str, rows: list, laws, started: float) -> None:
+    print(f"{tag}: " + "; ".join(f"{name} errors {[round(100 * r[name]['error'], 1) for r in rows]} "
+                                 f"z {[round(r[name]['z'], 2) for r in rows]}" for name in laws)
+          + f" ({time.perf_counter() - started:.0f} s)", flush=True)
+
+
 def measure() -> dict:
     import torch
 
     from amutheory.laws import REGISTRY
-    from amutheory.measure.probe import probe
 
     torch.set_num_threads(1)
     d = json.loads(OUT.read_text()) if OUT.exists() else {"nets": {}}
@@ -60,42 +82,32 @@ def measure() -> dict:
             laws = {name: np.asarray(REGISTRY[name].evaluate(spec, list(HELD_OUT), calibration_depths=CALIBRATION,
                                                              calibration_seeds=CALIBRATION_SEEDS).s_bar, float)
                     for name in LAWS}
-            rows = []
-            for i, L in enumerate(HELD_OUT):
-                s = np.asarray(probe(spec.with_(depth=L), list(SEEDS), chunk=64).s_bar)
-                mean, se = float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))
-                row = {"depth": L, "probe_mean": mean, "probe_se": se}
-                for name, values in laws.items():
-                    row[name] = {"s_bar": float(values[i]), "error": float(values[i] / mean - 1),
-                                 "z": float((values[i] - mean) / se)}
-                rows.append(row)
+            rows = held_out_rows(spec, laws, HELD_OUT, SEEDS)
             d["nets"][key] = {"activation": activation, "width": width, "c": spec.c, "seeds": [SEEDS[0], SEEDS[-1]],
                               "rows": rows}
             OUT.parent.mkdir(parents=True, exist_ok=True)
             OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
-            print(f"J {key}: " + "; ".join(f"{name} errors {[round(100 * r[name]['error'], 1) for r in rows]} "
-                                           f"z {[round(r[name]['z'], 2) for r in rows]}" for name in LAWS)
-                  + f" ({time.perf_counter() - t:.0f} s)", flush=True)
+            _print_net(f"J {key}", rows, LAWS, t)
     d["decision"] = decide(d)
     OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
     return d
 
 
+def run_d_rule(rows_by_width: dict, new: str, old: str) -> dict:
+    """Run D's rule at each width (``rows_by_width``: width -> held-out rows): ``new``'s max |error| and max |z|
+    each at most ``old``'s; the default changes when it holds at every width."""
+    per_width = {}
+    for width, rows in rows_by_width.items():
+        worst = {name: {"max_abs_error": max(abs(r[name]["error"]) for r in rows),
+                        "max_abs_z": max(abs(r[name]["z"]) for r in rows)} for name in (new, old)}
+        per_width[str(width)] = dict(worst, no_worse=worst[new]["max_abs_error"] <= worst[old]["max_abs_error"]
+                                     and worst[new]["max_abs_z"] <= worst[old]["max_abs_z"])
+    return {"widths": per_width, "default_changes": all(w["no_worse"] for w in per_width.values())}
+
+
 def decide(d: dict) -> dict:
-    """The planned rule per activation: at both deciding widths, the drawn law's max held-out |error| and
-    max |z| each at most the calibrated law's."""
-    out = {}
-    for activation in ACTIVATIONS:
-        per_width = {}
-        for width in DECIDING_WIDTHS:
-            rows = d["nets"][f"{activation}-n{width}"]["rows"]
-            worst = {name: {"max_abs_error": max(abs(r[name]["error"]) for r in rows),
-                            "max_abs_z": max(abs(r[name]["z"]) for r in rows)} for name in LAWS}
-            new, old = worst["mlp-kernel-finite"], worst["mlp-coherent"]
-            per_width[str(width)] = dict(worst, no_worse=new["max_abs_error"] <= old["max_abs_error"]
-                                         and new["max_abs_z"] <= old["max_abs_z"])
-        out[activation] = {"widths": per_width, "default_changes": all(w["no_worse"] for w in per_width.values())}
-    return out
+    """The planned rule per activation at the deciding widths."""
+    return {a: run_d_rule({n: d["nets"][f"{a}-n{n}"]["rows"] for n in DECIDING_WIDTHS}, *LAWS) for a in ACTIVATIONS}
 
 
 #: J2 (after the decision; reports only): (activation, width, input features, batch, c), depths, seeds
@@ -158,7 +170,6 @@ def measure_k() -> dict:
     import torch
 
     from amutheory.laws import REGISTRY
-    from amutheory.measure.probe import probe
 
     torch.set_num_threads(1)
     d = json.loads(OUT.read_text())
@@ -174,22 +185,12 @@ def measure_k() -> dict:
                 laws = {name: np.asarray(REGISTRY[name].evaluate(spec, list(HELD_OUT), calibration_depths=CALIBRATION,
                                                                  calibration_seeds=CALIBRATION_SEEDS).s_bar, float)
                         for name in K_LAWS}
-                rows = []
-                for i, L in enumerate(HELD_OUT):
-                    s = np.asarray(probe(spec.with_(depth=L), list(K_SEEDS), chunk=64).s_bar)
-                    mean, se = float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))
-                    row = {"depth": L, "probe_mean": mean, "probe_se": se}
-                    for name, values in laws.items():
-                        row[name] = {"s_bar": float(values[i]), "error": float(values[i] / mean - 1),
-                                     "z": float((values[i] - mean) / se)}
-                    rows.append(row)
+                rows = held_out_rows(spec, laws, HELD_OUT, K_SEEDS)
                 k["nets"][key] = {"activation": activation, "padding": padding, "width": width, "c": spec.c,
                                   "spec": repr(spec.with_(depth=max(HELD_OUT))), "seeds": [K_SEEDS[0], K_SEEDS[-1]],
                                   "rows": rows}
                 OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
-                print(f"K {key}: " + "; ".join(f"{name} errors {[round(100 * r[name]['error'], 1) for r in rows]} "
-                                               f"z {[round(r[name]['z'], 2) for r in rows]}" for name in K_LAWS)
-                      + f" ({time.perf_counter() - t:.0f} s)", flush=True)
+                _print_net(f"K {key}", rows, K_LAWS, t)
     k["decision"] = decide_k(k)
     OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
     return k
@@ -197,20 +198,8 @@ def measure_k() -> dict:
 
 def decide_k(k: dict) -> dict:
     """Run K's planned rule per activation and padding (run D's, at both deciding widths)."""
-    out = {}
-    for activation in ACTIVATIONS:
-        for padding in K_PADDINGS:
-            per_width = {}
-            for width in DECIDING_WIDTHS:
-                rows = k["nets"][f"{activation}-{padding}-n{width}"]["rows"]
-                worst = {name: {"max_abs_error": max(abs(r[name]["error"]) for r in rows),
-                                "max_abs_z": max(abs(r[name]["z"]) for r in rows)} for name in K_LAWS}
-                new, old = worst["chain-kernel-finite"], worst["chain-coherent"]
-                per_width[str(width)] = dict(worst, no_worse=new["max_abs_error"] <= old["max_abs_error"]
-                                             and new["max_abs_z"] <= old["max_abs_z"])
-            out[f"{activation}-{padding}"] = {"widths": per_width,
-                                              "default_changes": all(w["no_worse"] for w in per_width.values())}
-    return out
+    return {f"{a}-{p}": run_d_rule({n: k["nets"][f"{a}-{p}-n{n}"]["rows"] for n in DECIDING_WIDTHS}, *K_LAWS)
+            for a in ACTIVATIONS for p in K_PADDINGS}
 
 
 K2_DEPTHS, K2_SEEDS, K2_WIDTH = (2, 4, 6), range(90000, 90512), 256

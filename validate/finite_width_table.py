@@ -325,6 +325,25 @@ def _relu_chain_i_section() -> list:
     return lines + [""]
 
 
+def _law_pair_rows(nets: dict, keys: tuple, laws: tuple, decision: dict) -> list:
+    """Table rows of two laws on each net (its ``keys`` columns first) and the planned rule's line per case
+    and width (``decision``: :func:`validate.finite_width_smooth.run_d_rule` per case)."""
+    new, old = laws
+    lines = []
+    for net in sorted(nets.values(), key=lambda net: tuple(net[k] for k in keys)):
+        for name in laws:
+            err = [r[name]["error"] for r in net["rows"]]
+            lines.append(f"| {' | '.join(str(net[k]) for k in keys)} | {name} | {_fmt(err)} | "
+                         f"{_fmt([r[name]['z'] for r in net['rows']], False)} | {max(abs(x) for x in err):.1%} |")
+    lines.append("")
+    for case, v in decision.items():
+        for n, w in v["widths"].items():
+            lines.append(f"* {case}, width {n}: max |error| {w[new]['max_abs_error']:.1%} against {old}'s "
+                         f"{w[old]['max_abs_error']:.1%}; max |z| {w[new]['max_abs_z']:.1f} against "
+                         f"{w[old]['max_abs_z']:.1f}: {'no worse' if w['no_worse'] else '**worse**'}")
+    return lines
+
+
 def _smooth_j_section() -> list:
     """Run J (``validate/finite_width_smooth.py``, plan addendum 7), read from its JSON."""
     path = OUT / "smooth_j.json"
@@ -341,19 +360,8 @@ def _smooth_j_section() -> list:
              "fitted); `mlp-coherent` is the calibrated default it was compared with (depths 2, 3, 4, 6, seeds 0..31).  "
              "z = (law - mean) / se of the mean.", "",
              "| activation | width | law | error at L = 8, 12, 16 | z | max abs error |", "|---|---|---|---|---|---|"]
-    for net in sorted(d["nets"].values(), key=lambda net: (net["activation"], net["width"])):
-        for name in ("mlp-kernel-finite", "mlp-coherent"):
-            err = [r[name]["error"] for r in net["rows"]]
-            lines.append(f"| {net['activation']} | {net['width']} | {name} | {_fmt(err)} | "
-                         f"{_fmt([r[name]['z'] for r in net['rows']], False)} | {max(abs(x) for x in err):.1%} |")
     dec = d.get("decision", {})
-    lines.append("")
-    for activation, v in dec.items():
-        for n, w in v["widths"].items():
-            new, old = w["mlp-kernel-finite"], w["mlp-coherent"]
-            lines.append(f"* {activation}, width {n}: max |error| {new['max_abs_error']:.1%} against mlp-coherent's "
-                         f"{old['max_abs_error']:.1%}; max |z| {new['max_abs_z']:.1f} against {old['max_abs_z']:.1f}: "
-                         f"{'no worse' if w['no_worse'] else '**worse**'}")
+    lines += _law_pair_rows(d["nets"], ("activation", "width"), ("mlp-kernel-finite", "mlp-coherent"), dec)
     from amutheory.activations import get_activation
 
     changed = [a for a, v in dec.items() if v["default_changes"]]
@@ -390,19 +398,8 @@ def _smooth_k_section(k: dict | None) -> list:
              "the mean.", "",
              "| activation | padding | width | law | error at L = 8, 12, 16 | z | max abs error |",
              "|---|---|---|---|---|---|---|"]
-    for net in sorted(k["nets"].values(), key=lambda net: (net["activation"], net["padding"], net["width"])):
-        for name in ("chain-kernel-finite", "chain-coherent"):
-            err = [r[name]["error"] for r in net["rows"]]
-            lines.append(f"| {net['activation']} | {net['padding']} | {net['width']} | {name} | {_fmt(err)} | "
-                         f"{_fmt([r[name]['z'] for r in net['rows']], False)} | {max(abs(x) for x in err):.1%} |")
     dec = k.get("decision", {})
-    lines.append("")
-    for case, v in dec.items():
-        for n, w in v["widths"].items():
-            new, old = w["chain-kernel-finite"], w["chain-coherent"]
-            lines.append(f"* {case}, width {n}: max |error| {new['max_abs_error']:.1%} against chain-coherent's "
-                         f"{old['max_abs_error']:.1%}; max |z| {new['max_abs_z']:.1f} against {old['max_abs_z']:.1f}: "
-                         f"{'no worse' if w['no_worse'] else '**worse**'}")
+    lines += _law_pair_rows(k["nets"], ("activation", "padding", "width"), ("chain-kernel-finite", "chain-coherent"), dec)
     changed = [case for case, v in dec.items() if v["default_changes"]]
     kept = [case for case, v in dec.items() if not v["default_changes"]]
     lines += ["", "The planned decision (run D's rule, per activation and padding, at widths 32 and 64): "

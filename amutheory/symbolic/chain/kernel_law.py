@@ -367,16 +367,12 @@ def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths, forward=None)
         forward = _forward_smooth if act in DRAWN_ACTIVATIONS else _forward
     fw = forward(spec, x, depths[-1])
     X, masks, T = fw["X"], fw["masks"], fw["T"]
-    diag = np.arange(B)
     if "loop3" in fw:
         return _drawn_smooth_moments(spec, fw, depths)
     zdiag = _gain_diagonals(spec, T, depths[-1])          # [s, beta]
     out = {}
     for L in depths:
-        G = [None] * (L + 1)                             # per-sample backward kernels [draw, b, p, p']
-        G[L] = spec.outputs * spec.readout_variance / (B * P) ** 2 * masks[L - 1][:, diag, diag]
-        for i in range(L - 1, 0, -1):
-            G[i] = masks[i - 1][:, diag, diag] * (c * T(G[i + 1]))
+        G = _backward_kernels(spec, masks, T, L)
         s_out = np.zeros((x.shape[0], L))
         for u in range(1, L + 1):
             s_out[:, u - 1] += _diag_quadratic(G[u], X[u - 1]).sum(axis=(1, 2, 3))   # the cut at the top
@@ -405,7 +401,6 @@ def _drawn_smooth_moments(spec: ArchSpec, fw: dict, depths: list[int]) -> dict[i
     position at infinite width, :func:`pair_moments`."""
     B, P, n, c = spec.batch, spec.positions, spec.width, spec.c
     X, masks, T, loop3, dphi2 = fw["X"], fw["masks"], fw["T"], fw["loop3"], fw["dphi2"]
-    diag = np.arange(B)
     deepest = depths[-1]
     eye = np.eye(P)
 
@@ -422,10 +417,7 @@ def _drawn_smooth_moments(spec: ArchSpec, fw: dict, depths: list[int]) -> dict[i
             gains[l, s] = z
     out = {}
     for L in depths:
-        G = [None] * (L + 1)                             # per-sample backward kernels [draw, b, p, p']
-        G[L] = spec.outputs * spec.readout_variance / (B * P) ** 2 * masks[L - 1][:, diag, diag]
-        for i in range(L - 1, 0, -1):
-            G[i] = masks[i - 1][:, diag, diag] * (c * T(G[i + 1]))
+        G = _backward_kernels(spec, masks, T, L)
         s_out = np.zeros((X[0].shape[0], L))
         for u in range(1, L + 1):
             s_out[:, u - 1] += _diag_quadratic(G[u], X[u - 1]).sum(axis=(1, 2, 3))   # the cut at the top
@@ -437,6 +429,17 @@ def _drawn_smooth_moments(spec: ArchSpec, fw: dict, depths: list[int]) -> dict[i
                 s_out[:, l - 1] += (r * gains[l, l - u]).sum(axis=(1, 2))
         out[L] = n**2 / (B * P) * s_out
     return out
+
+
+def _backward_kernels(spec: ArchSpec, masks: list, T: "ShiftMap", L: int) -> list:
+    """The per-sample backward kernels ``G[i]`` (``[draw, b, p, p']``, ``i = 1..L``) of a net of depth ``L``:
+    the readout's at the top, then ``G_i = M_i (.) c T*(G_(i+1))`` with the within-sample masks."""
+    B, P, diag = spec.batch, spec.positions, np.arange(spec.batch)
+    G = [None] * (L + 1)
+    G[L] = spec.outputs * spec.readout_variance / (B * P) ** 2 * masks[L - 1][:, diag, diag]
+    for i in range(L - 1, 0, -1):
+        G[i] = masks[i - 1][:, diag, diag] * (spec.c * T(G[i + 1]))
+    return G
 
 
 def _check_inputs(spec: ArchSpec, x) -> np.ndarray:
