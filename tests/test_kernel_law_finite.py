@@ -175,3 +175,17 @@ def test_smooth_law_matches_the_probe_seed_mean_at_moderate_depth(activation, wi
     got = finite_width_kernel_s_bar(chain_of(spec), [depth], draws=512)
     se = np.hypot(s.std(ddof=1) / np.sqrt(len(s)), got["se"][0])
     assert abs(s.mean() - got["s_bar"][0]) <= 4 * se, (s.mean(), got["s_bar"][0], se)
+
+
+def test_a_default_decided_per_activation_is_kept_out_net_by_net(monkeypatch):
+    """Law.not_default_for: had run J decided for tanh only, a GELU MLP would calibrate and say why, a tanh MLP
+    would not, and the law would still answer when asked by name."""
+    import amutheory.laws.mlp as mlp_laws
+
+    monkeypatch.setattr(mlp_laws, "DRAWN_DEFAULT", ("tanh",))
+    gelu = _mlp(32, "gelu", depth=8)
+    choice = best_law(gelu, [4, 8])
+    assert choice.law.name == "mlp-coherent"
+    assert "mlp-kernel-finite: no planned check has made it the default for gelu MLPs" in choice.calibrated_because
+    assert best_law(_mlp(32, "tanh", depth=8), [4, 8]).law.name == "mlp-kernel-finite"
+    assert REGISTRY["mlp-kernel-finite"].evaluate(gelu, [4]).s_bar[0] > 0
