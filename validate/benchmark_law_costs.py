@@ -33,6 +33,9 @@ CASES = [  # (law, spec, depths)
     ("chain-kernel-finite-backward", ArchSpec(dim=1, width=128, spatial=8, input_channels=3, activation="relu"), [8, 12, 16]),
     ("mlp-kernel-finite", ArchSpec(family="mlp", width=32, activation="relu", input_channels=16), [8, 12, 16]),
     ("mlp-kernel-finite", ArchSpec(family="mlp", width=128, activation="relu", input_channels=16), [8, 12, 16]),
+    ("mlp-kernel", ArchSpec(family="mlp", width=64, activation="gelu", input_channels=8, batch=3), [3, 6]),
+    ("mlp-kernel-finite", ArchSpec(family="mlp", width=64, activation="gelu", input_channels=16), [8, 12, 16]),
+    ("chain-kernel-finite", ArchSpec(dim=1, width=32, spatial=8, input_channels=3, activation="gelu"), [8, 12, 16]),
     ("chain-coherent", ArchSpec(dim=1, width=64, spatial=16, activation="relu"), [8, 16]),
     ("resnet-coherent", ArchSpec(family="resnet", width=64, spatial=8, branch="conv-mlp"), [8, 16]),
 ]

@@ -44,8 +44,8 @@ def kernel_finite_seconds(spec: ArchSpec, deepest: int, draws: int) -> float:
 
 
 #: seconds of the smooth-activation kernel law (GELU, tanh MLPs at infinite width) per pair of samples,
-#: quadrature node and layer of one input draw, assuming the 128 x 128 grid (calibrated: GELU, B = 3,
-#: L = 6, 256 draws, 28 s; validate/benchmark_law_costs.py), and the draws it may take
+#: quadrature node and layer of one input draw, assuming the 128 x 128 grid (calibrated on one timing: GELU,
+#: B = 3, L = 6, 256 draws, 28 s; validate/benchmark_law_costs.py times the case), and the draws it may take
 PAIR_UNIT, PAIR_GRID, PAIR_DRAWS = 1.1e-7, 128**2, 256
 
 
@@ -57,7 +57,7 @@ def pair_kernel_seconds(spec: ArchSpec, deepest: int) -> float:
 
 #: seconds of the drawn law's four-point loops (GELU, tanh) per draw, per unit of ``B^2 P^3`` times the layers
 #: drawn and cut (calibrated: GELU 1-D circular chains, N = 8, B = 8, widths 32 and 64, depths 8, 12, 16,
-#: 128 draws, 6.5 s; rounded up by half)
+#: 128 draws, 6.5 s; rounded up by half; validate/benchmark_law_costs.py times the case at 512 draws)
 DRAWN_LOOP_UNIT = 4.5e-8
 
 

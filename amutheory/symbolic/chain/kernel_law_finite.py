@@ -1,5 +1,7 @@
 """The kernel law with its forward kernels drawn at width ``n``: a Monte Carlo of the finite-width
-kernel recursion, for ReLU (and linear) chains and MLPs.
+kernel recursion, for ReLU (and linear) chains and MLPs, and for GELU and tanh ones, whose Gaussian moments
+(the cut's four-point loop, the gains between the cut and layer ``l``) are then the drawn rows' means
+(:func:`amutheory.symbolic.chain.kernel_law._drawn_smooth_moments`).
 
 At width ``n`` the forward kernels of a chain are not deterministic.  Given the post-activation
 kernel of layer ``u`` (over samples and positions), the ``n`` channels of ``h_(u+1)`` are i.i.d.
