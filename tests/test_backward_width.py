@@ -90,11 +90,21 @@ def test_the_chain_split_is_the_exact_chain_law_at_equal_widths_and_the_kernel_l
     assert np.all(np.diff(bw.backward_factor(spec, [2, 8, 12], 6.4)) > 0)
 
 
-def test_the_chain_law_covers_relu_circular_chains_only():
+def test_the_chain_law_covers_relu_chains_and_is_the_default_for_circular_ones_only():
+    from amutheory.laws.chain_finite import backward_twin
+
     law = REGISTRY["chain-kernel-finite-backward"]
     relu = ArchSpec(family="conv", dim=1, depth=8, width=16, kernel=3, spatial=8, padding="circular",
                     activation="relu", input_channels=3)
-    assert law.covers(relu) and not law.covers(relu.with_(padding="zero"))
-    assert not law.covers(relu.with_(activation="linear"))
+    zero = relu.with_(padding="zero")
+    assert law.covers(relu) and law.covers(zero) and not law.covers(relu.with_(activation="linear"))
+    # run L of the plan left zero-padded ReLU chains on the calibrated default; run I made it circular chains' default
+    assert law.not_default_for(relu) is None and "run L" in law.not_default_for(zero)
     got = law.evaluate(relu, [4, 8])
     assert got.exactness == "approximate" and np.all(got.s_bar > 0) and got.constants["backward_width"].value == 6.4
+    # a zero-padded chain: its own forward kernels (the edge lowers s_bar), its circular twin's backward factor
+    edge = law.evaluate(zero, [4, 8])
+    assert np.all(edge.s_bar < got.s_bar) and edge.constants["backward_width"].value == 6.4
+    assert backward_twin(zero) == relu.with_(activation="linear", init_c=None)
+    factor = bw.backward_factor(backward_twin(zero), [4, 8], 6.4)
+    assert f"{factor[0]:.3f}, {factor[1]:.3f}" in edge.notes[0]

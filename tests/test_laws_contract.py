@@ -147,7 +147,8 @@ def test_a_calibrated_choice_says_why_each_derived_law_was_not_taken(capsys):
     assert "chain-coherent" not in why
     assert best_law(ArchSpec(dim=1, width=16, spatial=6, activation="linear"), [4]).calibrated_because is None
     zero = ArchSpec(dim=1, width=32, spatial=8, activation="relu", padding="zero")
-    assert "chain-kernel-finite-backward: padding" in best_law(zero, [4]).calibrated_because
+    assert "chain-kernel-finite-backward: no planned check has made it the default for zero-padded" in \
+        best_law(zero, [4]).calibrated_because  # run L of the finite-width plan
     for gelu in (ArchSpec(family="mlp", width=64, activation="gelu"), ArchSpec(dim=1, width=32, spatial=8, activation="gelu")):
         assert best_law(gelu, [4]).calibrated_because is None  # runs J and K of the finite-width plan
     assert main(["laws", "--family", "transformer", "--width", "32", "--depths", "2,4", "--json"]) == 0
@@ -167,7 +168,7 @@ def test_a_calibrated_choice_says_why_each_derived_law_was_not_taken(capsys):
     assert got.returncode == 0, got.stderr[-2000:]
     assert "default: chain-coherent" in got.stdout
     assert "calibrated because no derived law is taken for this net:" in got.stdout
-    assert "chain-kernel-finite-backward: padding" in got.stdout
+    assert "chain-kernel-finite-backward: no planned check" in got.stdout
 
 
 def test_named_law_that_does_not_cover_the_net_is_refused_with_its_reason():

@@ -5,6 +5,8 @@ infinite-width ``chain-kernel`` and the calibrated default ``chain-coherent``.
     python validate/finite_width_relu_chain.py           # run E: writes docs/findings/finite_width/relu_chain.json
     python validate/finite_width_relu_chain.py --run I   # run I (plan addendum 6): fresh seeds, the approximate law,
                                                          # the planned decision: .../relu_chain_i.json
+    python validate/finite_width_relu_chain.py --run L   # run L (plan addendum 9): zero padding, fresh seeds, the
+                                                         # planned decision: .../relu_chain_l.json (resumes per width)
 
 The page (``validate/finite_width_table.py report``) reads the JSON.  Measurement only: the default law
 of ReLU chains is not changed by it.
@@ -28,14 +30,16 @@ CALIBRATION = (2, 3, 4, 6)
 SEEDS = 256
 
 
-def spec_of(width: int, depth: int):
+def spec_of(width: int, depth: int, padding: str = "circular"):
     from amutheory.spec import ArchSpec
 
-    return ArchSpec(family="conv", dim=1, depth=depth, width=width, kernel=3, spatial=8, padding="circular",
+    return ArchSpec(family="conv", dim=1, depth=depth, width=width, kernel=3, spatial=8, padding=padding,
                     activation="relu", input_channels=3)
 
 
 RUN_I = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_i.json", "seeds": range(40000, 41024)}
+#: run L (addendum 9): run I's geometry with zero padding, fresh seeds
+RUN_L = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_l.json", "seeds": range(100000, 101024)}
 
 
 def _values(spec, REGISTRY, finite_width_kernel_s_bar, with_backward: bool) -> dict:
@@ -68,29 +72,37 @@ def main(argv=None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", choices=("E", "I"), default="E", help="E: the plan's run E; I: addendum 6 (fresh seeds)")
+    ap.add_argument("--run", choices=("E", "I", "L"), default="E",
+                    help="E: the plan's run E; I: addendum 6 (fresh seeds); L: addendum 9 (zero padding, fresh seeds)")
     args = ap.parse_args(argv)
     from amutheory.laws import REGISTRY
     from amutheory.measure.probe import probe
     from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
 
-    run_i = args.run == "I"
-    out, seeds = (RUN_I["out"], RUN_I["seeds"]) if run_i else (OUT, range(SEEDS))
+    run_i = args.run in ("I", "L")  # a registered check: fresh seeds, held-out depths, the planned decision
+    padding = "zero" if args.run == "L" else "circular"
+    out, seeds = ({"I": (RUN_I["out"], RUN_I["seeds"]), "L": (RUN_L["out"], RUN_L["seeds"])}
+                  .get(args.run, (OUT, range(SEEDS))))
     depths = HELD_OUT if run_i else DEPTHS
     rows = []
+    if args.run == "L" and out.exists():  # resume: keep the widths already measured
+        rows = [r for r in json.loads(out.read_text())["rows"]]
     for n in WIDTHS:
+        if any(r["width"] == n for r in rows):
+            print(f"width {n}: already in {out.name}", flush=True)
+            continue
         t0 = time.time()
-        profiles = {d: probe(spec_of(n, d), seeds).s for d in depths}
+        profiles = {d: probe(spec_of(n, d, padding), seeds).s for d in depths}
         s_bar = {d: profiles[d].mean(axis=1) for d in depths}
         mean = np.array([s_bar[d].mean() for d in HELD_OUT])
         se = np.array([s_bar[d].std(ddof=1) / np.sqrt(len(seeds)) for d in HELD_OUT])
-        spec = spec_of(n, max(HELD_OUT))
+        spec = spec_of(n, max(HELD_OUT), padding)
         for name, law in _values(spec, REGISTRY, finite_width_kernel_s_bar, run_i).items():
             rows.append({"width": n, "law": name, "held_out": list(HELD_OUT), "error": (law / mean - 1).tolist(),
                          "z": ((law - mean) / se).tolist(), "measured_rel_se": (se / mean).tolist()})
             print(f"n={n} {name}: {', '.join(f'{e:+.1%}' for e in law / mean - 1)}", flush=True)
         record = {"plan": f"validate/plans/FINITE_WIDTH.md run {args.run}", "seeds": len(seeds),
-                  "first_seed": seeds[0], "spec": str(spec_of(n, max(HELD_OUT))), "rows": rows}
+                  "first_seed": seeds[0], "spec": str(spec_of(n, max(HELD_OUT), padding)), "rows": rows}
         if run_i and len({r["width"] for r in rows}) == len(WIDTHS):
             record["decision"] = decide(rows)
         out.write_text(json.dumps(record, indent=1))

@@ -3,10 +3,11 @@
 * ``chain-finite-width`` (exact): linear circular chains, every Fourier mode at the net's own width ``n``,
   exact in the mean over seeds (:mod:`amutheory.symbolic.chain.finite_width_modes`); its ``n -> oo`` limit
   is ``chain-spectral``;
-* ``chain-kernel-finite-backward`` (approximate; the default for ReLU circular chains by run I): ReLU circular chains, the kernel law with
-  its forward kernels drawn at width ``n`` (:mod:`amutheory.symbolic.chain.kernel_law_finite`) times the
-  linear chain's exact backward factor at the equal-variance width ``2n/5``
-  (:mod:`amutheory.symbolic.chain.backward_width`);
+* ``chain-kernel-finite-backward`` (approximate; the default for ReLU circular chains by run I, on request for
+  zero-padded ones by run L): ReLU chains, the kernel law with its forward kernels drawn at width ``n``
+  (:mod:`amutheory.symbolic.chain.kernel_law_finite`) times the linear circular chain's exact backward factor at
+  the equal-variance width ``2n/5`` (:mod:`amutheory.symbolic.chain.backward_width`; a zero-padded chain takes its
+  circular twin's);
 * ``chain-kernel-finite`` (Monte Carlo): GELU and tanh chains (either padding), the kernel law with its forward
   kernels drawn at width ``n`` and every Gaussian moment the drawn rows' mean (the four-point loop over sample
   and position triples, the gains per sample and position; :func:`~amutheory.symbolic.chain.kernel_law.
@@ -155,21 +156,34 @@ class ChainKernelFinite(Law):
         return LawValues(self.name, depths, s_bar, se, const, self.exactness, None, [note])
 
 
+def backward_twin(spec):
+    """The linear circular chain whose exact backward factor ``chain-kernel-finite-backward`` takes for ``spec``
+    (a zero-padded chain's is its circular twin's: the split is derived for circular padding)."""
+    return spec.with_(activation="linear", init_c=None, padding="circular")
+
+
+#: the paddings of ReLU chains for which ``chain-kernel-finite-backward`` is ``predict``'s default: circular by run I
+#: of validate/plans/FINITE_WIDTH.md; zero padding waits on run L (addendum 9, the same planned rule)
+DEFAULT_PADDINGS = ("circular",)
+
+
 class ChainKernelFiniteBackward(Law):
-    """ReLU circular chains at width ``n``: the finite-width kernel law times the linear chain's backward factor."""
+    """ReLU chains at width ``n``: the finite-width kernel law times the linear circular chain's backward factor."""
 
     family = "conv"
     name, exactness = "chain-kernel-finite-backward", "approximate"
-    summary = ("ReLU circular conv chain at its width n: the kernel law with its forward kernels drawn at width n, "
-               "times the linear circular chain's exact backward factor b(L; n, 2n/5) (every mode's backward "
-               "transfer at the width whose backward steps fluctuate as a ReLU layer's); nothing fitted")
+    summary = ("ReLU conv chain at its width n (either padding): the kernel law with its forward kernels drawn at width "
+               "n, times the linear circular chain's exact backward factor b(L; n, 2n/5) (every mode's backward "
+               "transfer at the width whose backward steps fluctuate as a ReLU layer's; a zero-padded chain takes "
+               "its circular twin's); nothing fitted")
     leaves_out = ("an assumption, not derived: that the ReLU chain's backward finite-width excess is the linear "
                   "chain's at the equal-variance width 2n/5 (on ReLU MLPs the same assumption overshoots: "
-                  "docs/findings/finite_width.md, runs G and H)")
+                  "docs/findings/finite_width.md, runs G and H); for zero padding a second one, that the boundary "
+                  "leaves the relative backward excess as on the circular twin, whose factor it takes")
     source = "amutheory.symbolic.chain.backward_width"
     #: the default for ReLU circular chains by run I of validate/plans/FINITE_WIDTH.md (its planned rule: no worse
     #: than the calibrated chain-coherent at held-out depths, in error and in z, at widths 32 and 64; both still
-    #: read low there: docs/findings/finite_width.md)
+    #: read low there: docs/findings/finite_width.md); not for zero-padded ones (run L: DEFAULT_PADDINGS)
     default_candidate = True
 
     def _covers(self, spec):
@@ -179,8 +193,17 @@ class ChainKernelFiniteBackward(Law):
         if spec.activation != "relu":
             return Coverage(False, f"activation: this law is for ReLU chains, got {spec.activation!r}")
         check_kernel_spec(spec)
-        check_finite_width_modes_spec(spec.with_(activation="linear", init_c=None))
+        check_finite_width_modes_spec(backward_twin(spec))
+        if spec.padding == "zero":
+            return Coverage(True, "ReLU chain, zero padding (the backward factor of its circular twin), B N^d within "
+                                  "the kernel law's size")
         return Coverage(True, "ReLU chain, circular padding, B N^d within the kernel law's size")
+
+    def not_default_for(self, spec):
+        if spec.padding not in DEFAULT_PADDINGS:
+            return (f"no planned check has made it the default for {spec.padding}-padded ReLU chains yet (run L of "
+                    "validate/plans/FINITE_WIDTH.md); ask for it with law='chain-kernel-finite-backward'")
+        return None
 
     def cost(self, spec, depths, **_):
         once = kernel_finite_cost(spec, [max(depths) + 1])  # twice: the depths asked, then their neighbours
@@ -196,7 +219,7 @@ class ChainKernelFiniteBackward(Law):
         depths = [int(d) for d in depths]
         report = draws_progress(progress)
         n_b = equal_variance_width(spec.width, spec.activation)
-        linear = spec.with_(activation="linear", init_c=None)
+        linear = backward_twin(spec)
 
         def law_at(ds):
             got = finite_width_kernel_s_bar(spec, ds, protocol.input_var, progress=report)
