@@ -60,15 +60,45 @@ def backward_step_variance() -> sp.Expr:
     return sp.simplify(second / mean**2 - 1)
 
 
+mu_2, mu_4 = sp.symbols("mu_2 mu_4", positive=True)
+"""``E[phi'(h)^2]`` and ``E[phi'(h)^4]`` at the layer's pre-activation variance: the moments of one unit's
+backward weight ``D = phi'(h)^2``."""
+
+
+@functools.lru_cache(maxsize=None)
+def backward_step_variance_of_moments() -> sp.Expr:
+    """``Var F / (E F)^2`` of ``F = (c/n) sum_i D_i g_i^2`` for any activation, ``D_i = phi'(h_i)^2`` i.i.d. with
+    ``E D = mu_2``, ``E D^2 = mu_4``, independent of the unit Gaussians ``g_i``: ``(3 mu_4 / mu_2^2 - 1) / n``.
+    A mask (``D`` on with probability ``p``: ``mu_2 = mu_4 = p``) gives :func:`backward_step_variance`."""
+    c = sp.Symbol("c", positive=True)
+    mean = c / fw.n * fw.n * mu_2
+    second = (c / fw.n) ** 2 * (fw.n * mu_4 * 3 + fw.n * (fw.n - 1) * mu_2**2)
+    return sp.simplify(second / mean**2 - 1)
+
+
+def step_variance_factor(activation: str) -> tuple[float, str]:
+    """``n Var F / (E F)^2`` of one backward step of ``activation`` at unit pre-activation variance (the critical
+    ``c`` keeps it at every layer), and where the number comes from: exact for linear (2) and ReLU (5), by
+    quadrature for GELU and tanh (``3 (1 + v_D) - 1``, ``v_D`` the activation's
+    :meth:`~amutheory.activations.Activation.spectral_variance`)."""
+    if activation in ON_PROBABILITY:
+        return float(backward_step_variance().subs(p_on, ON_PROBABILITY[activation]) * fw.n), "exact"
+    from amutheory.activations import get_activation
+
+    act = get_activation(activation)  # ValueError naming the activation when it is not one
+    m2, m4 = act.moment("dphi2", 1.0).value, act.moment("dphi4", 1.0).value
+    return float((backward_step_variance_of_moments() * fw.n).subs({mu_2: m2, mu_4: m4})), "quadrature"
+
+
 def equal_variance_width(width: float, activation: str) -> float:
     """The linear width whose backward step has the variance of one of ``activation`` at ``width``:
-    ``n * (2/n) / Var`` = ``2 p n / (3 - p)`` (``2n/5`` for ReLU, ``n`` for linear)."""
-    if activation not in ON_PROBABILITY:
-        raise ValueError(f"activation: the backward step's variance is derived for {', '.join(ON_PROBABILITY)}, "
-                         f"got {activation!r}")
-    var = backward_step_variance().subs(p_on, ON_PROBABILITY[activation])
-    linear = backward_step_variance().subs(p_on, 1)
-    return float(sp.simplify(linear / var).subs(fw.n, 1)) * float(width)
+    ``n * 2 / (n Var)`` = ``2 p n / (3 - p)`` for a mask (``2n/5`` for ReLU, ``n`` for linear), and
+    ``2n / (3 mu_4 / mu_2^2 - 1)`` for GELU and tanh at their critical ``c`` (:func:`step_variance_factor`)."""
+    if not isinstance(activation, str):
+        raise TypeError(f"activation must be a string, got {type(activation).__name__}")
+    linear, _ = step_variance_factor("linear")
+    factor, _ = step_variance_factor(activation)
+    return linear / factor * float(width)
 
 
 def _split(backward_infinite: bool) -> sp.Expr:
