@@ -172,14 +172,15 @@ class ChainKernelFiniteBackward(Law):
 
     family = "conv"
     name, exactness = "chain-kernel-finite-backward", "approximate"
-    summary = ("ReLU conv chain at its width n (either padding): the kernel law with its forward kernels drawn at width "
-               "n, times the linear circular chain's exact backward factor b(L; n, 2n/5) (every mode's backward "
-               "transfer at the width whose backward steps fluctuate as a ReLU layer's; a zero-padded chain takes "
-               "its circular twin's); nothing fitted")
+    summary = ("ReLU conv chain (or GELU, tanh at the critical c) at its width n, either padding: the kernel law with "
+               "its forward kernels drawn at width n, times the linear circular chain's exact backward factor "
+               "b(L; n, n_b) (every mode's backward transfer at the width n_b whose backward steps fluctuate as the "
+               "chain's: 2n/5 for ReLU; a zero-padded chain takes its circular twin's); nothing fitted")
     leaves_out = ("an assumption, not derived: that the ReLU chain's backward finite-width excess is the linear "
                   "chain's at the equal-variance width 2n/5 (on ReLU MLPs the same assumption overshoots: "
                   "docs/findings/finite_width.md, runs G and H); for zero padding a second one, that the boundary "
-                  "leaves the relative backward excess as on the circular twin, whose factor it takes")
+                  "leaves the relative backward excess as on the circular twin, whose factor it takes; for GELU and tanh "
+                  "the same, at the width 2n / (3 E[phi'^4] / E[phi'^2]^2 - 1) (run M)")
     source = "amutheory.symbolic.chain.backward_width"
     #: the default for ReLU circular chains by run I of validate/plans/FINITE_WIDTH.md (its planned rule: no worse
     #: than the calibrated chain-coherent at held-out depths, in error and in z, at widths 32 and 64; both still
@@ -190,8 +191,18 @@ class ChainKernelFiniteBackward(Law):
         from amutheory.symbolic.chain.finite_width_modes import check_finite_width_modes_spec
         from amutheory.symbolic.chain.kernel_law import check_kernel_spec
 
+        from amutheory.laws.mlp import critical_only
+        from amutheory.symbolic.chain.kernel_law import DRAWN_ACTIVATIONS, check_drawn_spec
+
+        if spec.activation in DRAWN_ACTIVATIONS:
+            check_drawn_spec(spec)
+            check_finite_width_modes_spec(backward_twin(spec))
+            refusal = critical_only(spec)
+            return refusal if refusal is not None else Coverage(
+                True, f"{spec.activation} chain at its critical c ({spec.padding} padding), B^2 N^(3d) within the drawn "
+                      "law's size")
         if spec.activation != "relu":
-            return Coverage(False, f"activation: this law is for ReLU chains, got {spec.activation!r}")
+            return Coverage(False, f"activation: this law is for ReLU, GELU and tanh chains, got {spec.activation!r}")
         check_kernel_spec(spec)
         check_finite_width_modes_spec(backward_twin(spec))
         if spec.padding == "zero":
@@ -200,6 +211,9 @@ class ChainKernelFiniteBackward(Law):
         return Coverage(True, "ReLU chain, circular padding, B N^d within the kernel law's size")
 
     def not_default_for(self, spec):
+        if spec.activation != "relu":
+            return (f"no planned check has made it the default for {spec.activation} chains yet (run M of "
+                    "validate/plans/FINITE_WIDTH.md); ask for it with law='chain-kernel-finite-backward'")
         if spec.padding not in DEFAULT_PADDINGS:
             return (f"no planned check has made it the default for {spec.padding}-padded ReLU chains yet (run L of "
                     "validate/plans/FINITE_WIDTH.md); ask for it with law='chain-kernel-finite-backward'")
@@ -210,6 +224,7 @@ class ChainKernelFiniteBackward(Law):
         return Cost(2 * once.seconds, once.cost_class, f"twice {once.how} (the depths, then their neighbours)")
 
     def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0):
+        from amutheory.laws.mlp import backward_width_constant
         from amutheory.symbolic.chain.backward_width import backward_factor, equal_variance_width
         from amutheory.symbolic.chain.kernel_law_finite import draws_progress, finite_width_kernel_s_bar
 
@@ -238,9 +253,7 @@ class ChainKernelFiniteBackward(Law):
         const = {"s_bar_mc_rel_se": Constant("s_bar_mc_rel_se", float(np.max(se_kf / s_kf)), "monte-carlo",
                                              note=f"worst relative standard error over the depths asked, "
                                                   f"{got['draws']} draws (seed {got['seed']})"),
-                 "backward_width": Constant("backward_width", n_b, "exact",
-                                            note="the linear width of equal backward-step variance, 2 p n / (3 - p) at "
-                                                 "p = 1/2 (amutheory.symbolic.chain.backward_width)"),
+                 "backward_width": backward_width_constant(n_b, spec.activation),
                  "input_var": input_var_constant(protocol.input_var), "C": target_constant(C)}
         note = (f"the kernel law with forward kernels drawn at width {spec.width} ({got['draws']} draws) times the "
                 f"linear circular chain's backward factor at width {n_b:g} ({', '.join(f'{f:.3f}' for f in factor)} "

@@ -67,6 +67,19 @@ def _relu_kernel_coverage(spec: ArchSpec, entry: str) -> Coverage:
     return Coverage(True, "ReLU MLP with a batch within the kernel law's size")
 
 
+def critical_only(spec: ArchSpec) -> Coverage | None:
+    """``None`` when a GELU or tanh net runs at its critical ``c`` (the only ``c`` whose pre-activation variance, and
+    so one backward step's variance, is the same at every layer: what the backward factor's equal-variance width
+    needs), else the refusal."""
+    from amutheory.activations import get_activation
+
+    critical = get_activation(spec.activation).critical_c()
+    if abs(spec.c - critical) > 1e-9 * critical:
+        return Coverage(False, f"c: the backward factor needs the critical c = {critical:.6g} of {spec.activation} "
+                               f"(the same step variance at every layer), got {spec.c:g}")
+    return None
+
+
 def _kernel_coverage(spec: ArchSpec, entry: str, smooth: str = "its Gaussian moments by quadrature") -> Coverage:
     """:func:`_relu_kernel_coverage`, and GELU or tanh MLPs at any ``c`` (``smooth``: how the law takes
     their Gaussian moments)."""
@@ -255,14 +268,26 @@ class MlpKernelFinite(_MlpLaw):
                                         protocol, note)
 
 
+def backward_width_constant(n_b: float, activation: str) -> Constant:
+    """The equal-variance width as a labelled constant: exact for ReLU, by quadrature for GELU and tanh."""
+    from amutheory.symbolic.chain.backward_width import step_variance_factor
+
+    factor, source = step_variance_factor(activation)
+    return Constant("backward_width", n_b, source,
+                    note=f"the linear width of equal backward-step variance, 2n / {factor:.4g} for {activation} "
+                         "(amutheory.symbolic.chain.backward_width)")
+
+
 class MlpKernelFiniteBackward(_MlpLaw):
     name, exactness = "mlp-kernel-finite-backward", "approximate"
-    summary = ("ReLU MLP at its width n: mlp-kernel-finite times the backward factor b(L; n, 2n/5), the linear MLP's "
-               "exact backward share of its finite-width excess at the width whose backward steps fluctuate as a "
-               "ReLU layer's (relative variance 5/n against 2/n); nothing fitted")
+    summary = ("ReLU MLP (or GELU, tanh at the critical c) at its width n: mlp-kernel-finite times the backward factor "
+               "b(L; n, n_b), the linear MLP's exact backward share of its finite-width excess at the width n_b whose "
+               "backward steps fluctuate as the net's (relative variance 5/n for ReLU against 2/n: n_b = 2n/5); "
+               "nothing fitted")
     leaves_out = ("an assumption, tested (run G of the finite-width plan) but not derived: that the ReLU net's "
                   "backward finite-width excess is the linear one's at the equal-variance width 2n/5 (mask "
-                  "correlations across samples and the ReLU forward-backward coupling are not carried)")
+                  "correlations across samples and the ReLU forward-backward coupling are not carried); for GELU and tanh the "
+                  "same, at the width 2n / (3 E[phi'^4] / E[phi'^2]^2 - 1) (run M)")
     source = "amutheory.symbolic.chain.backward_width"
     default_candidate = False
     not_default_because = ("its planned check (run G, validate/plans/FINITE_WIDTH.md; docs/findings/finite_width.md) "
@@ -272,7 +297,13 @@ class MlpKernelFiniteBackward(_MlpLaw):
                            "law='mlp-kernel-finite-backward'")
 
     def _covers(self, spec):
-        return _relu_kernel_coverage(spec, "the finite-width kernel law with its backward factor")
+        got = _kernel_coverage(spec, "the finite-width kernel law with its backward factor",
+                               "every Gaussian moment drawn at width n")
+        if not got or spec.activation == "relu":
+            return got
+        refusal = critical_only(spec)
+        return refusal if refusal is not None else Coverage(True, f"{spec.activation} MLP at its critical c, every "
+                                                                  "Gaussian moment drawn at width n")
 
     def cost(self, spec, depths, **_):
         return MlpKernelFinite().cost(spec, depths)
@@ -282,11 +313,10 @@ class MlpKernelFiniteBackward(_MlpLaw):
 
         inner = MlpKernelFinite().evaluate(spec, depths, protocol, progress=progress)
         n_b = equal_variance_width(spec.width, spec.activation)
-        factor = backward_factor(spec.with_(activation="linear"), [int(d) for d in depths], n_b, protocol.input_var)
+        factor = backward_factor(spec.with_(activation="linear", init_c=None), [int(d) for d in depths], n_b,
+                                 protocol.input_var)
         constants = dict(inner.constants)
-        constants["backward_width"] = Constant("backward_width", n_b, "exact",
-                                               note="the linear width of equal backward-step variance, 2 p n / (3 - p) "
-                                                    "at p = 1/2 (amutheory.symbolic.chain.backward_width)")
+        constants["backward_width"] = backward_width_constant(n_b, spec.activation)
         note = (f"the finite-width kernel law times the linear MLP's backward factor at width {n_b:g} "
                 f"({', '.join(f'{f:.3f}' for f in factor)} at the depths asked): nothing fitted; an assumption, "
                 "not derived (leaves_out)")
