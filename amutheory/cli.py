@@ -493,7 +493,7 @@ def cmd_predict(args):
 def cmd_laws(args):
     """``amutheory laws``: the registry; with ``--depths``, each law's coverage and cost for the net and
     the default's choice."""
-    from amutheory.laws import REGISTRY, best_law, covering
+    from amutheory.laws import REGISTRY, best_law, covering, not_default_reason
     from amutheory.laws.contract import call_law
 
     if args.depths is None:
@@ -509,6 +509,7 @@ def cmd_laws(args):
         if coverage:
             row["cost"] = call_law(law, "cost", spec, args.depths,
                                    calibration_depths=tuple(args.calibration_depths)).to_dict()
+            row["not_default"] = not_default_reason(law, spec)  # None: it may be the default here
         rows.append(row)
     try:
         choice = best_law(spec, args.depths, args.budget or 60.0,
@@ -516,7 +517,8 @@ def cmd_laws(args):
     except ValueError as exc:
         choice = {"law": None, "reason": str(exc)}
     lines = [f"{r['law']:28} {r['exactness']:12} " + (f"covers, ~{r['cost']['seconds']:.0f} s" if r["covers"] else
-                                                       f"does not cover: {r['reason']}") for r in rows]
+                                                       f"does not cover: {r['reason']}")
+             + (f"; not the default: {r['not_default']}" if r["covers"] and r["not_default"] else "") for r in rows]
     lines.append(f"default: {choice['reason']}")
     if choice.get("calibrated_because"):
         lines.append(f"calibrated because {choice['calibrated_because']}")

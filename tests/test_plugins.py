@@ -223,6 +223,60 @@ def test_priority_makes_an_outside_law_the_default_and_the_reason_says_so():
             register(type("Bad", (_Outside,), {"priority": bad, "name": "chain-bad"}))
 
 
+#: a law outside amutheory whose own check made it the default for ReLU chains only (``Law.not_default_for``)
+PER_NET_LAW = textwrap.dedent('''
+    import numpy as np
+
+    from amutheory.constants import Constant
+    from amutheory.laws import Coverage, Cost, Law, LawValues
+    from amutheory.spec import ProbeProtocol
+
+
+    class PerActivation(Law):
+        family = "conv"
+        name, exactness = "chain-per-activation", "calibrated"
+        summary = "a law whose check made it the default for ReLU chains only"
+        leaves_out = "everything"
+        source = "outside"
+        default_candidate, priority = True, 1
+
+        def _covers(self, spec):
+            return Coverage(True, "any chain")
+
+        def not_default_for(self, spec):
+            return None if spec.activation == "relu" else f"its check covered ReLU chains only, got {spec.activation}"
+
+        def cost(self, spec, depths, **_):
+            return Cost(0.0, "closed-form", "none")
+
+        def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None):
+            s = np.asarray(depths, float)
+            return LawValues(self.name, list(depths), s, 0.1 * s, {"a": Constant("a", 1.0, "calibrated")}, "calibrated")
+''')
+
+
+def test_an_outside_law_can_be_the_default_for_some_nets_only(tmp_path):
+    """``Law.not_default_for`` from a plugin file, as a user runs ``amutheory laws --plugin`` and ``predict``: the
+    default where its check said so, passed over (with its reason, in text and JSON) elsewhere."""
+    path = tmp_path / "per_net_law.py"
+    path.write_text(PER_NET_LAW)
+    net = ["--family", "conv", "--dim", "1", "--width", "8", "--spatial", "4", "--depths", "4,8", "--plugin", path]
+    relu = _cli("laws", *net, "--activation", "relu")
+    assert relu.returncode == 0, relu.stderr[-2000:]
+    assert "default: chain-per-activation: the first by priority (priority 1)" in relu.stdout
+    gelu = _cli("laws", *net, "--activation", "gelu", "--json")
+    assert gelu.returncode == 0, gelu.stderr[-2000:]
+    d = json.loads(gelu.stdout)
+    row = next(r for r in d["laws"] if r["law"] == "chain-per-activation")
+    assert row["covers"] and row["not_default"] == "its check covered ReLU chains only, got gelu"
+    assert d["choice"]["law"] != "chain-per-activation"
+    assert {"law": "chain-per-activation", "reason": row["not_default"]} in d["choice"]["not_default"]
+    text = _cli("laws", *net, "--activation", "gelu").stdout
+    assert "chain-per-activation         calibrated   covers, ~0 s; not the default: its check covered ReLU" in text
+    named = _cli("predict", *net, "--activation", "gelu", "--law", "chain-per-activation", "--json")
+    assert named.returncode == 0 and json.loads(named.stdout)["law"] == "chain-per-activation"  # on request
+
+
 class _Bare(Family):
     """A family with no law: a conv chain's model under another name."""
 

@@ -7,7 +7,7 @@
 
 from amutheory.laws.contract import EXACTNESS, OPTIONS, Coverage, Cost, Law, LawValues, call_evaluate
 from amutheory.laws.registry import (DEFAULT_BUDGET_S, REGISTRY, Choice, best_law, covering, get_law, laws_of,
-                                     register)
+                                     not_default_reason, register)
 from amutheory.laws.resolve import OLD_NAMES, resolve_law
 
 # what the laws implement for every family, registered with amutheory.families (a family never imports
@@ -19,4 +19,4 @@ _provide("laws", laws_of)
 _provide("chain_depth_factor", _chain_depth_factor)
 
 __all__ = ["EXACTNESS", "OPTIONS", "Coverage", "Cost", "Law", "LawValues", "DEFAULT_BUDGET_S", "REGISTRY", "Choice",
-           "best_law", "call_evaluate", "covering", "get_law", "laws_of", "register", "resolve_law", "OLD_NAMES"]
+           "best_law", "call_evaluate", "covering", "get_law", "laws_of", "not_default_reason", "register", "resolve_law", "OLD_NAMES"]

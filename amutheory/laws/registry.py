@@ -135,12 +135,9 @@ def best_law(spec: ArchSpec, depths, budget_s: float = DEFAULT_BUDGET_S, **cost_
         if not coverage:
             not_covering.append({"law": law.name, "reason": coverage.reason})
             continue
-        if not law.default_candidate:
-            not_default.append({"law": law.name, "reason": law.not_default_because or "not a default candidate"})
-            continue
-        here = _not_default_here(law, spec)
-        if here:
-            not_default.append({"law": law.name, "reason": here})
+        why_not = not_default_reason(law, spec)
+        if why_not:
+            not_default.append({"law": law.name, "reason": why_not})
             continue
         cost = call_law(law, "cost", spec, depths, **cost_args)
         if cost.seconds > budget_s and law.exactness != "calibrated":
@@ -157,6 +154,15 @@ def best_law(spec: ArchSpec, depths, budget_s: float = DEFAULT_BUDGET_S, **cost_
         reasons.setdefault(d["reason"], []).append(d["law"])
     why = "; ".join(f"{', '.join(laws)}: {reason}" for reason, laws in reasons.items())
     raise ValueError(f"no law covers this {spec.family} net by default ({why})")
+
+
+def not_default_reason(law: Law, spec: ArchSpec) -> str | None:
+    """Why ``law``, which covers ``spec``, may not be ``predict``'s default for it (``None``: it may): not a default
+    candidate at all (:attr:`~amutheory.laws.contract.Law.not_default_because`), or not for this net
+    (:meth:`~amutheory.laws.contract.Law.not_default_for`)."""
+    if not law.default_candidate:
+        return law.not_default_because or "not a default candidate"
+    return _not_default_here(law, spec)
 
 
 def _not_default_here(law: Law, spec: ArchSpec) -> str | None:
