@@ -4,7 +4,8 @@ For ``z ~ N(0, q)`` the quantities the depth law needs are
 
 * ``E[phi(z)^2]``     forward variance map: ``q_{l+1} = c E[phi(z_l)^2]``;
 * ``E[phi'(z)^2]``    backward multiplier: ``chi = c E[phi'(z)^2]`` (``chi = 1``: critical);
-* ``E[phi(z)^4]``, ``E[phi'(z)^4]``  fourth moments (finite-width and spectral-variance terms).
+* ``E[phi(z)^4]``, ``E[phi'(z)^4]``  fourth moments (finite-width and spectral-variance terms);
+* ``E[phi(z)^2 phi'(z)^2]``  one unit's forward-backward coupling (finite-width terms).
 
 Linear and ReLU moments are SymPy integrals against the Gaussian density, exact in ``q``.
 GELU and tanh have no closed form; their moments come from ``scipy.integrate.quad`` with the
@@ -56,7 +57,7 @@ class Activation:
         raise NotImplementedError
 
     def moment(self, kind: str, q: float = 1.0) -> Constant:
-        """``E[g(z)]``, ``z ~ N(0, q)``, for ``kind`` in ``phi2, dphi2, phi4, dphi4, phi1``."""
+        """``E[g(z)]``, ``z ~ N(0, q)``, for ``kind`` in ``phi2, dphi2, phi4, dphi4, phi1, phi2dphi2``."""
         if kind not in _KINDS:
             raise ValueError(f"kind must be one of {sorted(_KINDS)}, got {kind!r}")
         if not (isinstance(q, (int, float)) and q > 0):
@@ -101,7 +102,18 @@ class Activation:
                         0.0 if self.exact else 4 * m4.error / m2.value**2)
 
 
-_KINDS = {"phi1", "phi2", "dphi2", "phi4", "dphi4"}
+    def forward_backward_coupling(self, q: float = 1.0) -> Constant:
+        """``rho = E[phi^2 phi'^2] / (E[phi^2] E[phi'^2]) - 1``: how one unit's forward weight ``phi(h)^2`` and its
+        backward weight ``phi'(h)^2`` move together (0 linear, 1 ReLU; positive for GELU, negative for tanh, whose
+        derivative is largest where ``phi^2`` is smallest).  At infinite width the two factorise; at width ``n``
+        the same-unit terms carry ``rho / n``."""
+        m, f, b = self.moment("phi2dphi2", q), self.moment("phi2", q), self.moment("dphi2", q)
+        source = "exact" if self.exact else "quadrature"
+        err = 0.0 if self.exact else (m.error + m.value * (f.error / f.value + b.error / b.value)) / (f.value * b.value)
+        return Constant("rho_fb", m.value / (f.value * b.value) - 1.0, source, err)
+
+
+_KINDS = {"phi1", "phi2", "dphi2", "phi4", "dphi4", "phi2dphi2"}
 
 
 class Linear(Activation):
@@ -115,7 +127,8 @@ class Linear(Activation):
 
     @functools.lru_cache(maxsize=None)
     def exact_moment(self, kind):
-        f = {"phi1": _z, "phi2": _z**2, "phi4": _z**4, "dphi2": sp.Integer(1), "dphi4": sp.Integer(1)}[kind]
+        f = {"phi1": _z, "phi2": _z**2, "phi4": _z**4, "dphi2": sp.Integer(1), "dphi4": sp.Integer(1),
+             "phi2dphi2": _z**2}[kind]
         return _gaussian_expectation(f)
 
 
@@ -131,7 +144,8 @@ class ReLU(Activation):
     @functools.lru_cache(maxsize=None)
     def exact_moment(self, kind):
         # phi = z on z > 0 and 0 elsewhere; phi' = 1 on z > 0.
-        f = {"phi1": _z, "phi2": _z**2, "phi4": _z**4, "dphi2": sp.Integer(1), "dphi4": sp.Integer(1)}[kind]
+        f = {"phi1": _z, "phi2": _z**2, "phi4": _z**4, "dphi2": sp.Integer(1), "dphi4": sp.Integer(1),
+             "phi2dphi2": _z**2}[kind]
         return _gaussian_expectation(f, lower=0)
 
 
@@ -168,6 +182,7 @@ def _quadrature(act: Activation, kind: str, q: float) -> tuple[float, float]:
         "phi4": lambda z: act.phi(s * z) ** 4,
         "dphi2": lambda z: act.dphi(s * z) ** 2,
         "dphi4": lambda z: act.dphi(s * z) ** 4,
+        "phi2dphi2": lambda z: act.phi(s * z) ** 2 * act.dphi(s * z) ** 2,
     }[kind]
     density = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
     from scipy import integrate  # quadrature (GELU, tanh) only: SciPy loads when it runs

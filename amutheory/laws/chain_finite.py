@@ -224,7 +224,7 @@ class ChainKernelFiniteBackward(Law):
         return Cost(2 * once.seconds, once.cost_class, f"twice {once.how} (the depths, then their neighbours)")
 
     def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0):
-        from amutheory.laws.mlp import backward_width_constant
+        from amutheory.laws.mlp import backward_constants
         from amutheory.symbolic.chain.backward_width import backward_factor, equal_variance_width
         from amutheory.symbolic.chain.kernel_law_finite import draws_progress, finite_width_kernel_s_bar
 
@@ -253,7 +253,7 @@ class ChainKernelFiniteBackward(Law):
         const = {"s_bar_mc_rel_se": Constant("s_bar_mc_rel_se", float(np.max(se_kf / s_kf)), "monte-carlo",
                                              note=f"worst relative standard error over the depths asked, "
                                                   f"{got['draws']} draws (seed {got['seed']})"),
-                 "backward_width": backward_width_constant(n_b, spec.activation),
+                 **backward_constants(n_b, spec.activation),
                  "input_var": input_var_constant(protocol.input_var), "C": target_constant(C)}
         note = (f"the kernel law with forward kernels drawn at width {spec.width} ({got['draws']} draws) times the "
                 f"linear circular chain's backward factor at width {n_b:g} ({', '.join(f'{f:.3f}' for f in factor)} "

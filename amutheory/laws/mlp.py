@@ -268,14 +268,23 @@ class MlpKernelFinite(_MlpLaw):
                                         protocol, note)
 
 
-def backward_width_constant(n_b: float, activation: str) -> Constant:
-    """The equal-variance width as a labelled constant: exact for ReLU, by quadrature for GELU and tanh."""
+def backward_constants(n_b: float, activation: str) -> dict:
+    """The backward factor's inputs as labelled constants (exact for ReLU, by quadrature for GELU and tanh): the
+    equal-variance width, one backward step's ``n Var F / (E F)^2``, and the same-unit coupling ``rho_fb`` that
+    the factor does not carry."""
+    from amutheory.activations import get_activation
     from amutheory.symbolic.chain.backward_width import step_variance_factor
 
     factor, source = step_variance_factor(activation)
-    return Constant("backward_width", n_b, source,
-                    note=f"the linear width of equal backward-step variance, 2n / {factor:.4g} for {activation} "
-                         "(amutheory.symbolic.chain.backward_width)")
+    rho = get_activation(activation).forward_backward_coupling(1.0)
+    return {"backward_width": Constant("backward_width", n_b, source,
+                                       note=f"the linear width of equal backward-step variance, 2n / {factor:.4g} for "
+                                            f"{activation} (amutheory.symbolic.chain.backward_width)"),
+            "step_variance": Constant("step_variance", factor, source,
+                                      note="n Var F / (E F)^2 of one backward step, (3 E[phi'^4] / E[phi'^2]^2 - 1)"),
+            "rho_fb": Constant("rho_fb", rho.value, rho.source, rho.error,
+                               note="E[phi^2 phi'^2] / (E phi^2 E phi'^2) - 1, one unit's forward-backward coupling: "
+                                    "not carried by the factor")}
 
 
 class MlpKernelFiniteBackward(_MlpLaw):
@@ -316,7 +325,7 @@ class MlpKernelFiniteBackward(_MlpLaw):
         factor = backward_factor(spec.with_(activation="linear", init_c=None), [int(d) for d in depths], n_b,
                                  protocol.input_var)
         constants = dict(inner.constants)
-        constants["backward_width"] = backward_width_constant(n_b, spec.activation)
+        constants.update(backward_constants(n_b, spec.activation))
         note = (f"the finite-width kernel law times the linear MLP's backward factor at width {n_b:g} "
                 f"({', '.join(f'{f:.3f}' for f in factor)} at the depths asked): nothing fitted; an assumption, "
                 "not derived (leaves_out)")
