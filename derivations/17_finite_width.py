@@ -215,6 +215,30 @@ for name in ("gelu", "tanh"):
 # either padding.  Run K made it the default for GELU and tanh 1-D chains (`chain-kernel-finite`).
 
 # %% [markdown]
+# **Two same-unit moments.**  What the drawn laws leave out is the backward side at width `n`.  For any
+# activation, one backward step's relative variance is `(3 mu_4 / mu_2^2 - 1) / n` with
+# `mu_k = E[phi'(h)^k]` (masks: `mu_2 = mu_4 = p`, the `(3 - p) / (n p)` above), and one unit's forward
+# weight `phi(h)^2` and backward weight `phi'(h)^2` move together by
+# `rho_fb = E[phi^2 phi'^2] / (E phi^2 E phi'^2) - 1`, a term that factorises at infinite width:
+
+# %%
+show("n Var F / (E F)^2", bw.backward_step_variance_of_moments() * fw.n)
+check("masks are the case mu_2 = mu_4 = p", sp.simplify(
+    bw.backward_step_variance_of_moments().subs({bw.mu_2: bw.p_on, bw.mu_4: bw.p_on}) - bw.backward_step_variance()) == 0)
+for name in ("linear", "relu", "gelu", "tanh"):
+    factor, source = bw.step_variance_factor(name)
+    rho = get_activation(name).forward_backward_coupling(1.0)
+    print(f"  {name:6}: step variance {factor:.3f}/n ({source}), rho_fb {rho.value:+.3f} ({rho.source})")
+
+# %% [markdown]
+# Putting the first into run G's construction (the linear net's backward factor at the width of equal
+# step variance, `2n / 3.75` for tanh, `2n / 5.27` for GELU) is run M of the findings page: on tanh nets,
+# where the drawn law already holds, it overshoots far, and on GELU nets it closes part of the gap
+# only -- so the step variance alone does not size the left-out terms.  The coupling has the order of
+# the measured gaps (tanh, whose derivative is largest where `phi^2` is smallest, pulls the other way):
+# a lead for deriving them, not a law.
+
+# %% [markdown]
 # ## 7. What this does not give
 #
 # * The **typical value** needs the spread of `ln s_bar`, which at finite width has a part of order

@@ -133,3 +133,27 @@ def test_the_chain_law_covers_relu_chains_and_is_the_default_for_circular_ones_o
     assert backward_twin(zero) == relu.with_(activation="linear", init_c=None)
     factor = bw.backward_factor(backward_twin(zero), [4, 8], 6.4)
     assert f"{factor[0]:.3f}, {factor[1]:.3f}" in edge.notes[0]
+
+
+def test_the_backward_laws_take_gelu_and_tanh_at_their_critical_c_on_request():
+    """Run M of the finite-width plan kept the drawn laws as the defaults for GELU and tanh; the backward laws take
+    those nets on request, at the critical c only, with the step variance by quadrature."""
+    from amutheory.laws import best_law, not_default_reason
+
+    mlp_law, chain_law = REGISTRY["mlp-kernel-finite-backward"], REGISTRY["chain-kernel-finite-backward"]
+    mlp = ArchSpec(family="mlp", depth=6, width=24, activation="gelu", input_channels=8, batch=4)
+    chain = ArchSpec(family="conv", dim=1, depth=6, width=16, kernel=3, spatial=6, padding="zero", activation="tanh",
+                     input_channels=3, batch=4)
+    for law, spec in ((mlp_law, mlp), (chain_law, chain)):
+        assert law.covers(spec)
+        refused = law.covers(spec.with_(init_c=1.5))
+        assert not refused and refused.reason.startswith("c: the backward factor needs the critical c")
+        assert "run M" in not_default_reason(law, spec)
+        assert best_law(spec, [2, 4]).law.name != law.name
+    got = mlp_law.evaluate(mlp, [2, 4])
+    inner = REGISTRY["mlp-kernel-finite"].evaluate(mlp, [2, 4])
+    n_b = bw.equal_variance_width(24, "gelu")
+    factor = bw.backward_factor(mlp.with_(activation="linear", init_c=None), [2, 4], n_b)
+    assert np.allclose(got.s_bar, inner.s_bar * factor) and np.all(factor > 1)
+    assert got.constants["step_variance"].source == "quadrature" and got.constants["rho_fb"].value > 1
+    assert got.constants["backward_width"].value == pytest.approx(48 / got.constants["step_variance"].value)

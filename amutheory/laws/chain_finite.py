@@ -4,10 +4,11 @@
   exact in the mean over seeds (:mod:`amutheory.symbolic.chain.finite_width_modes`); its ``n -> oo`` limit
   is ``chain-spectral``;
 * ``chain-kernel-finite-backward`` (approximate; the default for ReLU circular chains by run I, on request for
-  zero-padded ones by run L): ReLU chains, the kernel law with its forward kernels drawn at width ``n``
+  zero-padded ones by run L and for GELU and tanh chains by run M): ReLU chains (GELU and tanh at the critical
+  ``c``), the kernel law with its forward kernels drawn at width ``n``
   (:mod:`amutheory.symbolic.chain.kernel_law_finite`) times the linear circular chain's exact backward factor at
-  the equal-variance width ``2n/5`` (:mod:`amutheory.symbolic.chain.backward_width`; a zero-padded chain takes its
-  circular twin's);
+  the width of equal backward-step variance (``2n/5`` for ReLU; :mod:`amutheory.symbolic.chain.backward_width`;
+  a zero-padded chain takes its circular twin's);
 * ``chain-kernel-finite`` (Monte Carlo): GELU and tanh chains (either padding), the kernel law with its forward
   kernels drawn at width ``n`` and every Gaussian moment the drawn rows' mean (the four-point loop over sample
   and position triples, the gains per sample and position; :func:`~amutheory.symbolic.chain.kernel_law.
@@ -212,8 +213,9 @@ class ChainKernelFiniteBackward(Law):
 
     def not_default_for(self, spec):
         if spec.activation != "relu":
-            return (f"no planned check has made it the default for {spec.activation} chains yet (run M of "
-                    "validate/plans/FINITE_WIDTH.md); ask for it with law='chain-kernel-finite-backward'")
+            return (f"its planned check on {spec.activation} chains (run M of validate/plans/FINITE_WIDTH.md; "
+                    "docs/findings/finite_width.md) kept the drawn chain-kernel-finite as the default (GELU: still beyond "
+                    "3 z; tanh: it overshoots where the drawn law holds); ask for it with law='chain-kernel-finite-backward'")
         if spec.padding not in DEFAULT_PADDINGS:
             return (f"no planned check has made it the default for {spec.padding}-padded ReLU chains yet (run L of "
                     "validate/plans/FINITE_WIDTH.md); ask for it with law='chain-kernel-finite-backward'")

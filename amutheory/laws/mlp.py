@@ -302,8 +302,9 @@ class MlpKernelFiniteBackward(_MlpLaw):
     not_default_because = ("its planned check (run G, validate/plans/FINITE_WIDTH.md; docs/findings/finite_width.md) "
                            "met two of its three conditions (every |z| <= 3, a smaller sum of z^2 than "
                            "mlp-kernel-finite) but not the third (a pooled z within +-2: it overshoots where "
-                           "mlp-kernel-finite undershoots), so the default stays mlp-kernel-finite; ask for it with "
-                           "law='mlp-kernel-finite-backward'")
+                           "mlp-kernel-finite undershoots), so the default stays mlp-kernel-finite; on GELU and tanh "
+                           "MLPs run M kept it on request too (GELU: one cell beyond 3 z; tanh: it overshoots where "
+                           "mlp-kernel-finite holds); ask for it with law='mlp-kernel-finite-backward'")
 
     def _covers(self, spec):
         got = _kernel_coverage(spec, "the finite-width kernel law with its backward factor",
