@@ -192,7 +192,7 @@ class ChainKernelFiniteBackward(Law):
         from amutheory.symbolic.chain.finite_width_modes import check_finite_width_modes_spec
         from amutheory.symbolic.chain.kernel_law import check_kernel_spec
 
-        from amutheory.laws.mlp import critical_only
+        from amutheory.laws.backward import critical_only
         from amutheory.symbolic.chain.kernel_law import DRAWN_ACTIVATIONS, check_drawn_spec
 
         if spec.activation in DRAWN_ACTIVATIONS:
@@ -226,7 +226,7 @@ class ChainKernelFiniteBackward(Law):
         return Cost(2 * once.seconds, once.cost_class, f"twice {once.how} (the depths, then their neighbours)")
 
     def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0):
-        from amutheory.laws.mlp import backward_constants
+        from amutheory.laws.backward import backward_constants
         from amutheory.symbolic.chain.backward_width import backward_factor, equal_variance_width
         from amutheory.symbolic.chain.kernel_law_finite import draws_progress, finite_width_kernel_s_bar
 

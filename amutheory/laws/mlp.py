@@ -67,19 +67,6 @@ def _relu_kernel_coverage(spec: ArchSpec, entry: str) -> Coverage:
     return Coverage(True, "ReLU MLP with a batch within the kernel law's size")
 
 
-def critical_only(spec: ArchSpec) -> Coverage | None:
-    """``None`` when a GELU or tanh net runs at its critical ``c`` (the only ``c`` whose pre-activation variance, and
-    so one backward step's variance, is the same at every layer: what the backward factor's equal-variance width
-    needs), else the refusal."""
-    from amutheory.activations import get_activation
-
-    critical = get_activation(spec.activation).critical_c()
-    if abs(spec.c - critical) > 1e-9 * critical:
-        return Coverage(False, f"c: the backward factor needs the critical c = {critical:.6g} of {spec.activation} "
-                               f"(the same step variance at every layer), got {spec.c:g}")
-    return None
-
-
 def _kernel_coverage(spec: ArchSpec, entry: str, smooth: str = "its Gaussian moments by quadrature") -> Coverage:
     """:func:`_relu_kernel_coverage`, and GELU or tanh MLPs at any ``c`` (``smooth``: how the law takes
     their Gaussian moments)."""
@@ -268,25 +255,6 @@ class MlpKernelFinite(_MlpLaw):
                                         protocol, note)
 
 
-def backward_constants(n_b: float, activation: str) -> dict:
-    """The backward factor's inputs as labelled constants (exact for ReLU, by quadrature for GELU and tanh): the
-    equal-variance width, one backward step's ``n Var F / (E F)^2``, and the same-unit coupling ``rho_fb`` that
-    the factor does not carry."""
-    from amutheory.activations import get_activation
-    from amutheory.symbolic.chain.backward_width import step_variance_factor
-
-    factor, source = step_variance_factor(activation)
-    rho = get_activation(activation).forward_backward_coupling(1.0)
-    return {"backward_width": Constant("backward_width", n_b, source,
-                                       note=f"the linear width of equal backward-step variance, 2n / {factor:.4g} for "
-                                            f"{activation} (amutheory.symbolic.chain.backward_width)"),
-            "step_variance": Constant("step_variance", factor, source,
-                                      note="n Var F / (E F)^2 of one backward step, (3 E[phi'^4] / E[phi'^2]^2 - 1)"),
-            "rho_fb": Constant("rho_fb", rho.value, rho.source, rho.error,
-                               note="E[phi^2 phi'^2] / (E phi^2 E phi'^2) - 1, one unit's forward-backward coupling: "
-                                    "not carried by the factor")}
-
-
 class MlpKernelFiniteBackward(_MlpLaw):
     name, exactness = "mlp-kernel-finite-backward", "approximate"
     summary = ("ReLU MLP (or GELU, tanh at the critical c) at its width n: mlp-kernel-finite times the backward factor "
@@ -311,6 +279,8 @@ class MlpKernelFiniteBackward(_MlpLaw):
                                "every Gaussian moment drawn at width n")
         if not got or spec.activation == "relu":
             return got
+        from amutheory.laws.backward import critical_only
+
         refusal = critical_only(spec)
         return refusal if refusal is not None else Coverage(True, f"{spec.activation} MLP at its critical c, every "
                                                                   "Gaussian moment drawn at width n")
@@ -319,6 +289,7 @@ class MlpKernelFiniteBackward(_MlpLaw):
         return MlpKernelFinite().cost(spec, depths)
 
     def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, **options):
+        from amutheory.laws.backward import backward_constants
         from amutheory.symbolic.chain.backward_width import backward_factor, equal_variance_width
 
         inner = MlpKernelFinite().evaluate(spec, depths, protocol, progress=progress)
