@@ -7,6 +7,8 @@ infinite-width ``chain-kernel`` and the calibrated default ``chain-coherent``.
                                                          # the planned decision: .../relu_chain_i.json
     python validate/finite_width_relu_chain.py --run L   # run L (plan addendum 9): zero padding, fresh seeds, the
                                                          # planned decision: .../relu_chain_l.json (resumes per width)
+    python validate/finite_width_relu_chain.py --run O   # diagnostic O (plan addendum 12): widths 32-256 at depths
+                                                         # 4, 8: .../relu_chain_o.json (resumes per width)
 
 The page (``validate/finite_width_table.py report``) reads the JSON.  Measurement only: the default law
 of ReLU chains is not changed by it.
@@ -68,13 +70,78 @@ def decide(rows: list) -> dict:
     return out
 
 
+#: diagnostic O (addendum 12): widths, depths, fresh seeds
+RUN_O = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_o.json", "seeds": range(140000, 141024),
+         "widths": (32, 64, 128, 256), "depths": (4, 8)}
+
+
+def diagnostic_o() -> dict:
+    """Diagnostic O: the probe's mean against the infinite-width, the forward-only and the backward laws across
+    widths at fixed depths, and the reading fixed in the plan."""
+    import math
+
+    import torch
+
+    from amutheory.laws import REGISTRY
+    from amutheory.measure.probe import probe
+    from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
+
+    torch.set_num_threads(1)
+    out, seeds, depths = RUN_O["out"], RUN_O["seeds"], list(RUN_O["depths"])
+    d = json.loads(out.read_text()) if out.exists() else {"plan": "validate/plans/FINITE_WIDTH.md diagnostic O",
+                                                          "seeds": [seeds[0], seeds[-1]], "widths": {}}
+    for n in RUN_O["widths"]:
+        if str(n) in d["widths"]:
+            continue
+        t0 = time.time()
+        spec = spec_of(n, max(depths))
+        kf = finite_width_kernel_s_bar(spec, depths)
+        laws = {"chain-kernel (n = oo)": REGISTRY["chain-kernel"].evaluate(spec, depths),
+                "chain-kernel-finite-backward": REGISTRY["chain-kernel-finite-backward"].evaluate(spec, depths)}
+        values = {"kernel-finite (n)": (np.asarray(kf["s_bar"]), np.asarray(kf["se"]))}
+        values.update({k: (np.asarray(v.s_bar), np.asarray(v.s_bar_se)) for k, v in laws.items()})
+        rows = []
+        for i, L in enumerate(depths):
+            s = np.asarray(probe(spec_of(n, L), seeds, chunk=64).s_bar, float)
+            mean, se = float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))
+            row = {"depth": L, "probe_mean": mean, "probe_se": se}
+            for k, (v, vse) in values.items():
+                row[k] = {"s_bar": float(v[i]), "error": float(v[i] / mean - 1),
+                          "z": float((v[i] - mean) / math.hypot(se, vse[i]))}
+            rows.append(row)
+        d["widths"][str(n)] = rows
+        out.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+        print(f"O n={n}: " + "; ".join(f"{k} {[round(100 * r[k]['error'], 1) for r in rows]}" for k in values)
+              + f" ({time.time() - t0:.0f} s)", flush=True)
+    d["reading"] = read_o(d)
+    out.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+    return d
+
+
+def read_o(d: dict) -> str:
+    """The reading fixed in plan addendum 12."""
+    wide = d["widths"][str(max(RUN_O["widths"]))]
+    inf = "chain-kernel (n = oo)"
+    if any(abs(r[inf]["error"]) >= 0.20 for r in wide):
+        return "structural"
+    at8 = [abs(next(r for r in d["widths"][str(n)] if r["depth"] == 8)["kernel-finite (n)"]["error"]) * n
+           for n in RUN_O["widths"]]
+    closes = max(at8) <= 2 * min(at8)
+    near = all(abs(r[inf]["error"]) < 0.10 or abs(r[inf]["z"]) <= 3 for r in wide)
+    return "finite width" if near and closes else "between the planned readings"
+
+
 def main(argv=None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", choices=("E", "I", "L"), default="E",
-                    help="E: the plan's run E; I: addendum 6 (fresh seeds); L: addendum 9 (zero padding, fresh seeds)")
+    ap.add_argument("--run", choices=("E", "I", "L", "O"), default="E",
+                    help="E: the plan's run E; I: addendum 6 (fresh seeds); L: addendum 9 (zero padding, fresh seeds); "
+                         "O: addendum 12 (a diagnostic across widths)")
     args = ap.parse_args(argv)
+    if args.run == "O":
+        print(diagnostic_o()["reading"])
+        return 0
     from amutheory.laws import REGISTRY
     from amutheory.measure.probe import probe
     from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
