@@ -525,6 +525,11 @@ def cmd_laws(args):
     _emit(args, {"laws": rows, "choice": choice}, "\n".join(lines))
 
 
+#: the seeds' Var[ln s_bar] from which measure's text warns that the seed mean's interval undercovers (study P of
+#: docs/findings/finite_width.md found it from the smallest spread it tried; the geometric mean's interval held)
+HEAVY_SPREAD = 1.0
+
+
 def cmd_measure(args):
     from amutheory.api import measure
 
@@ -550,6 +555,11 @@ def cmd_measure(args):
             lo, hi = d[f"fitted_exponent_{s}_ci"]
             lines.append(f"fitted exponent in {sym} ({s}): {d[f'fitted_exponent_{s}']:.3f}  95% CI "
                          f"[{lo:.3f}, {hi:.3f}]")
+    heavy = [L for L, v in zip(m.depths, d["var_ln_s_bar"]) if v is not None and v >= HEAVY_SPREAD]
+    if heavy:
+        lines.append(f"note: at {sym} = {', '.join(map(str, heavy))} the seeds' Var[ln s_bar] is {HEAVY_SPREAD:g} or more: "
+                     "a few seeds carry much of the mean, and its percentile interval undercovered at such spreads "
+                     "(docs/findings/finite_width.md, study P); read the geometric mean's interval there")
     if args.spread:
         lines += _measure_spread(args, spec, seeds, d)
     written = _write_result(args.out, d) if args.out else None

@@ -241,3 +241,19 @@ def test_derive_imports_no_torch():
               "print('TORCH', 'torch' in sys.modules, code)")
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert res.stdout.strip().splitlines()[-1] == "TORCH False 0", res.stderr[-2000:]
+
+
+def test_measure_notes_where_the_seed_mean_interval_undercovers(capsys):
+    """A linear MLP at width 8 and L = 16 (L/n = 2): the seeds' Var[ln s_bar] is well above 1 (about 2 L/n for a
+    single layer's chi-square factors), so the text output says to read the geometric mean's interval; at L = 1 it
+    is far below and nothing is noted."""
+    common = ["measure", "--family", "mlp", "--activation", "linear", "--width", "8", "--input-channels", "8",
+              "--seeds", "48", "--quiet"]
+    code, out, _ = run([*common, "--depths", "1,16", "--json"], capsys)
+    assert code == 0
+    d = json.loads(out)
+    assert d["var_ln_s_bar"][0] < 1.0 <= d["var_ln_s_bar"][1]
+    code, out, _ = run([*common, "--depths", "1,16"], capsys)
+    assert code == 0 and "note: at L = 16 the seeds' Var[ln s_bar] is 1 or more" in out
+    code, out, _ = run([*common, "--depths", "1,2"], capsys)
+    assert code == 0 and "Var[ln s_bar]" not in out

@@ -44,6 +44,10 @@ class Measurement:
         out["eta_star_mean_ci"] = [[eta(hi), eta(lo)] for lo, hi in rows["s_bar_mean_ci"]]
         out["eta_star_geo"] = [eta(s) for s in rows["s_bar_geo"]]
         out["eta_star_geo_ci"] = [[eta(hi), eta(lo)] for lo, hi in rows["s_bar_geo_ci"]]
+        # the seeds' spread of ln s_bar per depth: at 1 and more the seed mean's percentile interval undercovered
+        # (study P of docs/findings/finite_width.md), the geometric mean's did not
+        out["var_ln_s_bar"] = [float(np.var(np.log(self.s_bar(d)), ddof=1)) if len(self.seeds) > 1 else None
+                               for d in self.depths]
         out["per_layer_mean"] = [per_layer_statistic(self.profiles[d], "mean").tolist() for d in self.depths]
         out["per_layer_geo"] = [per_layer_statistic(self.profiles[d], "geo").tolist() for d in self.depths]
         if len(self.depths) >= 2:
