@@ -25,6 +25,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts (finite_width_smooth)
 OUT = ROOT / "docs" / "findings" / "finite_width" / "smooth_m.json"
 ACTIVATIONS = ("gelu", "tanh")
 #: M1: run G's geometries (width, input features, batch), depths, seeds, and the laws' draws
@@ -98,32 +99,31 @@ def measure_m2(d: dict) -> dict:
     """M2: GELU and tanh 1-D chains at the critical c, both paddings, both laws as ``predict`` runs them (512
     draws; the backward law's values at the depths asked are the drawn law's times the factor, as
     ``ChainKernelFiniteBackward.evaluate`` computes them)."""
+    import itertools
+
     from amutheory.laws import REGISTRY
     from amutheory.measure.probe import probe
-    from amutheory.spec import ArchSpec
+    from finite_width_smooth import chain_spec_of  # run K's geometry
 
     m2 = d.setdefault("m2", {"nets": {}})
-    for activation in ACTIVATIONS:
-        for padding in M2_PADDINGS:
-            for width in M2_WIDTHS:
-                key = f"{activation}-{padding}-n{width}"
-                if key in m2["nets"]:
-                    continue
-                t = time.perf_counter()
-                spec = ArchSpec(dim=1, depth=max(M2_DEPTHS), width=width, spatial=8, kernel=3, padding=padding,
-                                activation=activation, input_channels=3, batch=8)
-                laws = {name: REGISTRY[name].evaluate(spec, list(M2_DEPTHS))
-                        for name in ("chain-kernel-finite", "chain-kernel-finite-backward")}
-                rows = []
-                for i, L in enumerate(M2_DEPTHS):
-                    s = probe(spec.with_(depth=L), list(M2_SEEDS), chunk=64).s_bar
-                    rows.append(_row(L, s, {name: (v.s_bar[i], v.s_bar_se[i]) for name, v in laws.items()}))
-                m2["nets"][key] = {"activation": activation, "padding": padding, "width": width, "c": spec.c,
-                                   "spec": repr(spec), "seeds": [M2_SEEDS[0], M2_SEEDS[-1]],
-                                   "backward_width": laws["chain-kernel-finite-backward"].constants["backward_width"].value,
-                                   "rows": rows}
-                _save(d)
-                _print(f"M2 {key}", rows, tuple(laws), t)
+    for activation, padding, width in itertools.product(ACTIVATIONS, M2_PADDINGS, M2_WIDTHS):
+        key = f"{activation}-{padding}-n{width}"
+        if key in m2["nets"]:
+            continue
+        t = time.perf_counter()
+        spec = chain_spec_of(activation, padding, width, max(M2_DEPTHS))
+        laws = {name: REGISTRY[name].evaluate(spec, list(M2_DEPTHS))
+                for name in ("chain-kernel-finite", "chain-kernel-finite-backward")}
+        rows = []
+        for i, L in enumerate(M2_DEPTHS):
+            s = probe(spec.with_(depth=L), list(M2_SEEDS), chunk=64).s_bar
+            rows.append(_row(L, s, {name: (v.s_bar[i], v.s_bar_se[i]) for name, v in laws.items()}))
+        m2["nets"][key] = {"activation": activation, "padding": padding, "width": width, "c": spec.c,
+                           "spec": repr(spec), "seeds": [M2_SEEDS[0], M2_SEEDS[-1]],
+                           "backward_width": laws["chain-kernel-finite-backward"].constants["backward_width"].value,
+                           "rows": rows}
+        _save(d)
+        _print(f"M2 {key}", rows, tuple(laws), t)
     m2["decision"] = {f"{a}-{p}": decide([net for net in m2["nets"].values()
                                           if net["activation"] == a and net["padding"] == p],
                                          "chain-kernel-finite-backward", "chain-kernel-finite")
