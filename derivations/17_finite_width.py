@@ -245,6 +245,11 @@ for name in ("linear", "relu", "gelu", "tanh"):
 #   `L/n` from the random Rayleigh quotients of the products `F F^T` -- not only from the Gram chains
 #   of the forward pass and the readout, whose Monte Carlo falls well short of the probe's spread.
 #   The typical value keeps its calibrated spread line (an open question on the findings page).
+# * **Intervals on the mean.**  The laws give the mean over seeds, but at `L/n` near one a few seeds carry
+#   much of a seed mean: its percentile-bootstrap interval then undercovers, and the geometric mean's does
+#   not (study P of the findings page, by simulation against the exact law; `measure` notes the depths
+#   where the seeds' `Var[ln s_bar]` reaches 1).  A check of a mean law at such depths needs many seeds
+#   or a smooth statistic -- and the typical value's law needs the spread above.
 # * **ReLU** nets are not rotation invariant (the masks depend on the weights): their finite-width
 #   law is a Monte Carlo of the kernel recursion at width `n` (`amutheory laws` says which law covers
 #   which net and what it leaves out): the kernel law with its forward kernels drawn at width `n`
