@@ -530,6 +530,17 @@ def cmd_laws(args):
 HEAVY_SPREAD = 1.0
 
 
+def heavy_spread_note(depths, d: dict, sym: str = "L") -> list[str]:
+    """One note line naming the depths where the seeds' ``Var[ln s_bar]`` (``d["var_ln_s_bar"]``) reaches
+    :data:`HEAVY_SPREAD`, or none."""
+    heavy = [L for L, v in zip(depths, d.get("var_ln_s_bar") or []) if v is not None and v >= HEAVY_SPREAD]
+    if not heavy:
+        return []
+    return [f"note: at {sym} = {', '.join(map(str, heavy))} the seeds' Var[ln s_bar] is {HEAVY_SPREAD:g} or more: a few "
+            "seeds carry much of the mean, and its percentile interval undercovered at such values in a simulation "
+            "(docs/findings/finite_width.md, study P); read the geometric mean's interval there"]
+
+
 def cmd_measure(args):
     from amutheory.api import measure
 
@@ -555,11 +566,7 @@ def cmd_measure(args):
             lo, hi = d[f"fitted_exponent_{s}_ci"]
             lines.append(f"fitted exponent in {sym} ({s}): {d[f'fitted_exponent_{s}']:.3f}  95% CI "
                          f"[{lo:.3f}, {hi:.3f}]")
-    heavy = [L for L, v in zip(m.depths, d["var_ln_s_bar"]) if v is not None and v >= HEAVY_SPREAD]
-    if heavy:
-        lines.append(f"note: at {sym} = {', '.join(map(str, heavy))} the seeds' Var[ln s_bar] is {HEAVY_SPREAD:g} or more: "
-                     "a few seeds carry much of the mean, and its percentile interval undercovered at such spreads "
-                     "(docs/findings/finite_width.md, study P); read the geometric mean's interval there")
+    lines += heavy_spread_note(m.depths, d, sym)
     if args.spread:
         lines += _measure_spread(args, spec, seeds, d)
     written = _write_result(args.out, d) if args.out else None
@@ -585,12 +592,14 @@ def _measure_model(args):
     width = "the factory's default" if args.width is None else args.width
     lines = [f"{args.model}: {len(seeds)} seeds, width {width}, input {','.join(map(str, args.input_shape))} "
              f"({args.input_kind}), {args.dtype}",
-             f"{'L':>5} {'L_eff':>6} {'layers':>6} {'eta*(mean)':>11} {'95% CI':>23} {'eta*(geo)':>11}"]
+             f"{'L':>5} {'L_eff':>6} {'layers':>6} {'eta*(mean)':>11} {'95% CI':>23} {'eta*(geo)':>11} {'95% CI':>23}"]
     for i, L in enumerate(m.depths):
         lo, hi = d["eta_star_mean_ci"][i]
+        glo, ghi = d["eta_star_geo_ci"][i]
         eff = d["effective_depths"][i]
         lines.append(f"{L:>5} {'-' if eff is None else f'{eff:g}':>6} {d['layers_counted'][i]:>6} "
-                     f"{d['eta_star_mean'][i]:>11.5g} [{lo:>10.4g},{hi:>10.4g}] {d['eta_star_geo'][i]:>11.5g}")
+                     f"{d['eta_star_mean'][i]:>11.5g} [{lo:>10.4g},{hi:>10.4g}] {d['eta_star_geo'][i]:>11.5g} "
+                     f"[{glo:>10.4g},{ghi:>10.4g}]")
     for key, what in (("fitted_exponent", "depth L"), ("fitted_exponent_effective", "effective depth L_eff")):
         for s in ("mean", "geo"):
             if d.get(f"{key}_{s}") is not None:
@@ -606,7 +615,7 @@ def _measure_model(args):
                                                        "no exponent in L_eff here (fewer than two distinct "
                                                        "effective depths, or a graph that did not trace)")]
     lines.append(f"counted at depth {m.depths[-1]}: " + ", ".join(d["layers"][-1]))
-    lines += [f"note: {n}" for n in d["notes"]]
+    lines += [f"note: {n}" for n in d["notes"]] + heavy_spread_note(m.depths, d)
     written = _write_result(args.out, d) if args.out else None
     _emit(args, d, "\n".join(lines))
     if written is not None:
