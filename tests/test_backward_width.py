@@ -50,14 +50,12 @@ def test_backward_step_variance_and_the_equal_variance_width():
 
 
 def test_the_step_variance_of_any_activation_reduces_to_the_masks_and_matches_a_monte_carlo():
-    """``(3 mu_4 / mu_2^2 - 1) / n`` is the masks' ``(3 - p) / (n p)`` at ``mu_2 = mu_4 = p``; for GELU and tanh at
+    """``(3 mu_4 / mu_2^2 - 1) / n`` (the masks' ``(3 - p) / (n p)``, checked above, is its ``mu_2 = mu_4 = p``); for GELU and tanh at
     unit variance it is checked against one backward step drawn 40000 times at n = 64 (the relative variance of a
     variance estimate from 40000 draws has sd sqrt(2 / 40000) ~ 0.7% for Gaussian-like F: 5% is ~7 sd)."""
     from amutheory.activations import get_activation
 
-    p = bw.p_on
-    general = bw.backward_step_variance_of_moments().subs({bw.mu_2: p, bw.mu_4: p})
-    assert sp.simplify(general - bw.backward_step_variance()) == 0
+    assert sp.simplify(bw.backward_step_variance_of_moments() * fw.n - (3 * bw.mu_4 / bw.mu_2**2 - 1)) == 0
     assert bw.step_variance_factor("relu") == (5.0, "exact") and bw.step_variance_factor("linear") == (2.0, "exact")
     rng = np.random.default_rng(0)
     n, draws = 64, 40000
@@ -157,3 +155,20 @@ def test_the_backward_laws_take_gelu_and_tanh_at_their_critical_c_on_request():
     assert np.allclose(got.s_bar, inner.s_bar * factor) and np.all(factor > 1)
     assert got.constants["step_variance"].source == "quadrature" and got.constants["rho_fb"].value > 1
     assert got.constants["backward_width"].value == pytest.approx(48 / got.constants["step_variance"].value)
+
+
+def test_the_readme_recipe_for_a_zero_padded_relu_chain_runs_from_the_command_line(capsys):
+    """README: ``--law chain-kernel-finite-backward`` predicts a zero-padded ReLU chain with no probe (its circular
+    twin's backward factor), while the default for it stays the calibrated law (run L)."""
+    import json
+
+    from amutheory.cli import main
+
+    net = ["--family", "conv", "--dim", "1", "--activation", "relu", "--padding", "zero", "--width", "16",
+           "--spatial", "6", "--batch", "4", "--depths", "3,5", "--quiet"]
+    assert main(["predict", *net, "--law", "chain-kernel-finite-backward", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["law_registry"] == "chain-kernel-finite-backward" and "calibration" not in d
+    assert d["constants"]["backward_width"]["value"] == pytest.approx(6.4) and d["eta_star"][1] < d["eta_star"][0]
+    assert main(["laws", *net]) == 0
+    assert "default: chain-coherent" in capsys.readouterr().out

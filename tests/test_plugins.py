@@ -275,6 +275,18 @@ def test_an_outside_law_can_be_the_default_for_some_nets_only(tmp_path):
     assert "chain-per-activation         calibrated   covers, ~0 s; not the default: its check covered ReLU" in text
     named = _cli("predict", *net, "--activation", "gelu", "--law", "chain-per-activation", "--json")
     assert named.returncode == 0 and json.loads(named.stdout)["law"] == "chain-per-activation"  # on request
+    # the API ARCHITECTURE.md names, in a user's own Python process
+    out = _python(f"""
+        from amutheory.laws import REGISTRY, not_default_reason
+        from amutheory.plugins import load_plugin
+        from amutheory.spec import ArchSpec
+
+        load_plugin({str(path)!r})
+        law = REGISTRY["chain-per-activation"]
+        net = ArchSpec(dim=1, width=8, spatial=4)
+        print(not_default_reason(law, net.with_(activation="relu")), "|", not_default_reason(law, net.with_(activation="tanh")))
+    """, _env())
+    assert out.strip() == "None | its check covered ReLU chains only, got tanh"
 
 
 class _Bare(Family):

@@ -42,6 +42,16 @@ def spec_of(activation: str, width: int, depth: int):
     return ArchSpec(family="mlp", depth=depth, width=width, activation=activation, input_channels=C0, batch=BATCH)
 
 
+def laws_at(spec, names) -> dict:
+    """Each law of ``names`` at the held-out depths as ``predict`` runs it (the calibrated ones on depths
+    ``CALIBRATION``, ``CALIBRATION_SEEDS`` seeds): name -> ``s_bar``."""
+    from amutheory.laws import REGISTRY
+
+    return {name: np.asarray(REGISTRY[name].evaluate(spec, list(HELD_OUT), calibration_depths=CALIBRATION,
+                                                     calibration_seeds=CALIBRATION_SEEDS).s_bar, float)
+            for name in names}
+
+
 def held_out_rows(spec, laws: dict, depths, seeds) -> list:
     """Per depth: the probe's seed mean and its standard error over ``seeds``, and each law's value, error
     (law / mean - 1) and z ((law - mean) / se of the mean); ``laws``: name -> values at ``depths``."""
@@ -68,8 +78,6 @@ def _print_net(tag: str, rows: list, laws, started: float) -> None:
 def measure() -> dict:
     import torch
 
-    from amutheory.laws import REGISTRY
-
     torch.set_num_threads(1)
     d = json.loads(OUT.read_text()) if OUT.exists() else {"nets": {}}
     for activation in ACTIVATIONS:
@@ -79,9 +87,7 @@ def measure() -> dict:
                 continue
             t = time.perf_counter()
             spec = spec_of(activation, width, max(HELD_OUT))
-            laws = {name: np.asarray(REGISTRY[name].evaluate(spec, list(HELD_OUT), calibration_depths=CALIBRATION,
-                                                             calibration_seeds=CALIBRATION_SEEDS).s_bar, float)
-                    for name in LAWS}
+            laws = laws_at(spec, LAWS)
             rows = held_out_rows(spec, laws, HELD_OUT, SEEDS)
             d["nets"][key] = {"activation": activation, "width": width, "c": spec.c, "seeds": [SEEDS[0], SEEDS[-1]],
                               "rows": rows}
@@ -169,8 +175,6 @@ def measure_k() -> dict:
     """Run K: the drawn law against the calibrated default on GELU and tanh conv chains, and its decision."""
     import torch
 
-    from amutheory.laws import REGISTRY
-
     torch.set_num_threads(1)
     d = json.loads(OUT.read_text())
     k = d.setdefault("k", {"nets": {}})
@@ -182,9 +186,7 @@ def measure_k() -> dict:
                     continue
                 t = time.perf_counter()
                 spec = chain_spec_of(activation, padding, width, max(HELD_OUT))
-                laws = {name: np.asarray(REGISTRY[name].evaluate(spec, list(HELD_OUT), calibration_depths=CALIBRATION,
-                                                                 calibration_seeds=CALIBRATION_SEEDS).s_bar, float)
-                        for name in K_LAWS}
+                laws = laws_at(spec, K_LAWS)
                 rows = held_out_rows(spec, laws, HELD_OUT, K_SEEDS)
                 k["nets"][key] = {"activation": activation, "padding": padding, "width": width, "c": spec.c,
                                   "spec": repr(spec.with_(depth=max(HELD_OUT))), "seeds": [K_SEEDS[0], K_SEEDS[-1]],

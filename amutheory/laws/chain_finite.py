@@ -101,6 +101,20 @@ def kernel_finite_cost(spec, depths) -> Cost:
     return Cost(seconds, "monte-carlo", f"{DRAWS} draws of inputs and width-{spec.width} forward chains")
 
 
+def drawn_law_at(spec, depths: list, input_var: float, progress=None) -> tuple:
+    """``(s_bar, se, mc_constant)`` of the finite-width kernel law (forward kernels drawn at width ``n``) at
+    ``depths``: its values, their Monte Carlo standard errors and the worst relative one as the constant
+    ``s_bar_mc_rel_se`` (with the draws and the seed); ``progress`` gets the draws' progress."""
+    from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
+
+    got = finite_width_kernel_s_bar(spec, depths, input_var, progress=progress)
+    at = {d: i for i, d in enumerate(got["depths"])}
+    s_bar, se = (np.array([got[k][at[d]] for d in depths]) for k in ("s_bar", "se"))
+    mc = Constant("s_bar_mc_rel_se", float(np.max(se / s_bar)), "monte-carlo",
+                  note=f"worst relative standard error over the depths asked, {got['draws']} draws (seed {got['seed']})")
+    return s_bar, se, mc
+
+
 #: the smooth activations whose chains (either padding) take ``chain-kernel-finite`` as ``predict``'s default, by
 #: run K of validate/plans/FINITE_WIDTH.md (its planned rule, run D's: no worse than the calibrated chain-coherent
 #: at held-out depths, in error and in z, at widths 32 and 64; GELU chains still read low by 30-70%:
@@ -138,21 +152,16 @@ class ChainKernelFinite(Law):
         return kernel_finite_cost(spec, depths)
 
     def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0, **options):
-        from amutheory.symbolic.chain.kernel_law_finite import draws_progress, finite_width_kernel_s_bar
+        from amutheory.symbolic.chain.kernel_law_finite import DRAWS, draws_progress
 
         coverage = self.covers(spec)
         if not coverage:
             raise ValueError(coverage.reason)
         depths = [int(d) for d in depths]
-        got = finite_width_kernel_s_bar(spec, depths, protocol.input_var, progress=draws_progress(progress))
-        at = {d: i for i, d in enumerate(got["depths"])}
-        s_bar, se = (np.array([got[k][at[d]] for d in depths]) for k in ("s_bar", "se"))
-        const = {"s_bar_mc_rel_se": Constant("s_bar_mc_rel_se", float(np.max(se / s_bar)), "monte-carlo",
-                                             note=f"worst relative standard error over the depths asked, "
-                                                  f"{got['draws']} draws (seed {got['seed']})"),
-                 "input_var": input_var_constant(protocol.input_var), "C": target_constant(C)}
+        s_bar, se, mc = drawn_law_at(spec, depths, protocol.input_var, draws_progress(progress))
+        const = {"s_bar_mc_rel_se": mc, "input_var": input_var_constant(protocol.input_var), "C": target_constant(C)}
         note = (f"kernel law with forward kernels drawn at width {spec.width} and every Gaussian moment the drawn rows' "
-                f"mean ({got['draws']} draws of inputs and forward chains): nothing fitted; the backward side at "
+                f"mean ({DRAWS} draws of inputs and forward chains): nothing fitted; the backward side at "
                 "infinite width given the forward pass")
         return LawValues(self.name, depths, s_bar, se, const, self.exactness, None, [note])
 
@@ -228,7 +237,7 @@ class ChainKernelFiniteBackward(Law):
     def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0):
         from amutheory.laws.backward import backward_constants
         from amutheory.symbolic.chain.backward_width import backward_factor, equal_variance_width
-        from amutheory.symbolic.chain.kernel_law_finite import draws_progress, finite_width_kernel_s_bar
+        from amutheory.symbolic.chain.kernel_law_finite import DRAWS, draws_progress
 
         coverage = self.covers(spec)
         if not coverage:
@@ -239,12 +248,10 @@ class ChainKernelFiniteBackward(Law):
         linear = backward_twin(spec)
 
         def law_at(ds):
-            got = finite_width_kernel_s_bar(spec, ds, protocol.input_var, progress=report)
-            at = {d: i for i, d in enumerate(got["depths"])}
-            kf, se = (np.array([got[k][at[d]] for d in ds]) for k in ("s_bar", "se"))
-            return kf, se, backward_factor(linear, ds, n_b, protocol.input_var), got
+            kf, se, mc = drawn_law_at(spec, ds, protocol.input_var, report)
+            return kf, se, backward_factor(linear, ds, n_b, protocol.input_var), mc
 
-        s_kf, se_kf, factor, got = law_at(depths)
+        s_kf, se_kf, factor, mc = law_at(depths)
         # the local slope: a central secant of L s_bar(L) through the integer neighbours (their own draws)
         lo, hi = [max(d - 1, 1) for d in depths], [d + 1 for d in depths]
         every = sorted(set(lo) | set(hi))
@@ -252,12 +259,9 @@ class ChainKernelFiniteBackward(Law):
         S = dict(zip(every, np.asarray(every) * kf_n * f_n))
         slope = -0.5 * (np.log(np.array([S[h] / S[l] for l, h in zip(lo, hi)]))
                         / np.log(np.asarray(hi, float) / np.asarray(lo, float)) - 1.0)
-        const = {"s_bar_mc_rel_se": Constant("s_bar_mc_rel_se", float(np.max(se_kf / s_kf)), "monte-carlo",
-                                             note=f"worst relative standard error over the depths asked, "
-                                                  f"{got['draws']} draws (seed {got['seed']})"),
-                 **backward_constants(n_b, spec.activation),
+        const = {"s_bar_mc_rel_se": mc, **backward_constants(n_b, spec.activation),
                  "input_var": input_var_constant(protocol.input_var), "C": target_constant(C)}
-        note = (f"the kernel law with forward kernels drawn at width {spec.width} ({got['draws']} draws) times the "
+        note = (f"the kernel law with forward kernels drawn at width {spec.width} ({DRAWS} draws) times the "
                 f"linear circular chain's backward factor at width {n_b:g} ({', '.join(f'{f:.3f}' for f in factor)} "
                 f"at the depths asked): nothing fitted; an assumption, not derived (leaves_out)")
         return LawValues(self.name, depths, s_kf * factor, se_kf * factor, const, self.exactness, None, [note],

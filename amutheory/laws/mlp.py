@@ -238,21 +238,18 @@ class MlpKernelFinite(_MlpLaw):
         return kernel_finite_cost(chain_of(spec), depths)
 
     def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, **options):
-        from amutheory.symbolic.chain.kernel_law_finite import draws_progress, finite_width_kernel_s_bar
+        from amutheory.laws.chain_finite import drawn_law_at
+        from amutheory.symbolic.chain.kernel_law_finite import DRAWS, draws_progress
 
         coverage = self.covers(spec)
         if not coverage:
             raise ValueError(coverage.reason)
         depths = [int(d) for d in depths]
-        report = draws_progress(progress)
-        got = finite_width_kernel_s_bar(chain_of(spec), depths, protocol.input_var, progress=report)
-        at = {d: i for i, d in enumerate(got["depths"])}
-        s_bar = np.array([got["s_bar"][at[d]] for d in depths])
-        se = np.array([got["se"][at[d]] for d in depths])
-        note = (f"kernel law with forward kernels drawn at width {spec.width} ({got['draws']} draws of inputs and "
+        s_bar, se, mc = drawn_law_at(chain_of(spec), depths, protocol.input_var, draws_progress(progress))
+        note = (f"kernel law with forward kernels drawn at width {spec.width} ({DRAWS} draws of inputs and "
                 f"forward chains): nothing fitted; the backward side at infinite width given the forward pass")
-        return self._monte_carlo_values(spec, depths, s_bar, se, f"{got['draws']} draws (seed {got['seed']})",
-                                        protocol, note)
+        return self.values(spec, depths, s_bar, se, {"s_bar_mc_rel_se": mc, "input_var": _input_var(protocol)},
+                           None, [note])
 
 
 class MlpKernelFiniteBackward(_MlpLaw):

@@ -49,17 +49,6 @@ p_on = sp.Symbol("p", positive=True)
 ON_PROBABILITY = {"linear": sp.Integer(1), "relu": sp.Rational(1, 2)}
 
 
-@functools.lru_cache(maxsize=None)
-def backward_step_variance() -> sp.Expr:
-    """``Var F / (E F)^2`` of one backward step's factor ``F = (c/n) sum_i D_i g_i^2`` (module docstring):
-    ``E[g^2] = 1``, ``E[g^4] = 3``, ``E[D_i] = E[D_i^2] = p``, the ``D_i`` independent of each other and of
-    the ``g_i``; the answer is ``(3 - p) / (n p)``."""
-    c = sp.Symbol("c", positive=True)
-    mean = c / fw.n * fw.n * p_on
-    second = (c / fw.n) ** 2 * (fw.n * p_on * 3 + fw.n * (fw.n - 1) * p_on**2)
-    return sp.simplify(second / mean**2 - 1)
-
-
 mu_2, mu_4 = sp.symbols("mu_2 mu_4", positive=True)
 """``E[phi'(h)^2]`` and ``E[phi'(h)^4]`` at the layer's pre-activation variance: the moments of one unit's
 backward weight ``D = phi'(h)^2``."""
@@ -67,13 +56,21 @@ backward weight ``D = phi'(h)^2``."""
 
 @functools.lru_cache(maxsize=None)
 def backward_step_variance_of_moments() -> sp.Expr:
-    """``Var F / (E F)^2`` of ``F = (c/n) sum_i D_i g_i^2`` for any activation, ``D_i = phi'(h_i)^2`` i.i.d. with
-    ``E D = mu_2``, ``E D^2 = mu_4``, independent of the unit Gaussians ``g_i``: ``(3 mu_4 / mu_2^2 - 1) / n``.
-    A mask (``D`` on with probability ``p``: ``mu_2 = mu_4 = p``) gives :func:`backward_step_variance`."""
+    """``Var F / (E F)^2`` of ``F = (c/n) sum_i D_i g_i^2`` for any activation: ``D_i = phi'(h_i)^2`` i.i.d. with
+    ``E D = mu_2``, ``E D^2 = mu_4``, independent of the unit Gaussians ``g_i`` (``E[g^2] = 1``, ``E[g^4] = 3``);
+    the answer is ``(3 mu_4 / mu_2^2 - 1) / n``."""
     c = sp.Symbol("c", positive=True)
     mean = c / fw.n * fw.n * mu_2
     second = (c / fw.n) ** 2 * (fw.n * mu_4 * 3 + fw.n * (fw.n - 1) * mu_2**2)
     return sp.simplify(second / mean**2 - 1)
+
+
+@functools.lru_cache(maxsize=None)
+def backward_step_variance() -> sp.Expr:
+    """``Var F / (E F)^2`` of one backward step's factor ``F = (c/n) sum_i D_i g_i^2`` (module docstring) with
+    masks, ``D_i`` on with probability ``p`` (``E[D_i] = E[D_i^2] = p``): :func:`backward_step_variance_of_moments`
+    at ``mu_2 = mu_4 = p``, ``(3 - p) / (n p)``."""
+    return sp.simplify(backward_step_variance_of_moments().subs({mu_2: p_on, mu_4: p_on}))
 
 
 def step_variance_factor(activation: str) -> tuple[float, str]:
