@@ -6,6 +6,7 @@ with these timings.  One torch thread; the ratio measured / estimated is printed
 case whose estimate is over ``--limit`` seconds is reported without being run.
 
     python validate/benchmark_law_costs.py            # a few minutes on 2 cores
+    python validate/benchmark_law_costs.py --fit      # the finite-width kernel law's units, refitted (3 minutes)
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ CASES = [  # (law, spec, depths)
     ("resnet-points", ArchSpec(family="resnet", width=64, spatial=8, batch=8, branch="conv-mlp"), [2]),
     ("chain-kernel-finite-backward", ArchSpec(dim=1, width=32, spatial=8, input_channels=3, activation="relu"), [8, 12, 16]),
     ("chain-kernel-finite-backward", ArchSpec(dim=1, width=128, spatial=8, input_channels=3, activation="relu"), [8, 12, 16]),
+    ("chain-kernel-finite-backward", ArchSpec(dim=1, width=32, spatial=16, activation="relu"), [4, 8, 16]),
+    ("chain-kernel-finite-backward", ArchSpec(dim=1, width=64, spatial=16, activation="relu", padding="zero"), [8, 16, 32]),
     ("mlp-kernel-finite", ArchSpec(family="mlp", width=32, activation="relu", input_channels=16), [8, 12, 16]),
     ("mlp-kernel-finite", ArchSpec(family="mlp", width=128, activation="relu", input_channels=16), [8, 12, 16]),
     ("mlp-kernel", ArchSpec(family="mlp", width=64, activation="gelu", input_channels=8, batch=3), [3, 6]),
@@ -41,11 +44,51 @@ CASES = [  # (law, spec, depths)
 ]
 
 
+#: the timing grid of ``--fit``: (batch, spatial, kernel) x widths x depth sets, ReLU, 128 draws each
+FIT_GEOMETRIES = [(8, 8, 3), (8, 16, 3), (4, 32, 3), (2, 8, 3), (8, 1, 1), (16, 1, 1)]
+FIT_WIDTHS, FIT_DEPTHS, FIT_DRAWS = (32, 64, 128), ([4, 8], [7, 8, 9, 15, 16, 17]), 128
+
+
+def fit_kernel_finite() -> None:
+    """Time the finite-width kernel law (its sampler as it chooses) on :data:`FIT_GEOMETRIES` and fit the units of
+    :func:`amutheory.laws.costs.kernel_finite_seconds` by non-negative least squares on relative error; prints
+    each timing, the fit's ratio to it, and the fitted units next to the ones in use (those are the fit rounded
+    up by half)."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    from amutheory.laws import costs
+    from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar, weights_cheaper
+
+    finite_width_kernel_s_bar(ArchSpec(dim=1, width=32, spatial=8, activation="relu"), [2], draws=8)  # warm up
+    rows, shapes = [], []
+    for (B, N, k), n, depths in ((g, n, d) for g in FIT_GEOMETRIES for n in FIT_WIDTHS for d in FIT_DEPTHS):
+        spec = ArchSpec(dim=1, width=n, spatial=N, batch=B, kernel=k, activation="relu", input_channels=3)
+        start = time.perf_counter()
+        finite_width_kernel_s_bar(spec, depths, draws=FIT_DRAWS)
+        took = time.perf_counter() - start
+        bp, layers = B * N, max(depths) + 1
+        eigh = 0 if weights_cheaper(spec, n) else bp**3
+        terms = np.array([layers * n * bp**2, layers * eigh, sum(depths) * B * B * N**3, layers]) * FIT_DRAWS
+        rows.append(terms / took)
+        shapes.append((f"n={n} N={N} B={B} k={k} depths to {max(depths)}", took))
+    units, _ = nnls(np.array(rows), np.ones(len(rows)))
+    for (shape, took), fit in zip(shapes, np.array(rows) @ units):
+        print(f"{shape:40} measured {took:6.2f} s  fit / measured {fit:5.2f}")
+    names = ("KERNEL_FINITE_UNIT_N", "KERNEL_FINITE_UNIT_EIGH", "KERNEL_FINITE_UNIT_CUT", "KERNEL_FINITE_LAYER")
+    for name, unit in zip(names, units):
+        print(f"{name:24} fitted {unit:.3g}   in use {getattr(costs, name):.3g}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=float, default=300.0, help="skip cases estimated above this (seconds)")
+    ap.add_argument("--fit", action="store_true", help="refit the finite-width kernel law's cost units instead")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    if args.fit:
+        fit_kernel_finite()
+        return 0
     print(f"{'law':16} {'spec':42} {'depths':14} {'estimate':>9} {'measured':>9} {'ratio':>6}")
     for name, spec, depths in CASES:
         law = get_law(name)

@@ -9,6 +9,8 @@ infinite-width ``chain-kernel`` and the calibrated default ``chain-coherent``.
                                                          # planned decision: .../relu_chain_l.json (resumes per width)
     python validate/finite_width_relu_chain.py --run O   # diagnostic O (plan addendum 12): widths 32-256 at depths
                                                          # 4, 8: .../relu_chain_o.json (resumes per width)
+    python validate/finite_width_relu_chain.py --run Q   # run Q (plan addendum 14): spatial 16, both paddings, fresh
+                                                         # seeds, the planned decision: .../relu_chain_q.json
 
 The page (``validate/finite_width_table.py report``) reads the JSON.  Measurement only: the default law
 of ReLU chains is not changed by it.
@@ -32,16 +34,19 @@ CALIBRATION = (2, 3, 4, 6)
 SEEDS = 256
 
 
-def spec_of(width: int, depth: int, padding: str = "circular"):
+def spec_of(width: int, depth: int, padding: str = "circular", spatial: int = 8):
     from amutheory.spec import ArchSpec
 
-    return ArchSpec(family="conv", dim=1, depth=depth, width=width, kernel=3, spatial=8, padding=padding,
+    return ArchSpec(family="conv", dim=1, depth=depth, width=width, kernel=3, spatial=spatial, padding=padding,
                     activation="relu", input_channels=3)
 
 
 RUN_I = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_i.json", "seeds": range(40000, 41024)}
 #: run L (addendum 9): run I's geometry with zero padding, fresh seeds
 RUN_L = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_l.json", "seeds": range(100000, 101024)}
+#: run Q (addendum 14): ArchSpec's default chain (spatial 16), both paddings, fresh seeds
+RUN_Q = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_q.json", "seeds": range(170000, 171024),
+         "spatial": 16, "paddings": ("circular", "zero")}
 
 
 def _values(spec, REGISTRY, finite_width_kernel_s_bar, with_backward: bool) -> dict:
@@ -55,12 +60,12 @@ def _values(spec, REGISTRY, finite_width_kernel_s_bar, with_backward: bool) -> d
     return values
 
 
-def decide(rows: list) -> dict:
+def decide(rows: list, padding: str = "circular") -> dict:
     """Run I's planned rule (run D's): the new law no worse than the calibrated default in max |error| and
     max |z| at both widths."""
     out = {}
     for n in WIDTHS:
-        by = {r["law"]: r for r in rows if r["width"] == n}
+        by = {r["law"]: r for r in rows if r["width"] == n and r.get("padding", "circular") == padding}
         new, old = by["chain-kernel-finite-backward"], by["chain-coherent (calibrated)"]
         e_new, e_old = max(abs(x) for x in new["error"]), max(abs(x) for x in old["error"])
         z_new, z_old = max(abs(x) for x in new["z"]), max(abs(x) for x in old["z"])
@@ -131,16 +136,55 @@ def read_o(d: dict) -> str:
     return "finite width" if near and closes else "between the planned readings"
 
 
+def run_q() -> dict:
+    """Run Q (addendum 14): run I's comparison at spatial 16 for both paddings, resuming per (padding, width);
+    the planned decision for circular padding."""
+    import torch
+
+    from amutheory.laws import REGISTRY
+    from amutheory.measure.probe import probe
+    from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
+
+    torch.set_num_threads(1)
+    out, seeds, N = RUN_Q["out"], RUN_Q["seeds"], RUN_Q["spatial"]
+    d = json.loads(out.read_text()) if out.exists() else {"plan": "validate/plans/FINITE_WIDTH.md run Q",
+                                                          "seeds": len(seeds), "first_seed": seeds[0], "rows": []}
+    for padding in RUN_Q["paddings"]:
+        for n in WIDTHS:
+            if any(r["width"] == n and r["padding"] == padding for r in d["rows"]):
+                print(f"{padding} width {n}: already in {out.name}", flush=True)
+                continue
+            t0 = time.time()
+            s_bar = {L: probe(spec_of(n, L, padding, N), seeds).s.mean(axis=1) for L in HELD_OUT}
+            mean = np.array([s_bar[L].mean() for L in HELD_OUT])
+            se = np.array([s_bar[L].std(ddof=1) / np.sqrt(len(seeds)) for L in HELD_OUT])
+            spec = spec_of(n, max(HELD_OUT), padding, N)
+            for name, law in _values(spec, REGISTRY, finite_width_kernel_s_bar, True).items():
+                d["rows"].append({"width": n, "padding": padding, "law": name, "held_out": list(HELD_OUT),
+                                  "error": (law / mean - 1).tolist(), "z": ((law - mean) / se).tolist(),
+                                  "measured_rel_se": (se / mean).tolist(), "spec": str(spec)})
+                print(f"{padding} n={n} {name}: {', '.join(f'{e:+.1%}' for e in law / mean - 1)}", flush=True)
+            out.write_text(json.dumps(d, indent=1))
+            print(f"{padding} width {n}: {time.time() - t0:.0f} s", flush=True)
+    d["decision"] = decide(d["rows"], "circular")
+    d["zero_padding_reported"] = decide(d["rows"], "zero")
+    out.write_text(json.dumps(d, indent=1))
+    return d
+
+
 def main(argv=None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", choices=("E", "I", "L", "O"), default="E",
+    ap.add_argument("--run", choices=("E", "I", "L", "O", "Q"), default="E",
                     help="E: the plan's run E; I: addendum 6 (fresh seeds); L: addendum 9 (zero padding, fresh seeds); "
-                         "O: addendum 12 (a diagnostic across widths)")
+                         "O: addendum 12 (a diagnostic across widths); Q: addendum 14 (spatial 16, both paddings)")
     args = ap.parse_args(argv)
     if args.run == "O":
         print(diagnostic_o()["reading"])
+        return 0
+    if args.run == "Q":
+        print(json.dumps(run_q().get("decision"), indent=1))
         return 0
     from amutheory.laws import REGISTRY
     from amutheory.measure.probe import probe

@@ -110,8 +110,8 @@ class ChainKernel(_ChainExact):
     not_default_because = ("its left-out finite-width terms grow with L/n and are large for ReLU chains at the widths "
                            "the probe runs (measured by validate/studies/finite_width_mean.py, reported in "
                            "docs/findings/conv_chains.md); the default for ReLU circular chains is "
-                           "chain-kernel-finite-backward (its forward kernels at width n and a backward factor; run I "
-                           "of docs/findings/finite_width.md) where its cost fits, else the calibrated law; ask for "
+                           "chain-kernel-finite-backward (its forward kernels at width n and a backward factor; runs I "
+                           "and Q of docs/findings/finite_width.md) where its cost fits, else the calibrated law; ask for "
                            "this one with "
                            "law='chain-kernel' (--law chain-kernel) or constants='derive'")
 

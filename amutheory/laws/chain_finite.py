@@ -3,7 +3,7 @@
 * ``chain-finite-width`` (exact): linear circular chains, every Fourier mode at the net's own width ``n``,
   exact in the mean over seeds (:mod:`amutheory.symbolic.chain.finite_width_modes`); its ``n -> oo`` limit
   is ``chain-spectral``;
-* ``chain-kernel-finite-backward`` (approximate; the default for ReLU circular chains by run I, on request for
+* ``chain-kernel-finite-backward`` (approximate; the default for ReLU circular chains by runs I and Q, on request for
   zero-padded ones by run L and for GELU and tanh chains by run M): ReLU chains (GELU and tanh at the critical
   ``c``), the kernel law with its forward kernels drawn at width ``n``
   (:mod:`amutheory.symbolic.chain.kernel_law_finite`) times the linear circular chain's exact backward factor at
@@ -95,22 +95,24 @@ def kernel_finite_cost(spec, depths) -> Cost:
     from amutheory.symbolic.chain.kernel_law import DRAWN_ACTIVATIONS
     from amutheory.symbolic.chain.kernel_law_finite import DRAWS
 
-    seconds = costs.kernel_finite_seconds(spec, max(depths), DRAWS)
+    seconds = costs.kernel_finite_seconds(spec, depths, DRAWS)
     if spec.activation in DRAWN_ACTIVATIONS:
         seconds += costs.drawn_loop_seconds(spec, depths, DRAWS)
     return Cost(seconds, "monte-carlo", f"{DRAWS} draws of inputs and width-{spec.width} forward chains")
 
 
-def drawn_law_at(spec, depths: list, input_var: float, progress=None) -> tuple:
+def drawn_law_at(spec, depths: list, input_var: float, progress=None, asked: list | None = None) -> tuple:
     """``(s_bar, se, mc_constant)`` of the finite-width kernel law (forward kernels drawn at width ``n``) at
-    ``depths``: its values, their Monte Carlo standard errors and the worst relative one as the constant
-    ``s_bar_mc_rel_se`` (with the draws and the seed); ``progress`` gets the draws' progress."""
+    ``depths``, on one set of draws: its values, their Monte Carlo standard errors and the worst relative one
+    over ``asked`` (default: every depth) as the constant ``s_bar_mc_rel_se`` (with the draws and the seed);
+    ``progress`` gets the draws' progress."""
     from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
 
     got = finite_width_kernel_s_bar(spec, depths, input_var, progress=progress)
     at = {d: i for i, d in enumerate(got["depths"])}
     s_bar, se = (np.array([got[k][at[d]] for d in depths]) for k in ("s_bar", "se"))
-    mc = Constant("s_bar_mc_rel_se", float(np.max(se / s_bar)), "monte-carlo",
+    rel = {d: se[i] / s_bar[i] for i, d in enumerate(depths)}
+    mc = Constant("s_bar_mc_rel_se", float(max(rel[d] for d in (depths if asked is None else asked))), "monte-carlo",
                   note=f"worst relative standard error over the depths asked, {got['draws']} draws (seed {got['seed']})")
     return s_bar, se, mc
 
@@ -166,6 +168,12 @@ class ChainKernelFinite(Law):
         return LawValues(self.name, depths, s_bar, se, const, self.exactness, None, [note])
 
 
+def slope_depths(depths) -> list:
+    """The depths asked and their integer neighbours (``d - 1 >= 1`` and ``d + 1``), sorted: where
+    ``chain-kernel-finite-backward`` evaluates its draws, for the values and their central secant slope."""
+    return sorted({int(x) for d in depths for x in (max(int(d) - 1, 1), int(d), int(d) + 1)})
+
+
 def backward_twin(spec):
     """The linear circular chain whose exact backward factor ``chain-kernel-finite-backward`` takes for ``spec``
     (a zero-padded chain's is its circular twin's: the split is derived for circular padding)."""
@@ -173,6 +181,7 @@ def backward_twin(spec):
 
 
 #: the paddings of ReLU chains for which ``chain-kernel-finite-backward`` is ``predict``'s default: circular by run I
+#: (spatial 8) and run Q (spatial 16, the command line's default geometry)
 #: of validate/plans/FINITE_WIDTH.md; zero padding waits on run L (addendum 9, the same planned rule)
 DEFAULT_PADDINGS = ("circular",)
 
@@ -192,7 +201,7 @@ class ChainKernelFiniteBackward(Law):
                   "leaves the relative backward excess as on the circular twin, whose factor it takes; for GELU and tanh "
                   "the same, at the width 2n / (3 E[phi'^4] / E[phi'^2]^2 - 1) (run M)")
     source = "amutheory.symbolic.chain.backward_width"
-    #: the default for ReLU circular chains by run I of validate/plans/FINITE_WIDTH.md (its planned rule: no worse
+    #: the default for ReLU circular chains by runs I and Q of validate/plans/FINITE_WIDTH.md (its planned rule: no worse
     #: than the calibrated chain-coherent at held-out depths, in error and in z, at widths 32 and 64; both still
     #: read low there: docs/findings/finite_width.md); not for zero-padded ones (run L: DEFAULT_PADDINGS)
     default_candidate = True
@@ -231,8 +240,8 @@ class ChainKernelFiniteBackward(Law):
         return None
 
     def cost(self, spec, depths, **_):
-        once = kernel_finite_cost(spec, [max(depths) + 1])  # twice: the depths asked, then their neighbours
-        return Cost(2 * once.seconds, once.cost_class, f"twice {once.how} (the depths, then their neighbours)")
+        once = kernel_finite_cost(spec, slope_depths(depths))
+        return Cost(once.seconds, once.cost_class, f"{once.how} (the depths asked and their neighbours)")
 
     def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0):
         from amutheory.laws.backward import backward_constants
@@ -247,16 +256,16 @@ class ChainKernelFiniteBackward(Law):
         n_b = equal_variance_width(spec.width, spec.activation)
         linear = backward_twin(spec)
 
-        def law_at(ds):
-            kf, se, mc = drawn_law_at(spec, ds, protocol.input_var, report)
-            return kf, se, backward_factor(linear, ds, n_b, protocol.input_var), mc
-
-        s_kf, se_kf, factor, mc = law_at(depths)
-        # the local slope: a central secant of L s_bar(L) through the integer neighbours (their own draws)
+        # the depths asked and their integer neighbours on the same draws (common random numbers: the local
+        # slope, a central secant of L s_bar(L), is then a difference of correlated draws, not of independent ones)
         lo, hi = [max(d - 1, 1) for d in depths], [d + 1 for d in depths]
-        every = sorted(set(lo) | set(hi))
-        kf_n, _, f_n, _ = law_at(every)
-        S = dict(zip(every, np.asarray(every) * kf_n * f_n))
+        every = slope_depths(depths)
+        kf, se, mc = drawn_law_at(spec, every, protocol.input_var, report, asked=depths)
+        pick = [every.index(d) for d in depths]
+        s_kf, se_kf = kf[pick], se[pick]
+        factor_every = backward_factor(linear, every, n_b, protocol.input_var)
+        factor = factor_every[pick]
+        S = dict(zip(every, np.asarray(every) * kf * factor_every))
         slope = -0.5 * (np.log(np.array([S[h] / S[l] for l, h in zip(lo, hi)]))
                         / np.log(np.asarray(hi, float) / np.asarray(lo, float)) - 1.0)
         const = {"s_bar_mc_rel_se": mc, **backward_constants(n_b, spec.activation),

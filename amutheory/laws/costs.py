@@ -22,11 +22,17 @@ POINTS_FIXED = 2.0
 #: seconds of the kernel law per unit of ``B^2 P^3`` and layer (calibrated: ReLU, zero padding, N = 8..32,
 #: B = 8), plus its fixed start-up
 KERNEL_UNIT, KERNEL_FIXED = 1.5e-7, 2.0
-#: seconds of the finite-width kernel law per input draw and layer, per unit of ``n (B P)^2`` (drawing the
-#: width-n forward chain) and of ``(B P)^3`` (the backward recursion's cuts), and its fixed start-up
-#: (calibrated: ReLU circular chains at B P = 64, widths 32-128, and ReLU MLPs at B = 8, widths 32-128,
-#: 512 draws, by validate/benchmark_law_costs.py; rounded up by half, to err on the long side)
-KERNEL_FINITE_UNIT_N, KERNEL_FINITE_UNIT_P, KERNEL_FINITE_FIXED = 1.5e-9, 6e-9, 1.0
+#: seconds of the finite-width kernel law per input draw: per layer drawn, ``KERNEL_FINITE_UNIT_N`` per unit of
+#: ``n (B P)^2`` (the drawn rows' Gram and mask kernels), ``KERNEL_FINITE_UNIT_EIGH`` per unit of ``(B P)^3`` where
+#: the rows are drawn through a matrix square root (``kernel_law_finite.weights_cheaper`` false; the layer's own
+#: weights' product is within the Gram's term otherwise) and ``KERNEL_FINITE_LAYER`` per layer; per cut (one per layer below
+#: each depth evaluated) ``KERNEL_FINITE_UNIT_CUT`` per unit of ``B^2 P^3``; plus a fixed start-up.  Calibrated
+#: 2026-11-28: least-squares fits to 36 timings (ReLU chains at B P = 16..128, widths 32-128, depths to 17, and
+#: ReLU MLPs, 128 draws; ``python validate/benchmark_law_costs.py --fit`` reruns it), each unit the larger of two
+#: fits (before and after ``weights_cheaper`` asked for a saving of half) rounded up by half; the fit is within a
+#: factor 2.2 of every timing
+KERNEL_FINITE_UNIT_N, KERNEL_FINITE_UNIT_EIGH, KERNEL_FINITE_UNIT_CUT = 1e-9, 1.3e-9, 7e-10
+KERNEL_FINITE_LAYER, KERNEL_FINITE_FIXED = 2.5e-5, 1.0
 #: seconds of the probe per ``width^2 x N^d x B`` and measured layer of one seed (calibrated: conv chains
 #: at width 256, N = 16, and residual nets at width 64, N = 8, batch 8, in float64), plus a fixed start-up
 PROBE_UNIT, PROBE_FIXED = 6e-9, 2.0
@@ -35,12 +41,19 @@ PROBE_UNIT, PROBE_FIXED = 6e-9, 2.0
 FINITE_SUM_SECONDS = 8.0
 
 
-def kernel_finite_seconds(spec: ArchSpec, deepest: int, draws: int) -> float:
-    """Seconds of the finite-width kernel law: ``draws x (deepest + 1)`` layers of a width-``n`` forward
-    chain over the ``B P`` points and the backward recursion on it."""
+def kernel_finite_seconds(spec: ArchSpec, depths, draws: int) -> float:
+    """Seconds of the finite-width kernel law at ``depths`` (evaluated on one set of draws): ``draws x (deepest
+    + 1)`` layers of a width-``n`` forward chain over the ``B P`` points, and the backward recursion's cuts,
+    one per layer below each depth."""
+    from amutheory.symbolic.chain.kernel_law_finite import weights_cheaper
+
+    depths = sorted({int(d) for d in depths})
     bp = spec.batch * spec.positions
-    per_layer = KERNEL_FINITE_UNIT_N * spec.width * bp**2 + KERNEL_FINITE_UNIT_P * bp**3
-    return float(KERNEL_FINITE_FIXED + draws * (deepest + 1) * per_layer)
+    per_layer = KERNEL_FINITE_UNIT_N * spec.width * bp**2 + KERNEL_FINITE_LAYER
+    if not weights_cheaper(spec, spec.width):
+        per_layer += KERNEL_FINITE_UNIT_EIGH * bp**3
+    cuts = KERNEL_FINITE_UNIT_CUT * spec.batch**2 * spec.positions**3 * sum(depths)
+    return float(KERNEL_FINITE_FIXED + draws * ((depths[-1] + 1) * per_layer + cuts))
 
 
 #: seconds of the smooth-activation kernel law (GELU, tanh MLPs at infinite width) per pair of samples,

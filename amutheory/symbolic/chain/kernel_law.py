@@ -180,6 +180,23 @@ class ShiftMap:
             out[(Ellipsis,) + dst] += Xr[(Ellipsis,) + src]
         return out.reshape(X.shape) / self.taps
 
+    def shift_rows(self, F: np.ndarray) -> np.ndarray:
+        """Every tap's shift of rows over the (flattened) positions, the last axis of ``F``: an array
+        ``(taps,) + F.shape`` with ``out[t][..., p] = F[..., p + t]`` (zero outside the grid for zero
+        padding, wrapped for circular), so that ``T(F^T F) = sum_t out[t]^T out[t] / taps`` -- a factor of
+        ``T`` of a Gram, which draws rows of covariance ``T(F^T F)`` without a matrix square root."""
+        lead, d, N = F.shape[:-1], self.dim, self.N
+        Fr = F.reshape(lead + (N,) * d)
+        nl = len(lead)
+        out = np.zeros((self.taps,) + Fr.shape, dtype=Fr.dtype)
+        for i, t in enumerate(self.offsets):
+            if self.padding == "circular":
+                out[i] = np.roll(Fr, shift=[-x for x in t], axis=list(range(nl, nl + d)))
+                continue
+            dst, src = zip(*(self._shift(x) for x in t))
+            out[(i, Ellipsis) + dst] = Fr[(Ellipsis,) + src]
+        return out.reshape((self.taps,) + F.shape)
+
 
 #: largest ``B P`` (samples x positions) the kernel law runs for: a cut costs ``O(B^2 P^3)`` and the
 #: kernels take ``O(L B^2 P^2)`` memory (at the bound: 1D N = 128 or 2D N = 11 at B = 8; docs/findings/zero_padding.md "Zero

@@ -7,8 +7,11 @@ At width ``n`` the forward kernels of a chain are not deterministic.  Given the 
 kernel of layer ``u`` (over samples and positions), the ``n`` channels of ``h_(u+1)`` are i.i.d.
 Gaussian rows with covariance ``Sigma_(u+1) = c T(Phi_u)`` -- exactly, since the layer's weights are
 independent of everything below it -- and ``Phi_u = (1/n) sum_i phi(h_u,i) phi(h_u,i)^T`` is the
-empirical kernel of those ``n`` rows.  So the forward kernels are an exact Markov chain that costs
-``n (B P)^2`` per layer to draw (not a net's forward pass).  This law draws it, takes the empirical
+empirical kernel of those ``n`` rows.  So the forward kernels are an exact Markov chain, and a
+draw of the rows needs a factor ``A A^T = Sigma``: either the matrix square root (``(B P)^3`` per layer,
+``sampler="eigh"``) or the layer's own weights on the shifted rows below, ``A = sqrt(c / (r k^d)) [S_t
+F^T]_t`` (``r n k^d B P`` per layer, ``sampler="weights"``: a conv layer's forward pass); ``"auto"``
+takes the cheaper, and both draw the same law.  This law draws it, takes the empirical
 value and mask kernels of each draw in place of the infinite-width (arc-cosine) ones, and runs the
 kernel law's backward recursion (:func:`amutheory.symbolic.chain.kernel_law.layer_moments_at_depths`)
 on them: infinite width *given* the drawn forward pass.
@@ -49,9 +52,41 @@ def _sqrt_psd(S: np.ndarray) -> np.ndarray:
     return q * np.sqrt(np.clip(w, 0.0, None))[..., None, :]
 
 
-def sampled_forward(rng: np.random.Generator):
+#: the ways :func:`sampled_forward` draws a layer's rows (module docstring)
+SAMPLERS = ("auto", "weights", "eigh")
+#: ``eigh``'s cost per ``(B P)^3`` in multiply-adds' time, for :func:`weights_cheaper` (LAPACK's
+#: divide-and-conquer with eigenvectors; timed against the batched matrix product by
+#: validate/benchmark_law_costs.py)
+EIGH_FLOPS = 4.0
+
+
+def weights_cheaper(spec: ArchSpec, rows: int) -> bool:
+    """Whether the layer's weights (``n k^d rows B P`` multiply-adds) draw ``n`` rows of ``B P`` points in at
+    most half the time of the square root (``EIGH_FLOPS (B P)^3`` for ``eigh``, plus ``n (B P)^2``): the
+    Monte Carlo stream changes with the sampler, so ``"auto"`` leaves the square root (the law's first
+    sampler) where the saving is small -- MLPs' few points, and so their recorded draws."""
+    bp = spec.batch * spec.positions
+    taps = spec.kernel**spec.dim
+    return 2 * spec.width * taps * rows * bp <= EIGH_FLOPS * bp**3 + spec.width * bp**2
+
+
+
+def _draw_rows(rng, n: int, F: np.ndarray, scale: float, T, sigma, use_weights: bool) -> np.ndarray:
+    """``n`` rows ``[draw, n, B P]`` of covariance ``sigma = scale T(F^T F) / r`` (``F``: ``[draw, r, B, P]``)."""
+    D, r = F.shape[:2]
+    if not use_weights:
+        flat = K._flat(sigma)                                           # [draw, BP, BP]
+        return rng.standard_normal((D, n, flat.shape[-1])) @ np.swapaxes(_sqrt_psd(flat), -1, -2)
+    shifted = np.moveaxis(T.shift_rows(F), 0, 1).reshape(D, T.taps * r, -1)  # [draw, taps r, BP]
+    return np.sqrt(scale / (r * T.taps)) * (rng.standard_normal((D, n, T.taps * r)) @ shifted)
+
+
+def sampled_forward(rng: np.random.Generator, sampler: str = "auto"):
     """A ``forward(spec, x, L)`` for :func:`~amutheory.symbolic.chain.kernel_law.layer_moments_at_depths`
-    whose kernels are one draw of the width-``n`` chain per input (module docstring)."""
+    whose kernels are one draw of the width-``n`` chain per input (module docstring); ``sampler`` (one of
+    :data:`SAMPLERS`) says how a layer's rows are drawn."""
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
 
     def forward(spec: ArchSpec, x: np.ndarray, L: int) -> dict:
         B, C0, P, n, c = spec.batch, spec.input_channels, spec.positions, spec.width, spec.c
@@ -62,9 +97,11 @@ def sampled_forward(rng: np.random.Generator):
         sigma = c * T(gamma) / C0
         X, masks, asin, loop3, dphi2 = [(C0 / n) * kappa], [], [], [], []
         smooth = spec.activation in K.DRAWN_ACTIVATIONS
+        rows = np.swapaxes(x, 1, 2)                                     # [draw, C0, B, P]: the input's rows
         for u in range(1, L + 1):
-            flat = K._flat(sigma)                                       # [draw, BP, BP]
-            h = rng.standard_normal((flat.shape[0], n, flat.shape[-1])) @ np.swapaxes(_sqrt_psd(flat), -1, -2)
+            r = rows.shape[1]
+            use = sampler == "weights" or (sampler == "auto" and weights_cheaper(spec, r))
+            h = _draw_rows(rng, n, rows, c, T, sigma, use)
             d = dphi(h)
             masks.append(K._blocks(np.swapaxes(d, -1, -2) @ d / n, B, P))
             if spec.activation == "relu":
@@ -77,9 +114,10 @@ def sampled_forward(rng: np.random.Generator):
             if u == L:
                 break
             f = phi(h)
-            vx = K._blocks(np.swapaxes(f, -1, -2) @ f / n, B, P)
-            sigma = c * T(vx)
-            X.append(c * T(masks[-1] * X[-1]) + T.taps * T(vx))
+            tvx = T(K._blocks(np.swapaxes(f, -1, -2) @ f / n, B, P))
+            sigma = c * tvx
+            rows = f.reshape(f.shape[:2] + (B, P))
+            X.append(c * T(masks[-1] * X[-1]) + T.taps * tvx)
         drawn = {"X": X, "masks": masks, "asin": asin, "T": T}
         return dict(drawn, loop3=loop3, dphi2=dphi2) if smooth else drawn
 
@@ -103,10 +141,11 @@ def check_finite_kernel_spec(spec: ArchSpec) -> None:
 
 
 def finite_width_kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, draws: int = DRAWS,
-                              seed: int = SEED, progress=None) -> dict:
+                              seed: int = SEED, progress=None, sampler: str = "auto") -> dict:
     """``E[s_bar(L)]`` at ``depths`` at the chain's width (``spec``: a conv chain, an MLP's chain with
     kernel 1 on one position): the mean over ``draws`` draws of inputs and forward chains, with its
-    standard error ``se``.  ``progress(i, total, draws_done)`` after each batch of draws."""
+    standard error ``se``.  ``progress(i, total, draws_done)`` after each batch of draws; ``sampler``: how
+    the rows are drawn (:func:`sampled_forward`; the law is the same, the Monte Carlo stream is not)."""
     check_finite_kernel_spec(spec)
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 2:
         raise ValueError(f"draws must be an integer >= 2, got {draws!r}")
@@ -114,7 +153,7 @@ def finite_width_kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, dr
     if not depths or depths[0] < 1:
         raise ValueError(f"depths must be integers >= 1, got {depths}")
     rng = np.random.default_rng(seed)
-    forward = sampled_forward(rng)
+    forward = sampled_forward(rng, sampler)
     batch = max(1, min(draws, 64))
     if spec.activation in K.DRAWN_ACTIVATIONS:      # the four-point loops held: B^2 P^3 entries per layer and draw
         batch = max(1, min(batch, int(CHUNK_ENTRIES // ((max(depths) + 1) * spec.batch**2 * spec.positions**3))))
@@ -131,4 +170,4 @@ def finite_width_kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, dr
             progress(len(rows), total, done)
     s = np.concatenate(rows)
     return {"depths": depths, "s_bar": s.mean(axis=0), "se": s.std(axis=0, ddof=1) / np.sqrt(len(s)),
-            "draws": draws, "seed": seed}
+            "draws": draws, "seed": seed, "sampler": sampler}
