@@ -11,6 +11,8 @@ infinite-width ``chain-kernel`` and the calibrated default ``chain-coherent``.
                                                          # 4, 8: .../relu_chain_o.json (resumes per width)
     python validate/finite_width_relu_chain.py --run Q   # run Q (plan addendum 14): spatial 16, both paddings, fresh
                                                          # seeds, the planned decision: .../relu_chain_q.json
+    python validate/finite_width_relu_chain.py --run R   # run R (plan addendum 15): spatial 16, zero padding, fresh
+                                                         # seeds, the planned decision: .../relu_chain_r.json
 
 The page (``validate/finite_width_table.py report``) reads the JSON.  Measurement only: the default law
 of ReLU chains is not changed by it.
@@ -46,7 +48,10 @@ RUN_I = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_i.json
 RUN_L = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_l.json", "seeds": range(100000, 101024)}
 #: run Q (addendum 14): ArchSpec's default chain (spatial 16), both paddings, fresh seeds
 RUN_Q = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_q.json", "seeds": range(170000, 171024),
-         "spatial": 16, "paddings": ("circular", "zero")}
+         "spatial": 16, "paddings": ("circular", "zero"), "decides": "circular"}
+#: run R (addendum 15): run Q's zero-padded geometry on fresh seeds, a confirmatory check deciding zero padding
+RUN_R = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_r.json", "seeds": range(180000, 181024),
+         "spatial": 16, "paddings": ("zero",), "decides": "zero"}
 
 
 def _values(spec, REGISTRY, finite_width_kernel_s_bar, with_backward: bool) -> dict:
@@ -136,9 +141,10 @@ def read_o(d: dict) -> str:
     return "finite width" if near and closes else "between the planned readings"
 
 
-def run_q() -> dict:
+def run_q(run: dict = RUN_Q, name: str = "Q") -> dict:
     """Run Q (addendum 14): run I's comparison at spatial 16 for both paddings, resuming per (padding, width);
-    the planned decision for circular padding."""
+    the planned decision for circular padding.  Run R (addendum 15, ``run=RUN_R``): the same for zero padding
+    on fresh seeds, deciding it."""
     import torch
 
     from amutheory.laws import REGISTRY
@@ -146,10 +152,10 @@ def run_q() -> dict:
     from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
 
     torch.set_num_threads(1)
-    out, seeds, N = RUN_Q["out"], RUN_Q["seeds"], RUN_Q["spatial"]
-    d = json.loads(out.read_text()) if out.exists() else {"plan": "validate/plans/FINITE_WIDTH.md run Q",
+    out, seeds, N = run["out"], run["seeds"], run["spatial"]
+    d = json.loads(out.read_text()) if out.exists() else {"plan": f"validate/plans/FINITE_WIDTH.md run {name}",
                                                           "seeds": len(seeds), "first_seed": seeds[0], "rows": []}
-    for padding in RUN_Q["paddings"]:
+    for padding in run["paddings"]:
         for n in WIDTHS:
             if any(r["width"] == n and r["padding"] == padding for r in d["rows"]):
                 print(f"{padding} width {n}: already in {out.name}", flush=True)
@@ -166,8 +172,10 @@ def run_q() -> dict:
                 print(f"{padding} n={n} {name}: {', '.join(f'{e:+.1%}' for e in law / mean - 1)}", flush=True)
             out.write_text(json.dumps(d, indent=1))
             print(f"{padding} width {n}: {time.time() - t0:.0f} s", flush=True)
-    d["decision"] = decide(d["rows"], "circular")
-    d["zero_padding_reported"] = decide(d["rows"], "zero")
+    d["decision"] = decide(d["rows"], run["decides"])
+    d["decides"] = run["decides"]
+    if "zero" in run["paddings"] and run["decides"] != "zero":
+        d["zero_padding_reported"] = decide(d["rows"], "zero")
     out.write_text(json.dumps(d, indent=1))
     return d
 
@@ -176,15 +184,16 @@ def main(argv=None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", choices=("E", "I", "L", "O", "Q"), default="E",
+    ap.add_argument("--run", choices=("E", "I", "L", "O", "Q", "R"), default="E",
                     help="E: the plan's run E; I: addendum 6 (fresh seeds); L: addendum 9 (zero padding, fresh seeds); "
-                         "O: addendum 12 (a diagnostic across widths); Q: addendum 14 (spatial 16, both paddings)")
+                         "O: addendum 12 (a diagnostic across widths); Q: addendum 14 (spatial 16, both paddings); R: addendum "
+                         "15 (spatial 16, zero padding, fresh seeds)")
     args = ap.parse_args(argv)
     if args.run == "O":
         print(diagnostic_o()["reading"])
         return 0
-    if args.run == "Q":
-        print(json.dumps(run_q().get("decision"), indent=1))
+    if args.run in ("Q", "R"):
+        print(json.dumps(run_q(*((RUN_Q, "Q") if args.run == "Q" else (RUN_R, "R"))).get("decision"), indent=1))
         return 0
     from amutheory.laws import REGISTRY
     from amutheory.measure.probe import probe
