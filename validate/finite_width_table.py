@@ -309,6 +309,13 @@ def _relu_chain_l_section() -> list:
     return _relu_chain_check_section("L")
 
 
+def _no_worse_lines(dec: dict) -> list:
+    """Run I's rule per width, from a ``decide`` record: the law's max |error| and |z| against chain-coherent's."""
+    return [f"* width {n}: max |error| {v['max_abs_error'][0]:.2%} against chain-coherent's "
+            f"{v['max_abs_error'][1]:.2%}; max |z| {v['max_abs_z'][0]:.3f} against {v['max_abs_z'][1]:.3f}: "
+            f"{'no worse' if v['no_worse'] else '**worse**'}" for n, v in ((n, dec[n]) for n in ("32", "64"))]
+
+
 def _relu_chain_check_section(run: str) -> list:
     """A registered check of ``chain-kernel-finite-backward`` on ReLU chains of one padding, from its JSON."""
     name, addendum, padding = _RELU_CHAIN_CHECKS[run]
@@ -332,12 +339,7 @@ def _relu_chain_check_section(run: str) -> list:
                      f"{max(abs(x) for x in r['error']):.1%} |")
     dec = d.get("decision")
     if dec:
-        lines.append("")
-        for n in ("32", "64"):
-            v = dec[n]
-            lines.append(f"* width {n}: max |error| {v['max_abs_error'][0]:.2%} against chain-coherent's "
-                         f"{v['max_abs_error'][1]:.2%}; max |z| {v['max_abs_z'][0]:.3f} against {v['max_abs_z'][1]:.3f}: "
-                         f"{'no worse' if v['no_worse'] else '**worse**'}")
+        lines += [""] + _no_worse_lines(dec)
         lines += ["", "The planned decision (run D's rule, at both widths): " + (
             f"`chain-kernel-finite-backward` is `predict`'s default for {padding}-padded ReLU chains (no probe)." if
             dec["default_changes"] else f"not met, so the default for {padding}-padded ReLU chains stays the calibrated "
@@ -381,12 +383,7 @@ def _spatial16_section(run: str) -> list:
         dec = d.get(key)
         if not dec:
             continue
-        lines += ["", f"{padding.capitalize()} padding ({reading}):"]
-        for n in ("32", "64"):
-            v = dec[n]
-            lines.append(f"* width {n}: max |error| {v['max_abs_error'][0]:.2%} against chain-coherent's "
-                         f"{v['max_abs_error'][1]:.2%}; max |z| {v['max_abs_z'][0]:.3f} against {v['max_abs_z'][1]:.3f}: "
-                         f"{'no worse' if v['no_worse'] else '**worse**'}")
+        lines += ["", f"{padding.capitalize()} padding ({reading}):"] + _no_worse_lines(dec)
     dec = d.get("decision")
     if dec and decides == "circular":
         lines += ["", "The planned decision (circular padding only): " + (
