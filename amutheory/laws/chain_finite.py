@@ -101,14 +101,17 @@ def kernel_finite_cost(spec, depths) -> Cost:
     return Cost(seconds, "monte-carlo", f"{DRAWS} draws of inputs and width-{spec.width} forward chains")
 
 
-def drawn_law_at(spec, depths: list, input_var: float, progress=None, asked: list | None = None) -> tuple:
+def drawn_law_at(spec, depths: list, input_var: float, progress=None, asked: list | None = None,
+                 per_draw: dict | None = None) -> tuple:
     """``(s_bar, se, mc_constant)`` of the finite-width kernel law (forward kernels drawn at width ``n``) at
     ``depths``, on one set of draws: its values, their Monte Carlo standard errors and the worst relative one
     over ``asked`` (default: every depth) as the constant ``s_bar_mc_rel_se`` (with the draws and the seed);
-    ``progress`` gets the draws' progress."""
+    ``progress`` gets the draws' progress; a dict ``per_draw`` gets each draw's values by depth."""
     from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
 
     got = finite_width_kernel_s_bar(spec, depths, input_var, progress=progress)
+    if per_draw is not None:
+        per_draw.update({d: got["per_draw"][:, i] for i, d in enumerate(got["depths"])})
     at = {d: i for i, d in enumerate(got["depths"])}
     s_bar, se = (np.array([got[k][at[d]] for d in depths]) for k in ("s_bar", "se"))
     rel = {d: se[i] / s_bar[i] for i, d in enumerate(depths)}
@@ -172,6 +175,18 @@ def slope_depths(depths) -> list:
     """The depths asked and their integer neighbours (``d - 1 >= 1`` and ``d + 1``), sorted: where
     ``chain-kernel-finite-backward`` evaluates its draws, for the values and their central secant slope."""
     return sorted({int(x) for d in depths for x in (max(int(d) - 1, 1), int(d), int(d) + 1)})
+
+
+def secant_slope_se(per_draw: dict, lo: list, hi: list) -> np.ndarray:
+    """Monte Carlo standard error of the secant slope ``-(1/2) (ln(S_h / S_l) / ln(h / l) - 1)`` (``S = L s_bar``,
+    means over draws shared by the depths; a deterministic factor cancels) by the delta method over the draws:
+    ``ln S_h - ln S_l`` has variance ``Var(s_h / S_h - s_l / S_l) / draws``."""
+    out = []
+    for l, h in zip(lo, hi):
+        a, b = per_draw[h], per_draw[l]
+        g = a / a.mean() - b / b.mean()
+        out.append(0.5 * np.sqrt(g.var(ddof=1) / len(g)) / np.log(h / l))
+    return np.array(out)
 
 
 def backward_twin(spec):
@@ -256,11 +271,11 @@ class ChainKernelFiniteBackward(Law):
         n_b = equal_variance_width(spec.width, spec.activation)
         linear = backward_twin(spec)
 
-        # the depths asked and their integer neighbours on the same draws (common random numbers: the local
-        # slope, a central secant of L s_bar(L), is then a difference of correlated draws, not of independent ones)
+        # the depths asked and their integer neighbours in one pass over one set of draws; the local slope is a
+        # central secant of L s_bar(L) through the neighbours, with its Monte Carlo standard error
         lo, hi = [max(d - 1, 1) for d in depths], [d + 1 for d in depths]
-        every = slope_depths(depths)
-        kf, se, mc = drawn_law_at(spec, every, protocol.input_var, report, asked=depths)
+        every, draws = slope_depths(depths), {}
+        kf, se, mc = drawn_law_at(spec, every, protocol.input_var, report, asked=depths, per_draw=draws)
         pick = [every.index(d) for d in depths]
         s_kf, se_kf = kf[pick], se[pick]
         factor_every = backward_factor(linear, every, n_b, protocol.input_var)
@@ -268,7 +283,13 @@ class ChainKernelFiniteBackward(Law):
         S = dict(zip(every, np.asarray(every) * kf * factor_every))
         slope = -0.5 * (np.log(np.array([S[h] / S[l] for l, h in zip(lo, hi)]))
                         / np.log(np.asarray(hi, float) / np.asarray(lo, float)) - 1.0)
-        const = {"s_bar_mc_rel_se": mc, **backward_constants(n_b, spec.activation),
+        slope_se = secant_slope_se(draws, lo, hi)
+        const = {"s_bar_mc_rel_se": mc, "local_slope_mc_se": Constant(
+                     "local_slope_mc_se", float(np.max(slope_se)), "monte-carlo",
+                     note="worst Monte Carlo standard error of the local slope over the depths asked ("
+                          + ", ".join(f"{v:.3f} at L = {d}" for d, v in zip(depths, slope_se))
+                          + "; delta method over the draws)"),
+                 **backward_constants(n_b, spec.activation),
                  "input_var": input_var_constant(protocol.input_var), "C": target_constant(C)}
         note = (f"the kernel law with forward kernels drawn at width {spec.width} ({DRAWS} draws) times the "
                 f"linear circular chain's backward factor at width {n_b:g} ({', '.join(f'{f:.3f}' for f in factor)} "

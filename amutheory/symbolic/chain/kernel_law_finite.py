@@ -144,8 +144,9 @@ def finite_width_kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, dr
                               seed: int = SEED, progress=None, sampler: str = "auto") -> dict:
     """``E[s_bar(L)]`` at ``depths`` at the chain's width (``spec``: a conv chain, an MLP's chain with
     kernel 1 on one position): the mean over ``draws`` draws of inputs and forward chains, with its
-    standard error ``se``.  ``progress(i, total, draws_done)`` after each batch of draws; ``sampler``: how
-    the rows are drawn (:func:`sampled_forward`; the law is the same, the Monte Carlo stream is not)."""
+    standard error ``se``, and each draw's ``s_bar`` (``per_draw``, ``(draws, depths)``: the depths share
+    the draws).  ``progress(i, total, draws_done)`` after each batch of draws; ``sampler``: how the rows are
+    drawn (:func:`sampled_forward`; the law is the same, the Monte Carlo stream is not)."""
     check_finite_kernel_spec(spec)
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 2:
         raise ValueError(f"draws must be an integer >= 2, got {draws!r}")
@@ -170,4 +171,4 @@ def finite_width_kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, dr
             progress(len(rows), total, done)
     s = np.concatenate(rows)
     return {"depths": depths, "s_bar": s.mean(axis=0), "se": s.std(axis=0, ddof=1) / np.sqrt(len(s)),
-            "draws": draws, "seed": seed, "sampler": sampler}
+            "draws": draws, "seed": seed, "sampler": sampler, "per_draw": s}
