@@ -207,10 +207,14 @@ def _derive_transformer(args, spec):
 
 
 def _derive_resnet(args, spec):
-    from amutheory.api.summaries import resnet_derivation
+    from amutheory.api.summaries import resnet_derivation, resnet_stream_finite_width
 
+    stream = None
     if args.finite_width:
-        raise CliError("derive: --finite-width is available for --family conv only")
+        try:
+            stream = resnet_stream_finite_width(spec, args.depths or [spec.depth])
+        except ValueError as e:
+            raise CliError(f"derive --finite-width: {e}") from None
     if args.law not in ("auto", "coherent"):
         raise CliError(f"derive: --law {args.law} is not a symbolic residual law (dense-shape is calibrated: use "
                        "predict --law dense-shape; it shares the coherent law's exponent)")
@@ -220,6 +224,16 @@ def _derive_resnet(args, spec):
     if d["forward_stable"]:
         lines += [f"s_bar(K) = {d['s_bar']}", f"leading exponent of eta*(K): {d['exponent']}",
                   "corrections: " + ", ".join(d["corrections"])]
+    if stream is not None:
+        d["finite_width"] = stream
+        lines += [f"stream at width n (R = |x'|^2/|x|^2 per block, eps2 = {stream['block_gain']}, "
+                  f"m = {stream['branch_fourth_moment']}):",
+                  f"  E R = {stream['block_mean']},  Var R = {stream['block_variance']}",
+                  f"  E|x_K|^4/(E|x_K|^2)^2 = {stream['stream_moment_ratio']}  ->  {stream['forward_stable_limit']} "
+                  "as K -> oo with K eps2 -> a",
+                  *(f"  K = {k}: stream excess {e:.4g}  (a chain of {k} layers: {c:.4g})"
+                    for k, e, c in zip(stream["blocks"], stream["stream_excess"], stream["chain_excess"])),
+                  f"  scope: {stream['scope']}"]
     lines += ["assumptions:"] + [f"  - {a}" for a in d["assumptions"]]
     _emit(args, d, "\n".join(lines))
 

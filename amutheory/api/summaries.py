@@ -105,6 +105,28 @@ def resnet_derivation(spec: ArchSpec, order: int = 3, input_var: float = 1.0) ->
     return d
 
 
+def resnet_stream_finite_width(spec: ArchSpec, blocks) -> dict:
+    """The residual stream's finite-width moments (:mod:`amutheory.symbolic.resnet.finite_width`): one block's
+    ``E R`` and ``Var R``, the ``K``-block ratio, its forward-stable limit, and at ``blocks`` the excess of the
+    spec's dense linear stream beside a chain's at as many layers.  ValueError naming the field for a net the
+    exact stream law does not cover."""
+    import sympy as sp
+
+    from amutheory.symbolic.resnet import finite_width as F
+
+    excess = F.stream_excess(spec, blocks)
+    mom = F.block_ratio_moments()
+    gain = F.block_gain(spec)
+    ks = [int(k) for k in blocks]
+    return {"block_mean": sp.sstr(mom["mean"]), "block_variance": sp.sstr(mom["variance"]),
+            "stream_moment_ratio": sp.sstr(F.stream_moment_ratio()), "forward_stable_limit": sp.sstr(F.forward_stable_limit()),
+            "block_gain": sp.sstr(gain), "branch_fourth_moment": sp.sstr(F.BRANCH_FOURTH_MOMENT[spec.branch]),
+            "blocks": ks, "stream_excess": excess.tolist(),
+            "chain_excess": [(1 + 2 / spec.width)**k - 1 for k in ks],
+            "scope": "exact for dense linear residual streams given the stem's output (rotation invariance); an "
+                     "order statement for other branches; the one-step s at finite width is not derived"}
+
+
 @derivation(mutable=True)
 def transformer_derivation(spec: ArchSpec, order: int = 3, law: str = "coherent") -> dict:
     """The Transformer's coherent or effective-depth law, with its effective depth at ``spec.depth``."""

@@ -29,7 +29,9 @@ def _exact_kind(spec) -> str:
 
 class _ResnetExact(Law):
     family = "resnet"
-    leaves_out = "finite-width terms of relative order 1/n"
+    leaves_out = ("finite-width terms of relative order 1/n, flat in K under a forward-stable init (derived for the "
+                  "dense linear stream's norm moments: symbolic.resnet.finite_width; the one-step s at finite width is "
+                  "not derived)")
     kind = ""
 
     def _covers(self, spec):
