@@ -7,6 +7,7 @@ case whose estimate is over ``--limit`` seconds is reported without being run.
 
     python validate/benchmark_law_costs.py            # a few minutes on 2 cores
     python validate/benchmark_law_costs.py --fit      # the finite-width kernel law's units, refitted (3 minutes)
+    python validate/benchmark_law_costs.py --samplers # the drawn law with either sampler, timed in one run
 """
 
 from __future__ import annotations
@@ -80,14 +81,43 @@ def fit_kernel_finite() -> None:
         print(f"{name:24} fitted {unit:.3g}   in use {getattr(costs, name):.3g}")
 
 
+#: ``--samplers``: (width, spatial, batch) of ReLU 1-D circular chains, depths 4, 8, 16 and their neighbours
+SAMPLER_CASES = [(32, 8, 8), (64, 8, 8), (32, 16, 8), (64, 16, 8), (128, 16, 8), (32, 32, 8)]
+
+
+def compare_samplers() -> None:
+    """The finite-width kernel law (512 draws, the depths and neighbours ``chain-kernel-finite-backward`` draws)
+    with the rows drawn by the layer's weights and by the matrix square root, in one run: seconds and their
+    ratio, beside what ``"auto"`` takes."""
+    from amutheory.laws.chain_finite import slope_depths
+    from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar, weights_cheaper
+
+    depths = slope_depths([4, 8, 16])
+    print(f"{'n':>4} {'N':>3} {'B':>2} {'weights s':>10} {'eigh s':>8} {'eigh / weights':>15}  auto")
+    for n, N, B in SAMPLER_CASES:
+        spec = ArchSpec(dim=1, width=n, spatial=N, batch=B, activation="relu")
+        took = {}
+        for sampler in ("weights", "eigh"):
+            start = time.perf_counter()
+            finite_width_kernel_s_bar(spec, depths, sampler=sampler)
+            took[sampler] = time.perf_counter() - start
+        auto = "weights" if weights_cheaper(spec, n) else "eigh"
+        print(f"{n:4d} {N:3d} {B:2d} {took['weights']:10.1f} {took['eigh']:8.1f} "
+              f"{took['eigh'] / took['weights']:15.2f}  {auto}", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=float, default=300.0, help="skip cases estimated above this (seconds)")
     ap.add_argument("--fit", action="store_true", help="refit the finite-width kernel law's cost units instead")
+    ap.add_argument("--samplers", action="store_true", help="time the drawn law with either sampler instead")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     if args.fit:
         fit_kernel_finite()
+        return 0
+    if args.samplers:
+        compare_samplers()
         return 0
     print(f"{'law':16} {'spec':42} {'depths':14} {'estimate':>9} {'measured':>9} {'ratio':>6}")
     for name, spec, depths in CASES:
