@@ -121,3 +121,11 @@ def test_the_backward_law_reports_its_slopes_monte_carlo_error():
     got = REGISTRY["chain-kernel-finite-backward"].evaluate(spec, [4, 8])
     se = got.constants["local_slope_mc_se"]
     assert se.source == "monte-carlo" and 0 < se.value < 1 and "at L = 8" in se.note
+
+
+def test_a_noisy_slope_is_named_in_the_notes():
+    from amutheory.laws.chain_finite import NOISY_SLOPE_SE, noisy_slope_notes
+
+    assert noisy_slope_notes([8, 16], [-1.8, -2.2], [0.05, NOISY_SLOPE_SE / 2]) == []
+    (note,) = noisy_slope_notes([8, 32], [-1.7, -3.75], [0.04, 0.93])
+    assert "L = 32: -3.75 +- 0.93" in note and "L = 8" not in note

@@ -189,6 +189,20 @@ def secant_slope_se(per_draw: dict, lo: list, hi: list) -> np.ndarray:
     return np.array(out)
 
 
+#: a local slope whose Monte Carlo standard error exceeds this gets a note (an exponent read off it is off by as much)
+NOISY_SLOPE_SE = 0.1
+
+
+def noisy_slope_notes(depths, slope, slope_se) -> list:
+    """One note naming the depths whose local slope carries a Monte Carlo standard error over
+    :data:`NOISY_SLOPE_SE` (``[]`` when none does)."""
+    noisy = [f"L = {d}: {v:.2f} +- {e:.2f}" for d, v, e in zip(depths, slope, slope_se) if e > NOISY_SLOPE_SE]
+    if not noisy:
+        return []
+    return [f"the drawn law's local slope is Monte Carlo noise at {'; '.join(noisy)} (heavy-tailed draws at these "
+            "L/n): read the slope between depths further apart, or the values"]
+
+
 def backward_twin(spec):
     """The linear circular chain whose exact backward factor ``chain-kernel-finite-backward`` takes for ``spec``
     (a zero-padded chain's is its circular twin's: the split is derived for circular padding)."""
@@ -294,5 +308,6 @@ class ChainKernelFiniteBackward(Law):
         note = (f"the kernel law with forward kernels drawn at width {spec.width} ({DRAWS} draws) times the "
                 f"linear circular chain's backward factor at width {n_b:g} ({', '.join(f'{f:.3f}' for f in factor)} "
                 f"at the depths asked): nothing fitted; an assumption, not derived (leaves_out)")
-        return LawValues(self.name, depths, s_kf * factor, se_kf * factor, const, self.exactness, None, [note],
+        notes = [note] + noisy_slope_notes(depths, slope, slope_se)
+        return LawValues(self.name, depths, s_kf * factor, se_kf * factor, const, self.exactness, None, notes,
                          local_slope=slope)
