@@ -310,6 +310,12 @@ def _relu_chain_l_section() -> list:
     return _relu_chain_check_section("L")
 
 
+def _run_json(name: str) -> dict | None:
+    """A run's JSON next to the page (``None`` before the run has written it)."""
+    path = OUT / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def _no_worse_lines(dec: dict) -> list:
     """Run I's rule per width, from a ``decide`` record: the law's max |error| and |z| against chain-coherent's."""
     return [f"* width {n}: max |error| {v['max_abs_error'][0]:.2%} against chain-coherent's "
@@ -320,10 +326,9 @@ def _no_worse_lines(dec: dict) -> list:
 def _relu_chain_check_section(run: str) -> list:
     """A registered check of ``chain-kernel-finite-backward`` on ReLU chains of one padding, from its JSON."""
     name, addendum, padding = _RELU_CHAIN_CHECKS[run]
-    path = OUT / name
-    if not path.exists():
+    d = _run_json(name)
+    if d is None:
         return []
-    d = json.loads(path.read_text())
     title = "the approximate law on ReLU conv chains" if padding == "circular" else "the approximate law on zero-padded ReLU conv chains"
     backward = ("the linear circular chain's exact backward factor b(L; n, 2n/5)" if padding == "circular" else
                 "the backward factor b(L; n, 2n/5) of its circular linear twin (the split is derived for circular padding)")
@@ -360,10 +365,9 @@ def _relu_chain_q_section() -> list:
 
 def _spatial16_section(run: str) -> list:
     name, addendum, decides = _SPATIAL16_CHECKS[run]
-    path = OUT / name
-    if not path.exists():
+    d = _run_json(name)
+    if d is None:
         return []
-    d = json.loads(path.read_text())
     title = ("ReLU chains at the command line's default geometry" if run == "Q" else
              "zero-padded ReLU chains at spatial 16, confirmatory")
     why = ("Run I's comparison where `predict`'s default would change by cost alone once the drawn law got cheaper "
