@@ -129,3 +129,16 @@ def test_a_noisy_slope_is_named_in_the_notes():
     assert noisy_slope_notes([8, 16], [-1.8, -2.2], [0.05, NOISY_SLOPE_SE / 2]) == []
     (note,) = noisy_slope_notes([8, 32], [-1.7, -3.75], [0.04, 0.93])
     assert "L = 32: -3.75 +- 0.93" in note and "L = 8" not in note
+
+
+def test_gelu_and_tanh_chains_at_the_default_geometry_take_the_drawn_law_within_the_budget():
+    """Run T of the finite-width plan: GELU and tanh chains (either padding) at ``ArchSpec``'s default geometry,
+    widths 32 and 64, default to ``chain-kernel-finite`` with its estimate within the 60 s budget."""
+    from amutheory.laws import REGISTRY, best_law
+
+    for activation in ("gelu", "tanh"):
+        for padding in ("circular", "zero"):
+            for width in (32, 64):
+                spec = ArchSpec(width=width, activation=activation, padding=padding, depth=16)
+                assert best_law(spec, [4, 8, 16]).law.name == "chain-kernel-finite"
+                assert REGISTRY["chain-kernel-finite"].cost(spec, [4, 8, 16]).seconds < 60

@@ -106,6 +106,32 @@ def compare_samplers() -> None:
               f"{took['eigh'] / took['weights']:15.2f}  {auto}", flush=True)
 
 
+#: the drawn loops' timing grid of ``--fit``: GELU chains (batch, spatial) x widths, depths 8, 12, 16, 128 draws
+FIT_LOOP_GEOMETRIES, FIT_LOOP_WIDTHS = [(8, 8), (8, 16), (4, 16)], (32, 64, 128)
+
+
+def fit_drawn_loops() -> None:
+    """Time ``chain-kernel-finite`` on GELU chains and print, per case, what the loops over (sample, position)
+    triples cost per unit of :func:`amutheory.laws.costs.drawn_loop_seconds` (the time the finite-width forward
+    chain's own estimate leaves), and their median: the unit in use is that median rounded up by half."""
+    import numpy as np
+
+    from amutheory.laws import costs
+    from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
+
+    depths, units = [8, 12, 16], []
+    for (B, N), n in ((g, n) for g in FIT_LOOP_GEOMETRIES for n in FIT_LOOP_WIDTHS):
+        spec = ArchSpec(dim=1, width=n, spatial=N, batch=B, activation="gelu", input_channels=3)
+        start = time.perf_counter()
+        finite_width_kernel_s_bar(spec, depths, draws=FIT_DRAWS)
+        took = time.perf_counter() - start
+        rest = max(took - costs.kernel_finite_seconds(spec, depths, FIT_DRAWS) / 1.5, 0.1 * took)
+        units.append(rest / (costs.drawn_loop_seconds(spec, depths, FIT_DRAWS) / costs.DRAWN_LOOP_UNIT))
+        print(f"GELU n={n} N={N} B={B} depths 8, 12, 16   measured {took:6.2f} s (loops {rest:6.2f} s)  "
+              f"unit {units[-1]:.3g}")
+    print(f"DRAWN_LOOP_UNIT          median {np.median(units):.3g}   in use {costs.DRAWN_LOOP_UNIT:.3g}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=float, default=300.0, help="skip cases estimated above this (seconds)")
@@ -115,6 +141,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     if args.fit:
         fit_kernel_finite()
+        fit_drawn_loops()
         return 0
     if args.samplers:
         compare_samplers()

@@ -8,6 +8,7 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part J2   # after the decision: other geometries, reported only
     python validate/finite_width_smooth.py --part K    # run K (addendum 8): GELU and tanh conv chains
     python validate/finite_width_smooth.py --part K2   # after run K: the GELU chain at width 256 (a diagnostic)
+    python validate/finite_width_smooth.py --part T    # run T (addendum 17): run K at spatial 16, into smooth_t.json
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -164,10 +165,10 @@ K_SEEDS = range(80000, 81024)
 K_LAWS = ("chain-kernel-finite", "chain-coherent")
 
 
-def chain_spec_of(activation: str, padding: str, width: int, depth: int):
+def chain_spec_of(activation: str, padding: str, width: int, depth: int, spatial: int = 8):
     from amutheory.spec import ArchSpec
 
-    return ArchSpec(dim=1, depth=depth, width=width, spatial=8, kernel=3, padding=padding, activation=activation,
+    return ArchSpec(dim=1, depth=depth, width=width, spatial=spatial, kernel=3, padding=padding, activation=activation,
                     input_channels=3, batch=8)
 
 
@@ -204,6 +205,37 @@ def decide_k(k: dict) -> dict:
             for a in ACTIVATIONS for p in K_PADDINGS}
 
 
+#: T (plan addendum 17): run K at spatial 16, fresh seeds, its own file
+T_SEEDS, T_SPATIAL = range(200000, 201024), 16
+T_OUT = OUT.parent / "smooth_t.json"
+
+
+def measure_t() -> dict:
+    """Run T: run K's comparison at the command line's default geometry, resuming per net, and its decision."""
+    import torch
+
+    torch.set_num_threads(1)
+    d = json.loads(T_OUT.read_text()) if T_OUT.exists() else {"plan": "validate/plans/FINITE_WIDTH.md run T",
+                                                              "nets": {}}
+    for activation in ACTIVATIONS:
+        for padding in K_PADDINGS:
+            for width in DECIDING_WIDTHS:
+                key = f"{activation}-{padding}-n{width}"
+                if key in d["nets"]:
+                    continue
+                t = time.perf_counter()
+                spec = chain_spec_of(activation, padding, width, max(HELD_OUT), T_SPATIAL)
+                laws = laws_at(spec, K_LAWS)
+                rows = held_out_rows(spec, laws, HELD_OUT, T_SEEDS)
+                d["nets"][key] = {"activation": activation, "padding": padding, "width": width, "c": spec.c,
+                                  "spec": repr(spec), "seeds": [T_SEEDS[0], T_SEEDS[-1]], "rows": rows}
+                T_OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+                _print_net(f"T {key}", rows, K_LAWS, t)
+    d["decision"] = decide_k(d)
+    T_OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+    return d
+
+
 K2_DEPTHS, K2_SEEDS, K2_WIDTH = (2, 4, 6), range(90000, 90512), 256
 
 
@@ -236,6 +268,8 @@ def measure_k2() -> dict:
 if __name__ == "__main__":
     if sys.argv[1:] == ["--part", "K2"]:
         print(measure_k2()["reading"])
+    elif sys.argv[1:] == ["--part", "T"]:
+        print(json.dumps(measure_t()["decision"], indent=1))
     elif sys.argv[1:] == ["--part", "K"]:
         print(json.dumps(measure_k()["decision"], indent=1))
     elif sys.argv[1:] == ["--part", "J2"]:

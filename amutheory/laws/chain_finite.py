@@ -121,9 +121,9 @@ def drawn_law_at(spec, depths: list, input_var: float, progress=None, asked: lis
 
 
 #: the smooth activations whose chains (either padding) take ``chain-kernel-finite`` as ``predict``'s default, by
-#: run K of validate/plans/FINITE_WIDTH.md (its planned rule, run D's: no worse than the calibrated chain-coherent
-#: at held-out depths, in error and in z, at widths 32 and 64; GELU chains still read low by 30-70%:
-#: docs/findings/finite_width.md)
+#: run K (spatial 8) and run T (spatial 16) of validate/plans/FINITE_WIDTH.md (their planned rule, run D's: no worse
+#: than the calibrated chain-coherent at held-out depths, in error and in z, at widths 32 and 64; GELU chains still read
+#: low by 18-70%: docs/findings/finite_width.md)
 DRAWN_CHAIN_DEFAULT = ("gelu", "tanh")
 
 

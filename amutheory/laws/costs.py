@@ -69,9 +69,10 @@ def pair_kernel_seconds(spec: ArchSpec, deepest: int) -> float:
 
 
 #: seconds of the drawn law's four-point loops (GELU, tanh) per draw, per unit of ``B^2 P^3`` times the layers
-#: drawn and cut (calibrated: GELU 1-D circular chains, N = 8, B = 8, widths 32 and 64, depths 8, 12, 16,
-#: 128 draws, 6.5 s; rounded up by half; validate/benchmark_law_costs.py times the case at 512 draws)
-DRAWN_LOOP_UNIT = 4.5e-8
+#: drawn and cut (calibrated 2026-11-28: GELU 1-D circular chains at B P = 64 and 128, widths 32-128, depths 8, 12,
+#: 16, 128 draws, by ``python validate/benchmark_law_costs.py --fit``: the median of nine cases, 3.2e-9, rounded up
+#: by half; two cases, width 128 at B P = 64, cost ten times the median, so the estimate runs short there)
+DRAWN_LOOP_UNIT = 5e-9
 
 
 def drawn_loop_seconds(spec: ArchSpec, depths, draws: int) -> float:
