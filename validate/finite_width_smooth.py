@@ -172,30 +172,39 @@ def chain_spec_of(activation: str, padding: str, width: int, depth: int, spatial
                     input_channels=3, batch=8)
 
 
-def measure_k() -> dict:
-    """Run K: the drawn law against the calibrated default on GELU and tanh conv chains, and its decision."""
+def _measure_chain_nets(nets: dict, seeds, save, tag: str, spatial: int = 8) -> None:
+    """Runs K and T: each GELU and tanh chain (either padding, each deciding width) not yet in ``nets``, its laws
+    and the probe's held-out rows over ``seeds``; ``save()`` after each net."""
     import torch
 
     torch.set_num_threads(1)
-    d = json.loads(OUT.read_text())
-    k = d.setdefault("k", {"nets": {}})
     for activation in ACTIVATIONS:
         for padding in K_PADDINGS:
             for width in DECIDING_WIDTHS:
                 key = f"{activation}-{padding}-n{width}"
-                if key in k["nets"]:
+                if key in nets:
                     continue
                 t = time.perf_counter()
-                spec = chain_spec_of(activation, padding, width, max(HELD_OUT))
+                spec = chain_spec_of(activation, padding, width, max(HELD_OUT), spatial)
                 laws = laws_at(spec, K_LAWS)
-                rows = held_out_rows(spec, laws, HELD_OUT, K_SEEDS)
-                k["nets"][key] = {"activation": activation, "padding": padding, "width": width, "c": spec.c,
-                                  "spec": repr(spec.with_(depth=max(HELD_OUT))), "seeds": [K_SEEDS[0], K_SEEDS[-1]],
-                                  "rows": rows}
-                OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
-                _print_net(f"K {key}", rows, K_LAWS, t)
+                rows = held_out_rows(spec, laws, HELD_OUT, seeds)
+                nets[key] = {"activation": activation, "padding": padding, "width": width, "c": spec.c,
+                             "spec": repr(spec), "seeds": [seeds[0], seeds[-1]], "rows": rows}
+                save()
+                _print_net(f"{tag} {key}", rows, K_LAWS, t)
+
+
+def measure_k() -> dict:
+    """Run K: the drawn law against the calibrated default on GELU and tanh conv chains, and its decision."""
+    d = json.loads(OUT.read_text())
+    k = d.setdefault("k", {"nets": {}})
+
+    def save():
+        OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+
+    _measure_chain_nets(k["nets"], K_SEEDS, save, "K")
     k["decision"] = decide_k(k)
-    OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+    save()
     return k
 
 
@@ -212,27 +221,15 @@ T_OUT = OUT.parent / "smooth_t.json"
 
 def measure_t() -> dict:
     """Run T: run K's comparison at the command line's default geometry, resuming per net, and its decision."""
-    import torch
-
-    torch.set_num_threads(1)
     d = json.loads(T_OUT.read_text()) if T_OUT.exists() else {"plan": "validate/plans/FINITE_WIDTH.md run T",
                                                               "nets": {}}
-    for activation in ACTIVATIONS:
-        for padding in K_PADDINGS:
-            for width in DECIDING_WIDTHS:
-                key = f"{activation}-{padding}-n{width}"
-                if key in d["nets"]:
-                    continue
-                t = time.perf_counter()
-                spec = chain_spec_of(activation, padding, width, max(HELD_OUT), T_SPATIAL)
-                laws = laws_at(spec, K_LAWS)
-                rows = held_out_rows(spec, laws, HELD_OUT, T_SEEDS)
-                d["nets"][key] = {"activation": activation, "padding": padding, "width": width, "c": spec.c,
-                                  "spec": repr(spec), "seeds": [T_SEEDS[0], T_SEEDS[-1]], "rows": rows}
-                T_OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
-                _print_net(f"T {key}", rows, K_LAWS, t)
+
+    def save():
+        T_OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+
+    _measure_chain_nets(d["nets"], T_SEEDS, save, "T", T_SPATIAL)
     d["decision"] = decide_k(d)
-    T_OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+    save()
     return d
 
 

@@ -640,13 +640,10 @@ def _smooth_k_section(k: dict | None) -> list:
              f"{first['seeds'][1]}).  `chain-kernel-finite` is the drawn law of run J on chains (the cut's loop over "
              "sample and position triples and the gains per sample and position drawn; 512 draws, nothing fitted); "
              "`chain-coherent` the calibrated default (depths 2, 3, 4, 6, seeds 0..31).  z = (law - mean) / se of "
-             "the mean.", "",
-             "| activation | padding | width | law | error at L = 8, 12, 16 | z | max abs error |",
-             "|---|---|---|---|---|---|---|"]
+             "the mean.", ""]
     dec = k.get("decision", {})
-    lines += _law_pair_rows(k["nets"], ("activation", "padding", "width"), ("chain-kernel-finite", "chain-coherent"), dec)
-    changed = [case for case, v in dec.items() if v["default_changes"]]
-    kept = [case for case, v in dec.items() if not v["default_changes"]]
+    table, changed, kept = _drawn_chain_table(k["nets"], dec)
+    lines += table
     lines += ["", "The planned decision (run D's rule, per activation and padding, at widths 32 and 64): "
               + (f"`chain-kernel-finite` is `predict`'s default (no probe) for {', '.join(changed)} chains where its "
                  "cost fits the budget" if changed else "no change")
@@ -664,6 +661,16 @@ def _smooth_k_section(k: dict | None) -> list:
     return lines + [""]
 
 
+def _drawn_chain_table(nets: dict, dec: dict) -> tuple:
+    """Runs K and T's table (the drawn law and the calibrated default per activation, padding and width), and the
+    cases whose planned decision changed the default and those it kept."""
+    table = (["| activation | padding | width | law | error at L = 8, 12, 16 | z | max abs error |",
+              "|---|---|---|---|---|---|---|"]
+             + _law_pair_rows(nets, ("activation", "padding", "width"), ("chain-kernel-finite", "chain-coherent"), dec))
+    return (table, [case for case, v in dec.items() if v["default_changes"]],
+            [case for case, v in dec.items() if not v["default_changes"]])
+
+
 def _smooth_t_section() -> list:
     """Run T (``validate/finite_width_smooth.py --part T``, plan addendum 17): run K at spatial 16, from its JSON."""
     t = _run_json("smooth_t.json")
@@ -675,13 +682,10 @@ def _smooth_t_section() -> list:
              "`ArchSpec`'s default conv chain -- 1-D, kernel 3, spatial 16, batch 8, 3 input channels -- with each "
              f"activation at its critical c, padding and width; fresh probe seeds {first['seeds'][0]}..{first['seeds'][1]}, "
              "1024 per depth).  Run K's comparison where the drawn law would become the default by cost alone once its "
-             "cost unit is refitted.  z = (law - mean) / se of the mean.", "",
-             "| activation | padding | width | law | error at L = 8, 12, 16 | z | max abs error |",
-             "|---|---|---|---|---|---|---|"]
+             "cost unit is refitted.  z = (law - mean) / se of the mean.", ""]
     dec = t.get("decision", {})
-    lines += _law_pair_rows(t["nets"], ("activation", "padding", "width"), ("chain-kernel-finite", "chain-coherent"), dec)
-    changed = [case for case, v in dec.items() if v["default_changes"]]
-    kept = [case for case, v in dec.items() if not v["default_changes"]]
+    table, changed, kept = _drawn_chain_table(t["nets"], dec)
+    lines += table
     if dec:
         lines += ["", "The planned decision (run K's rule, per activation and padding, at widths 32 and 64): "
                   + (f"`chain-kernel-finite` stays the default for {', '.join(changed)} chains at this geometry, where "
