@@ -231,6 +231,10 @@ def _derive_resnet(args, spec):
                   f"  E R = {stream['block_mean']},  Var R = {stream['block_variance']}",
                   f"  E|x_K|^4/(E|x_K|^2)^2 = {stream['stream_moment_ratio']}  ->  {stream['forward_stable_limit']} "
                   "as K -> oo with K eps2 -> a",
+                  (f"  here a = lim K eps2 = {stream['a']}: the excess tends to {stream['excess_limit']} "
+                   f"(= {stream['excess_limit_at_width']:.4g} at n = {spec.width}), flat in K"
+                   if stream["excess_limit"] != "oo" else
+                   "  here K eps2 grows without bound: the excess grows with K, as a chain's"),
                   *(f"  K = {k}: stream excess {e:.4g}  (a chain of {k} layers: {c:.4g})"
                     for k, e, c in zip(stream["blocks"], stream["stream_excess"], stream["chain_excess"])),
                   f"  scope: {stream['scope']}"]

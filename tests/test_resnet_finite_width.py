@@ -93,3 +93,19 @@ def test_derive_finite_width_for_a_dense_linear_residual_net_from_the_command_li
                           "--width", "32", "--depths", "4", "--finite-width"], capture_output=True, text=True, timeout=300)
     assert got.returncode == 2 and "Traceback" not in got.stderr
     assert got.stderr.strip().splitlines()[-1].endswith("exact for linear branches (rotation invariance), got 'relu'")
+
+
+def test_derive_names_the_limit_of_each_init(capsys):
+    import json
+
+    from amutheory.cli import main
+
+    dense = ["--family", "resnet", "--activation", "linear", "--kernel", "1", "--spatial", "1", "--batch", "1",
+             "--width", "32", "--depths", "4"]
+    expected = {("conv", "k-last"): ("1", "exp(n**(-1)*4) - 1"), ("conv-mlp", "k-all"): ("0", "0"),
+                ("conv", "none"): ("oo", "oo")}
+    for (branch, init), (a, limit) in expected.items():
+        assert main(["derive", *dense, "--branch", branch, "--init", init, "--finite-width", "--json"]) == 0
+        fw = json.loads(capsys.readouterr().out)["finite_width"]
+        assert fw["a"] == a
+        assert fw["excess_limit"] == "oo" if limit == "oo" else sp.simplify(sp.sympify(fw["excess_limit"]) - sp.sympify(limit)) == 0
