@@ -281,7 +281,7 @@ print("excess against K at width 32 (k-last):",
 # `O(1/n)` factor the same at every depth, which moves no exponent and no ratio of `eta*` across `K` --
 # what the residual campaigns measured (excess `c/n`, flat in `K`).  The one-step `s` at finite width
 # (the backward products, the sources, ReLU masks) is not derived; the residual laws stay infinite-width
-# laws (`amutheory derive --family resnet --finite-width` prints the terms above).
+# laws (`amutheory derive --family resnet --activation linear --kernel 1 --spatial 1 --batch 1 --finite-width` prints the terms above).
 
 # %% [markdown]
 # ## 8. What this does not give

@@ -89,6 +89,10 @@ def test_derive_finite_width_for_a_dense_linear_residual_net_from_the_command_li
     fw = json.loads(capsys.readouterr().out)["finite_width"]
     assert fw["blocks"] == [4, 64] and fw["forward_stable_limit"] == "exp(4*a/n)" and fw["block_gain"] == "1/K"
     assert fw["stream_excess"][1] < math.exp(4 / 32) - 1 < fw["chain_excess"][1]
+    readme = ("derive --family resnet --activation linear --kernel 1 --spatial 1 --batch 1 --finite-width").split()
+    ok = subprocess.run([sys.executable, "-m", "amutheory", *readme], capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr[-2000:]       # the README's command, as written there
+    assert "here a = lim K eps2 = 1: the excess tends to" in ok.stdout and "flat in K" in ok.stdout
     got = subprocess.run([sys.executable, "-m", "amutheory", "derive", "--family", "resnet", "--activation", "relu",
                           "--width", "32", "--depths", "4", "--finite-width"], capture_output=True, text=True, timeout=300)
     assert got.returncode == 2 and "Traceback" not in got.stderr

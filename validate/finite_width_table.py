@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -368,7 +367,7 @@ def _spatial16_section(run: str) -> list:
     title = ("ReLU chains at the command line's default geometry" if run == "Q" else
              "zero-padded ReLU chains at spatial 16, confirmatory")
     why = ("Run I's comparison where `predict`'s default would change by cost alone once the drawn law got cheaper "
-           "(it draws a layer's rows with the layer's own weights where that is cheaper than a matrix square root, "
+           "(it draws a layer's rows with the layer's own weights where that halves the cost of a matrix square root, "
            "and its depths and their neighbours on one set of draws)." if run == "Q" else
            "Run Q's zero-padding reading (which decided nothing) tested on fresh seeds with the rule fixed before.")
     lines = [f"## Run {run}: {title}, registered check", "",
@@ -442,11 +441,19 @@ def _resnet_dense_s_section() -> list:
                      for n, v in r["per_width"].items()]
     spans = [by[k][n]["ci"][1] - by[k][n]["ci"][0] for k in ks for n in widths]
     small = 0.1 * ks[-1] / widths[0]                  # a K/n term with coefficient 0.1 at the largest K/n
-    stream = ", ".join(f"{math.exp(4 / n) - 1:.2f}" for n in widths)
+    import sympy as sp
+
+    from amutheory.spec import ArchSpec
+    from amutheory.symbolic.resnet import finite_width as F
+
+    dense = ArchSpec(family="resnet", width=widths[0], kernel=1, spatial=1, batch=1, activation="linear",
+                     branch=d["branch"], init=d["init"])
+    a = sp.limit(F.K * F.block_gain(dense), F.K, sp.oo)       # the init's lim K eps^2
+    stream = ", ".join(f"{float(F.forward_stable_limit().subs({F.a: a, F.n: n})) - 1:.2f}" for n in widths)
     lines += ["", f"Reading fixed before the run: **{r['reading']}**.  The resolution is what {d['seeds']} seeds allow "
               f"(the intervals span {min(spans):.2f} to {max(spans):.2f} in the ratio): a chain-like `exp(2L/n)` "
               f"excess is excluded by orders of magnitude, a small `K/n` term (coefficient 0.1: {small:+.2f} at "
-              f"K = {ks[-1]}, width {widths[0]}) is not.  The derived stream excess `exp(4a/n) - 1` (a = 1 here) is "
+              f"K = {ks[-1]}, width {widths[0]}) is not.  The derived stream excess `exp(4a/n) - 1` (a = {a} here) is "
               f"{stream} at widths {', '.join(map(str, widths))}, of the size of the measured excesses; it is the "
               "stream's, not the one-step law's (whose backward products and sources are not derived)."]
     return lines + [""]
@@ -781,7 +788,7 @@ OPEN_QUESTIONS = [
     "one-step `s` at finite width (the backward products, the sources, and the ReLU masks and convolutions that "
     "break the rotation invariance), so the residual laws remain infinite-width laws, off by a "
     "depth-independent `O(1/n)` factor that moves no exponent or ratio of `eta*` across `K` at that order "
-    "(`amutheory derive --family resnet --finite-width` prints the stream's terms).", ""]
+    "(`amutheory derive --family resnet --activation linear --kernel 1 --spatial 1 --batch 1 --finite-width` prints the stream's terms).", ""]
 
 
 def main(argv=None) -> int:

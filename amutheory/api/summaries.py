@@ -118,14 +118,15 @@ def resnet_stream_finite_width(spec: ArchSpec, blocks) -> dict:
     mom = F.block_ratio_moments()
     gain = F.block_gain(spec)
     a = sp.limit(F.K * gain, F.K, sp.oo)
+    limit = F.forward_stable_limit().subs(F.a, a) - 1 if a.is_finite else None
     ks = [int(k) for k in blocks]
     return {"block_mean": sp.sstr(mom["mean"]), "block_variance": sp.sstr(mom["variance"]),
             "stream_moment_ratio": sp.sstr(F.stream_moment_ratio()), "forward_stable_limit": sp.sstr(F.forward_stable_limit()),
             "block_gain": sp.sstr(gain), "branch_fourth_moment": sp.sstr(F.BRANCH_FOURTH_MOMENT[spec.branch]),
-            "a": sp.sstr(a), "excess_limit": sp.sstr(sp.exp(4 * a / F.n) - 1) if a.is_finite else "oo",
-            "excess_limit_at_width": float(sp.exp(4 * a / spec.width) - 1) if a.is_finite else None,
+            "a": sp.sstr(a), "excess_limit": "oo" if limit is None else sp.sstr(limit),
+            "excess_limit_at_width": None if limit is None else float(limit.subs(F.n, spec.width)),
             "blocks": ks, "stream_excess": excess.tolist(),
-            "chain_excess": [(1 + 2 / spec.width)**k - 1 for k in ks],
+            "chain_excess": [float(F.chain_moment_ratio().subs({F.n: spec.width, F.K: k})) - 1 for k in ks],
             "scope": "exact for dense linear residual streams given the stem's output (rotation invariance); an "
                      "order statement for other branches; the one-step s at finite width is not derived"}
 

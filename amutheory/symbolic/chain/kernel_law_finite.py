@@ -11,7 +11,7 @@ empirical kernel of those ``n`` rows.  So the forward kernels are an exact Marko
 draw of the rows needs a factor ``A A^T = Sigma``: either the matrix square root (``(B P)^3`` per layer,
 ``sampler="eigh"``) or the layer's own weights on the shifted rows below, ``A = sqrt(c / (r k^d)) [S_t
 F^T]_t`` (``r n k^d B P`` per layer, ``sampler="weights"``: a conv layer's forward pass); ``"auto"``
-takes the cheaper, and both draw the same law.  This law draws it, takes the empirical
+takes the weights where they halve the cost (:func:`weights_cheaper`), and both draw the same law.  This law draws it, takes the empirical
 value and mask kernels of each draw in place of the infinite-width (arc-cosine) ones, and runs the
 kernel law's backward recursion (:func:`amutheory.symbolic.chain.kernel_law.layer_moments_at_depths`)
 on them: infinite width *given* the drawn forward pass.
@@ -55,8 +55,9 @@ def _sqrt_psd(S: np.ndarray) -> np.ndarray:
 #: the ways :func:`sampled_forward` draws a layer's rows (module docstring)
 SAMPLERS = ("auto", "weights", "eigh")
 #: ``eigh``'s cost per ``(B P)^3`` in multiply-adds' time, for :func:`weights_cheaper` (LAPACK's
-#: divide-and-conquer with eigenvectors; timed against the batched matrix product by
-#: validate/benchmark_law_costs.py)
+#: divide-and-conquer with eigenvectors; calibrated 2026-11-28 on this project's 2-core machine from timings of
+#: both samplers at B P = 8..256, widths 32-256, where they cost the same; ``python validate/benchmark_law_costs.py
+#: --samplers`` times the whole law with each)
 EIGH_FLOPS = 4.0
 
 
@@ -68,7 +69,6 @@ def weights_cheaper(spec: ArchSpec, rows: int) -> bool:
     bp = spec.batch * spec.positions
     taps = spec.kernel**spec.dim
     return 2 * spec.width * taps * rows * bp <= EIGH_FLOPS * bp**3 + spec.width * bp**2
-
 
 
 def _draw_rows(rng, n: int, F: np.ndarray, scale: float, T, sigma, use_weights: bool) -> np.ndarray:
