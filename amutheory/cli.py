@@ -490,7 +490,8 @@ def cmd_predict(args):
     spec = _spec(args)
     pred = predict(spec, args.depths, constants=args.constants, calibration_depths=args.calibration_depths,
                    calibration_seeds=args.calibration_seeds, statistic=args.statistic,
-                   protocol=_protocol(args), C=args.C, progress=_progress(args), law=args.law, budget_s=args.budget)
+                   protocol=_protocol(args), C=args.C, progress=_progress(args), law=args.law, budget_s=args.budget,
+                   draws=args.draws)
     d = pred.to_dict()
     lines = [f"law: {pred.law}  (statistic: {pred.statistic})"]
     if pred.law_choice is not None:
@@ -512,7 +513,7 @@ def cmd_laws(args):
     """``amutheory laws``: the registry; with ``--depths``, each law's coverage and cost for the net and
     the default's choice."""
     from amutheory.laws import REGISTRY, best_law, covering, not_default_reason
-    from amutheory.laws.contract import call_law
+    from amutheory.laws.registry import law_cost
 
     if args.depths is None:
         rows = [law.describe() for law in REGISTRY.values()]
@@ -525,17 +526,17 @@ def cmd_laws(args):
         row = {"law": law.name, "exactness": law.exactness, "covers": coverage.ok, "reason": coverage.reason,
                "default_candidate": law.default_candidate}
         if coverage:
-            row["cost"] = call_law(law, "cost", spec, args.depths,
+            row["cost"] = law_cost(law, spec, args.depths, args.budget or 60.0, args.draws,
                                    calibration_depths=tuple(args.calibration_depths)).to_dict()
             row["not_default"] = not_default_reason(law, spec)  # None: it may be the default here
         rows.append(row)
     try:
-        choice = best_law(spec, args.depths, args.budget or 60.0,
-                          calibration_depths=tuple(args.calibration_depths)).to_dict()
+        choice = best_law(spec, args.depths, args.budget or 60.0, calibration_depths=tuple(args.calibration_depths),
+                          draws=args.draws).to_dict()
     except ValueError as exc:
         choice = {"law": None, "reason": str(exc)}
-    lines = [f"{r['law']:28} {r['exactness']:12} " + (f"covers, ~{r['cost']['seconds']:.0f} s" if r["covers"] else
-                                                       f"does not cover: {r['reason']}")
+    lines = [f"{r['law']:28} {r['exactness']:12} " + (f"covers, ~{r['cost']['seconds']:.0f} s" + _draws_words(r["cost"])
+                                                       if r["covers"] else f"does not cover: {r['reason']}")
              + (f"; not the default: {r['not_default']}" if r["covers"] and r["not_default"] else "") for r in rows]
     lines.append(f"default: {choice['reason']}")
     if choice.get("calibrated_because"):
@@ -1013,6 +1014,7 @@ def _predict_parser(sub, common) -> None:
     pr.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                     help="with --law auto: the longest a more exact law may take by its cost estimate before a "
                          "cheaper one is taken (default 60)")
+    _draws_arg(pr)
     pr.add_argument("--calibration-depths", type=_int_list, default=[2, 3, 4, 6],
                     help="depths the constants are fitted on, at least 4 (default 2,3,4,6)")
     pr.add_argument("--calibration-seeds", type=int, default=32, help="default 32")
@@ -1020,6 +1022,21 @@ def _predict_parser(sub, common) -> None:
                     help="predict the seed mean (expectation, default) or the typical value (geo)")
     _plugin_arg(pr)
     pr.set_defaults(func=cmd_predict)
+
+
+def _draws_words(cost: dict) -> str:
+    """`` at N draws`` where a Monte Carlo law's estimate counts other draws than its own (the budget's or
+    ``--draws``), else ``""``."""
+    from amutheory.symbolic.chain.kernel_law_finite import DRAWS
+
+    return f" at {cost['draws']} draws (of its {DRAWS})" if cost.get("draws", DRAWS) != DRAWS else ""
+
+
+def _draws_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--draws", type=int, default=None, metavar="N",
+                   help="a Monte Carlo law's draws (default: its own count, 512 for the finite-width kernel laws; with "
+                        "--law auto, where those do not fit --budget, what fits, at least 128; the law reports its "
+                        "Monte Carlo error)")
 
 
 def _plugin_arg(p: argparse.ArgumentParser) -> None:
@@ -1040,6 +1057,7 @@ def _laws_parser(sub, common) -> None:
                     help="calibration depths the calibrated laws' cost estimates assume (default 2,3,4,6)")
     la.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                     help="the default's cost budget (default 60)")
+    _draws_arg(la)
     la.set_defaults(func=cmd_laws)
 
 

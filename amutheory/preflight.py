@@ -187,6 +187,7 @@ def _predict(args) -> None:
     cal = check_calibration_depths(args.calibration_depths, "--calibration-depths")
     check_int("--calibration-seeds", args.calibration_seeds, 2, limits.MAX_SIZE, SIZE_WHY)
     _positive("--budget", args.budget)
+    _draws(args)
     if _calibration_probed(args, spec, cal):
         cal_spec = spec.with_(padding="circular", depth=max(cal))
         check_probe(cal_spec, CALIBRATION_CHUNK, args.calibration_seeds, protocol,
@@ -648,6 +649,13 @@ def _laws(args) -> None:
     """The architecture flags are checked even without --depths (then unused): a bad value is never
     silently ignored."""
     _shared(args)
+    _draws(args)
+
+
+def _draws(args) -> None:
+    """``--draws`` of predict and laws: unset (the law's own count), or an integer >= 2."""
+    if args.draws is not None:
+        check_int("--draws", args.draws, 2, limits.MAX_SIZE, SIZE_WHY)
 
 
 CHECKS = {"derive": _derive, "predict": _predict, "laws": _laws, "measure": _measure, "boundary": _boundary,

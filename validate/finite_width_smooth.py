@@ -9,6 +9,7 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part K    # run K (addendum 8): GELU and tanh conv chains
     python validate/finite_width_smooth.py --part K2   # after run K: the GELU chain at width 256 (a diagnostic)
     python validate/finite_width_smooth.py --part T    # run T (addendum 17): run K at spatial 16, into smooth_t.json
+    python validate/finite_width_smooth.py --part U [gelu,tanh,relu]   # run U (addendum 18): width 128, the budget's draws
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -233,6 +234,95 @@ def measure_t() -> dict:
     return d
 
 
+#: U (plan addendum 18): the default geometry at width 128, the drawn laws at the draws the 60 s budget allows
+U_SEEDS, U_WIDTH, U_BUDGET = range(210000, 211024), 128, 60.0
+U_ACTIVATIONS = ("gelu", "tanh", "relu")
+U_OUT = OUT.parent / "smooth_u.json"
+
+
+def _locked_update(path: Path, key: str, value) -> dict:
+    """Read ``path`` (a JSON object), set ``nets[key] = value`` and write it back under an exclusive lock (two
+    processes measure disjoint nets of run U into one file)."""
+    import fcntl
+
+    with open(str(path) + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        d = json.loads(path.read_text()) if path.exists() else {"plan": "validate/plans/FINITE_WIDTH.md run U",
+                                                                 "nets": {}}
+        if key is not None:
+            d["nets"][key] = value
+        path.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+        return d
+
+
+def u_laws(spec) -> tuple:
+    """Run U's laws at the held-out depths: ``predict``'s default as it runs it within :data:`U_BUDGET` (the draws
+    its cost model fits) and the calibrated ``chain-coherent``: (name -> s_bar, name -> Monte Carlo se, facts)."""
+    from amutheory.laws import REGISTRY, best_law
+
+    choice = best_law(spec, list(HELD_OUT), U_BUDGET)
+    names = [choice.law.name] + [n for n in ("chain-kernel-finite-backward", "chain-coherent") if n != choice.law.name
+                                 and (spec.activation == "relu" or n == "chain-coherent")]
+    values, ses, facts = {}, {}, {"default": choice.law.name, "draws": choice.draws, "reason": choice.reason}
+    for name in names:
+        t = time.perf_counter()
+        options = {"draws": choice.draws} if name == choice.law.name and choice.draws else {}
+        got = REGISTRY[name].evaluate(spec, list(HELD_OUT), calibration_depths=CALIBRATION,
+                                      calibration_seeds=CALIBRATION_SEEDS, **options)
+        values[name] = np.asarray(got.s_bar, float)
+        ses[name] = np.asarray(got.s_bar_se, float) if got.exactness != "calibrated" else np.zeros(len(HELD_OUT))
+        facts[f"{name}_seconds"] = round(time.perf_counter() - t, 1)
+    return values, ses, facts
+
+
+def measure_u(only=None) -> dict:
+    """Run U: each chain of :data:`U_ACTIVATIONS` x padding at width 128 not yet measured (``only``: these
+    activations), resuming per net; then the planned decision for GELU and tanh."""
+    import torch
+
+    torch.set_num_threads(1)
+    done = _locked_update(U_OUT, None, None)["nets"]
+    for activation in only or U_ACTIVATIONS:
+        for padding in K_PADDINGS:
+            key = f"{activation}-{padding}-n{U_WIDTH}"
+            if key in done:
+                continue
+            t = time.perf_counter()
+            spec = chain_spec_of(activation, padding, U_WIDTH, max(HELD_OUT), 16)
+            values, ses, facts = u_laws(spec)
+            rows = held_out_rows(spec, values, HELD_OUT, U_SEEDS)
+            for row, i in zip(rows, range(len(HELD_OUT))):
+                for name in values:
+                    row[name]["mc_se"] = float(ses[name][i])
+                    row[name]["z_combined"] = float((row[name]["s_bar"] - row["probe_mean"])
+                                                    / math.hypot(row["probe_se"], ses[name][i]))
+            net = {"activation": activation, "padding": padding, "width": U_WIDTH, "c": spec.c, "spec": repr(spec),
+                   "seeds": [U_SEEDS[0], U_SEEDS[-1]], "rows": rows, **facts}
+            done = _locked_update(U_OUT, key, net)["nets"]
+            _print_net(f"U {key}", rows, list(values), t)
+    return done
+
+
+def decide_u(nets: dict) -> dict:
+    """Run U's planned rule (run K's, at the one width) for GELU and tanh, per padding: the budget-scaled default
+    against ``chain-coherent``."""
+    out = {}
+    for a in ("gelu", "tanh"):
+        for p in K_PADDINGS:
+            net = nets.get(f"{a}-{p}-n{U_WIDTH}")
+            if net is None:
+                continue
+            new = net["default"]
+            worst = {name: (max(abs(r[name]["error"]) for r in net["rows"]), max(abs(r[name]["z"]) for r in net["rows"]))
+                     for name in (new, "chain-coherent")}
+            out[f"{a}-{p}"] = {"law": new, "draws": net["draws"], "max_abs_error": worst[new][0],
+                               "max_abs_z": worst[new][1], "coherent_max_abs_error": worst["chain-coherent"][0],
+                               "coherent_max_abs_z": worst["chain-coherent"][1],
+                               "met": worst[new][0] <= worst["chain-coherent"][0]
+                               and worst[new][1] <= worst["chain-coherent"][1]}
+    return out
+
+
 K2_DEPTHS, K2_SEEDS, K2_WIDTH = (2, 4, 6), range(90000, 90512), 256
 
 
@@ -263,7 +353,13 @@ def measure_k2() -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--part", "K2"]:
+    if sys.argv[1:3] == ["--part", "U"]:
+        nets = measure_u(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
+        d = _locked_update(U_OUT, None, None)
+        d["decision"] = decide_u(d["nets"])
+        U_OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+        print(json.dumps(d["decision"], indent=1))
+    elif sys.argv[1:] == ["--part", "K2"]:
         print(measure_k2()["reading"])
     elif sys.argv[1:] == ["--part", "T"]:
         print(json.dumps(measure_t()["decision"], indent=1))

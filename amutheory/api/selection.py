@@ -24,7 +24,7 @@ __all__ = ["AUTO", "CONSTANTS_CHOICES", "predict", "predict_with", "prediction_o
 def predict(spec: ArchSpec, depths, constants="auto", calibration_depths=DEFAULT_CALIBRATION_DEPTHS,
             calibration_seeds=32, statistic: str = "mean", protocol: ProbeProtocol = ProbeProtocol(),
             C: float = 1.0, progress=None, calibration_measurement: Measurement | None = None,
-            law: str = "auto", budget_s: float | None = None) -> Prediction:
+            law: str = "auto", budget_s: float | None = None, draws: int | None = None) -> Prediction:
     """Predict ``eta*(L)`` of ``spec`` at ``depths``.
 
     By default (``law="auto"``, ``constants="auto"``) the most exact registered law that covers
@@ -42,17 +42,26 @@ def predict(spec: ArchSpec, depths, constants="auto", calibration_depths=DEFAULT
     ``constants``) is its ``calibration``.  ``statistic`` picks what is predicted: the arithmetic mean
     over seeds (``mean``: the law's values) or the typical value (``geo``), converted here from the
     law's seed spread (:func:`prediction_of`).  ``progress``: called as ``progress(i, total, depth)``
-    after each measured depth and as ``progress(line)`` with one line of text by the Monte Carlo laws."""
+    after each measured depth and as ``progress(line)`` with one line of text by the Monte Carlo laws.
+
+    ``draws``: a Monte Carlo law's draws (``None``: its own count, or, for the default's choice, the draws its
+    cost model fits into ``budget_s`` where the full count does not -- no fewer than
+    :data:`amutheory.laws.costs.DRAWS_FLOOR`; the law reports its Monte Carlo error either way).  A law without
+    draws ignores it."""
+    from amutheory.laws.chain_finite import check_draws
+
     _check_spec(spec)
     depths = check_depths(depths)
+    draws = check_draws(draws)
     budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
     name = resolve_law(spec.family, law, constants, spec)
     choice = None
     if name is None:
         cal_depths = calibration_measurement.depths if calibration_measurement else calibration_depths
         choice = best_law(spec, depths, budget_s, calibration_depths=tuple(check_depths(cal_depths)),
-                          calibration_seeds=calibration_seeds)
+                          calibration_seeds=calibration_seeds, draws=draws)
         chosen = choice.law
+        draws = choice.draws if draws is None else draws
     else:
         chosen = get_law(name)
         coverage = call_law(chosen, "covers", spec)
@@ -63,7 +72,8 @@ def predict(spec: ArchSpec, depths, constants="auto", calibration_depths=DEFAULT
         raise ValueError(f"statistic must be 'mean' or 'geo', got {statistic!r}")
     calibration = constants if isinstance(constants, Calibration) else calibration_measurement
     values = call_evaluate(chosen, spec, depths, protocol, calibration, progress, statistic=statistic, C=C,
-                           calibration_depths=calibration_depths, calibration_seeds=calibration_seeds)
+                           calibration_depths=calibration_depths, calibration_seeds=calibration_seeds,
+                           **({} if draws is None else {"draws": draws}))
     pred = prediction_of(values, spec, depths, statistic, C, protocol, calibration_depths, calibration_seeds,
                          progress, calibration_measurement)
     pred.law_registry = chosen.name

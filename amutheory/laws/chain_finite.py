@@ -89,27 +89,49 @@ class ChainFiniteWidth(Law):
         return finite_width_chain_layer_moments(spec, np.arange(1, spec.depth + 1), input_var)
 
 
-def kernel_finite_cost(spec, depths) -> Cost:
+def kernel_finite_cost(spec, depths, budget_s: float | None = None, draws: int | None = None) -> Cost:
     """The finite-width kernel law's cost: its draws of inputs and width-``n`` forward chains (and, for GELU and
-    tanh, the four-point loops over sample and position triples and the cuts through them)."""
+    tanh, the four-point loops over sample and position triples and the cuts through them).  ``draws``: that many
+    (default: its full :data:`~amutheory.symbolic.chain.kernel_law_finite.DRAWS`, or, where ``budget_s`` is set and
+    they do not fit, the draws that do: :func:`~amutheory.laws.costs.draws_within`; :attr:`Cost.draws` says which)."""
     from amutheory.symbolic.chain.kernel_law import DRAWN_ACTIVATIONS
     from amutheory.symbolic.chain.kernel_law_finite import DRAWS
 
-    seconds = costs.kernel_finite_seconds(spec, depths, DRAWS)
-    if spec.activation in DRAWN_ACTIVATIONS:
-        seconds += costs.drawn_loop_seconds(spec, depths, DRAWS)
-    return Cost(seconds, "monte-carlo", f"{DRAWS} draws of inputs and width-{spec.width} forward chains")
+    def seconds_at(k):
+        loops = costs.drawn_loop_seconds(spec, depths, k) if spec.activation in DRAWN_ACTIVATIONS else 0.0
+        return costs.kernel_finite_seconds(spec, depths, k) + loops
+
+    if draws is None:
+        draws = costs.draws_within(seconds_at, DRAWS, budget_s) or DRAWS
+    how = f"{draws} draws of inputs and width-{spec.width} forward chains"
+    if draws < DRAWS:
+        how += f" (what the budget allows of {DRAWS}: a larger Monte Carlo error, reported)"
+    return Cost(seconds_at(draws), "monte-carlo", how, draws=draws)
+
+
+def check_draws(draws) -> int | None:
+    """``draws`` for a Monte Carlo law: ``None`` (its own count) or an integer >= 2; ``ValueError``/``TypeError``
+    naming the argument otherwise."""
+    if draws is None:
+        return None
+    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)):
+        raise TypeError(f"draws must be an integer >= 2 or None, got {type(draws).__name__}")
+    if draws < 2:
+        raise ValueError(f"draws must be an integer >= 2 or None, got {draws}")
+    return int(draws)
 
 
 def drawn_law_at(spec, depths: list, input_var: float, progress=None, asked: list | None = None,
-                 per_draw: dict | None = None) -> tuple:
+                 per_draw: dict | None = None, draws: int | None = None) -> tuple:
     """``(s_bar, se, mc_constant)`` of the finite-width kernel law (forward kernels drawn at width ``n``) at
-    ``depths``, on one set of draws: its values, their Monte Carlo standard errors and the worst relative one
-    over ``asked`` (default: every depth) as the constant ``s_bar_mc_rel_se`` (with the draws and the seed);
-    ``progress`` gets the draws' progress; a dict ``per_draw`` gets each draw's values by depth."""
-    from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
+    ``depths``, on one set of ``draws`` draws (default: its full count): its values, their Monte Carlo standard
+    errors and the worst relative one over ``asked`` (default: every depth) as the constant ``s_bar_mc_rel_se``
+    (with the draws and the seed); ``progress`` gets the draws' progress; a dict ``per_draw`` gets each draw's
+    values by depth."""
+    from amutheory.symbolic.chain.kernel_law_finite import DRAWS, finite_width_kernel_s_bar
 
-    got = finite_width_kernel_s_bar(spec, depths, input_var, progress=progress)
+    draws = check_draws(draws) or DRAWS
+    got = finite_width_kernel_s_bar(spec, depths, input_var, draws=draws, progress=progress)
     if per_draw is not None:
         per_draw.update({d: got["per_draw"][:, i] for i, d in enumerate(got["depths"])})
     at = {d: i for i, d in enumerate(got["depths"])}
@@ -153,20 +175,22 @@ class ChainKernelFinite(Law):
                     "validate/plans/FINITE_WIDTH.md); ask for it with law='chain-kernel-finite'")
         return None
 
-    def cost(self, spec, depths, **_):
-        return kernel_finite_cost(spec, depths)
+    def cost(self, spec, depths, budget_s=None, draws=None, **_):
+        return kernel_finite_cost(spec, depths, budget_s, draws)
 
-    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0, **options):
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0, draws=None,
+                 **options):
         from amutheory.symbolic.chain.kernel_law_finite import DRAWS, draws_progress
 
         coverage = self.covers(spec)
         if not coverage:
             raise ValueError(coverage.reason)
         depths = [int(d) for d in depths]
-        s_bar, se, mc = drawn_law_at(spec, depths, protocol.input_var, draws_progress(progress))
+        draws = check_draws(draws) or DRAWS
+        s_bar, se, mc = drawn_law_at(spec, depths, protocol.input_var, draws_progress(progress), draws=draws)
         const = {"s_bar_mc_rel_se": mc, "input_var": input_var_constant(protocol.input_var), "C": target_constant(C)}
         note = (f"kernel law with forward kernels drawn at width {spec.width} and every Gaussian moment the drawn rows' "
-                f"mean ({DRAWS} draws of inputs and forward chains): nothing fitted; the backward side at "
+                f"mean ({draws} draws of inputs and forward chains): nothing fitted; the backward side at "
                 "infinite width given the forward pass")
         return LawValues(self.name, depths, s_bar, se, const, self.exactness, None, [note])
 
@@ -268,11 +292,11 @@ class ChainKernelFiniteBackward(Law):
                     "validate/plans/FINITE_WIDTH.md); ask for it with law='chain-kernel-finite-backward'")
         return None
 
-    def cost(self, spec, depths, **_):
-        once = kernel_finite_cost(spec, slope_depths(depths))
-        return Cost(once.seconds, once.cost_class, f"{once.how} (the depths asked and their neighbours)")
+    def cost(self, spec, depths, budget_s=None, draws=None, **_):
+        once = kernel_finite_cost(spec, slope_depths(depths), budget_s, draws)
+        return Cost(once.seconds, once.cost_class, f"{once.how} (the depths asked and their neighbours)", once.draws)
 
-    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0):
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, C=1.0, draws=None):
         from amutheory.laws.backward import backward_constants
         from amutheory.symbolic.chain.backward_width import backward_factor, equal_variance_width
         from amutheory.symbolic.chain.kernel_law_finite import DRAWS, draws_progress
@@ -288,8 +312,10 @@ class ChainKernelFiniteBackward(Law):
         # the depths asked and their integer neighbours in one pass over one set of draws; the local slope is a
         # central secant of L s_bar(L) through the neighbours, with its Monte Carlo standard error
         lo, hi = [max(d - 1, 1) for d in depths], [d + 1 for d in depths]
-        every, draws = slope_depths(depths), {}
-        kf, se, mc = drawn_law_at(spec, every, protocol.input_var, report, asked=depths, per_draw=draws)
+        every, per_draw = slope_depths(depths), {}
+        count = check_draws(draws) or DRAWS
+        kf, se, mc = drawn_law_at(spec, every, protocol.input_var, report, asked=depths, per_draw=per_draw,
+                                  draws=count)
         pick = [every.index(d) for d in depths]
         s_kf, se_kf = kf[pick], se[pick]
         factor_every = backward_factor(linear, every, n_b, protocol.input_var)
@@ -297,7 +323,7 @@ class ChainKernelFiniteBackward(Law):
         S = dict(zip(every, np.asarray(every) * kf * factor_every))
         slope = -0.5 * (np.log(np.array([S[h] / S[l] for l, h in zip(lo, hi)]))
                         / np.log(np.asarray(hi, float) / np.asarray(lo, float)) - 1.0)
-        slope_se = secant_slope_se(draws, lo, hi)
+        slope_se = secant_slope_se(per_draw, lo, hi)
         const = {"s_bar_mc_rel_se": mc, "local_slope_mc_se": Constant(
                      "local_slope_mc_se", float(np.max(slope_se)), "monte-carlo",
                      note="worst Monte Carlo standard error of the local slope over the depths asked ("
@@ -305,7 +331,7 @@ class ChainKernelFiniteBackward(Law):
                           + "; delta method over the draws)"),
                  **backward_constants(n_b, spec.activation),
                  "input_var": input_var_constant(protocol.input_var), "C": target_constant(C)}
-        note = (f"the kernel law with forward kernels drawn at width {spec.width} ({DRAWS} draws) times the "
+        note = (f"the kernel law with forward kernels drawn at width {spec.width} ({count} draws) times the "
                 f"linear circular chain's backward factor at width {n_b:g} ({', '.join(f'{f:.3f}' for f in factor)} "
                 f"at the depths asked): nothing fitted; an assumption, not derived (leaves_out)")
         notes = [note] + noisy_slope_notes(depths, slope, slope_se)

@@ -57,13 +57,19 @@ class Cost:
     seconds: float
     cost_class: str
     how: str = ""
+    #: a Monte Carlo law's draws behind the estimate (``None``: the law's own count, or no draws): fewer than its
+    #: full count where it took what the budget allows (:func:`amutheory.laws.costs.draws_within`)
+    draws: int | None = None
 
     def __post_init__(self):
         if self.cost_class not in COST_CLASSES:
             raise ValueError(f"cost_class must be one of {COST_CLASSES}, got {self.cost_class!r}")
 
     def to_dict(self) -> dict:
-        return {"seconds": float(self.seconds), "cost_class": self.cost_class, "how": self.how}
+        d = {"seconds": float(self.seconds), "cost_class": self.cost_class, "how": self.how}
+        if self.draws is not None:
+            d["draws"] = int(self.draws)
+        return d
 
 
 @dataclass
@@ -187,8 +193,9 @@ class ProbeCalibratedLaw(Law):
 #: the keyword options ``predict`` offers every law's :meth:`Law.evaluate` (each law takes those it uses):
 #: ``statistic`` (``mean`` or ``geo``: a law with its own account of the seed spread fills
 #: :attr:`LawValues.log_gap` for ``geo``; the conversion itself is ``predict``'s), ``C`` (the target),
-#: ``calibration_depths`` and ``calibration_seeds`` (where a calibrated law measures its nets)
-OPTIONS = ("statistic", "C", "calibration_depths", "calibration_seeds")
+#: ``calibration_depths`` and ``calibration_seeds`` (where a calibrated law measures its nets), ``draws`` (a Monte
+#: Carlo law's draws: ``None`` for its own count; :attr:`Cost.draws` of the default's choice within the budget)
+OPTIONS = ("statistic", "C", "calibration_depths", "calibration_seeds", "draws")
 
 
 def accepted_options(evaluate, options: dict) -> dict:

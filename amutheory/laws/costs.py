@@ -56,6 +56,28 @@ def kernel_finite_seconds(spec: ArchSpec, depths, draws: int) -> float:
     return float(KERNEL_FINITE_FIXED + draws * ((depths[-1] + 1) * per_layer + cuts))
 
 
+#: the fewest draws a Monte Carlo law over the budget may take instead of its full count (:func:`draws_within`): a
+#: quarter of the finite-width kernel law's 512, which at most doubles its Monte Carlo standard error (it goes as one
+#: over the root of the draws; the law reports it as ``s_bar_mc_rel_se``, and run U of validate/plans/FINITE_WIDTH.md
+#: checked the scaled law against the calibrated fallback); below it the law is skipped for cost
+DRAWS_FLOOR = 128
+#: the budget-scaled draws are a multiple of this (a readable count; the law draws in batches of up to 64)
+DRAWS_STEP = 16
+
+
+def draws_within(seconds_at, full: int, budget_s: float | None) -> int | None:
+    """The draws a Monte Carlo law takes within ``budget_s`` seconds: ``full`` where its estimate
+    ``seconds_at(full)`` fits (or no budget is set), else the most draws (a multiple of :data:`DRAWS_STEP`, at
+    least :data:`DRAWS_FLOOR`) whose estimate fits -- ``seconds_at`` is affine in the draws --, else ``None``
+    (not even the floor fits: the law is skipped for cost)."""
+    if budget_s is None or seconds_at(full) <= budget_s:
+        return full
+    fixed = seconds_at(0)
+    per_draw = (seconds_at(full) - fixed) / full
+    fits = int((budget_s - fixed) / per_draw) // DRAWS_STEP * DRAWS_STEP if per_draw > 0 else full
+    return fits if fits >= min(DRAWS_FLOOR, full) else None
+
+
 #: seconds of the smooth-activation kernel law (GELU, tanh MLPs at infinite width) per pair of samples,
 #: quadrature node and layer of one input draw, assuming the 128 x 128 grid (calibrated on one timing: GELU,
 #: B = 3, L = 6, 256 draws, 28 s; validate/benchmark_law_costs.py times the case), and the draws it may take

@@ -232,21 +232,24 @@ class MlpKernelFinite(_MlpLaw):
                     "law='mlp-kernel-finite'")
         return None
 
-    def cost(self, spec, depths, **_):
+    def cost(self, spec, depths, budget_s=None, draws=None, **_):
         from amutheory.laws.chain_finite import kernel_finite_cost
 
-        return kernel_finite_cost(chain_of(spec), depths)
+        return kernel_finite_cost(chain_of(spec), depths, budget_s, draws)
 
-    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, **options):
-        from amutheory.laws.chain_finite import drawn_law_at
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, draws=None,
+                 **options):
+        from amutheory.laws.chain_finite import check_draws, drawn_law_at
         from amutheory.symbolic.chain.kernel_law_finite import DRAWS, draws_progress
 
         coverage = self.covers(spec)
         if not coverage:
             raise ValueError(coverage.reason)
         depths = [int(d) for d in depths]
-        s_bar, se, mc = drawn_law_at(chain_of(spec), depths, protocol.input_var, draws_progress(progress))
-        note = (f"kernel law with forward kernels drawn at width {spec.width} ({DRAWS} draws of inputs and "
+        draws = check_draws(draws) or DRAWS
+        s_bar, se, mc = drawn_law_at(chain_of(spec), depths, protocol.input_var, draws_progress(progress),
+                                     draws=draws)
+        note = (f"kernel law with forward kernels drawn at width {spec.width} ({draws} draws of inputs and "
                 f"forward chains): nothing fitted; the backward side at infinite width given the forward pass")
         return self.values(spec, depths, s_bar, se, {"s_bar_mc_rel_se": mc, "input_var": _input_var(protocol)},
                            None, [note])
@@ -282,14 +285,15 @@ class MlpKernelFiniteBackward(_MlpLaw):
         return refusal if refusal is not None else Coverage(True, f"{spec.activation} MLP at its critical c, every "
                                                                   "Gaussian moment drawn at width n")
 
-    def cost(self, spec, depths, **_):
-        return MlpKernelFinite().cost(spec, depths)
+    def cost(self, spec, depths, budget_s=None, draws=None, **_):
+        return MlpKernelFinite().cost(spec, depths, budget_s, draws)
 
-    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, **options):
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, draws=None,
+                 **options):
         from amutheory.laws.backward import backward_constants
         from amutheory.symbolic.chain.backward_width import backward_factor, equal_variance_width
 
-        inner = MlpKernelFinite().evaluate(spec, depths, protocol, progress=progress)
+        inner = MlpKernelFinite().evaluate(spec, depths, protocol, progress=progress, draws=draws)
         n_b = equal_variance_width(spec.width, spec.activation)
         factor = backward_factor(spec.with_(activation="linear", init_c=None), [int(d) for d in depths], n_b,
                                  protocol.input_var)

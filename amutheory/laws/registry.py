@@ -47,6 +47,9 @@ class Choice:
     skipped: list = field(default_factory=list)
     not_default: list = field(default_factory=list)
     not_covering: list = field(default_factory=list)
+    #: the chosen Monte Carlo law's draws within the budget (:attr:`~amutheory.laws.contract.Cost.draws`; ``None``:
+    #: the law's own count): ``predict`` evaluates it with these
+    draws: int | None = None
 
     @property
     def calibrated_because(self) -> str | None:
@@ -63,7 +66,7 @@ class Choice:
     def to_dict(self) -> dict:
         return {"law": self.law.name, "exactness": self.law.exactness, "reason": self.reason,
                 "skipped_for_cost": self.skipped, "not_default": self.not_default, "not_covering": self.not_covering,
-                "calibrated_because": self.calibrated_because}
+                "calibrated_because": self.calibrated_because, "draws": self.draws}
 
 
 def register(law) -> Law:
@@ -122,8 +125,11 @@ def covering(spec: ArchSpec) -> list[tuple[Law, object]]:
 def best_law(spec: ArchSpec, depths, budget_s: float = DEFAULT_BUDGET_S, **cost_args) -> Choice:
     """The first default law by priority, then exactness (:func:`ranked`), that covers ``spec`` within
     ``budget_s`` seconds (estimate): with every priority 0, the most exact.  ``cost_args``:
-    ``calibration_depths``, ``calibration_seeds`` for the calibrated laws' estimates.  ``ValueError``
-    when no law of the family covers ``spec`` (with each law's reason, or that the family has none)."""
+    ``calibration_depths``, ``calibration_seeds`` for the calibrated laws' estimates, ``draws`` for the Monte
+    Carlo laws' (their own count by default).  A Monte Carlo law whose full draws do not fit may take fewer
+    (its ``cost`` gets ``budget_s`` where its signature names it; :func:`~amutheory.laws.costs.draws_within`),
+    and the choice records them (:attr:`Choice.draws`).  ``ValueError`` when no law of the family covers
+    ``spec`` (with each law's reason, or that the family has none)."""
     if not budget_s > 0:
         raise ValueError(f"budget_s must be > 0, got {budget_s!r}")
     skipped, not_default, not_covering = [], [], []
@@ -139,7 +145,7 @@ def best_law(spec: ArchSpec, depths, budget_s: float = DEFAULT_BUDGET_S, **cost_
         if why_not:
             not_default.append({"law": law.name, "reason": why_not})
             continue
-        cost = call_law(law, "cost", spec, depths, **cost_args)
+        cost = law_cost(law, spec, depths, budget_s, **cost_args)
         if cost.seconds > budget_s and law.exactness != "calibrated":
             skipped.append({"law": law.name, "estimate_s": round(cost.seconds, 1), "cost": cost.to_dict(),
                             "reason": f"estimated {_duration(cost.seconds)} > budget {_duration(budget_s)}"})
@@ -148,12 +154,21 @@ def best_law(spec: ArchSpec, depths, budget_s: float = DEFAULT_BUDGET_S, **cost_
                      and not _not_default_here(other, spec) and _priority(
             other) < _priority(law) and EXACTNESS.index(other.exactness) < EXACTNESS.index(law.exactness)]
         return Choice(law, _reason(law, coverage, cost, skipped, budget_s, outranked), skipped, not_default,
-                      not_covering)
+                      not_covering, cost.draws)
     reasons = {}
     for d in not_covering + not_default + skipped:  # every law of the family is in one of the three
         reasons.setdefault(d["reason"], []).append(d["law"])
     why = "; ".join(f"{', '.join(laws)}: {reason}" for reason, laws in reasons.items())
     raise ValueError(f"no law covers this {spec.family} net by default ({why})")
+
+
+def law_cost(law: Law, spec: ArchSpec, depths, budget_s: float | None = None, draws: int | None = None, **cost_args):
+    """``law``'s :class:`~amutheory.laws.contract.Cost` for ``spec`` at ``depths``, with ``budget_s`` and ``draws``
+    passed only to a ``cost`` whose signature takes them (an outside law's plain ``cost`` keeps working)."""
+    from amutheory.laws.contract import accepted_options
+
+    extra = accepted_options(law.cost, {k: v for k, v in (("budget_s", budget_s), ("draws", draws)) if v is not None})
+    return call_law(law, "cost", spec, depths, **cost_args, **extra)
 
 
 def not_default_reason(law: Law, spec: ArchSpec) -> str | None:
@@ -186,7 +201,8 @@ def _reason(law: Law, coverage, cost, skipped: list, budget_s: float, outranked:
     if passed:
         words = words.replace(" that covers this net", f" within the {_duration(budget_s)} budget") + (
             f" ({', '.join(passed)} skipped for cost)")
-    return f"{words} [{law.exactness}; {coverage.reason}; estimated {_duration(cost.seconds)}]"
+    draws = f" at {cost.draws} draws" if cost.draws is not None else ""
+    return f"{words} [{law.exactness}; {coverage.reason}; estimated {_duration(cost.seconds)}{draws}]"
 
 
 def _duration(seconds: float) -> str:

@@ -1,0 +1,97 @@
+"""A Monte Carlo law over ``predict``'s budget takes the draws the budget allows (amutheory.laws.costs.draws_within),
+no fewer than a floor, and says so: in the choice, in the law's notes and in its reported Monte Carlo error (run U
+of validate/plans/FINITE_WIDTH.md checks the scaled law against the calibrated fallback at width 128)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from amutheory.api import predict
+from amutheory.laws import REGISTRY, best_law, costs
+from amutheory.laws.contract import Cost, Law
+from amutheory.laws.registry import law_cost
+from amutheory.spec import ArchSpec
+from amutheory.symbolic.chain.kernel_law_finite import DRAWS
+
+
+@settings(max_examples=200, deadline=None)
+@given(fixed=st.floats(0, 20), per_draw=st.floats(1e-4, 1.0), budget=st.floats(0.5, 200), full=st.integers(2, 2048))
+def test_the_budgets_draws_are_the_most_that_fit_on_the_step_and_never_below_the_floor(fixed, per_draw, budget, full):
+    seconds_at = lambda k: fixed + per_draw * k  # noqa: E731 - the laws' estimates are affine in the draws
+    got = costs.draws_within(seconds_at, full, budget)
+    if seconds_at(full) <= budget:
+        assert got == full
+    elif got is None:           # not even the floor fits
+        assert seconds_at(min(costs.DRAWS_FLOOR, full)) > budget - 1e-9 or fixed > budget
+    else:
+        assert min(costs.DRAWS_FLOOR, full) <= got < full
+        assert got % costs.DRAWS_STEP == 0
+        assert seconds_at(got) <= budget + 1e-9
+        assert seconds_at(got + costs.DRAWS_STEP) > budget - 1e-9
+
+
+def test_no_budget_keeps_the_full_draws():
+    assert costs.draws_within(lambda k: 1.0 + k, 512, None) == 512
+
+
+def test_a_gelu_chain_at_width_128_takes_the_drawn_law_at_the_budgets_draws_not_the_calibrated_fallback():
+    spec = ArchSpec(width=128, activation="gelu", depth=16)
+    choice = best_law(spec, [8, 12, 16])
+    assert choice.law.name == "chain-kernel-finite"
+    assert costs.DRAWS_FLOOR <= choice.draws < DRAWS
+    assert REGISTRY["chain-kernel-finite"].cost(spec, [8, 12, 16], draws=choice.draws).seconds <= 60.0
+    assert f"at {choice.draws} draws" in choice.reason and choice.to_dict()["draws"] == choice.draws
+    # at width 32 the full draws fit; with a budget the floor does not fit, the calibrated law is taken and the
+    # drawn law is named as skipped for cost
+    assert best_law(spec.with_(width=32), [8, 12, 16]).draws == DRAWS
+    tight = best_law(spec, [8, 12, 16], budget_s=10.0)
+    assert tight.law.name == "chain-coherent"
+    assert "chain-kernel-finite" in [s["law"] for s in tight.skipped]
+
+
+def test_predict_passes_the_draws_to_the_law_and_the_law_reports_them():
+    spec = ArchSpec(family="mlp", width=16, depth=3, activation="relu", input_channels=8, batch=4)
+    pred = predict(spec, [2, 3], draws=24)
+    assert pred.law_registry == "mlp-kernel-finite"
+    assert "24 draws" in pred.constants["s_bar_mc_rel_se"].note
+    assert any("(24 draws" in note for note in pred.notes)
+
+
+@pytest.mark.parametrize("draws, error", [(1, ValueError), (0, ValueError), (2.5, TypeError), (True, TypeError)])
+def test_bad_draws_name_the_argument(draws, error):
+    with pytest.raises(error, match="draws"):
+        predict(ArchSpec(family="mlp", width=16, depth=3, activation="relu"), [2, 3], draws=draws)
+
+
+def test_the_command_line_refuses_bad_draws_in_one_line_and_shows_the_budgets_draws():
+    bad = subprocess.run([sys.executable, "-m", "amutheory", "predict", "--family", "conv", "--width", "32",
+                          "--depths", "4,8", "--draws", "1"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "--draws" in bad.stderr
+    got = subprocess.run([sys.executable, "-m", "amutheory", "laws", "--family", "conv", "--activation", "tanh",
+                          "--width", "128", "--depths", "8,12,16", "--json"], capture_output=True, text=True,
+                         timeout=120)
+    assert got.returncode == 0, got.stderr[-2000:]
+    d = json.loads(got.stdout)
+    assert d["choice"]["law"] == "chain-kernel-finite" and costs.DRAWS_FLOOR <= d["choice"]["draws"] < DRAWS
+    row = next(r for r in d["laws"] if r["law"] == "chain-kernel-finite")
+    assert row["cost"]["draws"] == d["choice"]["draws"] and row["cost"]["seconds"] <= 60.0
+
+
+class _PlainCost(Law):
+    """An outside law whose ``cost`` takes neither a budget nor draws."""
+
+    family, name, exactness = "conv", "plain-cost-law", "exact"
+
+    def _covers(self, spec):
+        raise NotImplementedError
+
+    def cost(self, spec, depths):
+        return Cost(1.0, "finite-sum")
+
+
+def test_a_law_whose_cost_takes_no_budget_is_asked_without_one():
+    assert law_cost(_PlainCost(), ArchSpec(), [2, 4], 60.0, 100).seconds == 1.0
