@@ -95,3 +95,10 @@ class _PlainCost(Law):
 
 def test_a_law_whose_cost_takes_no_budget_is_asked_without_one():
     assert law_cost(_PlainCost(), ArchSpec(), [2, 4], 60.0, 100).seconds == 1.0
+
+
+def test_draws_asked_of_a_law_without_draws_are_named_as_unused():
+    spec = ArchSpec(family="mlp", width=16, depth=3, activation="linear", input_channels=8, batch=4)
+    pred = predict(spec, [2, 3], draws=64)       # the exact finite-width law: no draws
+    assert pred.law_registry == "mlp-finite-width"
+    assert any("draws=64 not used" in note for note in pred.notes)

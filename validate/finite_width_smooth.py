@@ -10,6 +10,8 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part K2   # after run K: the GELU chain at width 256 (a diagnostic)
     python validate/finite_width_smooth.py --part T    # run T (addendum 17): run K at spatial 16, into smooth_t.json
     python validate/finite_width_smooth.py --part U [gelu,tanh,relu]   # run U (addendum 18): width 128, the budget's draws
+    python validate/finite_width_smooth.py --part V    # after U (addendum 19): the GELU chain at width 256 (a diagnostic)
+    python validate/finite_width_smooth.py --part W    # after U (addendum 20): ReLU circular chains at width 128, fresh seeds
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -240,9 +242,9 @@ U_ACTIVATIONS = ("gelu", "tanh", "relu")
 U_OUT = OUT.parent / "smooth_u.json"
 
 
-def _locked_update(path: Path, key: str, value) -> dict:
-    """Read ``path`` (a JSON object), set ``nets[key] = value`` and write it back under an exclusive lock (two
-    processes measure disjoint nets of run U into one file)."""
+def _locked_update(path: Path, key: str, value, top: tuple | None = None) -> dict:
+    """Read ``path`` (a JSON object), set ``nets[key] = value`` (and ``d[top[0]] = top[1]``) and write it back under
+    an exclusive lock (two processes measure disjoint nets of run U into one file)."""
     import fcntl
 
     with open(str(path) + ".lock", "w") as lock:
@@ -251,6 +253,8 @@ def _locked_update(path: Path, key: str, value) -> dict:
                                                                  "nets": {}}
         if key is not None:
             d["nets"][key] = value
+        if top is not None:
+            d[top[0]] = top[1]
         path.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
         return d
 
@@ -258,7 +262,7 @@ def _locked_update(path: Path, key: str, value) -> dict:
 def u_laws(spec) -> tuple:
     """Run U's laws at the held-out depths: ``predict``'s default as it runs it within :data:`U_BUDGET` (the draws
     its cost model fits) and the calibrated ``chain-coherent``: (name -> s_bar, name -> Monte Carlo se, facts)."""
-    from amutheory.laws import REGISTRY, best_law
+    from amutheory.laws import REGISTRY, best_law, call_evaluate
 
     choice = best_law(spec, list(HELD_OUT), U_BUDGET)
     names = [choice.law.name] + [n for n in ("chain-kernel-finite-backward", "chain-coherent") if n != choice.law.name
@@ -267,8 +271,8 @@ def u_laws(spec) -> tuple:
     for name in names:
         t = time.perf_counter()
         options = {"draws": choice.draws} if name == choice.law.name and choice.draws else {}
-        got = REGISTRY[name].evaluate(spec, list(HELD_OUT), calibration_depths=CALIBRATION,
-                                      calibration_seeds=CALIBRATION_SEEDS, **options)
+        got = call_evaluate(REGISTRY[name], spec, list(HELD_OUT), calibration_depths=CALIBRATION,
+                            calibration_seeds=CALIBRATION_SEEDS, **options)
         values[name] = np.asarray(got.s_bar, float)
         ses[name] = np.asarray(got.s_bar_se, float) if got.exactness != "calibrated" else np.zeros(len(HELD_OUT))
         facts[f"{name}_seconds"] = round(time.perf_counter() - t, 1)
@@ -323,6 +327,70 @@ def decide_u(nets: dict) -> dict:
     return out
 
 
+#: W (plan addendum 20, a confirmatory check after run U): the ReLU circular chain at width 128, fresh seeds
+W_SEEDS = range(230000, 231024)
+
+
+def measure_w() -> dict:
+    """Run W: run U's ReLU circular net on fresh seeds, and its planned decision (the calibrated law better in both
+    max |error| and max |z| limits the probe-free default to widths <= 64)."""
+    import torch
+
+    torch.set_num_threads(1)
+    spec = chain_spec_of("relu", "circular", U_WIDTH, max(HELD_OUT), 16)
+    values, ses, facts = u_laws(spec)
+    rows = held_out_rows(spec, values, HELD_OUT, W_SEEDS)
+    worst = {name: (max(abs(r[name]["error"]) for r in rows), max(abs(r[name]["z"]) for r in rows)) for name in values}
+    new, old = "chain-kernel-finite-backward", "chain-coherent"
+    w = {"spec": repr(spec), "seeds": [W_SEEDS[0], W_SEEDS[-1]], "rows": rows, **facts,
+         "max_abs_error": {k: v[0] for k, v in worst.items()}, "max_abs_z": {k: v[1] for k, v in worst.items()},
+         "limit_to_64": worst[old][0] < worst[new][0] and worst[old][1] < worst[new][1]}
+    _locked_update(U_OUT, None, None, top=("w", w))
+    _print_net("W relu-circular-n128", rows, list(values), time.perf_counter())
+    return w
+
+
+#: V (plan addendum 19, a diagnostic after run U's GELU net): the GELU circular chain at width 256
+V_DEPTHS, V_SEEDS, V_WIDTH = (8, 16), range(220000, 221024), 256
+
+
+def measure_v() -> dict:
+    """Diagnostic V: the drawn law (full draws) and the probe on the GELU circular chain at width 256, and its planned
+    reading against run U's width-128 net (``x = ln(mean / law)`` at L = 16)."""
+    import torch
+
+    from amutheory.laws import REGISTRY
+    from amutheory.measure.probe import probe
+
+    torch.set_num_threads(1)
+    spec = chain_spec_of("gelu", "circular", V_WIDTH, max(V_DEPTHS), 16)
+    law = REGISTRY["chain-kernel-finite"].evaluate(spec, list(V_DEPTHS))
+    rows = []
+    for i, L in enumerate(V_DEPTHS):
+        s = np.asarray(probe(spec.with_(depth=L), list(V_SEEDS), chunk=32).s_bar)
+        mean, se = float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))
+        rows.append({"depth": L, "probe_mean": mean, "probe_se": se, "law": float(law.s_bar[i]),
+                     "law_se": float(law.s_bar_se[i]), "error": float(law.s_bar[i] / mean - 1),
+                     "x": float(math.log(mean / law.s_bar[i])),
+                     "x_se": float(math.hypot(se / mean, law.s_bar_se[i] / law.s_bar[i]))})
+        print(f"V L={L}: error {100 * rows[-1]['error']:+.1f}% x {rows[-1]['x']:.3f} +- {rows[-1]['x_se']:.3f}",
+              flush=True)
+    u = json.loads(U_OUT.read_text())["nets"][f"gelu-circular-n{U_WIDTH}"]
+    r = next(r for r in u["rows"] if r["depth"] == 16)["chain-kernel-finite"]
+    mean128 = r["s_bar"] / (1 + r["error"])
+    x128 = math.log(mean128 / r["s_bar"])
+    x128_se = math.hypot(next(q for q in u["rows"] if q["depth"] == 16)["probe_se"] / mean128, r["mc_se"] / r["s_bar"])
+    x256, x256_se = rows[-1]["x"], rows[-1]["x_se"]
+    half = math.hypot(x256_se, x128_se / 2)
+    three_q = math.hypot(x256_se, 0.75 * x128_se)
+    reading = ("finite-width" if abs(x256 - x128 / 2) <= 2 * half else
+               "structural" if x256 - 0.75 * x128 >= 2 * three_q else "between")
+    v = {"spec": repr(spec), "seeds": [V_SEEDS[0], V_SEEDS[-1]], "rows": rows, "draws": 512,
+         "x128": x128, "x128_se": x128_se, "reading": reading}
+    _locked_update(U_OUT, None, None, top=("v", v))
+    return v
+
+
 K2_DEPTHS, K2_SEEDS, K2_WIDTH = (2, 4, 6), range(90000, 90512), 256
 
 
@@ -355,10 +423,11 @@ def measure_k2() -> dict:
 if __name__ == "__main__":
     if sys.argv[1:3] == ["--part", "U"]:
         nets = measure_u(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
-        d = _locked_update(U_OUT, None, None)
-        d["decision"] = decide_u(d["nets"])
-        U_OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
-        print(json.dumps(d["decision"], indent=1))
+        print(json.dumps(_locked_update(U_OUT, None, None, top=("decision", decide_u(nets)))["decision"], indent=1))
+    elif sys.argv[1:] == ["--part", "W"]:
+        print("limit to widths <= 64" if measure_w()["limit_to_64"] else "unchanged")
+    elif sys.argv[1:] == ["--part", "V"]:
+        print(measure_v()["reading"])
     elif sys.argv[1:] == ["--part", "K2"]:
         print(measure_k2()["reading"])
     elif sys.argv[1:] == ["--part", "T"]:

@@ -145,6 +145,80 @@ def report() -> dict:
     return {"rows": rows}
 
 
+def _max_err(errors) -> float:
+    return max(abs(x) for x in errors)
+
+
+def _summary_cells(rows: list) -> dict:
+    """``{(net, width): (before, after)}``: the largest held-out |error| at L = 8, 12, 16 of the default before
+    issue 50 and of ``predict``'s default now, from each run's JSON (runs A, J, Q, R, T, U)."""
+    cells = {}
+    for r in rows:  # run A: MLPs
+        before = {"linear": "mlp-spectral", "relu": "mlp-coherent"}[r["activation"]]
+        cells.setdefault((f"{r['activation']} MLP", r["width"]), {})[
+            "before" if r["law"] == before else "after" if r["default"] else "other"] = _max_err(r["error"])
+    j = _run_json("smooth_j.json") or {"nets": {}}
+    for net in j["nets"].values():
+        cells[(f"{net['activation']} MLP", net["width"])] = {
+            "before": _max_err([q["mlp-coherent"]["error"] for q in net["rows"]]),
+            "after": _max_err([q["mlp-kernel-finite"]["error"] for q in net["rows"]])}
+    for name in ("relu_chain_q.json", "relu_chain_r.json"):
+        for r in (_run_json(name) or {"rows": []})["rows"]:
+            cell = cells.setdefault((f"relu chain, {r['padding']}", r["width"]), {})
+            if r["law"].startswith("chain-coherent"):
+                cell["before"] = _max_err(r["error"])
+                if r["padding"] == "zero":
+                    cell["after"] = cell["before"]
+            elif r["law"] == "chain-kernel-finite-backward" and r["padding"] == "circular":
+                cell["after"] = _max_err(r["error"])
+    for net in (_run_json("smooth_t.json") or {"nets": {}})["nets"].values():
+        cells[(f"{net['activation']} chain, {net['padding']}", net["width"])] = {
+            "before": _max_err([q["chain-coherent"]["error"] for q in net["rows"]]),
+            "after": _max_err([q["chain-kernel-finite"]["error"] for q in net["rows"]])}
+    for net in (_run_json("smooth_u.json") or {"nets": {}})["nets"].values():
+        zero_relu = net["activation"] == "relu" and net["padding"] == "zero"
+        default = "chain-coherent" if zero_relu else net["default"]
+        cells[(f"{net['activation']} chain, {net['padding']}", net["width"])] = {
+            "before": _max_err([q["chain-coherent"]["error"] for q in net["rows"]]),
+            "after": _max_err([q[default]["error"] for q in net["rows"]])}
+    return cells
+
+
+#: the nets of the summary, in its order, with the law before issue 50 and ``predict``'s default now
+SUMMARY_NETS = (("linear MLP", "mlp-spectral (exact at n = oo)", "mlp-finite-width (exact at n)", "A"),
+                ("relu MLP", "mlp-coherent (calibrated)", "mlp-kernel-finite (no probe)", "A"),
+                ("gelu MLP", "mlp-coherent", "mlp-kernel-finite", "J"),
+                ("tanh MLP", "mlp-coherent", "mlp-kernel-finite", "J"),
+                ("relu chain, circular", "chain-coherent (calibrated)", "chain-kernel-finite-backward (no probe)", "Q, U"),
+                ("relu chain, zero", "chain-coherent", "chain-coherent (unchanged: runs L, R)", "R, U"),
+                ("gelu chain, circular", "chain-coherent", "chain-kernel-finite (no probe)", "T, U"),
+                ("gelu chain, zero", "chain-coherent", "chain-kernel-finite", "T, U"),
+                ("tanh chain, circular", "chain-coherent", "chain-kernel-finite", "T, U"),
+                ("tanh chain, zero", "chain-coherent", "chain-kernel-finite", "T, U"))
+
+
+def _width_summary_section(rows: list) -> list:
+    """The page at first sight: per net and width, the largest held-out |error| before issue 50 and now."""
+    cells = _summary_cells(rows)
+    widths = (16, 32, 64, 128)
+    lines = ["## At a glance: the largest held-out error, before and now", "",
+             "The largest |law / probe's seed mean - 1| at the held-out depths L = 8, 12, 16, before (the default law "
+             "before the finite-width laws) -> now (`predict`'s default today, no probe of the net except where it "
+             "says calibrated), per width.  MLPs: 16 input features, batch 8; chains: `ArchSpec`'s default 1-D chain "
+             "(kernel 3, spatial 16, batch 8).  Each number comes from the run named (its section below, with the "
+             "command); `-`: not measured.  An error within the probe's noise can still be large at the narrowest "
+             "widths (the z columns below say which are).", "",
+             "| net | before | now | " + " | ".join(f"width {n}" for n in widths) + " | runs |",
+             "|---|---|---|" + "---|" * len(widths) + "---|"]
+    for net, before, now, runs in SUMMARY_NETS:
+        row = []
+        for n in widths:
+            c = cells.get((net, n), {})
+            row.append(f"{c['before']:.0%} -> {c['after']:.0%}" if "before" in c and "after" in c else "-")
+        lines.append(f"| {net} | {before} | {now} | " + " | ".join(row) + f" | {runs} |")
+    return lines + [""]
+
+
 def _fmt(xs, pct=True) -> str:
     return ", ".join(f"{x:+.1%}" if pct else f"{x:+.1f}" for x in xs)
 
@@ -158,6 +232,7 @@ def markdown(rows: list) -> str:
              "|z| <= 3 everywhere).  The calibrated law (`mlp-coherent`) fits a, b, e to probes of the net at depths "
              f"{list(CALIBRATION)} (seeds 0..31); every other law is fitted to nothing.  Probe data: "
              "`docs/findings/finite_width/probes.json`; this table as JSON: `docs/findings/finite_width/table.json`.", ""]
+    lines += _width_summary_section(rows)
     for a in ACTIVATIONS:
         lines += [f"## {a}", "", "| width | law | default | error at L = 8, 12, 16 | z | seed-mean rel. se | max abs z |",
                   "|---|---|---|---|---|---|---|"]

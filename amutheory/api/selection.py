@@ -3,6 +3,8 @@ call that law's ``evaluate`` once, and build one :class:`Prediction` from its va
 
 from __future__ import annotations
 
+import inspect
+
 from dataclasses import replace
 
 import numpy as np
@@ -52,7 +54,7 @@ def predict(spec: ArchSpec, depths, constants="auto", calibration_depths=DEFAULT
 
     _check_spec(spec)
     depths = check_depths(depths)
-    draws = check_draws(draws)
+    draws = asked_draws = check_draws(draws)
     budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
     name = resolve_law(spec.family, law, constants, spec)
     choice = None
@@ -77,6 +79,8 @@ def predict(spec: ArchSpec, depths, constants="auto", calibration_depths=DEFAULT
     pred = prediction_of(values, spec, depths, statistic, C, protocol, calibration_depths, calibration_seeds,
                          progress, calibration_measurement)
     pred.law_registry = chosen.name
+    if asked_draws is not None and "draws" not in inspect.signature(chosen.evaluate).parameters:
+        pred.notes.append(f"draws={asked_draws} not used: {chosen.name} takes no Monte Carlo draws")
     if choice is not None:
         pred.law_choice = choice.to_dict()
         pred.notes.insert(0, f"law chosen: {choice.reason}")
