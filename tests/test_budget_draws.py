@@ -102,3 +102,17 @@ def test_draws_asked_of_a_law_without_draws_are_named_as_unused():
     pred = predict(spec, [2, 3], draws=64)       # the exact finite-width law: no draws
     assert pred.law_registry == "mlp-finite-width"
     assert any("draws=64 not used" in note for note in pred.notes)
+
+
+def test_a_relu_circular_chain_wider_than_64_takes_the_calibrated_default_by_run_w():
+    """Runs I and Q decided the probe-free default at widths 32 and 64; run W (width 128, fresh seeds) found the
+    calibrated law better in error and z, so wider chains take it and the backward law says why."""
+    from amutheory.laws.chain_finite import DEFAULT_MAX_WIDTH
+
+    spec = ArchSpec(width=128, activation="relu", depth=16)
+    choice = best_law(spec, [8, 12, 16])
+    assert choice.law.name == "chain-coherent"
+    reason = next(d["reason"] for d in choice.not_default if d["law"] == "chain-kernel-finite-backward")
+    assert "run" in reason and "W" in reason
+    assert best_law(spec.with_(width=DEFAULT_MAX_WIDTH), [8, 12, 16]).law.name == "chain-kernel-finite-backward"
+    assert best_law(spec.with_(width=16), [8, 12, 16]).law.name == "chain-kernel-finite-backward"

@@ -359,22 +359,12 @@ def measure_v() -> dict:
     reading against run U's width-128 net (``x = ln(mean / law)`` at L = 16)."""
     import torch
 
-    from amutheory.laws import REGISTRY
-    from amutheory.measure.probe import probe
-
     torch.set_num_threads(1)
     spec = chain_spec_of("gelu", "circular", V_WIDTH, max(V_DEPTHS), 16)
-    law = REGISTRY["chain-kernel-finite"].evaluate(spec, list(V_DEPTHS))
-    rows = []
-    for i, L in enumerate(V_DEPTHS):
-        s = np.asarray(probe(spec.with_(depth=L), list(V_SEEDS), chunk=32).s_bar)
-        mean, se = float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))
-        rows.append({"depth": L, "probe_mean": mean, "probe_se": se, "law": float(law.s_bar[i]),
-                     "law_se": float(law.s_bar_se[i]), "error": float(law.s_bar[i] / mean - 1),
-                     "x": float(math.log(mean / law.s_bar[i])),
-                     "x_se": float(math.hypot(se / mean, law.s_bar_se[i] / law.s_bar[i]))})
-        print(f"V L={L}: error {100 * rows[-1]['error']:+.1f}% x {rows[-1]['x']:.3f} +- {rows[-1]['x_se']:.3f}",
-              flush=True)
+    rows = drawn_law_rows(spec, V_DEPTHS, V_SEEDS, "V")
+    for r in rows:
+        r["x"] = math.log(r["probe_mean"] / r["law"])
+        r["x_se"] = math.hypot(r["probe_se"] / r["probe_mean"], r["law_se"] / r["law"])
     u = json.loads(U_OUT.read_text())["nets"][f"gelu-circular-n{U_WIDTH}"]
     r = next(r for r in u["rows"] if r["depth"] == 16)["chain-kernel-finite"]
     mean128 = r["s_bar"] / (1 + r["error"])
@@ -394,25 +384,32 @@ def measure_v() -> dict:
 K2_DEPTHS, K2_SEEDS, K2_WIDTH = (2, 4, 6), range(90000, 90512), 256
 
 
-def measure_k2() -> dict:
-    """K2 (a diagnostic after run K; plan addendum 8): the GELU circular chain at width 256."""
-    import torch
-
+def drawn_law_rows(spec, depths, seeds, tag: str) -> list:
+    """Diagnostics K2 and V: the drawn ``chain-kernel-finite`` (full draws) against the probe's seed mean per depth --
+    the mean, its standard error, the law, its Monte Carlo error, the error and the z over both errors."""
     from amutheory.laws import REGISTRY
     from amutheory.measure.probe import probe
 
-    torch.set_num_threads(1)
-    d = json.loads(OUT.read_text())
-    spec = chain_spec_of("gelu", "circular", K2_WIDTH, max(K2_DEPTHS))
-    law = REGISTRY["chain-kernel-finite"].evaluate(spec, list(K2_DEPTHS))
+    law = REGISTRY["chain-kernel-finite"].evaluate(spec, list(depths))
     rows = []
-    for i, L in enumerate(K2_DEPTHS):
-        s = np.asarray(probe(spec.with_(depth=L), list(K2_SEEDS), chunk=32).s_bar)
+    for i, L in enumerate(depths):
+        s = np.asarray(probe(spec.with_(depth=L), list(seeds), chunk=32).s_bar)
         mean, se = float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))
         rows.append({"depth": L, "probe_mean": mean, "probe_se": se, "law": float(law.s_bar[i]),
                      "law_se": float(law.s_bar_se[i]), "error": float(law.s_bar[i] / mean - 1),
                      "z": float((law.s_bar[i] - mean) / math.hypot(se, law.s_bar_se[i]))})
-        print(f"K2 L={L}: error {100 * rows[-1]['error']:+.1f}% z {rows[-1]['z']:+.2f}", flush=True)
+        print(f"{tag} L={L}: error {100 * rows[-1]['error']:+.1f}% z {rows[-1]['z']:+.2f}", flush=True)
+    return rows
+
+
+def measure_k2() -> dict:
+    """K2 (a diagnostic after run K; plan addendum 8): the GELU circular chain at width 256."""
+    import torch
+
+    torch.set_num_threads(1)
+    d = json.loads(OUT.read_text())
+    spec = chain_spec_of("gelu", "circular", K2_WIDTH, max(K2_DEPTHS))
+    rows = drawn_law_rows(spec, K2_DEPTHS, K2_SEEDS, "K2")
     d["k"]["k2"] = {"spec": repr(spec), "seeds": [K2_SEEDS[0], K2_SEEDS[-1]], "rows": rows,
                     "reading": ("finite-width" if all(abs(r["z"]) <= 3 or abs(r["error"]) < 0.10 for r in rows) else
                                 "structural" if abs(rows[-1]["error"]) >= 0.20 else "between the planned readings")}

@@ -175,9 +175,11 @@ def _summary_cells(rows: list) -> dict:
         cells[(f"{net['activation']} chain, {net['padding']}", net["width"])] = {
             "before": _max_err([q["chain-coherent"]["error"] for q in net["rows"]]),
             "after": _max_err([q["chain-kernel-finite"]["error"] for q in net["rows"]])}
+    from amutheory.laws.chain_finite import DEFAULT_MAX_WIDTH
+
     for net in (_run_json("smooth_u.json") or {"nets": {}})["nets"].values():
-        zero_relu = net["activation"] == "relu" and net["padding"] == "zero"
-        default = "chain-coherent" if zero_relu else net["default"]
+        calibrated = net["activation"] == "relu" and (net["padding"] == "zero" or net["width"] > DEFAULT_MAX_WIDTH)
+        default = "chain-coherent" if calibrated else net["default"]
         cells[(f"{net['activation']} chain, {net['padding']}", net["width"])] = {
             "before": _max_err([q["chain-coherent"]["error"] for q in net["rows"]]),
             "after": _max_err([q[default]["error"] for q in net["rows"]])}
@@ -189,7 +191,8 @@ SUMMARY_NETS = (("linear MLP", "mlp-spectral (exact at n = oo)", "mlp-finite-wid
                 ("relu MLP", "mlp-coherent (calibrated)", "mlp-kernel-finite (no probe)", "A"),
                 ("gelu MLP", "mlp-coherent", "mlp-kernel-finite", "J"),
                 ("tanh MLP", "mlp-coherent", "mlp-kernel-finite", "J"),
-                ("relu chain, circular", "chain-coherent (calibrated)", "chain-kernel-finite-backward (no probe)", "Q, U"),
+                ("relu chain, circular", "chain-coherent (calibrated)", "chain-kernel-finite-backward (no probe) up to "
+                 "width 64; chain-coherent wider (run W)", "Q, U"),
                 ("relu chain, zero", "chain-coherent", "chain-coherent (unchanged: runs L, R)", "R, U"),
                 ("gelu chain, circular", "chain-coherent", "chain-kernel-finite (no probe)", "T, U"),
                 ("gelu chain, zero", "chain-coherent", "chain-kernel-finite", "T, U"),
@@ -782,7 +785,9 @@ def _smooth_u_section() -> list:
              f"{first['seeds'][0]}..{first['seeds'][1]}, 1024 per depth).  `default` is `predict`'s choice within its "
              "60 s budget, at the draws its cost model fits into the budget (the full 512 do not fit for GELU and tanh "
              "here: before, the default fell back to the calibrated `chain-coherent`); z = (law - mean) / se of the "
-             "mean, and beside it over the probe's and the law's Monte Carlo errors combined.", "",
+             "mean, and beside it over the probe's and the law's Monte Carlo errors combined.  `(default)` marks "
+             "`predict`'s choice when run U ran (run W, below, has since given ReLU circular chains wider than 64 "
+             "the calibrated default).", "",
              "| activation | padding | law | draws | error at L = 8, 12, 16 | z | z, both errors | law's Monte Carlo rel. se "
              "| max abs error |", "|---|---|---|---|---|---|---|---|---|"]
     for key in sorted(u["nets"], key=lambda k: (("gelu", "tanh", "relu").index(k.split("-")[0]), k)):
@@ -794,7 +799,7 @@ def _smooth_u_section() -> list:
             err = [r["error"] for r in rows]
             draws = (net["draws"] if name == net["default"] else 512) if name != "chain-coherent" else "-"
             rel = ("-" if name == "chain-coherent" else
-                   _fmt([r["mc_se"] / r["s_bar"] for r in rows]))
+                   ", ".join(f"{r['mc_se'] / r['s_bar']:.1%}" for r in rows))
             lines.append(f"| {net['activation']} | {net['padding']} | {name}{' (default)' if name == net['default'] else ''} "
                          f"| {draws} | {_fmt(err)} | {_fmt([r['z'] for r in rows], False)} | "
                          f"{_fmt([r['z_combined'] for r in rows], False)} | {rel} | {max(abs(x) for x in err):.1%} |")
@@ -811,6 +816,28 @@ def _smooth_u_section() -> list:
                   + (f"stand for {', '.join(met)} chains" if met else "stand for none")
                   + (f"; for {', '.join(unmet)} chains the drawn law is skipped for cost where its full draws do not fit"
                      if unmet else "") + ".  ReLU decides nothing here (reported)."]
+    w, v = u.get("w"), u.get("v")
+    if w:
+        new, old = "chain-kernel-finite-backward", "chain-coherent"
+        lines += ["", "**Run W** (plan addendum 20, written after run U and before W ran; a confirmatory check): run U's "
+                  "ReLU circular chain at width 128 on fresh seeds "
+                  f"{w['seeds'][0]}..{w['seeds'][1]} (`python validate/finite_width_smooth.py --part W`): {new} "
+                  f"{_fmt([r[new]['error'] for r in w['rows']])} (z {_fmt([r[new]['z'] for r in w['rows']], False)}), "
+                  f"{old} {_fmt([r[old]['error'] for r in w['rows']])} (z {_fmt([r[old]['z'] for r in w['rows']], False)}).  "
+                  f"Max |error| {w['max_abs_error'][old]:.1%} (calibrated) against {w['max_abs_error'][new]:.1%}, max |z| "
+                  f"{w['max_abs_z'][old]:.2f} against {w['max_abs_z'][new]:.2f}: "
+                  + ("the calibrated law better in both, so as planned the probe-free default for ReLU circular chains "
+                     "is limited to widths <= 64 (those runs I and Q decided), and wider chains take the calibrated "
+                     "default." if w["limit_to_64"] else "not better in both, so the default stays as it is.")]
+    if v:
+        r16 = v["rows"][-1]
+        lines += ["", "**Diagnostic V** (plan addendum 19; decides nothing): the GELU circular chain at width 256 "
+                  f"(`python validate/finite_width_smooth.py --part V`, fresh seeds {v['seeds'][0]}..{v['seeds'][1]}, "
+                  f"the drawn law at {v['draws']} draws): error "
+                  + ", ".join(f"{100 * r['error']:+.1f}% at L = {r['depth']}" for r in v["rows"])
+                  + f".  The log gap `x = ln(mean / law)` at L = 16: {r16['x']:.3f} +- {r16['x_se']:.3f} at width 256 "
+                  f"against {v['x128']:.3f} +- {v['x128_se']:.3f} at width 128 (a `1/n` term would halve it).  Reading "
+                  f"fixed before it ran: **{v['reading']}**."]
     return lines + [""]
 
 
@@ -869,7 +896,10 @@ OPEN_QUESTIONS = [
     "forward-only part misses more on chains than on MLPs, run E), so what chains leave out beyond the "
     "backward factor is open; diagnostic O (above) finds the infinite-width chain law right at width 256 and "
     "the forward-only law's miss closing with width, roughly but not cleanly like 1/n -- finite-width terms, "
-    "not a wrong infinite-width law.  On zero-padded ReLU chains the same law, with its circular twin's factor (the "
+    "not a wrong infinite-width law.  At width 128 the calibrated law did better than this one (run U reported "
+    "it, run W confirmed it on fresh seeds: above), so the probe-free default is limited to widths up to 64: "
+    "the calibrated law's extrapolation error shrinks with width faster than the left-out terms of this one "
+    "do.  On zero-padded ReLU chains the same law, with its circular twin's factor (the "
     "split is derived for circular padding), failed run L's planned rule at width 32 by a hair and was "
     "better at width 64 (run L above), so the calibrated default stays there; both laws read low, beyond "
     "3 z at the deepest depths, so no law of zero-padded ReLU chains at these widths is within the probe's "
@@ -881,7 +911,9 @@ OPEN_QUESTIONS = [
     "the default for their MLPs and 1-D chains) or, on one position, by quadrature at infinite width "
     "(`mlp-kernel`).  Like ReLU's, the drawn law keeps the backward side at infinite width.  For tanh that "
     "leaves little out (within 5% on chains at widths 32-64); for GELU it reads low, by up to 45% on MLPs at "
-    "width 32 and by 30-70% on chains at widths 32-64, a gap that closes at width 256 (K2) -- so the GELU "
+    "width 32 and by 30-70% on chains at widths 32-64, a gap that closes with width (K2 at width 256 and "
+    "shallow depths; diagnostic V, above, at depth 16: the log gap halves from width 128 to 256, as a 1/n "
+    "term does) -- so the GELU "
     "backward terms are the larger open part, and why GELU's are so much larger than tanh's is not derived.  "
     "Two same-unit moments are derived and printed among the backward laws' constants (`predict --law "
     "mlp-kernel-finite-backward`): one backward step's relative variance `step_variance / n` (5.27 GELU, 3.75 "

@@ -111,8 +111,8 @@ class ChainKernel(_ChainExact):
                            "the probe runs (measured by validate/studies/finite_width_mean.py, reported in "
                            "docs/findings/conv_chains.md); the default for ReLU circular chains is "
                            "chain-kernel-finite-backward (its forward kernels at width n and a backward factor; runs I "
-                           "and Q of docs/findings/finite_width.md) where its cost fits, else the calibrated law; ask for "
-                           "this one with "
+                           "and Q of docs/findings/finite_width.md) up to width 64 where its cost fits, else the "
+                           "calibrated law (run W); ask for this one with "
                            "law='chain-kernel' (--law chain-kernel) or constants='derive'")
 
     def _covers(self, spec):

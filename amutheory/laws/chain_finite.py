@@ -3,8 +3,8 @@
 * ``chain-finite-width`` (exact): linear circular chains, every Fourier mode at the net's own width ``n``,
   exact in the mean over seeds (:mod:`amutheory.symbolic.chain.finite_width_modes`); its ``n -> oo`` limit
   is ``chain-spectral``;
-* ``chain-kernel-finite-backward`` (approximate; the default for ReLU circular chains by runs I and Q, on request for
-  zero-padded ones by run L and for GELU and tanh chains by run M): ReLU chains (GELU and tanh at the critical
+* ``chain-kernel-finite-backward`` (approximate; the default for ReLU circular chains up to width 64 by runs I, Q and
+  W, on request for zero-padded ones by run L, wider ones by run W and GELU and tanh chains by run M): ReLU chains (GELU and tanh at the critical
   ``c``), the kernel law with its forward kernels drawn at width ``n``
   (:mod:`amutheory.symbolic.chain.kernel_law_finite`) times the linear circular chain's exact backward factor at
   the width of equal backward-step variance (``2n/5`` for ReLU; :mod:`amutheory.symbolic.chain.backward_width`;
@@ -237,6 +237,10 @@ def backward_twin(spec):
 #: (spatial 8) and run Q (spatial 16, the command line's default geometry)
 #: of validate/plans/FINITE_WIDTH.md; zero padding waits on run L (addendum 9, the same planned rule)
 DEFAULT_PADDINGS = ("circular",)
+#: the widest ReLU chain for which ``chain-kernel-finite-backward`` is ``predict``'s default: the widths runs I and Q
+#: decided; run W of validate/plans/FINITE_WIDTH.md (a confirmatory check of run U's report, fresh seeds) found the
+#: calibrated chain-coherent better in both max |error| and max |z| at width 128, so wider chains take it by default
+DEFAULT_MAX_WIDTH = 64
 
 
 class ChainKernelFiniteBackward(Law):
@@ -256,7 +260,8 @@ class ChainKernelFiniteBackward(Law):
     source = "amutheory.symbolic.chain.backward_width"
     #: the default for ReLU circular chains by runs I and Q of validate/plans/FINITE_WIDTH.md (its planned rule: no worse
     #: than the calibrated chain-coherent at held-out depths, in error and in z, at widths 32 and 64; both still
-    #: read low there: docs/findings/finite_width.md); not for zero-padded ones (run L: DEFAULT_PADDINGS)
+    #: read low there: docs/findings/finite_width.md); not for zero-padded ones (run L: DEFAULT_PADDINGS), nor for
+    #: chains wider than 64 (run W: DEFAULT_MAX_WIDTH)
     default_candidate = True
 
     def _covers(self, spec):
@@ -290,6 +295,11 @@ class ChainKernelFiniteBackward(Law):
         if spec.padding not in DEFAULT_PADDINGS:
             return (f"no planned check has made it the default for {spec.padding}-padded ReLU chains yet (run L of "
                     "validate/plans/FINITE_WIDTH.md); ask for it with law='chain-kernel-finite-backward'")
+        if spec.width > DEFAULT_MAX_WIDTH:
+            return (f"the default for ReLU chains up to width {DEFAULT_MAX_WIDTH} (runs I and Q); at width 128 the "
+                    "calibrated chain-coherent was better in both held-out error and z (runs U and W of "
+                    "validate/plans/FINITE_WIDTH.md; docs/findings/finite_width.md), so wider chains take it; ask for "
+                    "this one with law='chain-kernel-finite-backward'")
         return None
 
     def cost(self, spec, depths, budget_s=None, draws=None, **_):
