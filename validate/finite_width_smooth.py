@@ -12,6 +12,7 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part U [gelu,tanh,relu]   # run U (addendum 18): width 128, the budget's draws
     python validate/finite_width_smooth.py --part V    # after U (addendum 19): the GELU chain at width 256 (a diagnostic)
     python validate/finite_width_smooth.py --part W    # after U (addendum 20): ReLU circular chains at width 128, fresh seeds
+    python validate/finite_width_smooth.py --part X [relu,gelu-mlp,...]   # run X (addendum 21): width 16, reports only
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -249,7 +250,8 @@ def _locked_update(path: Path, key: str, value, top: tuple | None = None) -> dic
 
     with open(str(path) + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        d = json.loads(path.read_text()) if path.exists() else {"plan": "validate/plans/FINITE_WIDTH.md run U",
+        run = {"smooth_x.json": "X"}.get(path.name, "U")
+        d = json.loads(path.read_text()) if path.exists() else {"plan": f"validate/plans/FINITE_WIDTH.md run {run}",
                                                                  "nets": {}}
         if key is not None:
             d["nets"][key] = value
@@ -260,13 +262,15 @@ def _locked_update(path: Path, key: str, value, top: tuple | None = None) -> dic
 
 
 def u_laws(spec) -> tuple:
-    """Run U's laws at the held-out depths: ``predict``'s default as it runs it within :data:`U_BUDGET` (the draws
-    its cost model fits) and the calibrated ``chain-coherent``: (name -> s_bar, name -> Monte Carlo se, facts)."""
+    """Runs U and X's laws at the held-out depths: ``predict``'s default as it runs it within :data:`U_BUDGET` (the
+    draws its cost model fits), the family's calibrated law, and for ReLU chains the backward law: (name -> s_bar,
+    name -> Monte Carlo se, facts)."""
     from amutheory.laws import REGISTRY, best_law, call_evaluate
 
     choice = best_law(spec, list(HELD_OUT), U_BUDGET)
-    names = [choice.law.name] + [n for n in ("chain-kernel-finite-backward", "chain-coherent") if n != choice.law.name
-                                 and (spec.activation == "relu" or n == "chain-coherent")]
+    calibrated = "mlp-coherent" if spec.family == "mlp" else "chain-coherent"
+    backward = ("chain-kernel-finite-backward",) if spec.family == "conv" and spec.activation == "relu" else ()
+    names = [choice.law.name] + [n for n in backward + (calibrated,) if n != choice.law.name]
     values, ses, facts = {}, {}, {"default": choice.law.name, "draws": choice.draws, "reason": choice.reason}
     for name in names:
         t = time.perf_counter()
@@ -277,6 +281,48 @@ def u_laws(spec) -> tuple:
         ses[name] = np.asarray(got.s_bar_se, float) if got.exactness != "calibrated" else np.zeros(len(HELD_OUT))
         facts[f"{name}_seconds"] = round(time.perf_counter() - t, 1)
     return values, ses, facts
+
+
+#: X (plan addendum 21, reports only): width 16, every chain of run U and the GELU and tanh MLPs of run J
+X_SEEDS, X_WIDTH = range(240000, 241024), 16
+X_OUT = OUT.parent / "smooth_x.json"
+
+
+def x_nets() -> dict:
+    """Run X's nets by key: the chains of :data:`U_ACTIVATIONS` x padding and the GELU and tanh MLPs, at width 16."""
+    nets = {f"{a}-{p}-n{X_WIDTH}": chain_spec_of(a, p, X_WIDTH, max(HELD_OUT), 16)
+            for a in U_ACTIVATIONS for p in K_PADDINGS}
+    nets.update({f"{a}-mlp-n{X_WIDTH}": spec_of(a, X_WIDTH, max(HELD_OUT)) for a in ACTIVATIONS})
+    return nets
+
+
+def measure_x(only=None) -> dict:
+    """Run X: each net of :func:`x_nets` not yet measured (``only``: keys starting with these), resuming per net."""
+    import torch
+
+    torch.set_num_threads(1)
+    for key, spec in x_nets().items():
+        if (only and not any(key.startswith(o) for o in only)) or key in _locked_update(X_OUT, None, None)["nets"]:
+            continue
+        t = time.perf_counter()
+        values, ses, facts = u_laws(spec)
+        rows = law_rows(spec, values, ses, X_SEEDS)
+        net = {"family": spec.family, "activation": spec.activation, "padding": spec.padding, "width": X_WIDTH,
+               "c": spec.c, "spec": repr(spec), "seeds": [X_SEEDS[0], X_SEEDS[-1]], "rows": rows, **facts}
+        _locked_update(X_OUT, key, net)
+        _print_net(f"X {key}", rows, list(values), t)
+    return _locked_update(X_OUT, None, None)["nets"]
+
+
+def law_rows(spec, values: dict, ses: dict, seeds) -> list:
+    """:func:`held_out_rows` with each law's Monte Carlo error and its z over both errors (runs U, W and X)."""
+    rows = held_out_rows(spec, values, HELD_OUT, seeds)
+    for i, row in enumerate(rows):
+        for name in values:
+            row[name]["mc_se"] = float(ses[name][i])
+            row[name]["z_combined"] = float((row[name]["s_bar"] - row["probe_mean"])
+                                            / math.hypot(row["probe_se"], ses[name][i]))
+    return rows
 
 
 def measure_u(only=None) -> dict:
@@ -294,12 +340,7 @@ def measure_u(only=None) -> dict:
             t = time.perf_counter()
             spec = chain_spec_of(activation, padding, U_WIDTH, max(HELD_OUT), 16)
             values, ses, facts = u_laws(spec)
-            rows = held_out_rows(spec, values, HELD_OUT, U_SEEDS)
-            for row, i in zip(rows, range(len(HELD_OUT))):
-                for name in values:
-                    row[name]["mc_se"] = float(ses[name][i])
-                    row[name]["z_combined"] = float((row[name]["s_bar"] - row["probe_mean"])
-                                                    / math.hypot(row["probe_se"], ses[name][i]))
+            rows = law_rows(spec, values, ses, U_SEEDS)
             net = {"activation": activation, "padding": padding, "width": U_WIDTH, "c": spec.c, "spec": repr(spec),
                    "seeds": [U_SEEDS[0], U_SEEDS[-1]], "rows": rows, **facts}
             done = _locked_update(U_OUT, key, net)["nets"]
@@ -339,7 +380,7 @@ def measure_w() -> dict:
     torch.set_num_threads(1)
     spec = chain_spec_of("relu", "circular", U_WIDTH, max(HELD_OUT), 16)
     values, ses, facts = u_laws(spec)
-    rows = held_out_rows(spec, values, HELD_OUT, W_SEEDS)
+    rows = law_rows(spec, values, ses, W_SEEDS)
     worst = {name: (max(abs(r[name]["error"]) for r in rows), max(abs(r[name]["z"]) for r in rows)) for name in values}
     new, old = "chain-kernel-finite-backward", "chain-coherent"
     w = {"spec": repr(spec), "seeds": [W_SEEDS[0], W_SEEDS[-1]], "rows": rows, **facts,
@@ -421,6 +462,8 @@ if __name__ == "__main__":
     if sys.argv[1:3] == ["--part", "U"]:
         nets = measure_u(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
         print(json.dumps(_locked_update(U_OUT, None, None, top=("decision", decide_u(nets)))["decision"], indent=1))
+    elif sys.argv[1:3] == ["--part", "X"]:
+        measure_x(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
     elif sys.argv[1:] == ["--part", "W"]:
         print("limit to widths <= 64" if measure_w()["limit_to_64"] else "unchanged")
     elif sys.argv[1:] == ["--part", "V"]:
