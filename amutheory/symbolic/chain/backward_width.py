@@ -98,6 +98,70 @@ def equal_variance_width(width: float, activation: str) -> float:
     return linear / factor * float(width)
 
 
+# --------------------------------------------------------------------------- one masked layer's Wick transfer
+@functools.lru_cache(maxsize=None)
+def masked_layer_transfer() -> sp.Matrix:
+    """``(E tr A'^2, E (tr A')^2)`` from ``(tr A^2, (tr A)^2)`` for ``A' = D W A W^T D``: ``W`` an ``n x n`` Gaussian
+    layer of variance ``c / n`` at the critical ``c p = 1``, ``D`` the diagonal masks, each unit on with probability
+    ``p`` *independently of the weights and of each other* (the assumption of the infinite-width kernel laws, here
+    kept at width ``n``).  With the rows ``y_i`` of ``W A^(1/2)``, ``tr A'^2 = sum_(i,k) d_i d_k (y_i . y_k)^2`` and
+    ``tr A' = sum_i d_i |y_i|^2``; Isserlis on four Gaussians (:func:`~amutheory.symbolic.chain.finite_width.
+    layer_transfer`'s moments) and ``E d_i d_k = p^2`` (``i != k``), ``E d_i = p`` give the map.  At ``p = 1`` it is
+    the linear layer's."""
+    t_2, t_11, p = sp.symbols("t_2 t_11 p", positive=True)
+    sigma2 = 1 / (fw.n * p)
+    pair, same = fw.n * (fw.n - 1) * p**2, fw.n * p           # (i != k) pairs weighted by both masks; i = k
+    new_t2 = sigma2**2 * (pair * t_2 + same * (t_11 + 2 * t_2))   # E(y.y')^2 = s^4 t_2; E|y|^4 = s^4 (t_11 + 2 t_2)
+    new_t11 = sigma2**2 * (pair * t_11 + same * (t_11 + 2 * t_2))
+    J = sp.Matrix([new_t2, new_t11]).jacobian([t_2, t_11])
+    return sp.simplify(J.subs(p, p_on))
+
+
+@functools.lru_cache(maxsize=None)
+def masked_hidden_transfer() -> sp.Matrix:
+    """:func:`masked_layer_transfer` in the coordinates of :func:`~amutheory.symbolic.chain.finite_width.
+    hidden_transfer`, ``(tau(A^2), tau(A)^2)`` (``tau = tr / n``): ``[[1 - 1/n + 2/(n p), 1/p], [2/(n^2 p),
+    1 - 1/n + 1/(n p)]]``; at ``p = 1`` the linear one."""
+    scale = sp.diag(1 / fw.n, 1 / fw.n**2)
+    return sp.simplify(scale * masked_layer_transfer() * scale.inv())
+
+
+@functools.lru_cache(maxsize=None)
+def masked_transfer_eigenvalues() -> list:
+    """The eigenvalues of :func:`masked_hidden_transfer`: ``1 + (3 - p)/(n p)`` -- one plus the step variance of
+    :func:`backward_step_variance`, the one fact the equal-variance width matches -- and ``1 - 1/n``, the linear
+    layer's (the equal-variance width would make it ``1 - (3 - p)/(2 n p)``)."""
+    return sorted((sp.simplify(e) for e in masked_hidden_transfer().eigenvals()), key=sp.default_sort_key)
+
+
+def masked_product_excess(width: float, activation: str, steps) -> np.ndarray:
+    """``u_p(n) / u_p(oo)`` for products of ``p`` masked layers (:func:`masked_hidden_transfer` on ``(1, 1)``;
+    ``u_p = E tau((U U^T)^2)``) at ``steps``: the backward products' finite-width excess under masks independent of
+    the weights, to set beside the linear layer's at the equal-variance width (:func:`linear_product_excess`)."""
+    on = float(ON_PROBABILITY[activation]) if activation in ON_PROBABILITY else None
+    if on is None:
+        raise ValueError(f"activation: the masked transfer is derived for masks (linear, relu), got {activation!r}")
+    T = np.asarray(sp.lambdify((fw.n, p_on), masked_hidden_transfer(), "numpy")(float(width), on), float)
+    T_oo = np.array([[1.0, 1.0 / on], [0.0, 1.0]])
+    return _excess(T, T_oo, steps)
+
+
+def linear_product_excess(width: float, steps) -> np.ndarray:
+    """``u_p(n) / u_p(oo)`` for products of ``p`` linear layers of ``width`` (:func:`~amutheory.symbolic.chain.
+    finite_width.hidden_transfer`; any real width, e.g. the equal-variance ``2n/5``)."""
+    T = np.asarray(sp.lambdify(fw.n, fw.hidden_transfer(), "numpy")(float(width)), float)
+    return _excess(T, np.array([[1.0, 1.0], [0.0, 1.0]]), steps)
+
+
+def _excess(T: np.ndarray, T_oo: np.ndarray, steps) -> np.ndarray:
+    steps = np.asarray(steps, int)
+    out, state, state_oo = [], np.ones(2), np.ones(2)
+    for k in range(int(steps.max()) + 1):
+        out.append(state[0] / state_oo[0])
+        state, state_oo = T @ state, T_oo @ state_oo
+    return np.asarray(out)[steps]
+
+
 def _split(backward_infinite: bool) -> sp.Expr:
     """The exact law's generating function with its backward series at width ``n_b`` (or its limit)."""
     T_b = fw.hidden_transfer().subs(fw.n, n_b)
