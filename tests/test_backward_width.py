@@ -231,3 +231,51 @@ def test_relu_products_under_independent_masks_grow_faster_than_linear_ones_at_t
         assert np.all(masked[1:] > linear[1:])
     with pytest.raises(ValueError, match="activation"):
         masked_product_excess(32, "gelu", [1])
+
+
+def test_the_pair_transfer_of_one_sample_is_the_masked_transfer():
+    import sympy as sp
+
+    from amutheory.symbolic.chain.backward_width import masked_hidden_transfer, masked_pair_transfer, p_on, q_on
+
+    T = masked_pair_transfer().subs(q_on, p_on)        # one sample: A symmetric, so alpha = gamma
+    folded = sp.Matrix([[T[0, 0] + T[0, 2], T[0, 1]], [T[1, 0] + T[1, 2], T[1, 1]]])
+    assert sp.simplify(folded - masked_hidden_transfer()) == sp.zeros(2, 2)
+
+
+def test_one_masked_layer_maps_a_pairs_invariants_as_derived():
+    """Monte Carlo of ``A' = D_a W A W^T D_b`` at width 6 for a non-symmetric ``A``, masks on with probability 1/2 and
+    both on with probability 0.35 (independent of ``W`` and across units): the three invariants within 4 standard
+    errors of :func:`masked_pair_transfer` (40000 draws, fixed seed)."""
+    import sympy as sp
+
+    from amutheory.symbolic.chain import finite_width as fw
+    from amutheory.symbolic.chain.backward_width import masked_pair_transfer, p_on, q_on
+
+    n, p, q, draws = 6, 0.5, 0.35, 40000
+    rng = np.random.default_rng(4321)
+    A = rng.standard_normal((n, n)) / np.sqrt(n)
+    W = rng.standard_normal((draws, n, n)) / np.sqrt(n * p)
+    # each unit's (d_a, d_b): (1, 1) with probability q, (1, 0) and (0, 1) with p - q each, (0, 0) otherwise
+    u = rng.random((draws, n))
+    d_a = (u < p).astype(float)
+    d_b = ((u < q) | ((u >= p) & (u < 2 * p - q))).astype(float)
+    Ap = d_a[:, :, None] * (W @ A @ W.transpose(0, 2, 1)) * d_b[:, None, :]
+    got = {"alpha": np.einsum("dij,dij->d", Ap, Ap) / n, "beta": (np.trace(Ap, axis1=1, axis2=2) / n) ** 2,
+           "gamma": np.einsum("dij,dji->d", Ap, Ap) / n}
+    T = np.asarray(masked_pair_transfer().subs({fw.n: n, p_on: p, q_on: q}), float)
+    want = T @ np.array([np.trace(A @ A.T) / n, (np.trace(A) / n) ** 2, np.trace(A @ A) / n])
+    for (name, x), w in zip(got.items(), want):
+        assert abs(x.mean() - w) < 4 * x.std(ddof=1) / np.sqrt(draws), (name, x.mean(), w)
+
+
+def test_a_pairs_excess_rate_runs_from_a_linear_layers_to_one_relu_samples():
+    import sympy as sp
+
+    from amutheory.symbolic.chain.backward_width import p_on, pair_excess_rate, q_on
+
+    rate = pair_excess_rate()
+    half = sp.Rational(1, 2)
+    assert rate.subs({p_on: half, q_on: half}) == 3              # one ReLU sample: 1 + 3/n
+    assert rate.subs({p_on: half, q_on: half**2}) == 1           # independent masks: a linear layer's 1 + 1/n
+    assert rate.subs({p_on: 1, q_on: 1}) == 1                    # a linear layer

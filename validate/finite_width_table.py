@@ -899,7 +899,9 @@ def _conv_section() -> list:
 def _masked_transfer_bullet() -> list:
     """The open question's one derived piece of the masked backward moments, its numbers computed here."""
     from amutheory.symbolic.chain.backward_width import (linear_product_excess, masked_product_excess,
-                                                         masked_transfer_eigenvalues)
+                                                         masked_transfer_eigenvalues, pair_excess_rate)
+
+    pair_rate = pair_excess_rate()
 
     n, steps = 32, [4, 16]
     masked, linear = masked_product_excess(n, "relu", steps), linear_product_excess(2 * n / 5, steps)
@@ -913,9 +915,15 @@ def _masked_transfer_bullet() -> list:
             "of k layers a *larger* excess than the linear layers at 2n/5 do (`u_k(n) / u_k(oo)`, "
             f"`u_k = E tau((U U^T)^2)`, at n = {n}: " + ", ".join(
                 f"{m:.2f} against {l:.2f} at k = {k}" for k, m, l in zip(steps, masked, linear))
-            + "), where run G found 2n/5 to overshoot already: one sample's masks do not explain the overshoot, so "
-            "what brings the backward excess down must be what this transfer leaves out -- the masks' correlations "
-            "across samples (joint on-probabilities below 1/2) and the forward-backward coupling of each unit.", ""]
+            + "), where run G found 2n/5 to overshoot already: one sample's masks do not explain the overshoot.  "
+            "The transfer of a *pair* of samples is derived too (`masked_pair_transfer`, three invariants, checked by "
+            "Monte Carlo with correlated masks): with `q` the probability that a unit is on for both, the leading "
+            f"invariant's `1/n` rate is `{pair_rate}` (`pair_excess_rate`) -- 3 for one ReLU sample (`q = p = 1/2`) but 1, "
+            "a linear layer's, for two samples whose masks are independent (`q = p^2`; ReLU's `q = (pi - theta)/(2 pi)` "
+            "runs between the two with the samples' angle `theta`).  The equal-variance mapping gives every pair the "
+            "single sample's rate, consistent with its overshoot where cross pairs carry much of `s`.  Weighting each "
+            "pair's rate by its share of `s` (the drawn forward kernels give every `q`), and the forward-backward "
+            "coupling of each unit, which this transfer still leaves out, are the next steps.", ""]
 
 
 OPEN_QUESTIONS = [

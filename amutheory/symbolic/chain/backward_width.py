@@ -117,6 +117,44 @@ def masked_layer_transfer() -> sp.Matrix:
     return sp.simplify(J.subs(p, p_on))
 
 
+q_on = sp.Symbol("q", positive=True)
+"""The probability that a unit is on for both samples of a pair (``p`` for a sample with itself, ``p^2`` for two
+samples whose pre-activations are independent; ReLU: ``(pi - theta) / (2 pi)`` at their angle ``theta``)."""
+
+
+@functools.lru_cache(maxsize=None)
+def masked_pair_transfer() -> sp.Matrix:
+    """One masked layer's Wick transfer of a *pair* of samples' backward products.  For ``A = U_a U_b^T`` (the
+    products of samples ``a`` and ``b``, each with its own masks) one more layer gives ``A' = D_a W A W^T D_b``;
+    the invariants ``(alpha, beta, gamma) = (tau(A A^T), tau(A)^2, tau(A^2))`` (``tau = tr / n``) go through this
+    ``3 x 3`` map, exactly in the mean over ``W`` with the masks independent of ``W`` and across units, each on
+    with probability ``p`` and both on with probability ``q``.  Isserlis on the rows ``w_i`` of ``W`` (variance ``c/n``,
+    ``c p = 1``): ``E (w_i^T A w_k)^2 = s^4 tr A A^T``, ``E (w_i^T A w_k)(w_k^T A w_i) = s^4 tr A^2`` (``i != k``) and
+    ``E (w^T A w)^2 = s^4 (tr(A)^2 + tr A A^T + tr A^2)``; the masks weigh ``i != k`` by ``p^2`` (alpha) or ``q^2``
+    (beta, gamma) and ``i = k`` by ``q``.  At infinite width ``alpha' = alpha + (q / p^2) beta``, ``beta`` decays by
+    ``(q / p)^2`` (the mask kernel squared) and ``gamma' = (q / p)^2 gamma + (q / p^2) beta``; at ``q = p`` (one
+    sample, ``alpha = gamma``) it is :func:`masked_layer_transfer`."""
+    al, be, ga = sp.symbols("alpha beta gamma", positive=True)
+    n, p, q = fw.n, p_on, q_on
+    s4 = 1 / (n * p) ** 2
+    same = n * q * s4 * (n**2 * be + n * al + n * ga)          # the i = k terms, with tr = n tau
+    pairs = n * (n - 1) * s4
+    new = sp.Matrix([(pairs * p**2 * n * al + same) / n,           # tau(A' A'^T)
+                     (pairs * q**2 * n**2 * be + same) / n**2,     # tau(A')^2 (the i != k product of two traces)
+                     (pairs * q**2 * n * ga + same) / n])          # tau(A'^2)
+    return sp.simplify(new.jacobian([al, be, ga]))
+
+
+@functools.lru_cache(maxsize=None)
+def pair_excess_rate() -> sp.Expr:
+    """``n`` times the ``1/n`` part of ``alpha' / alpha`` for a pair whose ``A`` has ``tau(A^2) = tau(A A^T)``
+    (:func:`masked_pair_transfer`'s first row): ``2 q / p^2 - 1`` -- ``3`` for one ReLU sample (``q = p = 1/2``), ``1``
+    for a linear layer (``p = q = 1``) and for two ReLU samples whose masks are independent (``q = p^2``)."""
+    T = masked_pair_transfer()
+    rate = sp.limit(fw.n * (T[0, 0] + T[0, 2] - sp.limit(T[0, 0] + T[0, 2], fw.n, sp.oo)), fw.n, sp.oo)
+    return sp.simplify(rate)
+
+
 @functools.lru_cache(maxsize=None)
 def masked_hidden_transfer() -> sp.Matrix:
     """:func:`masked_layer_transfer` in the coordinates of :func:`~amutheory.symbolic.chain.finite_width.
