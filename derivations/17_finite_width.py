@@ -161,6 +161,35 @@ print("linear:", bw.backward_step_variance().subs(bw.p_on, 1), "  ReLU:",
 # `docs/findings/finite_width.md`, found the default `mlp-kernel-finite` low at every net and this law
 # closer in squared error but overshooting -- so it is a law on request, and deriving the masked
 # backward moments is the open step.
+#
+# Two pieces of that step are derived.  Keep the masks independent of the weights (the infinite-width
+# laws' assumption) but stay at width `n`: one masked layer maps the second moments of the backward
+# products, `(tau(A^2), tau(A)^2)`, by Wick's theorem as the linear layer does, with the masks weighing
+# the pairings.  Its eigenvalues are one plus the step variance -- the one fact the equal-variance width
+# matches -- and the linear layer's `1 - 1/n`, which that width does not keep:
+
+# %%
+show("masked layer, (tau A^2, tau(A)^2)", bw.masked_hidden_transfer())
+show("its eigenvalues", bw.masked_transfer_eigenvalues())
+check("no masks: the linear layer", sp.simplify(bw.masked_hidden_transfer().subs(bw.p_on, 1)
+                                                - fw.hidden_transfer()) == sp.zeros(2, 2), "symbolically")
+
+# %% [markdown]
+# Two samples `a`, `b` have their own masks, on together with probability `q` (`(pi - theta)/(2 pi)` for
+# ReLU at their angle).  Their products' invariants `(tau(A A^T), tau(A)^2, tau(A^2))`, `A = U_a U_b^T`,
+# go through a `3 x 3` map, and the leading one's `1/n` rate runs from one sample's to a linear layer's:
+
+# %%
+show("pair rate", bw.pair_excess_rate())
+half = sp.Rational(1, 2)
+print("one ReLU sample:", bw.pair_excess_rate().subs({bw.p_on: half, bw.q_on: half}),
+      "  two with independent masks:", bw.pair_excess_rate().subs({bw.p_on: half, bw.q_on: half**2}),
+      "  a linear layer:", bw.pair_excess_rate().subs({bw.p_on: 1, bw.q_on: 1}))
+
+# %% [markdown]
+# The equal-variance width gives every pair one sample's rate; where pairs of different samples carry
+# much of `s` that is too much -- consistent with the overshoot the planned check found.  Weighting the
+# pairs, and the coupling of each unit's forward and backward values, are still open.
 
 # %% [markdown]
 # ## 6. GELU and tanh: every Gaussian moment drawn
