@@ -166,10 +166,11 @@ print("linear:", bw.backward_step_variance().subs(bw.p_on, 1), "  ReLU:",
 # laws' assumption) but stay at width `n`: one masked layer maps the second moments of the backward
 # products, `(tau(A^2), tau(A)^2)`, by Wick's theorem as the linear layer does, with the masks weighing
 # the pairings.  Its eigenvalues are one plus the step variance -- the one fact the equal-variance width
-# matches -- and the linear layer's `1 - 1/n`, which that width does not keep:
+# matches -- and the linear layer's `1 - 1/n`, which that width does not keep (`T_masked` acts on
+# `(tau(A^2), tau(A)^2)`):
 
 # %%
-show("masked layer, (tau A^2, tau(A)^2)", bw.masked_hidden_transfer())
+show("T_masked", bw.masked_hidden_transfer())
 show("its eigenvalues", bw.masked_transfer_eigenvalues())
 check("no masks: the linear layer", sp.simplify(bw.masked_hidden_transfer().subs(bw.p_on, 1)
                                                 - fw.hidden_transfer()) == sp.zeros(2, 2), "symbolically")
