@@ -116,3 +116,13 @@ def test_a_relu_circular_chain_wider_than_64_takes_the_calibrated_default_by_run
     assert "run" in reason and "W" in reason
     assert best_law(spec.with_(width=DEFAULT_MAX_WIDTH), [8, 12, 16]).law.name == "chain-kernel-finite-backward"
     assert best_law(spec.with_(width=16), [8, 12, 16]).law.name == "chain-kernel-finite-backward"
+
+
+def test_the_draws_flags_help_states_the_laws_own_numbers():
+    """``--draws``'s help names the full count and the floor; they live in the law and the cost model, so the
+    help must follow them (the command line does not import them at start-up)."""
+    got = subprocess.run([sys.executable, "-m", "amutheory", "predict", "--help"], capture_output=True, text=True,
+                         timeout=120)
+    assert got.returncode == 0
+    text = " ".join(got.stdout.split())
+    assert f"{DRAWS} for the finite-width kernel laws" in text and f"at least {costs.DRAWS_FLOOR}" in text

@@ -298,20 +298,26 @@ def x_nets() -> dict:
 
 def measure_x(only=None) -> dict:
     """Run X: each net of :func:`x_nets` not yet measured (``only``: keys starting with these), resuming per net."""
+    return measure_nets(x_nets(), X_OUT, X_SEEDS, "X", only)
+
+
+def measure_nets(nets: dict, out: Path, seeds, tag: str, only=None) -> dict:
+    """Runs U and X: each net of ``nets`` (key -> spec) not yet in ``out`` (``only``: keys starting with these), its
+    laws (:func:`u_laws`) and the probe's held-out rows over ``seeds``, written after each net; the nets measured."""
     import torch
 
     torch.set_num_threads(1)
-    for key, spec in x_nets().items():
-        if (only and not any(key.startswith(o) for o in only)) or key in _locked_update(X_OUT, None, None)["nets"]:
+    for key, spec in nets.items():
+        if (only and not any(key.startswith(o) for o in only)) or key in _locked_update(out, None, None)["nets"]:
             continue
         t = time.perf_counter()
         values, ses, facts = u_laws(spec)
-        rows = law_rows(spec, values, ses, X_SEEDS)
-        net = {"family": spec.family, "activation": spec.activation, "padding": spec.padding, "width": X_WIDTH,
-               "c": spec.c, "spec": repr(spec), "seeds": [X_SEEDS[0], X_SEEDS[-1]], "rows": rows, **facts}
-        _locked_update(X_OUT, key, net)
-        _print_net(f"X {key}", rows, list(values), t)
-    return _locked_update(X_OUT, None, None)["nets"]
+        rows = law_rows(spec, values, ses, seeds)
+        net = {"family": spec.family, "activation": spec.activation, "padding": spec.padding, "width": spec.width,
+               "c": spec.c, "spec": repr(spec), "seeds": [seeds[0], seeds[-1]], "rows": rows, **facts}
+        _locked_update(out, key, net)
+        _print_net(f"{tag} {key}", rows, list(values), t)
+    return _locked_update(out, None, None)["nets"]
 
 
 def law_rows(spec, values: dict, ses: dict, seeds) -> list:
@@ -326,26 +332,11 @@ def law_rows(spec, values: dict, ses: dict, seeds) -> list:
 
 
 def measure_u(only=None) -> dict:
-    """Run U: each chain of :data:`U_ACTIVATIONS` x padding at width 128 not yet measured (``only``: these
-    activations), resuming per net; then the planned decision for GELU and tanh."""
-    import torch
-
-    torch.set_num_threads(1)
-    done = _locked_update(U_OUT, None, None)["nets"]
-    for activation in only or U_ACTIVATIONS:
-        for padding in K_PADDINGS:
-            key = f"{activation}-{padding}-n{U_WIDTH}"
-            if key in done:
-                continue
-            t = time.perf_counter()
-            spec = chain_spec_of(activation, padding, U_WIDTH, max(HELD_OUT), 16)
-            values, ses, facts = u_laws(spec)
-            rows = law_rows(spec, values, ses, U_SEEDS)
-            net = {"activation": activation, "padding": padding, "width": U_WIDTH, "c": spec.c, "spec": repr(spec),
-                   "seeds": [U_SEEDS[0], U_SEEDS[-1]], "rows": rows, **facts}
-            done = _locked_update(U_OUT, key, net)["nets"]
-            _print_net(f"U {key}", rows, list(values), t)
-    return done
+    """Run U: each chain of :data:`U_ACTIVATIONS` x padding at width 128 not yet measured (``only``: keys starting
+    with these, e.g. an activation), resuming per net."""
+    nets = {f"{a}-{p}-n{U_WIDTH}": chain_spec_of(a, p, U_WIDTH, max(HELD_OUT), 16)
+            for a in U_ACTIVATIONS for p in K_PADDINGS}
+    return measure_nets(nets, U_OUT, U_SEEDS, "U", only)
 
 
 def decide_u(nets: dict) -> dict:
@@ -378,6 +369,7 @@ def measure_w() -> dict:
     import torch
 
     torch.set_num_threads(1)
+    started = time.perf_counter()
     spec = chain_spec_of("relu", "circular", U_WIDTH, max(HELD_OUT), 16)
     values, ses, facts = u_laws(spec)
     rows = law_rows(spec, values, ses, W_SEEDS)
@@ -387,7 +379,7 @@ def measure_w() -> dict:
          "max_abs_error": {k: v[0] for k, v in worst.items()}, "max_abs_z": {k: v[1] for k, v in worst.items()},
          "limit_to_64": worst[old][0] < worst[new][0] and worst[old][1] < worst[new][1]}
     _locked_update(U_OUT, None, None, top=("w", w))
-    _print_net("W relu-circular-n128", rows, list(values), time.perf_counter())
+    _print_net("W relu-circular-n128", rows, list(values), started)
     return w
 
 

@@ -149,6 +149,25 @@ def _max_err(errors) -> float:
     return max(abs(x) for x in errors)
 
 
+def _nets_of(name: str) -> dict:
+    """The ``nets`` of a run's JSON (``{}`` before the run has written any)."""
+    return (_run_json(name) or {}).get("nets", {})
+
+
+def _run_with_nets(name: str) -> tuple:
+    """``(run JSON, its first net)`` for a section, or ``(None, None)`` before the run has measured a net."""
+    d = _run_json(name)
+    if not d or not d.get("nets"):
+        return None, None
+    return d, next(iter(d["nets"].values()))
+
+
+def _before_after(net: dict, before: str, after: str) -> dict:
+    """A summary cell: the largest held-out |error| of the law ``before`` and of the law ``after`` on one net."""
+    return {"before": _max_err([q[before]["error"] for q in net["rows"]]),
+            "after": _max_err([q[after]["error"] for q in net["rows"]])}
+
+
 def _summary_cells(rows: list) -> dict:
     """``{(net, width): (before, after)}``: the largest held-out |error| at L = 8, 12, 16 of the default before
     issue 50 and of ``predict``'s default now, from each run's JSON (runs A, J, Q, R, T, U)."""
@@ -157,11 +176,8 @@ def _summary_cells(rows: list) -> dict:
         before = {"linear": "mlp-spectral", "relu": "mlp-coherent"}[r["activation"]]
         cells.setdefault((f"{r['activation']} MLP", r["width"]), {})[
             "before" if r["law"] == before else "after" if r["default"] else "other"] = _max_err(r["error"])
-    j = _run_json("smooth_j.json") or {"nets": {}}
-    for net in j["nets"].values():
-        cells[(f"{net['activation']} MLP", net["width"])] = {
-            "before": _max_err([q["mlp-coherent"]["error"] for q in net["rows"]]),
-            "after": _max_err([q["mlp-kernel-finite"]["error"] for q in net["rows"]])}
+    for net in _nets_of("smooth_j.json").values():
+        cells[(f"{net['activation']} MLP", net["width"])] = _before_after(net, "mlp-coherent", "mlp-kernel-finite")
     for name in ("relu_chain_q.json", "relu_chain_r.json"):
         for r in (_run_json(name) or {"rows": []})["rows"]:
             cell = cells.setdefault((f"relu chain, {r['padding']}", r["width"]), {})
@@ -171,23 +187,19 @@ def _summary_cells(rows: list) -> dict:
                     cell["after"] = cell["before"]
             elif r["law"] == "chain-kernel-finite-backward" and r["padding"] == "circular":
                 cell["after"] = _max_err(r["error"])
-    for net in (_run_json("smooth_t.json") or {"nets": {}})["nets"].values():
-        cells[(f"{net['activation']} chain, {net['padding']}", net["width"])] = {
-            "before": _max_err([q["chain-coherent"]["error"] for q in net["rows"]]),
-            "after": _max_err([q["chain-kernel-finite"]["error"] for q in net["rows"]])}
+    for net in _nets_of("smooth_t.json").values():
+        cells[(f"{net['activation']} chain, {net['padding']}", net["width"])] = _before_after(
+            net, "chain-coherent", "chain-kernel-finite")
     from amutheory.laws.chain_finite import DEFAULT_MAX_WIDTH
 
-    for net in (_run_json("smooth_x.json") or {"nets": {}})["nets"].values():
+    for net in _nets_of("smooth_x.json").values():
         label = f"{net['activation']} MLP" if net["family"] == "mlp" else f"{net['activation']} chain, {net['padding']}"
         calibrated = "mlp-coherent" if net["family"] == "mlp" else "chain-coherent"
-        cells[(label, net["width"])] = {"before": _max_err([q[calibrated]["error"] for q in net["rows"]]),
-                                        "after": _max_err([q[net["default"]]["error"] for q in net["rows"]])}
-    for net in (_run_json("smooth_u.json") or {"nets": {}})["nets"].values():
+        cells[(label, net["width"])] = _before_after(net, calibrated, net["default"])
+    for net in _nets_of("smooth_u.json").values():
         calibrated = net["activation"] == "relu" and (net["padding"] == "zero" or net["width"] > DEFAULT_MAX_WIDTH)
-        default = "chain-coherent" if calibrated else net["default"]
-        cells[(f"{net['activation']} chain, {net['padding']}", net["width"])] = {
-            "before": _max_err([q["chain-coherent"]["error"] for q in net["rows"]]),
-            "after": _max_err([q[default]["error"] for q in net["rows"]])}
+        cells[(f"{net['activation']} chain, {net['padding']}", net["width"])] = _before_after(
+            net, "chain-coherent", "chain-coherent" if calibrated else net["default"])
     return cells
 
 
@@ -754,10 +766,9 @@ def _drawn_chain_table(nets: dict, dec: dict) -> tuple:
 
 def _smooth_t_section() -> list:
     """Run T (``validate/finite_width_smooth.py --part T``, plan addendum 17): run K at spatial 16, from its JSON."""
-    t = _run_json("smooth_t.json")
-    if not t:
+    t, first = _run_with_nets("smooth_t.json")
+    if t is None:
         return []
-    first = next(iter(t["nets"].values()))
     lines = ["## Run T: GELU and tanh chains at the command line's default geometry, registered check", "",
              "Generated by `python validate/finite_width_smooth.py --part T` (plan addendum 17, written before it ran; "
              "`ArchSpec`'s default conv chain -- 1-D, kernel 3, spatial 16, batch 8, 3 input channels -- with each "
@@ -805,10 +816,9 @@ def _law_table(nets: dict) -> list:
 
 def _smooth_x_section() -> list:
     """Run X (``validate/finite_width_smooth.py --part X``, plan addendum 21; reports only), from its JSON."""
-    x = _run_json("smooth_x.json")
-    if not x or not x.get("nets"):
+    x, first = _run_with_nets("smooth_x.json")
+    if x is None:
         return []
-    first = next(iter(x["nets"].values()))
     return (["## Run X: the narrowest width, 16 (reports only)", "",
              "Generated by `python validate/finite_width_smooth.py --part X` (plan addendum 21, written before it ran; "
              "decides nothing).  Width 16: `ArchSpec`'s default conv chain (1-D, kernel 3, spatial 16, batch 8) with "
@@ -821,10 +831,9 @@ def _smooth_x_section() -> list:
 def _smooth_u_section() -> list:
     """Run U (``validate/finite_width_smooth.py --part U``, plan addendum 18): the drawn laws within the budget at
     width 128, from its JSON."""
-    u = _run_json("smooth_u.json")
-    if not u or not u.get("nets"):
+    u, first = _run_with_nets("smooth_u.json")
+    if u is None:
         return []
-    first = next(iter(u["nets"].values()))
     lines = ["## Run U: the drawn laws within the budget at width 128, registered check", "",
              "Generated by `python validate/finite_width_smooth.py --part U` (plan addendum 18, written before it ran; "
              "`ArchSpec`'s default conv chain -- 1-D, kernel 3, spatial 16, batch 8, 3 input channels -- at width "

@@ -74,7 +74,9 @@ def draws_within(seconds_at, full: int, budget_s: float | None) -> int | None:
         return full
     fixed = seconds_at(0)
     per_draw = (seconds_at(full) - fixed) / full
-    fits = int((budget_s - fixed) / per_draw) // DRAWS_STEP * DRAWS_STEP if per_draw > 0 else full
+    if per_draw <= 0:             # the fixed part alone is over the budget: fewer draws do not help
+        return None
+    fits = int((budget_s - fixed) / per_draw) // DRAWS_STEP * DRAWS_STEP
     return fits if fits >= min(DRAWS_FLOOR, full) else None
 
 

@@ -99,24 +99,6 @@ def equal_variance_width(width: float, activation: str) -> float:
 
 
 # --------------------------------------------------------------------------- one masked layer's Wick transfer
-@functools.lru_cache(maxsize=None)
-def masked_layer_transfer() -> sp.Matrix:
-    """``(E tr A'^2, E (tr A')^2)`` from ``(tr A^2, (tr A)^2)`` for ``A' = D W A W^T D``: ``W`` an ``n x n`` Gaussian
-    layer of variance ``c / n`` at the critical ``c p = 1``, ``D`` the diagonal masks, each unit on with probability
-    ``p`` *independently of the weights and of each other* (the assumption of the infinite-width kernel laws, here
-    kept at width ``n``).  With the rows ``y_i`` of ``W A^(1/2)``, ``tr A'^2 = sum_(i,k) d_i d_k (y_i . y_k)^2`` and
-    ``tr A' = sum_i d_i |y_i|^2``; Isserlis on four Gaussians (:func:`~amutheory.symbolic.chain.finite_width.
-    layer_transfer`'s moments) and ``E d_i d_k = p^2`` (``i != k``), ``E d_i = p`` give the map.  At ``p = 1`` it is
-    the linear layer's."""
-    t_2, t_11, p = sp.symbols("t_2 t_11 p", positive=True)
-    sigma2 = 1 / (fw.n * p)
-    pair, same = fw.n * (fw.n - 1) * p**2, fw.n * p           # (i != k) pairs weighted by both masks; i = k
-    new_t2 = sigma2**2 * (pair * t_2 + same * (t_11 + 2 * t_2))   # E(y.y')^2 = s^4 t_2; E|y|^4 = s^4 (t_11 + 2 t_2)
-    new_t11 = sigma2**2 * (pair * t_11 + same * (t_11 + 2 * t_2))
-    J = sp.Matrix([new_t2, new_t11]).jacobian([t_2, t_11])
-    return sp.simplify(J.subs(p, p_on))
-
-
 q_on = sp.Symbol("q", positive=True)
 """The probability that a unit is on for both samples of a pair (``p`` for a sample with itself, ``p^2`` for two
 samples whose pre-activations are independent; ReLU: ``(pi - theta) / (2 pi)`` at their angle ``theta``)."""
@@ -133,7 +115,7 @@ def masked_pair_transfer() -> sp.Matrix:
     ``E (w^T A w)^2 = s^4 (tr(A)^2 + tr A A^T + tr A^2)``; the masks weigh ``i != k`` by ``p^2`` (alpha) or ``q^2``
     (beta, gamma) and ``i = k`` by ``q``.  At infinite width ``alpha' = alpha + (q / p^2) beta``, ``beta`` decays by
     ``(q / p)^2`` (the mask kernel squared) and ``gamma' = (q / p)^2 gamma + (q / p^2) beta``; at ``q = p`` (one
-    sample, ``alpha = gamma``) it is :func:`masked_layer_transfer`."""
+    sample, ``alpha = gamma``) it is one sample's layer, :func:`masked_hidden_transfer`."""
     al, be, ga = sp.symbols("alpha beta gamma", positive=True)
     n, p, q = fw.n, p_on, q_on
     s4 = 1 / (n * p) ** 2
@@ -157,11 +139,22 @@ def pair_excess_rate() -> sp.Expr:
 
 @functools.lru_cache(maxsize=None)
 def masked_hidden_transfer() -> sp.Matrix:
-    """:func:`masked_layer_transfer` in the coordinates of :func:`~amutheory.symbolic.chain.finite_width.
-    hidden_transfer`, ``(tau(A^2), tau(A)^2)`` (``tau = tr / n``): ``[[1 - 1/n + 2/(n p), 1/p], [2/(n^2 p),
-    1 - 1/n + 1/(n p)]]``; at ``p = 1`` the linear one."""
+    """One sample's masked layer, :func:`masked_pair_transfer` at ``q = p`` (``A = U U^T`` is symmetric, so
+    ``gamma = alpha`` and the ``alpha`` and ``gamma`` columns add), in the coordinates of
+    :func:`~amutheory.symbolic.chain.finite_width.hidden_transfer`, ``(tau(A^2), tau(A)^2)`` (``tau = tr / n``):
+    ``[[1 - 1/n + 2/(n p), 1/p], [2/(n^2 p), 1 - 1/n + 1/(n p)]]``; at ``p = 1`` the linear one."""
+    T = masked_pair_transfer().subs(q_on, p_on)
+    return sp.simplify(sp.Matrix([[T[0, 0] + T[0, 2], T[0, 1]], [T[1, 0] + T[1, 2], T[1, 1]]]))
+
+
+@functools.lru_cache(maxsize=None)
+def masked_layer_transfer() -> sp.Matrix:
+    """:func:`masked_hidden_transfer` on the traces themselves: ``(E tr A'^2, E (tr A')^2)`` from ``(tr A^2,
+    (tr A)^2)`` for ``A' = D W A W^T D`` (``W`` an ``n x n`` Gaussian layer of variance ``c / n`` at the critical
+    ``c p = 1``, ``D`` the masks, each unit on with probability ``p`` independently of the weights and of each
+    other)."""
     scale = sp.diag(1 / fw.n, 1 / fw.n**2)
-    return sp.simplify(scale * masked_layer_transfer() * scale.inv())
+    return sp.simplify(scale.inv() * masked_hidden_transfer() * scale)
 
 
 @functools.lru_cache(maxsize=None)
