@@ -147,3 +147,28 @@ def test_one_backward_step_has_relative_variance_two_over_n_linear_and_five_over
     f = (2.0 / n) * (mask * g2).sum(1)
     rel = f.var() / f.mean() ** 2          # 5/n = 0.25; its sampling sd at 2e5 draws is about 0.002
     assert abs(f.mean() - 1.0) < 0.005 and abs(rel - 5 / n) < 0.01
+
+
+def test_the_probe_grid_is_what_the_laws_command_chooses(capsys):
+    """The findings page's "which nets still need a probe" grid reads the registry as ``amutheory laws`` does: two of
+    its cells against the command's JSON (a zero-padded ReLU chain still calibrated by a planned check, its circular
+    twin probe-free)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from amutheory.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("finite_width_table", root / "validate" / "finite_width_table.py")
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    rows = {r["net"]: {c["width"]: c for c in r["cells"]} for r in table.probe_grid()}
+    for padding, probe in (("zero", True), ("circular", False)):
+        cell = rows[f"relu 1-D chain, {padding}"][32]
+        assert main(["laws", "--family", "conv", "--activation", "relu", "--padding", padding, "--width", "32",
+                     "--spatial", "16", "--depths", "8,12,16", "--json"]) == 0
+        choice = json.loads(capsys.readouterr().out)["choice"]
+        assert (cell["law"], cell["probe"]) == (choice["law"], choice["exactness"] == "calibrated") == (
+            cell["law"], probe)
+        assert (cell["why"] == "check") == probe

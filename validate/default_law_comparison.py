@@ -11,12 +11,18 @@ construction; the script says so from :func:`best_law` alone (no measurement nee
 differ, both are made from the campaign's own measurements (its calibration nets for the calibrated
 law), and each is compared with the measured seed mean at the held-out depths.
 
-    python validate/default_law_comparison.py results/quick-linear --out docs/findings/default_law.md
+    amutheory validate --preset full-cpu --only conv1d-linear --only conv2d-linear --only zero1d-linear-N8-k3 \
+        --only resnet-conv-k-last-linear --only resnet-conv-mlp-k-last-linear --only resnet-preact-k-last-linear \
+        --out results/full-cpu-linear
+    python validate/default_law_comparison.py results/full-cpu-linear --out docs/findings/default_law.md
 
-``results/quick-linear`` is a ``validate --preset full-cpu`` folder, measured under the preset's old name
-``quick`` (any subset of its configs, e.g.
-``--only conv1d-linear --only ...``); configs whose laws differ but that the folder does not hold are
-listed as not measured.
+The folder is a ``validate --preset full-cpu`` run (the preset's own seeds; any subset of its configs, here the
+ones whose default is not the calibrated law); configs whose laws differ but that the folder does not hold are
+listed as not measured.  First run for issue 32 (on ``results/quick-linear``, the same configs measured under the
+preset's old name ``quick``); rerun for issue 50 once the linear circular chains' default became
+``chain-finite-width`` (plan: ``validate/plans/FINITE_WIDTH.md``, addendum 22).  The ReLU chains of this preset are
+at widths 128 and 256, where the default is still the calibrated law; the comparison at widths 32-64 is runs I, Q,
+L and R of ``docs/findings/finite_width.md``.
 """
 
 from __future__ import annotations
@@ -99,7 +105,10 @@ def markdown(rows: list[dict], command: str) -> str:
            "Held-out error: the prediction over the measured seed mean, minus one, at each held-out depth "
            "(the measured mean's own relative standard error beside it).  Two criteria: the largest |error| "
            "(planned first), and the largest |error| in standard errors of the measured mean, |z| (added after "
-           "the first run showed per-depth standard errors of 7-27%: it weighs each depth by its noise).", "",
+           "the first run showed per-depth standard errors of 7-27%: it weighs each depth by its noise).  The "
+           "measured folder is an `amutheory validate --preset full-cpu` run on the preset's own seeds (this script's "
+           "docstring has the command); ReLU chains at widths 32-64, where `predict`'s default needs no probe, are "
+           "compared in [finite_width.md](finite_width.md) (runs I, Q, L, R).", "",
            "| config | default law | held-out depths | old default (coherent, calibrated) | new default | measured se | "
            "max abs error old / new | no worse | max abs z old / new | no worse (z) |",
            "|---|---|---|---|---|---|---|---|---|---|"]

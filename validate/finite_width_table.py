@@ -239,6 +239,73 @@ def _width_summary_section(rows: list) -> list:
     return lines + [""]
 
 
+#: the nets of the "which nets still need a probe" grid: (label, ArchSpec keywords); widths from WIDTHS
+PROBE_GRID = tuple(
+    [(f"{a} MLP", dict(family="mlp", activation=a, input_channels=16)) for a in ("linear", "relu", "gelu", "tanh")]
+    + [(f"{a} {d}-D chain, {pad}", dict(family="conv", dim=d, activation=a, padding=pad, spatial=16 if d == 1 else 8))
+       for d in (1, 2) for a in ("linear", "relu", "gelu", "tanh") for pad in ("circular", "zero")]
+    + [(f"{a} residual net (conv-mlp, k-last)", dict(family="resnet", branch="conv-mlp", init="k-last", activation=a,
+                                                     spatial=8)) for a in ("linear", "relu")])
+
+
+def _probe_reason(choice) -> str:
+    """Why a calibrated default was taken, in one word: a derived law over the budget (*cost*), one that covers
+    only smaller grids (*size*), one kept off the default by a planned check (*check*), or none covering the net
+    (*none*); ``amutheory laws`` gives the reasons in full."""
+    from amutheory.laws.registry import REGISTRY
+
+    derived = {law.name for law in REGISTRY.values() if law.exactness != "calibrated"}
+    if any(d["law"] in derived for d in choice.skipped):
+        return "cost"
+    if any(d["law"] in derived and str(d["reason"]).startswith("spatial:") for d in choice.not_covering):
+        return "size"
+    if any(d["law"] in derived and "FINITE_WIDTH" in str(d["reason"]) for d in choice.not_default):
+        return "check"
+    return "none"
+
+
+def probe_grid() -> list:
+    """``predict``'s default law (no evaluation: :func:`amutheory.laws.best_law` at the default 60 s budget) for every
+    net of :data:`PROBE_GRID` at every width of :data:`WIDTHS`, held-out depths :data:`HELD_OUT`."""
+    from amutheory.laws import best_law
+    from amutheory.spec import ArchSpec
+
+    rows = []
+    for label, kw in PROBE_GRID:
+        cells = []
+        for n in WIDTHS:
+            choice = best_law(ArchSpec(depth=max(HELD_OUT), width=n, **kw), list(HELD_OUT))
+            calibrated = choice.law.exactness == "calibrated"
+            cells.append({"width": n, "law": choice.law.name, "exactness": choice.law.exactness,
+                          "probe": calibrated, "why": _probe_reason(choice) if calibrated else None})
+        rows.append({"net": label, "spec": kw, "cells": cells})
+    return rows
+
+
+def _probe_grid_section() -> list:
+    """Which nets ``predict`` still calibrates on probes of the net, by width (from the registry, nothing measured)."""
+    rows = probe_grid()
+    lines = ["## Which nets still need a probe", "",
+             "`predict`'s default law at held-out depths 8, 12, 16 and the default 60 s budget, per width, as "
+             "`amutheory laws --family F --activation A [--padding P --dim D] --width N --depths 8,12,16` chooses it "
+             "today (read from the law registry by `python validate/finite_width_table.py report`; nothing measured).  "
+             "Chains: batch 8, kernel 3, spatial 16 (1-D) or 8 x 8 (2-D); MLPs: 16 input features, batch 8; residual "
+             "nets: 1-D, spatial 8.  **probe**: a calibrated law, fitted to probes at shallow depths of the net (or, zero-padded, of its "
+             "circular twin), "
+             "because a derived law was over the 60 s budget (*cost*: `--budget` takes it), covers only smaller grids "
+             "(*size*), was kept off the default by a planned check (*check*), or because none covers the net (*none*); "
+             "`amutheory laws` gives each reason in full.", "",
+             "| net | " + " | ".join(f"width {n}" for n in WIDTHS) + " |",
+             "|---|" + "---|" * len(WIDTHS)]
+    for r in rows:
+        lines.append(f"| {r['net']} | " + " | ".join(
+            f"**probe** ({c['why']}: {c['law']})" if c["probe"] else f"{c['law']} ({c['exactness']})"
+            for c in r["cells"]) + " |")
+    free = sum(not c["probe"] for r in rows for c in r["cells"])
+    total = sum(len(r["cells"]) for r in rows)
+    return lines + ["", f"{free} of {total} cells need no probe of the net.", ""]
+
+
 def _fmt(xs, pct=True) -> str:
     return ", ".join(f"{x:+.1%}" if pct else f"{x:+.1f}" for x in xs)
 
@@ -252,7 +319,7 @@ def markdown(rows: list) -> str:
              "|z| <= 3 everywhere).  The calibrated law (`mlp-coherent`) fits a, b, e to probes of the net at depths "
              f"{list(CALIBRATION)} (seeds 0..31); every other law is fitted to nothing.  Probe data: "
              "`docs/findings/finite_width/probes.json`; this table as JSON: `docs/findings/finite_width/table.json`.", ""]
-    lines += _width_summary_section(rows)
+    lines += _width_summary_section(rows) + _probe_grid_section()
     for a in ACTIVATIONS:
         lines += [f"## {a}", "", "| width | law | default | error at L = 8, 12, 16 | z | seed-mean rel. se | max abs z |",
                   "|---|---|---|---|---|---|---|"]

@@ -293,8 +293,9 @@ class ChainKernelFiniteBackward(Law):
                     "docs/findings/finite_width.md) kept the drawn chain-kernel-finite as the default (GELU: still beyond "
                     "3 z; tanh: it overshoots where the drawn law holds); ask for it with law='chain-kernel-finite-backward'")
         if spec.padding not in DEFAULT_PADDINGS:
-            return (f"no planned check has made it the default for {spec.padding}-padded ReLU chains yet (run L of "
-                    "validate/plans/FINITE_WIDTH.md); ask for it with law='chain-kernel-finite-backward'")
+            return (f"no planned check has made it the default for {spec.padding}-padded ReLU chains yet (runs L and R "
+                    "of validate/plans/FINITE_WIDTH.md: at width 32 its max |z| was the calibrated law's or above it, "
+                    "both laws low; docs/findings/finite_width.md); ask for it with law='chain-kernel-finite-backward'")
         if spec.width > DEFAULT_MAX_WIDTH:
             return (f"the default for ReLU chains up to width {DEFAULT_MAX_WIDTH} (runs I and Q); at width 128 the "
                     "calibrated chain-coherent was better in both held-out error and z (runs U and W of "
