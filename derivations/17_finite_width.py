@@ -189,8 +189,35 @@ print("one ReLU sample:", bw.pair_excess_rate().subs({bw.p_on: half, bw.q_on: ha
 
 # %% [markdown]
 # The equal-variance width gives every pair one sample's rate; where pairs of different samples carry
-# much of `s` that is too much -- consistent with the overshoot the planned check found.  Weighting the
-# pairs, and the coupling of each unit's forward and backward values, are still open.
+# much of `s` that is too much -- consistent with the overshoot the planned check found.
+#
+# With **one** sample there are no cross pairs, and one sample's masked transfer put into the split law
+# in place of the linear one is the whole independent-mask model of the backward side
+# (`masked_backward_factor`; without masks it is the linear factor):
+
+# %%
+check("the masked split without masks is the linear split",
+      sp.simplify(bw.masked_split_generating_function().subs(bw.p_on, 1) - bw.split_generating_function()) == 0,
+      "symbolically")
+one = mlp.with_(batch=1, depth=16, width=32)
+print("one sample, width 32, L = 8, 16: masked factor",
+      np.round(bw.masked_backward_factor(one, [8, 16], 0.5), 3), " equal-variance factor",
+      np.round(bw.backward_factor(one, [8, 16], 32 * 2 / 5), 3))
+
+# %% [markdown]
+# Diagnostic Z of the findings page measured ReLU MLPs with one sample: both factors overshoot there,
+# the masked one more, and the forward-only law reads low -- so the masks' dependence on the weights
+# (which every law here leaves out) takes away part of what independent masks add.  That dependence
+# enters through each unit's forward and backward values together; for a pair of samples under a mask
+# activation (`phi D = phi`) the same-unit coupling is exactly
+
+# %%
+show("pair coupling", bw.pair_coupling())
+show("ReLU, at the samples' angle", bw.relu_pair_coupling())
+
+# %% [markdown]
+# -- 1 for one sample, 3 for orthogonal samples: largest for the cross pairs, whose masked rate is the
+# smallest.  How it enters `s`, and with which sign, is still open.
 
 # %% [markdown]
 # ## 6. GELU and tanh: every Gaussian moment drawn

@@ -121,8 +121,8 @@ def test_the_chain_law_covers_relu_chains_and_is_the_default_for_circular_ones_o
                     activation="relu", input_channels=3)
     zero = relu.with_(padding="zero")
     assert law.covers(relu) and law.covers(zero) and not law.covers(relu.with_(activation="linear"))
-    # run L of the plan left zero-padded ReLU chains on the calibrated default; run I made it circular chains' default
-    assert law.not_default_for(relu) is None and "run L" in law.not_default_for(zero)
+    # runs L and R of the plan left zero-padded ReLU chains on the calibrated default; run I made it circular chains'
+    assert law.not_default_for(relu) is None and "runs L and R" in law.not_default_for(zero)
     got = law.evaluate(relu, [4, 8])
     assert got.exactness == "approximate" and np.all(got.s_bar > 0) and got.constants["backward_width"].value == 6.4
     # a zero-padded chain: its own forward kernels (the edge lowers s_bar), its circular twin's backward factor
@@ -283,3 +283,47 @@ def test_a_pairs_excess_rate_runs_from_a_linear_layers_to_one_relu_samples():
     assert rate.subs({p_on: half, q_on: half}) == 3              # one ReLU sample: 1 + 3/n
     assert rate.subs({p_on: half, q_on: half**2}) == 1           # independent masks: a linear layer's 1 + 1/n
     assert rate.subs({p_on: 1, q_on: 1}) == 1                    # a linear layer
+
+
+def test_a_pairs_coupling_is_one_over_q_minus_one_and_grows_with_the_angle_for_relu():
+    """``pair_coupling`` against a Monte Carlo of two unit Gaussians at angle theta (200000 pairs, fixed seed; the
+    ratio's sampling error is under 1% there), and its ReLU form at the ends: 1 for one sample, 3 at right angles."""
+    import sympy as sp
+
+    from amutheory.symbolic.chain.backward_width import pair_coupling, q_on, relu_pair_coupling
+    from amutheory.symbolic.chain.kernel_law import theta
+
+    rho = relu_pair_coupling()
+    assert sp.simplify(rho.subs(theta, 0) - 1) == 0 and sp.simplify(rho.subs(theta, sp.pi / 2) - 3) == 0
+    rng = np.random.default_rng(11)
+    for angle in (0.4, 1.2, 2.0):
+        z = rng.standard_normal((200_000, 2))
+        u, v = z[:, 0], np.cos(angle) * z[:, 0] + np.sin(angle) * z[:, 1]
+        pu, pv, du, dv = np.maximum(u, 0), np.maximum(v, 0), (u > 0) * 1.0, (v > 0) * 1.0
+        measured = (pu * pv * du * dv).mean() / ((pu * pv).mean() * (du * dv).mean()) - 1
+        q = (du * dv).mean()
+        assert abs(measured - float(pair_coupling().subs(q_on, q))) < 1e-9   # the identity phi D = phi, draw by draw
+        assert abs(measured - float(rho.subs(theta, angle))) < 0.03 * (1 + measured)
+
+
+def test_the_masked_split_is_the_linear_split_without_masks():
+    """At ``p = 1`` the masked factor is the linear backward factor, symbolically and in the predictor; at a very
+    large backward width it is 1; at ReLU's ``p = 1/2`` it is above the equal-variance factor (the single sample's
+    larger excess); bad arguments name themselves."""
+    import sympy as sp
+
+    from amutheory.symbolic.chain.backward_width import (backward_factor, masked_backward_factor,
+                                                         masked_split_generating_function, p_on,
+                                                         split_generating_function)
+
+    assert sp.simplify(masked_split_generating_function().subs(p_on, 1) - split_generating_function()) == 0
+    spec = ArchSpec(family="mlp", depth=16, width=24, activation="linear", input_channels=10, batch=3)
+    depths = [2, 5, 9, 16]
+    np.testing.assert_allclose(masked_backward_factor(spec, depths, 1.0), backward_factor(spec, depths, 24.0), rtol=1e-10)
+    np.testing.assert_allclose(masked_backward_factor(spec, depths, 0.5, backward_width=1e9), 1.0, atol=1e-6)
+    assert np.all(masked_backward_factor(spec, depths, 0.5) > backward_factor(spec, depths, 24.0 * 2 / 5))
+    for bad in (0.0, 1.5, "x", True):
+        with pytest.raises(ValueError, match="on_probability"):
+            masked_backward_factor(spec, depths, bad)
+    with pytest.raises(ValueError, match="family"):
+        masked_backward_factor(spec.with_(family="conv"), depths, 0.5)

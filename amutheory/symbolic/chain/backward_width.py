@@ -138,6 +138,27 @@ def pair_excess_rate() -> sp.Expr:
 
 
 @functools.lru_cache(maxsize=None)
+def pair_coupling() -> sp.Expr:
+    """A pair of samples' same-unit forward-backward coupling under a mask activation (``phi' in {0, 1}``,
+    ``phi = h phi'``: linear, ReLU): ``E[phi_a phi_b D_a D_b] / (E[phi_a phi_b] E[D_a D_b]) - 1`` with ``D = phi'``.
+    Since ``phi D = phi``, the numerator is ``E[phi_a phi_b]``, so the coupling is ``1/q - 1`` (``q = E[D_a D_b]``,
+    the probability that the unit is on for both): ``1/p - 1`` for one sample (1 for ReLU:
+    :meth:`~amutheory.activations.Activation.forward_backward_coupling`), larger for a pair whose masks agree less
+    (ReLU: ``(pi + theta) / (pi - theta)`` at the samples' angle ``theta``, :func:`relu_pair_coupling`)."""
+    value = sp.Symbol("V", positive=True)                  # E[phi_a phi_b] = E[phi_a D_a phi_b D_b]
+    return sp.simplify(value / (value * q_on) - 1)
+
+
+@functools.lru_cache(maxsize=None)
+def relu_pair_coupling() -> sp.Expr:
+    """:func:`pair_coupling` for ReLU at the pair's angle ``theta``, its ``q`` the wedge's probability
+    (:func:`~amutheory.symbolic.chain.kernel_law.relu_pair_kernels`' mask): ``(pi + theta) / (pi - theta)``."""
+    from amutheory.symbolic.chain.kernel_law import relu_pair_kernels, theta
+
+    return sp.simplify(pair_coupling().subs(q_on, relu_pair_kernels()["mask"]))
+
+
+@functools.lru_cache(maxsize=None)
 def masked_hidden_transfer() -> sp.Matrix:
     """One sample's masked layer, :func:`masked_pair_transfer` at ``q = p`` (``A = U U^T`` is symmetric, so
     ``gamma = alpha`` and the ``alpha`` and ``gamma`` columns add), in the coordinates of
@@ -279,3 +300,70 @@ def backward_factor(spec: ArchSpec, depths, backward_width: float, input_var: fl
     """``b(L; n, n_b)``: the linear net's ``s_bar`` with the backward moments at ``backward_width`` over
     its forward-only ``s_bar`` (module docstring); 1 as ``backward_width -> oo``."""
     return split_s_bar(spec, depths, backward_width, input_var) / split_s_bar(spec, depths, math.inf, input_var)
+
+
+# --------------------------------------------------------------------------- the split law under one sample's masks
+def _masked_split(backward_infinite: bool) -> sp.Expr:
+    """The split law's generating function with its backward series carried by one sample's masked transfer
+    (:func:`masked_hidden_transfer` at width ``n_b`` and on-probability ``p``), or by its ``n_b -> oo`` limit."""
+    T_b = masked_hidden_transfer().subs(fw.n, n_b)
+    uw = sp.simplify((sp.eye(2) - fw.z * T_b).inv() * sp.Matrix([1, 1]))
+    if backward_infinite:
+        uw = sp.Matrix([sp.limit(e, n_b, sp.oo) for e in uw])
+    return fw.generating_function_with(uw)
+
+
+@derivation
+def masked_split_generating_function() -> sp.Expr:
+    """``S(z; n, n_b, p)``: the linear MLP's forward moments at ``n`` and backward moments ``u_p, w_p`` of products
+    of masked layers at ``n_b`` (each unit on with probability ``p``, independently of the weights); at ``p = 1`` it
+    is :func:`split_generating_function` (a test checks it symbolically)."""
+    return _masked_split(False)
+
+
+@derivation
+def masked_forward_only_generating_function() -> sp.Expr:
+    """:func:`masked_split_generating_function` with the masked backward moments at infinite width."""
+    return _masked_split(True)
+
+
+_MASKED_ARGS = _ARGS + (p_on,)
+
+
+@derivation
+def _masked_recurrence_sources() -> dict:
+    out = {}
+    for name, gf in (("split", masked_split_generating_function()), ("forward", masked_forward_only_generating_function())):
+        for part, src in fw.recurrence_sources(gf, _MASKED_ARGS).items():
+            out[f"{name}-{part}"] = src
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _masked_recurrences() -> dict:
+    return {k: compile_lambda(v, "numpy") for k, v in _masked_recurrence_sources().items()}
+
+
+def masked_backward_factor(spec: ArchSpec, depths, on_probability: float, backward_width: float | None = None,
+                           input_var: float = 1.0) -> np.ndarray:
+    """One sample's independent-mask model of the backward excess: the split law of the linear MLP ``spec`` with
+    its backward moments those of products of masked layers (:func:`masked_hidden_transfer`, each unit on with
+    probability ``on_probability``, 1/2 for ReLU) at ``backward_width`` (default: the spec's width), over the same
+    with the masked moments at infinite width.  At ``on_probability = 1`` it is :func:`backward_factor`.  What it
+    leaves out: the masks' correlations across samples (none with one sample) and the coupling of a unit's
+    forward and backward weights (its masks are independent of the weights)."""
+    depths = _check(spec, depths, spec.width if backward_width is None else backward_width)
+    if spec.family != "mlp":
+        raise ValueError(f"family: the masked factor is derived for MLPs, got {spec.family!r}")
+    fw.check_finite_width_spec(spec)
+    if isinstance(on_probability, bool) or not isinstance(on_probability, (int, float)) \
+            or not 0.0 < on_probability <= 1.0:
+        raise ValueError(f"on_probability must be a number in (0, 1], got {on_probability!r}")
+    n, C0, B, m, v, vr = fw._arguments(spec, input_var)
+    n_back = n if backward_width is None else float(backward_width)
+    fns, count = _masked_recurrences(), int(depths.max())
+    s = {}
+    for which in ("split", "forward"):
+        args = (n, n_back, C0, B, m, v, vr, float(on_probability))
+        s[which] = np.cumsum(fw.rational_series(fns[f"{which}-num"](*args), fns[f"{which}-den"](*args), count))
+    return s["split"][depths - 1] / s["forward"][depths - 1]
