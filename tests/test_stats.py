@@ -108,6 +108,53 @@ def test_geo_mean_ci_coverage_lognormal():
     assert abs(covered / reps - 0.95) <= 3 * math.sqrt(0.95 * 0.05 / reps)
 
 
+def test_the_mean_intervals_by_formula_on_small_samples():
+    """Cox's interval by hand; BCa on a symmetric sample is near the percentile interval (z0 and a near 0); the
+    studentized interval is the mean minus the replicates' t quantiles times the sample's standard error."""
+    from scipy.stats import norm
+
+    from amutheory.stats import MEAN_CI_METHODS
+
+    assert MEAN_CI_METHODS == ("percentile", "bca", "studentized", "cox")
+    x = np.array([0.5, 1.0, 2.0, 4.0, 8.0])
+    m, v, n = np.log(x).mean(), np.log(x).var(ddof=1), x.size
+    half = norm.ppf(0.975) * math.sqrt(v / n + v**2 / (2 * (n - 1)))
+    assert arith_mean_ci(x, method="cox") == pytest.approx((x.mean(), math.exp(m + v / 2 - half),
+                                                             math.exp(m + v / 2 + half)), rel=1e-12)
+    y = np.random.default_rng(3).normal(10.0, 1.0, size=400)
+    _, plo, phi = arith_mean_ci(y, method="percentile", seed=4)
+    _, blo, bhi = arith_mean_ci(y, method="bca", seed=4)
+    assert abs(blo - plo) < 0.1 * (phi - plo) and abs(bhi - phi) < 0.1 * (phi - plo)
+    mean, slo, shi = arith_mean_ci(y, method="studentized", seed=4)
+    assert slo < mean < shi and (shi - slo) == pytest.approx(2 * 1.96 * y.std(ddof=1) / 20, rel=0.1)
+
+
+def test_on_log_normal_samples_the_percentile_interval_undercovers_and_coxs_does_not():
+    """Log-normal samples (sigma 1.2, n 64, 300 repetitions, fixed seeds): the percentile interval of the mean
+    undercovers (its error is of second order in the skew), while Cox's interval, exact for log-normal data as n
+    grows, covers within 3 binomial sd of 95% (sd 0.0126 at 300 repetitions).  (BCa and the bootstrap-t do not
+    repair the percentile interval's undercoverage at this n and skew; study P2 measures all four on seed means.)"""
+    reps, n, sigma = 300, 64, 1.2
+    truth = math.exp(sigma**2 / 2)
+    rng = np.random.default_rng(17)
+    hits = {m: 0 for m in ("percentile", "cox")}
+    for i in range(reps):
+        x = np.exp(rng.normal(0.0, sigma, size=n))
+        for m in hits:
+            _, lo, hi = arith_mean_ci(x, n_boot=500, seed=i, method=m)
+            hits[m] += lo <= truth <= hi
+    sd = math.sqrt(0.95 * 0.05 / reps)
+    cov = {m: h / reps for m, h in hits.items()}
+    assert cov["percentile"] < 0.95 - 3 * sd <= cov["cox"], cov
+
+
+def test_arith_mean_ci_names_a_bad_method_and_a_nonpositive_sample_for_cox():
+    with pytest.raises(ValueError, match="method"):
+        arith_mean_ci([1.0, 2.0, 3.0], method="normal")
+    with pytest.raises(ValueError, match=r"\bx\b"):
+        arith_mean_ci([1.0, -2.0, 3.0], method="cox")
+
+
 # ------------------------------------------------------------------ log-log slopes
 
 DEPTHS = np.array([2, 4, 8, 16, 32, 64])
