@@ -545,7 +545,8 @@ def cmd_laws(args):
 
 
 #: the seeds' Var[ln s_bar] from which measure's text warns that the seed mean's interval undercovers (study P of
-#: docs/findings/finite_width.md found it from the smallest spread it tried; the geometric mean's interval held)
+#: docs/findings/finite_width.md found it from the smallest spread it tried; the geometric mean's interval held;
+#: study P2, with more replicates, found the undercoverage clear at the larger spreads, for every interval of the mean)
 HEAVY_SPREAD = 1.0
 
 
@@ -556,8 +557,9 @@ def heavy_spread_note(depths, d: dict, sym: str = "L") -> list[str]:
     if not heavy:
         return []
     return [f"note: at {sym} = {', '.join(map(str, heavy))} the seeds' Var[ln s_bar] is {HEAVY_SPREAD:g} or more: a few "
-            "seeds carry much of the mean, and its percentile interval undercovered at such values in a simulation "
-            "(docs/findings/finite_width.md, study P); read the geometric mean's interval there"]
+            "seeds carry much of the mean, and its percentile interval undercovered at such values in simulations, "
+            "where at the larger spreads no interval of the mean covered (docs/findings/finite_width.md, studies P and "
+            "P2; stats.arith_mean_ci(method=...) has the others); read the geometric mean's interval there"]
 
 
 def cmd_measure(args):

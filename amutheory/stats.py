@@ -11,7 +11,8 @@ of bootstrap replicates, ``alpha = 1 - level``.
 * :func:`bootstrap_ci` -- percentile bootstrap
   ``[q_{alpha/2}, q_{1-alpha/2}]`` of ``{T(x*_b)}_{b=1..B}``, ``x*_b`` drawn from the
   ``x_i`` with replacement;
-* :func:`arith_mean_ci` -- ``mean = (1/n) sum_i x_i`` and its bootstrap interval;
+* :func:`arith_mean_ci` -- ``mean = (1/n) sum_i x_i`` and its interval (the percentile bootstrap; BCa, the
+  bootstrap-t or Cox's log-normal interval on request: :data:`MEAN_CI_METHODS`);
 * :func:`geo_mean_ci` -- ``G = exp((1/n) sum_i ln x_i)`` and ``exp`` of the bootstrap
   interval of the mean of ``ln x``;
 * :func:`fit_loglog_slope` -- least-squares slope of ``ln T_j`` against ``ln L_j`` over depths
@@ -38,6 +39,7 @@ __all__ = [
     "SlopeFit",
     "bootstrap_ci",
     "arith_mean_ci",
+    "MEAN_CI_METHODS",
     "geo_mean_ci",
     "fit_loglog_slope",
     "WidthExtrapolation",
