@@ -37,26 +37,35 @@ CELLS = {
 }
 
 
+def replicates_of(name: str, first_seed: int, replicates: int) -> tuple:
+    """``(spec, s_bar [replicate, seed], the exact law's mean)`` of a cell: ``replicates`` blocks of
+    :data:`PER_REPLICATE` consecutive seeds from ``first_seed``."""
+    from amutheory.laws import REGISTRY
+    from amutheory.measure.probe import probe
+    from amutheory.spec import ArchSpec
+
+    kw, depth, law = CELLS[name]
+    spec = ArchSpec(depth=depth, **kw)
+    seeds = range(first_seed, first_seed + replicates * PER_REPLICATE)
+    s = np.asarray(probe(spec, list(seeds), chunk=256).s_bar, float).reshape(replicates, PER_REPLICATE)
+    return spec, s, float(REGISTRY[law].evaluate(spec, [depth]).s_bar[0])
+
+
 def measure() -> dict:
     import torch
 
     from amutheory import stats
-    from amutheory.laws import REGISTRY
-    from amutheory.measure.probe import probe
-    from amutheory.spec import ArchSpec
 
     torch.set_num_threads(1)
     d = json.loads(OUT.read_text()) if OUT.exists() else {
         "plan": "validate/plans/FINITE_WIDTH.md study P (addendum 13)", "replicates": REPLICATES,
         "per_replicate": PER_REPLICATE, "first_seed": FIRST_SEED, "cells": {}}
-    seeds = range(FIRST_SEED, FIRST_SEED + REPLICATES * PER_REPLICATE)
-    for name, (kw, depth, law) in CELLS.items():
+    for name in CELLS:
         if name in d["cells"]:
             continue
         t = time.perf_counter()
-        spec = ArchSpec(depth=depth, **kw)
-        s = np.asarray(probe(spec, list(seeds), chunk=256).s_bar, float).reshape(REPLICATES, PER_REPLICATE)
-        mean_truth = float(REGISTRY[law].evaluate(spec, [depth]).s_bar[0])
+        spec, s, mean_truth = replicates_of(name, FIRST_SEED, REPLICATES)
+        law = CELLS[name][2]
         logs = np.log(s).ravel()
         geo_truth, geo_truth_rel_se = float(np.exp(logs.mean())), float(logs.std(ddof=1) / math.sqrt(logs.size))
         hits = {"mean": 0, "geo": 0}
@@ -93,23 +102,18 @@ def measure_p2() -> dict:
     import torch
 
     from amutheory import stats
-    from amutheory.laws import REGISTRY
-    from amutheory.measure.probe import probe
-    from amutheory.spec import ArchSpec
 
     torch.set_num_threads(1)
     d = json.loads(P2_OUT.read_text()) if P2_OUT.exists() else {
         "plan": "validate/plans/FINITE_WIDTH.md study P2 (addendum 24)", "replicates": P2_REPLICATES,
         "per_replicate": PER_REPLICATE, "first_seed": P2_FIRST_SEED, "level": LEVEL, "covers_at": P2_COVERS,
         "cells": {}}
-    seeds = range(P2_FIRST_SEED, P2_FIRST_SEED + P2_REPLICATES * PER_REPLICATE)
-    for name, (kw, depth, law) in CELLS.items():
+    for name in CELLS:
         if name in d["cells"]:
             continue
         t = time.perf_counter()
-        spec = ArchSpec(depth=depth, **kw)
-        s = np.asarray(probe(spec, list(seeds), chunk=256).s_bar, float).reshape(P2_REPLICATES, PER_REPLICATE)
-        truth = float(REGISTRY[law].evaluate(spec, [depth]).s_bar[0])
+        spec, s, truth = replicates_of(name, P2_FIRST_SEED, P2_REPLICATES)
+        law = CELLS[name][2]
         methods = {}
         for method in stats.MEAN_CI_METHODS:
             ci = np.array([stats.arith_mean_ci(rep, level=LEVEL, method=method) for rep in s])

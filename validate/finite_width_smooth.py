@@ -13,6 +13,7 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part V    # after U (addendum 19): the GELU chain at width 256 (a diagnostic)
     python validate/finite_width_smooth.py --part W    # after U (addendum 20): ReLU circular chains at width 128, fresh seeds
     python validate/finite_width_smooth.py --part X [relu,gelu-mlp,...]   # run X (addendum 21): width 16, reports only
+    python validate/finite_width_smooth.py --part 2D [relu-circular,...]  # run 2D (addendum 25): 2-D chains, reports only
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -250,7 +251,7 @@ def _locked_update(path: Path, key: str, value, top: tuple | None = None) -> dic
 
     with open(str(path) + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        run = {"smooth_x.json": "X"}.get(path.name, "U")
+        run = {"smooth_x.json": "X", "smooth_2d.json": "2D"}.get(path.name, "U")
         d = json.loads(path.read_text()) if path.exists() else {"plan": f"validate/plans/FINITE_WIDTH.md run {run}",
                                                                  "nets": {}}
         if key is not None:
@@ -261,10 +262,10 @@ def _locked_update(path: Path, key: str, value, top: tuple | None = None) -> dic
         return d
 
 
-def u_laws(spec) -> tuple:
+def u_laws(spec, backward_draws: int | None = None) -> tuple:
     """Runs U and X's laws at the held-out depths: ``predict``'s default as it runs it within :data:`U_BUDGET` (the
-    draws its cost model fits), the family's calibrated law, and for ReLU chains the backward law: (name -> s_bar,
-    name -> Monte Carlo se, facts)."""
+    draws its cost model fits), the family's calibrated law, and for ReLU chains the backward law (at
+    ``backward_draws`` where it is not the default; run 2D): (name -> s_bar, name -> Monte Carlo se, facts)."""
     from amutheory.laws import REGISTRY, best_law, call_evaluate
 
     choice = best_law(spec, list(HELD_OUT), U_BUDGET)
@@ -275,6 +276,9 @@ def u_laws(spec) -> tuple:
     for name in names:
         t = time.perf_counter()
         options = {"draws": choice.draws} if name == choice.law.name and choice.draws else {}
+        if name == "chain-kernel-finite-backward" and name != choice.law.name and backward_draws:
+            options = {"draws": backward_draws}
+            facts["backward_draws"] = backward_draws
         got = call_evaluate(REGISTRY[name], spec, list(HELD_OUT), calibration_depths=CALIBRATION,
                             calibration_seeds=CALIBRATION_SEEDS, **options)
         values[name] = np.asarray(got.s_bar, float)
@@ -301,7 +305,7 @@ def measure_x(only=None) -> dict:
     return measure_nets(x_nets(), X_OUT, X_SEEDS, "X", only)
 
 
-def measure_nets(nets: dict, out: Path, seeds, tag: str, only=None) -> dict:
+def measure_nets(nets: dict, out: Path, seeds, tag: str, only=None, laws=u_laws) -> dict:
     """Runs U and X: each net of ``nets`` (key -> spec) not yet in ``out`` (``only``: keys starting with these), its
     laws (:func:`u_laws`) and the probe's held-out rows over ``seeds``, written after each net; the nets measured."""
     import torch
@@ -311,13 +315,39 @@ def measure_nets(nets: dict, out: Path, seeds, tag: str, only=None) -> dict:
         if (only and not any(key.startswith(o) for o in only)) or key in _locked_update(out, None, None)["nets"]:
             continue
         t = time.perf_counter()
-        values, ses, facts = u_laws(spec)
+        values, ses, facts = laws(spec)
         rows = law_rows(spec, values, ses, seeds)
         net = {"family": spec.family, "activation": spec.activation, "padding": spec.padding, "width": spec.width,
                "c": spec.c, "spec": repr(spec), "seeds": [seeds[0], seeds[-1]], "rows": rows, **facts}
         _locked_update(out, key, net)
         _print_net(f"{tag} {key}", rows, list(values), t)
     return _locked_update(out, None, None)["nets"]
+
+
+#: 2D (plan addendum 25, reports only): 2-D chains, kernel 3, spatial 8 x 8; the ReLU backward law at its draws' floor
+TWO_D_SEEDS, TWO_D_DRAWS = range(270000, 270512), 128
+TWO_D_OUT = OUT.parent / "smooth_2d.json"
+
+
+def two_d_nets() -> dict:
+    """Run 2D's nets by key: ReLU chains with either padding at widths 32 and 64, GELU and tanh circular at 32."""
+    from amutheory.spec import ArchSpec
+
+    def chain(activation, padding, width):
+        return ArchSpec(dim=2, depth=max(HELD_OUT), width=width, spatial=8, kernel=3, padding=padding,
+                        activation=activation, input_channels=3, batch=8)
+
+    nets = {f"relu-{p}-n{n}-2d": chain("relu", p, n) for p in K_PADDINGS for n in DECIDING_WIDTHS}
+    nets.update({f"{a}-circular-n32-2d": chain(a, "circular", 32) for a in ACTIVATIONS})
+    return nets
+
+
+def measure_2d(only=None) -> dict:
+    """Run 2D: each net of :func:`two_d_nets` not yet measured (``only``: keys starting with these), resuming per net."""
+    import functools
+
+    return measure_nets(two_d_nets(), TWO_D_OUT, TWO_D_SEEDS, "2D", only,
+                        laws=functools.partial(u_laws, backward_draws=TWO_D_DRAWS))
 
 
 def law_rows(spec, values: dict, ses: dict, seeds) -> list:
@@ -454,6 +484,8 @@ if __name__ == "__main__":
     if sys.argv[1:3] == ["--part", "U"]:
         nets = measure_u(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
         print(json.dumps(_locked_update(U_OUT, None, None, top=("decision", decide_u(nets)))["decision"], indent=1))
+    elif sys.argv[1:3] == ["--part", "2D"]:
+        measure_2d(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
     elif sys.argv[1:3] == ["--part", "X"]:
         measure_x(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
     elif sys.argv[1:] == ["--part", "W"]:

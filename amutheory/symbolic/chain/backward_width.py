@@ -153,7 +153,7 @@ def pair_coupling() -> sp.Expr:
 def relu_pair_coupling() -> sp.Expr:
     """:func:`pair_coupling` for ReLU at the pair's angle ``theta``, its ``q`` the wedge's probability
     (:func:`~amutheory.symbolic.chain.kernel_law.relu_pair_kernels`' mask): ``(pi + theta) / (pi - theta)``."""
-    from amutheory.symbolic.chain.kernel_law import relu_pair_kernels, theta
+    from amutheory.symbolic.chain.kernel_law import relu_pair_kernels
 
     return sp.simplify(pair_coupling().subs(q_on, relu_pair_kernels()["mask"]))
 
@@ -214,9 +214,10 @@ def _excess(T: np.ndarray, T_oo: np.ndarray, steps) -> np.ndarray:
     return np.asarray(out)[steps]
 
 
-def _split(backward_infinite: bool) -> sp.Expr:
-    """The exact law's generating function with its backward series at width ``n_b`` (or its limit)."""
-    T_b = fw.hidden_transfer().subs(fw.n, n_b)
+def _split(backward_infinite: bool, masked: bool = False) -> sp.Expr:
+    """The exact law's generating function with its backward series at width ``n_b`` (or its limit), carried by
+    the linear layer's transfer or, ``masked``, by one sample's masked one (:func:`masked_hidden_transfer`)."""
+    T_b = (masked_hidden_transfer() if masked else fw.hidden_transfer()).subs(fw.n, n_b)
     uw = sp.simplify((sp.eye(2) - fw.z * T_b).inv() * sp.Matrix([1, 1]))
     if backward_infinite:
         uw = sp.Matrix([sp.limit(e, n_b, sp.oo) for e in uw])
@@ -241,24 +242,27 @@ _ARGS = (fw.n, n_b, fw.C_0, fw.B, fw.m, fw.v, fw.v_r)
 
 
 @derivation
-def _recurrence_sources() -> dict:
-    """Numerator and denominator coefficients in ``z`` of both generating functions, as printed sources
-    of functions of ``(n, n_b, C_0, B, m, v, v_r)`` (the forward-only one ignores ``n_b``)."""
+def _recurrence_sources(masked: bool = False) -> dict:
+    """Numerator and denominator coefficients in ``z`` of both generating functions (split and forward-only;
+    ``masked``: their masked forms), as printed sources of functions of ``(n, n_b, C_0, B, m, v, v_r)`` (and ``p``
+    when masked; the forward-only one ignores ``n_b``)."""
+    pair = ((masked_split_generating_function(), masked_forward_only_generating_function()) if masked
+            else (split_generating_function(), forward_only_generating_function()))
     out = {}
-    for name, gf in (("split", split_generating_function()), ("forward", forward_only_generating_function())):
-        for part, src in fw.recurrence_sources(gf, _ARGS).items():
+    for name, gf in zip(("split", "forward"), pair):
+        for part, src in fw.recurrence_sources(gf, _ARGS + ((p_on,) if masked else ())).items():
             out[f"{name}-{part}"] = src
     return out
 
 
 @functools.lru_cache(maxsize=None)
-def _recurrences() -> dict:
-    return {k: compile_lambda(v, "numpy") for k, v in _recurrence_sources().items()}
+def _recurrences(masked: bool = False) -> dict:
+    return {k: compile_lambda(v, "numpy") for k, v in _recurrence_sources(masked).items()}
 
 
-def _series(which: str, args: tuple, count: int) -> np.ndarray:
+def _series(which: str, args: tuple, count: int, masked: bool = False) -> np.ndarray:
     """``E[s_l]``, ``l = 1..count``: the Taylor coefficients of one generating function (its recurrence)."""
-    fns = _recurrences()
+    fns = _recurrences(masked)
     return fw.rational_series(fns[f"{which}-num"](*args), fns[f"{which}-den"](*args), count)
 
 
@@ -303,45 +307,18 @@ def backward_factor(spec: ArchSpec, depths, backward_width: float, input_var: fl
 
 
 # --------------------------------------------------------------------------- the split law under one sample's masks
-def _masked_split(backward_infinite: bool) -> sp.Expr:
-    """The split law's generating function with its backward series carried by one sample's masked transfer
-    (:func:`masked_hidden_transfer` at width ``n_b`` and on-probability ``p``), or by its ``n_b -> oo`` limit."""
-    T_b = masked_hidden_transfer().subs(fw.n, n_b)
-    uw = sp.simplify((sp.eye(2) - fw.z * T_b).inv() * sp.Matrix([1, 1]))
-    if backward_infinite:
-        uw = sp.Matrix([sp.limit(e, n_b, sp.oo) for e in uw])
-    return fw.generating_function_with(uw)
-
-
 @derivation
 def masked_split_generating_function() -> sp.Expr:
     """``S(z; n, n_b, p)``: the linear MLP's forward moments at ``n`` and backward moments ``u_p, w_p`` of products
     of masked layers at ``n_b`` (each unit on with probability ``p``, independently of the weights); at ``p = 1`` it
     is :func:`split_generating_function` (a test checks it symbolically)."""
-    return _masked_split(False)
+    return _split(False, masked=True)
 
 
 @derivation
 def masked_forward_only_generating_function() -> sp.Expr:
     """:func:`masked_split_generating_function` with the masked backward moments at infinite width."""
-    return _masked_split(True)
-
-
-_MASKED_ARGS = _ARGS + (p_on,)
-
-
-@derivation
-def _masked_recurrence_sources() -> dict:
-    out = {}
-    for name, gf in (("split", masked_split_generating_function()), ("forward", masked_forward_only_generating_function())):
-        for part, src in fw.recurrence_sources(gf, _MASKED_ARGS).items():
-            out[f"{name}-{part}"] = src
-    return out
-
-
-@functools.lru_cache(maxsize=None)
-def _masked_recurrences() -> dict:
-    return {k: compile_lambda(v, "numpy") for k, v in _masked_recurrence_sources().items()}
+    return _split(True, masked=True)
 
 
 def masked_backward_factor(spec: ArchSpec, depths, on_probability: float, backward_width: float | None = None,
@@ -360,10 +337,6 @@ def masked_backward_factor(spec: ArchSpec, depths, on_probability: float, backwa
             or not 0.0 < on_probability <= 1.0:
         raise ValueError(f"on_probability must be a number in (0, 1], got {on_probability!r}")
     n, C0, B, m, v, vr = fw._arguments(spec, input_var)
-    n_back = n if backward_width is None else float(backward_width)
-    fns, count = _masked_recurrences(), int(depths.max())
-    s = {}
-    for which in ("split", "forward"):
-        args = (n, n_back, C0, B, m, v, vr, float(on_probability))
-        s[which] = np.cumsum(fw.rational_series(fns[f"{which}-num"](*args), fns[f"{which}-den"](*args), count))
-    return s["split"][depths - 1] / s["forward"][depths - 1]
+    args = (n, n if backward_width is None else float(backward_width), C0, B, m, v, vr, float(on_probability))
+    split, forward = (np.cumsum(_series(which, args, int(depths.max()), masked=True)) for which in ("split", "forward"))
+    return split[depths - 1] / forward[depths - 1]
