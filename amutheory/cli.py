@@ -558,7 +558,7 @@ def heavy_spread_note(depths, d: dict, sym: str = "L") -> list[str]:
         return []
     return [f"note: at {sym} = {', '.join(map(str, heavy))} the seeds' Var[ln s_bar] is {HEAVY_SPREAD:g} or more: a few "
             "seeds carry much of the mean, and its percentile interval undercovered at such values in simulations, "
-            "where at the larger spreads no interval of the mean covered (docs/findings/finite_width.md, studies P and "
+            "where at larger values no interval of the mean covered (docs/findings/finite_width.md, studies P and "
             "P2; stats.arith_mean_ci(method=...) has the others); read the geometric mean's interval there"]
 
 
