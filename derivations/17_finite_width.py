@@ -217,7 +217,35 @@ show("ReLU, at the samples' angle", bw.relu_pair_coupling())
 
 # %% [markdown]
 # -- 1 for one sample, 3 for orthogonal samples: largest for the cross pairs, whose masked rate is the
-# smallest.  How it enters `s`, and with which sign, is still open.
+# smallest.  At one sample the coupling is explicit.  Condition layer `i`'s weights on its input:
+# `W_i = h_i x^T / |x|^2 + W~_i P` with `W~_i` fresh and `P` the projector off `x`.  A backward step then has
+# `K - 1` fresh active directions and one set by the forward pass, of squared norm `(h . delta)^2 / |x|^2`,
+# and `h . delta` is `r . f` at every layer (Euler's identity: the net is positively homogeneous).  On a real
+# net:
+
+# %%
+import torch
+
+from amutheory.measure.models import build_model
+
+one_net = ArchSpec(family="mlp", depth=5, width=16, activation="relu", input_channels=6, batch=1, outputs=3)
+gen = torch.Generator().manual_seed(7)
+net = build_model(one_net, generator=gen)
+x_in = torch.randn(1, 6, generator=gen, dtype=torch.float64)
+r_dir = torch.randn(1, 3, generator=gen, dtype=torch.float64)
+hs, f_out = net.preactivations(x_in)
+deltas = torch.autograd.grad((r_dir * f_out).sum(), hs)
+split = bw.one_sample_split([h.detach().numpy() for h in hs], [d.numpy() for d in deltas],
+                            [x_in.numpy()] + [torch.relu(h).detach().numpy() for h in hs[:-1]])
+r_dot_f = float((r_dir * f_out).sum().detach())
+print("h . delta per layer:", np.round(split["euler"], 6), " r . f =", round(r_dot_f, 6))
+print("per step, the coupling part in units of one fresh direction (c/n)|delta_i|^2:",
+      np.round(split["coupling"] / (one_net.c / one_net.width * split["top"]), 2), "(about one on average over draws; one draw here)")
+check("Euler's identity", np.allclose(split["euler"], r_dot_f, rtol=1e-9), "every layer")
+
+# %% [markdown]
+# How the coupling enters `s`, and with which sign, is still open: this recursion is where an exact
+# one-sample law starts.
 
 # %% [markdown]
 # ## 6. GELU and tanh: every Gaussian moment drawn

@@ -327,3 +327,59 @@ def test_the_masked_split_is_the_linear_split_without_masks():
             masked_backward_factor(spec, depths, bad)
     with pytest.raises(ValueError, match="family"):
         masked_backward_factor(spec.with_(family="conv"), depths, 0.5)
+
+
+def _one_sample_pass(spec, seed):
+    """A real ReLU MLP's pre-activations, backward vectors ``d(r . f)/dh`` and layer inputs for one input (autograd)."""
+    import torch
+
+    from amutheory.measure.models import build_model
+
+    gen = torch.Generator().manual_seed(seed)
+    model = build_model(spec, generator=gen)
+    x = torch.randn(1, spec.input_channels, generator=gen, dtype=torch.float64)
+    r = torch.randn(1, spec.outputs, generator=gen, dtype=torch.float64)
+    hs, f = model.preactivations(x)
+    grads = torch.autograd.grad((r * f).sum(), hs)
+    inputs = [x] + [torch.relu(h) for h in hs[:-1]]
+    return ([v.detach().numpy().ravel() for v in hs], [g.numpy().ravel() for g in grads],
+            [v.detach().numpy().ravel() for v in inputs], float((r * f).sum().detach()))
+
+
+def test_one_sample_euler_identity_and_the_coupling_split_hold_on_a_real_relu_mlp():
+    """h . delta is r . f at every layer, and what is left of |delta_(i-1)|^2 once the coupling part is taken off is
+    a sum of squares (never negative), on real nets of random widths and depths."""
+    from amutheory.symbolic.chain.backward_width import one_sample_split
+
+    rng = np.random.default_rng(3)
+    for seed in range(6):
+        width, depth = int(rng.integers(6, 40)), int(rng.integers(2, 9))
+        spec = ArchSpec(family="mlp", depth=depth, width=width, activation="relu", input_channels=5, batch=1,
+                        outputs=3)
+        h, delta, x_prev, rf = _one_sample_pass(spec, seed)
+        got = one_sample_split(h, delta, x_prev)
+        np.testing.assert_allclose(got["euler"], rf, rtol=1e-9, atol=1e-12)
+        assert np.all(got["fresh"] >= -1e-9 * got["top"].max())
+    with pytest.raises(ValueError, match="one vector per layer"):
+        one_sample_split(h[:1], delta[:1], x_prev[:1])
+
+
+def test_one_sample_fresh_part_is_a_chi_square_on_the_active_directions_off_the_input():
+    """Over 3000 seeds of a ReLU MLP at width 12 (c = 2; the few whose units all went off have no backward and are
+    left out), ``fresh / ((c/n) |delta_i|^2)`` is ``chi^2_(K - 1)`` given the active count ``K`` below: its mean is
+    compared with the seeds' mean of ``K - 1`` within 4 standard errors of the difference (the per-seed
+    differences' sd over the root of the seeds kept)."""
+    from amutheory.symbolic.chain.backward_width import one_sample_split
+
+    spec = ArchSpec(family="mlp", depth=4, width=12, activation="relu", input_channels=6, batch=1, outputs=2)
+    ratios, dof = [], []
+    for seed in range(3000):
+        got = one_sample_split(*_one_sample_pass(spec, 10_000 + seed)[:3])
+        if np.all(got["top"] > 0) and np.all(got["active"] > 0):   # a net whose units all went off has no backward
+            ratios.append(got["fresh"] / (spec.c / spec.width * got["top"]))
+            dof.append(got["active"] - 1)
+    diff = np.array(ratios) - np.array(dof)
+    se = diff.std(axis=0, ddof=1) / np.sqrt(len(diff))
+    assert np.all(np.abs(diff.mean(axis=0)) <= 4 * se), (diff.mean(axis=0), se)
+    # the coupling part replaces one fresh direction: without it the ratio would miss the active count by one
+    assert np.all(np.abs(diff.mean(axis=0) - 1.0) > 4 * se)

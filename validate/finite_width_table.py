@@ -1167,8 +1167,13 @@ def _one_sample_reading() -> list:
             f"{many(32)} at width 32, where the errors are wide.  A pair's same-unit coupling is derived: "
             f"`{pair_coupling()}` for a mask activation (`pair_coupling`), for ReLU `{relu_pair_coupling()}` at the "
             "samples' angle (1 for one sample, 3 at right angles), larger for cross pairs whose masked rate is "
-            "smaller.  How the coupling enters `s`, and with which sign (at one sample it takes away, where a "
-            "positive `rho_fb` would suggest it adds), is the open step.", ""]
+            "smaller.  At one sample the coupling is exact and explicit (`one_sample_split`, checked on real nets in "
+            "`tests/test_backward_width.py`): conditioning each layer's weights on its input leaves a fresh Gaussian "
+            "off that input's direction, so of a backward step's `K` active directions `K - 1` are fresh (a "
+            "`(c/n) |delta|^2 chi^2_(K-1)`) and one is the coupling part `(h . delta)^2 / |x|^2`, with `h . delta = r . f` "
+            "at every layer (Euler's identity for a positively homogeneous net) -- a scalar recursion from which an "
+            "exact one-sample law can be built.  How the coupling enters `s`, and with which sign (at one sample it "
+            "takes away, where a positive `rho_fb` would suggest it adds), is the open step.", ""]
 
 
 OPEN_QUESTIONS = [

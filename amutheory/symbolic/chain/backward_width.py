@@ -340,3 +340,39 @@ def masked_backward_factor(spec: ArchSpec, depths, on_probability: float, backwa
     args = (n, n if backward_width is None else float(backward_width), C0, B, m, v, vr, float(on_probability))
     split, forward = (np.cumsum(_series(which, args, int(depths.max()), masked=True)) for which in ("split", "forward"))
     return split[depths - 1] / forward[depths - 1]
+
+
+# --------------------------------------------------------------------------- one sample: the coupling made explicit
+def one_sample_split(h: list, delta: list, x_prev: list) -> dict:
+    """The exact one-sample structure of a bias-free ReLU MLP's backward pass, from one input's pre-activations
+    ``h[i] = h_(i+1)`` (``W_(i+1) x_i``), backward vectors ``delta[i] = d(r . f) / d h_(i+1)`` and layer inputs
+    ``x_prev[i] = x_i`` (``x_0`` the input), ``i = 0..L-1``.
+
+    Condition layer ``i``'s weights on its forward input: ``W_i = h_i x_(i-1)^T / |x_(i-1)|^2 + W~_i P``, ``P`` the
+    projector off ``x_(i-1)``, ``W~_i`` a fresh Gaussian independent of everything that ``h_i`` (and so every
+    layer above) depends on.  Then ``delta_(i-1) = D_(i-1) W_i^T delta_i`` splits into
+
+    * the **coupling** part ``x^_(i-1) (h_i . delta_i) / |x_(i-1)|`` (the masks keep ``x_(i-1)``'s direction), of
+      squared norm ``(h_i . delta_i)^2 / |x_(i-1)|^2``, fixed by the forward pass; and
+    * the **fresh** part ``D_(i-1) P W~_i^T delta_i``: a Gaussian on the ``K_(i-1) - 1`` active directions off
+      ``x_(i-1)``, squared norm ``(c/n) |delta_i|^2 chi^2_(K_(i-1) - 1)``, ``K`` the active units;
+
+    and ``h_i . delta_i`` is the same at every layer, ``r . f`` (Euler's identity for a positively homogeneous
+    net).  The infinite-width laws give every backward step ``n`` fresh directions with the mean's weight; at width
+    ``n`` one of them is the coupling part, set by the forward norms -- the forward-backward coupling that the
+    finite-width laws leave out (diagnostic Z of ``docs/findings/finite_width.md``).  Returns per step ``i = 1..L-1``:
+    ``euler`` (``h_i . delta_i``, every ``i = 1..L``), ``coupling``, ``fresh`` (``|delta_(i-1)|^2`` less the coupling),
+    ``active`` (``K_(i-1)``) and ``top`` (``|delta_i|^2``)."""
+    if not (isinstance(h, (list, tuple)) and isinstance(delta, (list, tuple)) and isinstance(x_prev, (list, tuple))):
+        raise TypeError("h, delta and x_prev must be lists of per-layer vectors")
+    if not len(h) == len(delta) == len(x_prev) or len(h) < 2:
+        raise ValueError(f"h, delta and x_prev must hold one vector per layer (>= 2 layers), got "
+                         f"{len(h)}, {len(delta)}, {len(x_prev)}")
+    h, delta, x_prev = ([np.asarray(v, float).ravel() for v in vs] for vs in (h, delta, x_prev))
+    euler = np.array([hi @ di for hi, di in zip(h, delta)])
+    norms = np.array([x_prev[i] @ x_prev[i] for i in range(1, len(h))])   # 0 where every unit below is off: h_i = 0
+    coupling = np.divide(euler[1:] ** 2, norms, out=np.zeros_like(norms), where=norms > 0)
+    below = np.array([delta[i - 1] @ delta[i - 1] for i in range(1, len(h))])
+    return {"euler": euler, "coupling": coupling, "fresh": below - coupling,
+            "active": np.array([int(np.sum(x_prev[i] > 0)) for i in range(1, len(h))]),
+            "top": np.array([delta[i] @ delta[i] for i in range(1, len(h))])}
