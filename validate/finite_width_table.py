@@ -233,7 +233,7 @@ def _width_summary_section(rows: list) -> list:
              "The largest |law / probe's seed mean - 1| at the held-out depths L = 8, 12, 16, before (the default law "
              "before the finite-width laws) -> now (`predict`'s default today, no probe of the net except where it "
              "says calibrated), per width.  MLPs: 16 input features, batch 8; chains: `ArchSpec`'s default 1-D chain "
-             "(kernel 3, spatial 16, batch 8).  Each number comes from the run named (its section below, with the "
+             "(kernel 3, spatial 16, batch 8), 2-D chains kernel 3 on 8 x 8 (run 2D).  Each number comes from the run named (its section below, with the "
              "command); `-`: not measured.  An error within the probe's noise can still be large at the narrowest "
              "widths (the z columns below say which are).", "",
              "| net | before | now | " + " | ".join(f"width {n}" for n in widths) + " | runs |",
