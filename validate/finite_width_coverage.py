@@ -148,6 +148,7 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--study", "P2"]:
         print(json.dumps(measure_p2()["decision"], indent=1))
     elif sys.argv[1:]:
-        sys.exit("usage: python validate/finite_width_coverage.py [--study P2]")
+        print("usage: python validate/finite_width_coverage.py [--study P2]", file=sys.stderr)
+        sys.exit(2)
     else:
         measure()

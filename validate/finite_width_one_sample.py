@@ -7,6 +7,7 @@ the forward-only ``mlp-kernel-finite``, times the equal-variance factor ``b(L; n
 (:func:`amutheory.symbolic.chain.backward_width.masked_backward_factor` at ``p = 1/2``).  It decides nothing.
 
     python validate/finite_width_one_sample.py      # resumes per net; docs/findings/finite_width/one_sample_z.json
+    python validate/finite_width_one_sample.py --activation gelu   # Z2 (addendum 26): the drawn law, GELU or tanh
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -33,20 +34,32 @@ LAWS = ("mlp-kernel-finite", "equal-variance factor", "masked factor")
 MAX_POOLED = 2.0
 
 
-def _spec(width: int, depth: int):
+def _spec(width: int, depth: int, activation: str = "relu"):
     from amutheory.spec import ArchSpec
 
-    return ArchSpec(family="mlp", depth=depth, width=width, activation="relu", input_channels=INPUTS, batch=BATCH)
+    return ArchSpec(family="mlp", depth=depth, width=width, activation=activation, input_channels=INPUTS, batch=BATCH)
+
+
+def law_and_probe(spec, seeds) -> tuple:
+    """The drawn forward-only law ``mlp-kernel-finite`` at :data:`DRAWS` draws (``{"s_bar", "se"}`` at
+    :data:`DEPTHS`) and the probe's seed mean and its standard error at each depth over ``seeds``."""
+    from amutheory.laws.mlp import chain_of
+    from amutheory.measure.probe import probe
+    from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
+
+    kf = finite_width_kernel_s_bar(chain_of(spec), list(DEPTHS), draws=DRAWS)
+    probes = []
+    for L in DEPTHS:
+        s = np.asarray(probe(spec.with_(depth=L), list(seeds), chunk=256).s_bar)
+        probes.append((float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))))
+    return kf, probes
 
 
 def measure() -> dict:
     import torch
 
-    from amutheory.laws.mlp import chain_of
-    from amutheory.measure.probe import probe
     from amutheory.symbolic.chain.backward_width import (ON_PROBABILITY, backward_factor, equal_variance_width,
                                                          masked_backward_factor)
-    from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
 
     torch.set_num_threads(1)
     d = json.loads(OUT.read_text()) if OUT.exists() else {"nets": {}}
@@ -57,13 +70,11 @@ def measure() -> dict:
         t = time.perf_counter()
         spec = _spec(width, max(DEPTHS))
         linear = spec.with_(activation="linear", init_c=None)
-        kf = finite_width_kernel_s_bar(chain_of(spec), list(DEPTHS), draws=DRAWS)
+        kf, probes = law_and_probe(spec, SEEDS)
         factors = {"equal-variance factor": backward_factor(linear, list(DEPTHS), equal_variance_width(width, "relu")),
                    "masked factor": masked_backward_factor(linear, list(DEPTHS), float(ON_PROBABILITY["relu"]))}
         rows = []
-        for i, L in enumerate(DEPTHS):
-            s = np.asarray(probe(spec.with_(depth=L), list(SEEDS), chunk=256).s_bar)
-            mean, se = float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))
+        for i, (L, (mean, se)) in enumerate(zip(DEPTHS, probes)):
             row = {"depth": L, "probe_mean": mean, "probe_se": se}
             for name in LAWS:
                 f = 1.0 if name == "mlp-kernel-finite" else float(factors[name][i])
@@ -93,5 +104,50 @@ def read(d: dict) -> dict:
             "max_abs_z": {k: max(abs(x) for x in v) for k, v in z.items()}, "reading": reading}
 
 
+Z2_OUT = OUT.with_name("one_sample_z2.json")
+Z2_SEEDS, Z2_ACTIVATIONS = range(280000, 284096), ("gelu", "tanh")
+
+
+def measure_z2(activation: str) -> dict:
+    """Diagnostic Z2 (addendum 26): the drawn law ``mlp-kernel-finite`` against one-sample GELU or tanh MLPs (critical
+    c), resuming per net; the reading fixed in the plan, per activation."""
+    import torch
+
+    torch.set_num_threads(1)
+    d = json.loads(Z2_OUT.read_text()) if Z2_OUT.exists() else {"nets": {}}
+    for width in WIDTHS:
+        key = f"{activation}-n{width}-C{INPUTS}-B{BATCH}"
+        if key in d["nets"]:
+            continue
+        t = time.perf_counter()
+        spec = _spec(width, max(DEPTHS), activation)
+        kf, probes = law_and_probe(spec, Z2_SEEDS)
+        rows = []
+        for i, (L, (mean, se)) in enumerate(zip(DEPTHS, probes)):
+            value, vse = float(kf["s_bar"][i]), float(kf["se"][i])
+            rows.append({"depth": L, "probe_mean": mean, "probe_se": se, "s_bar": value, "se": vse,
+                         "error": value / mean - 1, "z": (value - mean) / math.hypot(vse, se)})
+        d["nets"][key] = {"activation": activation, "c": spec.c, "width": width, "input_channels": INPUTS,
+                          "batch": BATCH, "seeds": [Z2_SEEDS[0], Z2_SEEDS[-1]], "draws": DRAWS, "rows": rows}
+        Z2_OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+        print(f"Z2 {key}: errors {[round(100 * r['error'], 1) for r in rows]} z {[round(r['z'], 2) for r in rows]} "
+              f"({time.perf_counter() - t:.0f} s)", flush=True)
+    z = [r["z"] for net in d["nets"].values() if net["activation"] == activation for r in net["rows"]]
+    pooled = sum(z) / math.sqrt(len(z))
+    d.setdefault("readings", {})[activation] = {
+        "points": len(z), "pooled_z": pooled, "max_abs_z": max(abs(x) for x in z),
+        "reading": ("the drawn law holds at one sample" if abs(pooled) <= MAX_POOLED else
+                    "it reads low at one sample too" if pooled < -MAX_POOLED else "it reads high at one sample")}
+    Z2_OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+    return d["readings"][activation]
+
+
 if __name__ == "__main__":
-    print(json.dumps(measure()["reading"], indent=1))
+    if sys.argv[1:2] == ["--activation"] and len(sys.argv) == 3 and sys.argv[2] in Z2_ACTIVATIONS:
+        print(json.dumps(measure_z2(sys.argv[2]), indent=1))
+    elif sys.argv[1:]:
+        print(f"usage: python validate/finite_width_one_sample.py [--activation {{{','.join(Z2_ACTIVATIONS)}}}]",
+              file=sys.stderr)
+        sys.exit(2)
+    else:
+        print(json.dumps(measure()["reading"], indent=1))

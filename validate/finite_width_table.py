@@ -995,7 +995,32 @@ def _one_sample_z_section() -> list:
               "| pooled z | " + " | ".join(f"{rd['pooled_z'][name]:+.2f}" for name in laws) + " |",
               "| max abs z | " + " | ".join(f"{rd['max_abs_z'][name]:.2f}" for name in laws) + " |", "",
               f"The reading fixed before the run (on the masked factor's pooled z): **{rd['reading']}**.", ""]
-    return lines
+    return lines + _one_sample_z2_lines()
+
+
+def _one_sample_z2_lines() -> list:
+    """Diagnostic Z2 (plan addendum 26): the drawn law on one-sample GELU and tanh MLPs, beside run J's batch 8."""
+    z2 = _run_json("one_sample_z2.json")
+    if not z2 or not z2.get("readings"):
+        return []
+    batch8 = {(n["activation"], n["width"]): {r["depth"]: r["mlp-kernel-finite"]["error"] for r in n["rows"]}
+              for n in _nets_of("smooth_j.json").values()}
+    first = next(iter(z2["nets"].values()))
+    lines = ["**Z2** (plan addendum 26, written before its code and run): `python validate/finite_width_one_sample.py "
+             "--activation gelu` (and `tanh`), the same nets with GELU and tanh at their critical c, fresh probe seeds "
+             f"{first['seeds'][0]}..{first['seeds'][1]} per net and depth, the drawn law `mlp-kernel-finite` "
+             f"({first['draws']} draws); beside it, the same law's error on run J's batch-8 MLPs where run J measured "
+             "that width.", "",
+             "| activation | width | one sample: error (z) at L = 4, 8, 12, 16 | batch 8 (run J): error at L = 8, 12, 16 |",
+             "|---|---|---|---|"]
+    for net in z2["nets"].values():
+        b8 = batch8.get((net["activation"], net["width"]))
+        lines.append(f"| {net['activation']} | {net['width']} | "
+                     + ", ".join(f"{r['error']:+.1%} ({r['z']:+.2f})" for r in net["rows"]) + " | "
+                     + (", ".join(f"{b8[L]:+.1%}" for L in sorted(b8)) if b8 else "-") + " |")
+    lines += [""] + [f"* {a}: pooled z {v['pooled_z']:+.2f} over {v['points']} cells, max |z| {v['max_abs_z']:.2f}: the "
+                     f"reading fixed before the run, **{v['reading']}**." for a, v in z2["readings"].items()]
+    return lines + [""]
 
 
 def _smooth_u_section() -> list:
@@ -1230,7 +1255,9 @@ OPEN_QUESTIONS = [
     "shallow depths; diagnostic V, above, at depth 16: the log gap halves from width 128 to 256, as a 1/n "
     "term does; at width 16, run X, it reads low on GELU nets and high on tanh ones, beyond 3 z on the tanh "
     "chains and MLP, the sign the coupling below suggests) -- so the GELU "
-    "backward terms are the larger open part, and why GELU's are so much larger than tanh's is not derived.  "
+    "backward terms are the larger open part, and why GELU's are so much larger than tanh's is not derived "
+    "(diagnostic Z2, above: with one sample the drawn law still reads low on GELU MLPs and holds on tanh ones, so "
+    "GELU's left-out terms are not only the cross pairs').  "
     "Two same-unit moments are derived and printed among the backward laws' constants (`predict --law "
     "mlp-kernel-finite-backward`): one backward step's relative variance `step_variance / n` (5.27 GELU, 3.75 "
     "tanh, 5 ReLU, 2 linear) and one unit's forward-backward coupling `rho_fb = E[phi^2 phi'^2] / (E phi^2 "
