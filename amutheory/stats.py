@@ -194,41 +194,56 @@ def arith_mean_ci(x, level: float = 0.95, n_boot: int = 2000,
     arr = _as_1d_finite("x", x)
     if not isinstance(method, str) or method not in MEAN_CI_METHODS:
         raise ValueError(f"method must be one of {', '.join(MEAN_CI_METHODS)}, got {method!r}")
-    mean = float(arr.mean())
     if method == "percentile":
-        lo, hi = bootstrap_ci(arr, np.mean, level=level, n_boot=n_boot, seed=seed)
-        return mean, lo, hi
+        return (float(arr.mean()),) + bootstrap_ci(arr, np.mean, level=level, n_boot=n_boot, seed=seed)
     level = _check_level(level)
+    if method == "cox":
+        return (float(arr.mean()),) + _cox_interval(_check_positive("x", arr), level)
+    boot = {"bca": _bca_interval, "studentized": _studentized_interval}[method]
+    return (float(arr.mean()),) + boot(arr, level, _check_n_boot(n_boot), np.random.default_rng(seed))
+
+
+def _cox_interval(arr: np.ndarray, level: float) -> tuple[float, float]:
+    """Cox's log-normal interval of the mean of positive ``arr`` (:func:`arith_mean_ci`)."""
     from scipy.stats import norm
 
-    if method == "cox":
-        logs = np.log(_check_positive("x", arr))
-        m, v, n = logs.mean(), logs.var(ddof=1), logs.size
-        half = norm.ppf(0.5 + level / 2) * np.sqrt(v / n + v**2 / (2 * (n - 1)))
-        return mean, float(np.exp(m + v / 2 - half)), float(np.exp(m + v / 2 + half))
-    n_boot, n, alpha = _check_n_boot(n_boot), arr.size, 1.0 - level
-    if method == "bca":
-        boot = _boot_stats(arr, np.mean, n_boot, np.random.default_rng(seed))   # the percentile interval's replicates
-        share = (np.sum(boot < mean) + 0.5 * np.sum(boot == mean)) / boot.size
-        z0 = norm.ppf(np.clip(share, 1.0 / (2 * boot.size), 1.0 - 1.0 / (2 * boot.size)))
-        d = (arr.sum() - arr) / (n - 1)            # the jackknife means
-        d = d.mean() - d
-        denom = 6.0 * np.sum(d**2) ** 1.5
-        a = float(np.sum(d**3) / denom) if denom > 0 else 0.0
-        z = norm.ppf([alpha / 2, 1 - alpha / 2])
-        levels = norm.cdf(z0 + (z0 + z) / (1 - a * (z0 + z)))
-        lo, hi = np.quantile(boot, levels)
-        return mean, float(lo), float(hi)
-    se, block = arr.std(ddof=1) / np.sqrt(n), max(1, _MAX_BLOCK // n)
-    idx = seed_draws(n, n_boot, np.random.default_rng(seed))
-    t = []
-    for start in range(0, n_boot, block):
-        sample = arr[idx[start:start + block]]
-        t.append((sample.mean(axis=-1) - mean) / (sample.std(axis=-1, ddof=1) / np.sqrt(n)))
-    t = np.concatenate(t)
+    logs = np.log(arr)
+    m, v, n = logs.mean(), logs.var(ddof=1), logs.size
+    half = norm.ppf(0.5 + level / 2) * np.sqrt(v / n + v**2 / (2 * (n - 1)))
+    return float(np.exp(m + v / 2 - half)), float(np.exp(m + v / 2 + half))
+
+
+def _bca_interval(arr: np.ndarray, level: float, n_boot: int, rng) -> tuple[float, float]:
+    """The BCa interval of the mean of ``arr`` on the percentile interval's replicates (:func:`arith_mean_ci`)."""
+    from scipy.stats import norm
+
+    n, mean = arr.size, arr.mean()
+    boot = _boot_stats(arr, np.mean, n_boot, rng)
+    share = (np.sum(boot < mean) + 0.5 * np.sum(boot == mean)) / boot.size
+    z0 = norm.ppf(np.clip(share, 1.0 / (2 * boot.size), 1.0 - 1.0 / (2 * boot.size)))
+    d = (arr.sum() - arr) / (n - 1)            # the jackknife means
+    d = d.mean() - d
+    denom = 6.0 * np.sum(d**2) ** 1.5
+    a = float(np.sum(d**3) / denom) if denom > 0 else 0.0
+    z = norm.ppf([(1 - level) / 2, (1 + level) / 2])
+    lo, hi = np.quantile(boot, norm.cdf(z0 + (z0 + z) / (1 - a * (z0 + z))))
+    return float(lo), float(hi)
+
+
+def _studentized_interval(arr: np.ndarray, level: float, n_boot: int, rng) -> tuple[float, float]:
+    """The bootstrap-t interval of the mean of ``arr`` (:func:`arith_mean_ci`): each replicate's ``t*`` through
+    :func:`_boot_stats`, on the percentile interval's resamples."""
+    n, mean = arr.size, arr.mean()
+    se = arr.std(ddof=1) / np.sqrt(n)
+
+    def t_star(sample, axis=-1):
+        return (sample.mean(axis=axis) - mean) / (sample.std(axis=axis, ddof=1) / np.sqrt(n))
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = _boot_stats(arr, t_star, n_boot, rng)
     t = t[np.isfinite(t)]                          # a resample of one repeated value has se* = 0
-    t_lo, t_hi = np.quantile(t, [alpha / 2, 1 - alpha / 2])
-    return mean, float(mean - t_hi * se), float(mean - t_lo * se)
+    t_lo, t_hi = np.quantile(t, [(1 - level) / 2, (1 + level) / 2])
+    return float(mean - t_hi * se), float(mean - t_lo * se)
 
 
 def geo_mean_ci(x, level: float = 0.95, n_boot: int = 2000,

@@ -145,8 +145,7 @@ def pair_coupling() -> sp.Expr:
     the probability that the unit is on for both): ``1/p - 1`` for one sample (1 for ReLU:
     :meth:`~amutheory.activations.Activation.forward_backward_coupling`), larger for a pair whose masks agree less
     (ReLU: ``(pi + theta) / (pi - theta)`` at the samples' angle ``theta``, :func:`relu_pair_coupling`)."""
-    value = sp.Symbol("V", positive=True)                  # E[phi_a phi_b] = E[phi_a D_a phi_b D_b]
-    return sp.simplify(value / (value * q_on) - 1)
+    return sp.simplify(1 / q_on - 1)
 
 
 @functools.lru_cache(maxsize=None)
@@ -193,19 +192,19 @@ def masked_product_excess(width: float, activation: str, steps) -> np.ndarray:
     on = float(ON_PROBABILITY[activation]) if activation in ON_PROBABILITY else None
     if on is None:
         raise ValueError(f"activation: the masked transfer is derived for masks (linear, relu), got {activation!r}")
-    T = np.asarray(sp.lambdify((fw.n, p_on), masked_hidden_transfer(), "numpy")(float(width), on), float)
-    T_oo = np.array([[1.0, 1.0 / on], [0.0, 1.0]])
-    return _excess(T, T_oo, steps)
+    return _excess(masked_hidden_transfer().subs(p_on, on), width, steps)
 
 
 def linear_product_excess(width: float, steps) -> np.ndarray:
     """``u_p(n) / u_p(oo)`` for products of ``p`` linear layers of ``width`` (:func:`~amutheory.symbolic.chain.
     finite_width.hidden_transfer`; any real width, e.g. the equal-variance ``2n/5``)."""
-    T = np.asarray(sp.lambdify(fw.n, fw.hidden_transfer(), "numpy")(float(width)), float)
-    return _excess(T, np.array([[1.0, 1.0], [0.0, 1.0]]), steps)
+    return _excess(fw.hidden_transfer(), width, steps)
 
 
-def _excess(T: np.ndarray, T_oo: np.ndarray, steps) -> np.ndarray:
+def _excess(transfer: sp.Matrix, width: float, steps) -> np.ndarray:
+    """``u_p(n) / u_p(oo)`` at ``steps`` for the transfer ``transfer(n)`` at ``width`` against its ``n -> oo`` limit."""
+    T = np.asarray(transfer.subs(fw.n, float(width)), float)
+    T_oo = np.asarray(transfer.applyfunc(lambda e: sp.limit(e, fw.n, sp.oo)), float)
     steps = np.asarray(steps, int)
     out, state, state_oo = [], np.ones(2), np.ones(2)
     for k in range(int(steps.max()) + 1):
@@ -330,9 +329,7 @@ def masked_backward_factor(spec: ArchSpec, depths, on_probability: float, backwa
     leaves out: the masks' correlations across samples (none with one sample) and the coupling of a unit's
     forward and backward weights (its masks are independent of the weights)."""
     depths = _check(spec, depths, spec.width if backward_width is None else backward_width)
-    if spec.family != "mlp":
-        raise ValueError(f"family: the masked factor is derived for MLPs, got {spec.family!r}")
-    fw.check_finite_width_spec(spec)
+    fw.check_finite_width_spec(spec)            # the linear MLP's law: a ValueError naming the family otherwise
     if isinstance(on_probability, bool) or not isinstance(on_probability, (int, float)) \
             or not 0.0 < on_probability <= 1.0:
         raise ValueError(f"on_probability must be a number in (0, 1], got {on_probability!r}")
