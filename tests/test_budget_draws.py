@@ -126,3 +126,16 @@ def test_the_draws_flags_help_states_the_laws_own_numbers():
     assert got.returncode == 0
     text = " ".join(got.stdout.split())
     assert f"{DRAWS} for the finite-width kernel laws" in text and f"at least {costs.DRAWS_FLOOR}" in text
+
+
+def test_the_readmes_2d_recipe_asks_the_backward_law_at_its_draws_from_the_command_line():
+    """README: on a 2-D ReLU chain, where the backward law is over the budget, ``--law chain-kernel-finite-backward
+    --draws N`` runs it with N draws (a small 2-D chain here), as a user types it."""
+    got = subprocess.run([sys.executable, "-m", "amutheory", "predict", "--family", "conv", "--dim", "2",
+                          "--activation", "relu", "--width", "8", "--spatial", "4", "--batch", "2", "--depths", "2,3",
+                          "--law", "chain-kernel-finite-backward", "--draws", "16", "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr[-2000:]
+    d = json.loads(got.stdout)
+    assert d["law_registry"] == "chain-kernel-finite-backward"
+    assert "16 draws" in json.dumps(d) and all(s > 0 for s in d["s_bar"])
