@@ -8,6 +8,7 @@ case whose estimate is over ``--limit`` seconds is reported without being run.
     python validate/benchmark_law_costs.py            # a few minutes on 2 cores
     python validate/benchmark_law_costs.py --fit      # the finite-width kernel law's units, refitted (3 minutes)
     python validate/benchmark_law_costs.py --samplers # the drawn law with either sampler, timed in one run
+    python validate/benchmark_law_costs.py --adjoint  # the drawn law's recursion against the naive sums, one run
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ CASES = [  # (law, spec, depths)
 ]
 
 
-#: the timing grid of ``--fit``: (batch, spatial, kernel) x widths x depth sets, ReLU, 128 draws each
-FIT_GEOMETRIES = [(8, 8, 3), (8, 16, 3), (4, 32, 3), (2, 8, 3), (8, 1, 1), (16, 1, 1)]
+#: the timing grid of ``--fit``: (dim, batch, spatial, kernel) x widths x depth sets, ReLU, 128 draws each
+FIT_GEOMETRIES = [(1, 8, 8, 3), (1, 8, 16, 3), (1, 4, 32, 3), (1, 2, 8, 3), (1, 8, 1, 1), (1, 16, 1, 1), (2, 8, 8, 3)]
 FIT_WIDTHS, FIT_DEPTHS, FIT_DRAWS = (32, 64, 128), ([4, 8], [7, 8, 9, 15, 16, 17]), 128
 
 
@@ -63,22 +64,63 @@ def fit_kernel_finite() -> None:
 
     finite_width_kernel_s_bar(ArchSpec(dim=1, width=32, spatial=8, activation="relu"), [2], draws=8)  # warm up
     rows, shapes = [], []
-    for (B, N, k), n, depths in ((g, n, d) for g in FIT_GEOMETRIES for n in FIT_WIDTHS for d in FIT_DEPTHS):
-        spec = ArchSpec(dim=1, width=n, spatial=N, batch=B, kernel=k, activation="relu", input_channels=3)
+    for (d, B, N, k), n, depths in ((g, n, d) for g in FIT_GEOMETRIES for n in FIT_WIDTHS for d in FIT_DEPTHS):
+        spec = ArchSpec(dim=d, width=n, spatial=N, batch=B, kernel=k, activation="relu", input_channels=3)
         start = time.perf_counter()
         finite_width_kernel_s_bar(spec, depths, draws=FIT_DRAWS)
         took = time.perf_counter() - start
-        bp, layers = B * N, max(depths) + 1
+        P = spec.positions
+        bp, layers = B * P, max(depths) + 1
         eigh = 0 if weights_cheaper(spec, n) else bp**3
-        terms = np.array([layers * n * bp**2, layers * eigh, sum(depths) * B * B * N**3, layers]) * FIT_DRAWS
+        terms = np.array([layers * n * bp**2, layers * eigh, layers * B * B * P**3, sum(depths) * B * P**3,
+                          layers]) * FIT_DRAWS
         rows.append(terms / took)
-        shapes.append((f"n={n} N={N} B={B} k={k} depths to {max(depths)}", took))
+        shapes.append((f"n={n} {'x'.join([str(N)] * d)} B={B} k={k} depths to {max(depths)}", took))
+        print(f"{shapes[-1][0]:44} measured {took:6.2f} s", flush=True)
     units, _ = nnls(np.array(rows), np.ones(len(rows)))
     for (shape, took), fit in zip(shapes, np.array(rows) @ units):
-        print(f"{shape:40} measured {took:6.2f} s  fit / measured {fit:5.2f}")
-    names = ("KERNEL_FINITE_UNIT_N", "KERNEL_FINITE_UNIT_EIGH", "KERNEL_FINITE_UNIT_CUT", "KERNEL_FINITE_LAYER")
+        print(f"{shape:44} measured {took:6.2f} s  fit / measured {fit:5.2f}")
+    names = ("KERNEL_FINITE_UNIT_N", "KERNEL_FINITE_UNIT_EIGH", "KERNEL_FINITE_UNIT_CUT", "KERNEL_FINITE_UNIT_PAIR",
+             "KERNEL_FINITE_LAYER")
     for name, unit in zip(names, units):
         print(f"{name:24} fitted {unit:.3g}   in use {getattr(costs, name):.3g}")
+
+
+#: ``--adjoint``: (dim, width, spatial, batch, padding) of ReLU chains, depths 8, 12, 16 and their neighbours
+ADJOINT_CASES = [(1, 32, 16, 8, "circular"), (1, 64, 16, 8, "zero"), (1, 32, 32, 8, "circular"),
+                 (2, 32, 8, 8, "circular"), (2, 64, 8, 8, "zero")]
+
+
+def compare_adjoint(draws: int = 64) -> None:
+    """The finite-width kernel law's recursion as the toolkit runs it (the cuts in adjoint form, a few draws held
+    at a time: :func:`amutheory.symbolic.chain.kernel_law.layer_moments_at_depths`) against the naive way of the
+    same sums (every depth's backward kernels contracted with every cut, the whole batch at once:
+    :func:`~amutheory.symbolic.chain.kernel_law.layer_moments_by_depth`), on the same draws in one run: seconds,
+    their ratio, and the largest relative difference of the per-draw ``s_bar``."""
+    import numpy as np
+
+    from amutheory.laws.chain_finite import slope_depths
+    from amutheory.symbolic.chain import kernel_law as K
+    from amutheory.symbolic.chain.kernel_law_finite import SEED, _BatchNormals, finite_width_kernel_s_bar, \
+        sampled_forward
+
+    depths = slope_depths([8, 12, 16])
+    print(f"{'net':34} {'draws':>5} {'naive s':>8} {'toolkit s':>9} {'naive / toolkit':>15} {'max rel diff':>12}")
+    for d, n, N, B, padding in ADJOINT_CASES:
+        spec = ArchSpec(dim=d, width=n, spatial=N, batch=B, padding=padding, activation="relu")
+        start = time.perf_counter()
+        got = finite_width_kernel_s_bar(spec, depths, draws=draws)["per_draw"]
+        toolkit = time.perf_counter() - start
+        rng = np.random.default_rng(SEED)                 # the same stream, drawn as one batch of ``draws``
+        start = time.perf_counter()
+        x = K._draw_inputs(spec, rng, draws, 1.0)
+        per = K.layer_moments_by_depth(spec, x, depths,
+                                       forward=sampled_forward(_BatchNormals(rng, spec, draws, max(depths), "auto")))
+        naive_rows = np.stack([per[L].mean(axis=1) for L in depths], axis=1)
+        naive = time.perf_counter() - start
+        diff = float(np.max(np.abs(got - naive_rows) / np.abs(naive_rows)))
+        name = f"{'x'.join([str(N)] * d)} n={n} B={B} {padding}"
+        print(f"{name:34} {draws:5d} {naive:8.1f} {toolkit:9.1f} {naive / toolkit:15.2f} {diff:12.1e}", flush=True)
 
 
 #: ``--samplers``: (width, spatial, batch) of ReLU 1-D circular chains, depths 4, 8, 16 and their neighbours
@@ -137,6 +179,7 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=float, default=300.0, help="skip cases estimated above this (seconds)")
     ap.add_argument("--fit", action="store_true", help="refit the finite-width kernel law's cost units instead")
     ap.add_argument("--samplers", action="store_true", help="time the drawn law with either sampler instead")
+    ap.add_argument("--adjoint", action="store_true", help="time the drawn law's recursion against the naive sums")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     if args.fit:
@@ -145,6 +188,9 @@ def main(argv=None) -> int:
         return 0
     if args.samplers:
         compare_samplers()
+        return 0
+    if args.adjoint:
+        compare_adjoint()
         return 0
     print(f"{'law':16} {'spec':42} {'depths':14} {'estimate':>9} {'measured':>9} {'ratio':>6}")
     for name, spec, depths in CASES:

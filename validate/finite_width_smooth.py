@@ -14,6 +14,7 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part W    # after U (addendum 20): ReLU circular chains at width 128, fresh seeds
     python validate/finite_width_smooth.py --part X [relu,gelu-mlp,...]   # run X (addendum 21): width 16, reports only
     python validate/finite_width_smooth.py --part 2D [relu-circular,...]  # run 2D (addendum 25): 2-D chains, reports only
+    python validate/finite_width_smooth.py --part 2E [relu-circular,...]  # run 2E (addendum 27): the 2-D ReLU default
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -251,7 +252,7 @@ def _locked_update(path: Path, key: str, value, top: tuple | None = None) -> dic
 
     with open(str(path) + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        run = {"smooth_x.json": "X", "smooth_2d.json": "2D"}.get(path.name, "U")
+        run = {"smooth_x.json": "X", "smooth_2d.json": "2D", "smooth_2e.json": "2E"}.get(path.name, "U")
         d = json.loads(path.read_text()) if path.exists() else {"plan": f"validate/plans/FINITE_WIDTH.md run {run}",
                                                                  "nets": {}}
         if key is not None:
@@ -348,6 +349,55 @@ def measure_2d(only=None) -> dict:
 
     return measure_nets(two_d_nets(), TWO_D_OUT, TWO_D_SEEDS, "2D", only,
                         laws=functools.partial(u_laws, backward_draws=TWO_D_DRAWS))
+
+
+#: 2E (plan addendum 27): run 2D's ReLU chains on fresh seeds, the backward law at the draws the budget allows, and the
+#: planned decision per padding
+TWO_E_SEEDS = range(330000, 330512)
+TWO_E_OUT = OUT.parent / "smooth_2e.json"
+
+
+def two_e_laws(spec) -> tuple:
+    """Run 2E's laws: :func:`u_laws` with the backward law at the draws its cost model fits into :data:`U_BUDGET`
+    (the floor where even that is over it: the net is then reported as over the budget)."""
+    from amutheory.laws import REGISTRY
+    from amutheory.laws.costs import DRAWS_FLOOR
+
+    cost = REGISTRY["chain-kernel-finite-backward"].cost(spec, list(HELD_OUT), budget_s=U_BUDGET)
+    within = cost.seconds <= U_BUDGET
+    values, ses, facts = u_laws(spec, backward_draws=cost.draws if within else DRAWS_FLOOR)
+    facts.update(backward_draws=cost.draws if within else DRAWS_FLOOR, backward_within_budget=within,
+                 backward_estimate_s=round(cost.seconds, 1))
+    return values, ses, facts
+
+
+def measure_2e(only=None) -> dict:
+    """Run 2E: each ReLU net of :func:`two_d_nets` not yet measured (``only``: keys starting with these), on
+    :data:`TWO_E_SEEDS`, resuming per net."""
+    nets = {k: v for k, v in two_d_nets().items() if k.startswith("relu")}
+    return measure_nets(nets, TWO_E_OUT, TWO_E_SEEDS, "2E", only, laws=two_e_laws)
+
+
+def decide_2e(nets: dict) -> dict:
+    """Run 2E's planned rule (run I's), per padding: the backward law no worse than ``chain-coherent`` in max held-out
+    |error| and in max |z| at both widths."""
+    out = {}
+    for p in K_PADDINGS:
+        per = {}
+        for n in DECIDING_WIDTHS:
+            net = nets.get(f"relu-{p}-n{n}-2d")
+            if net is None:
+                break
+            per[n] = {name: {"max_abs_error": max(abs(r[name]["error"]) for r in net["rows"]),
+                             "max_abs_z": max(abs(r[name]["z"]) for r in net["rows"])}
+                      for name in ("chain-kernel-finite-backward", "chain-coherent")}
+            per[n]["draws"], per[n]["within_budget"] = net["backward_draws"], net["backward_within_budget"]
+        if len(per) < len(DECIDING_WIDTHS):
+            continue
+        met = all(per[n]["chain-kernel-finite-backward"][k] <= per[n]["chain-coherent"][k]
+                  for n in DECIDING_WIDTHS for k in ("max_abs_error", "max_abs_z"))
+        out[p] = {"widths": {str(n): per[n] for n in DECIDING_WIDTHS}, "met": met}
+    return out
 
 
 def law_rows(spec, values: dict, ses: dict, seeds) -> list:
@@ -486,6 +536,9 @@ if __name__ == "__main__":
         print(json.dumps(_locked_update(U_OUT, None, None, top=("decision", decide_u(nets)))["decision"], indent=1))
     elif sys.argv[1:3] == ["--part", "2D"]:
         measure_2d(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
+    elif sys.argv[1:3] == ["--part", "2E"]:
+        nets = measure_2e(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
+        print(json.dumps(_locked_update(TWO_E_OUT, None, None, top=("decision", decide_2e(nets)))["decision"], indent=1))
     elif sys.argv[1:3] == ["--part", "X"]:
         measure_x(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
     elif sys.argv[1:] == ["--part", "W"]:

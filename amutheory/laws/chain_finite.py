@@ -241,6 +241,10 @@ DEFAULT_PADDINGS = ("circular",)
 #: decided; run W of validate/plans/FINITE_WIDTH.md (a confirmatory check of run U's report, fresh seeds) found the
 #: calibrated chain-coherent better in both max |error| and max |z| at width 128, so wider chains take it by default
 DEFAULT_MAX_WIDTH = 64
+#: the paddings of 2-D ReLU chains for which ``chain-kernel-finite-backward`` is ``predict``'s default: none until run
+#: 2E of validate/plans/FINITE_WIDTH.md (addendum 27) decides, per padding -- the law fits the budget on 2-D chains
+#: only since its recursion took the adjoint form (runs I, Q, L and R are 1-D)
+DEFAULT_2D_PADDINGS: tuple = ()
 
 
 class ChainKernelFiniteBackward(Law):
@@ -292,7 +296,11 @@ class ChainKernelFiniteBackward(Law):
             return (f"its planned check on {spec.activation} chains (run M of validate/plans/FINITE_WIDTH.md; "
                     "docs/findings/finite_width.md) kept the drawn chain-kernel-finite as the default (GELU: still beyond "
                     "3 z; tanh: it overshoots where the drawn law holds); ask for it with law='chain-kernel-finite-backward'")
-        if spec.padding not in DEFAULT_PADDINGS:
+        if spec.dim == 2 and spec.padding not in DEFAULT_2D_PADDINGS:
+            return (f"no planned check has made it the default for {spec.padding}-padded 2-D ReLU chains (run 2E of "
+                    "validate/plans/FINITE_WIDTH.md decides it per padding; run 2D reported it, deciding nothing: "
+                    "docs/findings/finite_width.md); ask for it with law='chain-kernel-finite-backward'")
+        if spec.dim == 1 and spec.padding not in DEFAULT_PADDINGS:
             return (f"no planned check has made it the default for {spec.padding}-padded ReLU chains yet (runs L and R "
                     "of validate/plans/FINITE_WIDTH.md: at width 32 its max |z| was the calibrated law's or above it, "
                     "both laws low; docs/findings/finite_width.md); ask for it with law='chain-kernel-finite-backward'")

@@ -25,14 +25,16 @@ KERNEL_UNIT, KERNEL_FIXED = 1.5e-7, 2.0
 #: seconds of the finite-width kernel law per input draw: per layer drawn, ``KERNEL_FINITE_UNIT_N`` per unit of
 #: ``n (B P)^2`` (the drawn rows' Gram and mask kernels), ``KERNEL_FINITE_UNIT_EIGH`` per unit of ``(B P)^3`` where
 #: the rows are drawn through a matrix square root (``kernel_law_finite.weights_cheaper`` false; the layer's own
-#: weights' product is within the Gram's term otherwise) and ``KERNEL_FINITE_LAYER`` per layer; per cut (one per layer below
-#: each depth evaluated) ``KERNEL_FINITE_UNIT_CUT`` per unit of ``B^2 P^3``; plus a fixed start-up.  Calibrated
-#: 2026-11-28: least-squares fits to 36 timings (ReLU chains at B P = 16..128, widths 32-128, depths to 17, and
-#: ReLU MLPs, 128 draws; ``python validate/benchmark_law_costs.py --fit`` reruns it), each unit the larger of two
-#: fits (before and after ``weights_cheaper`` asked for a saving of half) rounded up by half; the fit is within a
-#: factor 2.2 of every timing
-KERNEL_FINITE_UNIT_N, KERNEL_FINITE_UNIT_EIGH, KERNEL_FINITE_UNIT_CUT = 1e-9, 1.3e-9, 7e-10
-KERNEL_FINITE_LAYER, KERNEL_FINITE_FIXED = 2.5e-5, 1.0
+#: weights' product is within the Gram's term otherwise), ``KERNEL_FINITE_UNIT_CUT`` per unit of ``B^2 P^3`` (the
+#: cut's forward weights, once per layer: the adjoint form of ``kernel_law.layer_moments_at_depths``) and
+#: ``KERNEL_FINITE_LAYER``; per layer below each depth evaluated ``KERNEL_FINITE_UNIT_PAIR`` per unit of ``B P^3``
+#: (that depth's backward kernel contracted with the cut); plus a fixed start-up.  Calibrated 2026-11-29 after the
+#: adjoint form: least-squares fits to timings of ReLU chains at B P = 16..512 (1-D and 2-D), widths 32-128, depths to
+#: 17, and ReLU MLPs, 128 draws (``python validate/benchmark_law_costs.py --fit`` reruns it), each unit the fit
+#: rounded up by half (the fit is within a factor 0.56-1.32 of every timing), except the square root's, whose code
+#: did not change and which this grid times at only a few sizes: it keeps the 2026-11-28 fit over both samplers
+KERNEL_FINITE_UNIT_N, KERNEL_FINITE_UNIT_EIGH, KERNEL_FINITE_UNIT_CUT = 1.1e-9, 1.3e-9, 7.2e-11
+KERNEL_FINITE_UNIT_PAIR, KERNEL_FINITE_LAYER, KERNEL_FINITE_FIXED = 1.2e-9, 1.7e-5, 1.0
 #: seconds of the probe per ``width^2 x N^d x B`` and measured layer of one seed (calibrated: conv chains
 #: at width 256, N = 16, and residual nets at width 64, N = 8, batch 8, in float64), plus a fixed start-up
 PROBE_UNIT, PROBE_FIXED = 6e-9, 2.0
@@ -43,8 +45,8 @@ FINITE_SUM_SECONDS = 8.0
 
 def kernel_finite_seconds(spec: ArchSpec, depths, draws: int) -> float:
     """Seconds of the finite-width kernel law at ``depths`` (evaluated on one set of draws): ``draws x (deepest
-    + 1)`` layers of a width-``n`` forward chain over the ``B P`` points, and the backward recursion's cuts,
-    one per layer below each depth."""
+    + 1)`` layers of a width-``n`` forward chain over the ``B P`` points and their cuts' forward weights, and one
+    contraction per layer below each depth."""
     from amutheory.symbolic.chain.kernel_law_finite import weights_cheaper
 
     depths = sorted({int(d) for d in depths})
@@ -52,8 +54,9 @@ def kernel_finite_seconds(spec: ArchSpec, depths, draws: int) -> float:
     per_layer = KERNEL_FINITE_UNIT_N * spec.width * bp**2 + KERNEL_FINITE_LAYER
     if not weights_cheaper(spec, spec.width):
         per_layer += KERNEL_FINITE_UNIT_EIGH * bp**3
-    cuts = KERNEL_FINITE_UNIT_CUT * spec.batch**2 * spec.positions**3 * sum(depths)
-    return float(KERNEL_FINITE_FIXED + draws * ((depths[-1] + 1) * per_layer + cuts))
+    per_layer += KERNEL_FINITE_UNIT_CUT * spec.batch**2 * spec.positions**3
+    pairs = KERNEL_FINITE_UNIT_PAIR * spec.batch * spec.positions**3 * sum(depths)
+    return float(KERNEL_FINITE_FIXED + draws * ((depths[-1] + 1) * per_layer + pairs))
 
 
 #: the fewest draws a Monte Carlo law over the budget may take instead of its full count (:func:`draws_within`): a

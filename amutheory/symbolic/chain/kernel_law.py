@@ -41,6 +41,7 @@ phi'(h_u(b', beta))^2]`` and ``Z`` a gain per sample and position carried down f
 from __future__ import annotations
 
 import functools
+import itertools
 
 import numpy as np
 import sympy as sp
@@ -112,12 +113,15 @@ def _kernel_fns():
     return value, mask, q3
 
 
-def _correlation(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _correlation(S: np.ndarray, scales: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """The correlations of the kernel ``S`` (0 where a point has no variance, clipped to ``[-1, 1]``) and the
+    products of the standard deviations they were divided by (``None`` unless ``scales``)."""
     d = np.sqrt(np.clip(np.diagonal(S, axis1=-2, axis2=-1), 0.0, None))
-    denom = d[..., :, None] * d[..., None, :]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        corr = np.where(denom > 0, S / np.where(denom > 0, denom, 1.0), 0.0)
-    return np.clip(corr, -1.0, 1.0), denom
+    inv = np.divide(1.0, d, out=np.zeros_like(d), where=d > 0)
+    corr = S * inv[..., :, None]
+    corr *= inv[..., None, :]
+    np.clip(corr, -1.0, 1.0, out=corr)
+    return corr, (d[..., :, None] * d[..., None, :] if scales else None)
 
 
 def value_kernel(S: np.ndarray, activation: str) -> np.ndarray:
@@ -159,26 +163,62 @@ class ShiftMap:
         self.P = spatial**dim
         self.offsets = [tuple(t) for t in np.stack(np.meshgrid(*[np.arange(-r, r + 1)] * dim, indexing="ij"),
                                                    -1).reshape(-1, dim)]
-        self.taps = len(self.offsets)
+        self.taps, self.radius = len(self.offsets), r
 
     def _shift(self, t: int) -> tuple[slice, slice]:
         """(destination, source) slices of one axis: ``out[p] = X[p + t]`` where both are inside."""
         N = self.N
         return slice(max(0, -t), N - max(0, t)), slice(max(0, t), N + min(0, t))
 
+    def _blocks(self, t: int) -> list[tuple[slice, slice]]:
+        """(destination, source) slices of one axis shifted by ``t`` (``out[p] = X[p + t]``): the part inside the
+        grid (none where ``|t| >= N``, zero padding), and for circular padding (``t`` taken mod ``N``) the part
+        that wraps around."""
+        N = self.N
+        if self.padding == "circular":
+            t %= N
+            return [self._shift(t)] + ([(slice(N - t, N), slice(0, t))] if t else [])
+        return [self._shift(t)] if abs(t) < N else []
+
     def __call__(self, X: np.ndarray) -> np.ndarray:
-        """``T`` on the last two (flattened position) axes of ``X``."""
+        """``T`` on the last two (flattened position) axes of ``X``, one grid axis at a time: ``T`` is the
+        product over the ``d`` axes of ``T_j(X) = k^-1 sum_t`` (both positions shifted by ``t`` along axis
+        ``j``), since a tap's shift is the product of its axes' shifts and zero padding drops a point outside
+        the grid along any axis.  The sum's order differs from :meth:`in_tap_order`'s, so the two agree to
+        rounding, not to the last bit."""
         lead, d, N = X.shape[:-2], self.dim, self.N
-        Xr = X.reshape(lead + (N,) * (2 * d))
-        out = np.zeros_like(Xr)
-        nl = len(lead)
+        nl, shape = len(lead), lead + (N,) * (2 * d)
+        out = X.reshape(shape)
+        for j in range(d):
+            acc = out.copy()
+            for t in range(-self.radius, self.radius + 1):
+                if t:
+                    self._add_shifted(acc, out, {nl + j: t, nl + d + j: t})
+            out = acc
+        out /= self.taps
+        return out.reshape(X.shape)
+
+    def in_tap_order(self, X: np.ndarray) -> np.ndarray:
+        """``T(X)`` summed tap by tap in the taps' order, as the law's recorded draws were: where a draw depends
+        on the kernel's last bits (a matrix square root's eigenvectors within a repeated eigenvalue), this keeps
+        the Monte Carlo stream of the runs on record."""
+        lead, d, N = X.shape[:-2], self.dim, self.N
+        nl, shape = len(lead), lead + (N,) * (2 * d)
+        Xr, out = X.reshape(shape), np.zeros(shape)
         for t in self.offsets:
-            if self.padding == "circular":
-                out += np.roll(Xr, shift=[-x for x in t] * 2, axis=list(range(nl, nl + 2 * d)))
-                continue
-            dst, src = zip(*(self._shift(x) for x in t * 2))
-            out[(Ellipsis,) + dst] += Xr[(Ellipsis,) + src]
-        return out.reshape(X.shape) / self.taps
+            self._add_shifted(out, Xr, dict(zip(range(nl, nl + 2 * d), t * 2)))
+        out /= self.taps
+        return out.reshape(X.shape)
+
+    def _add_shifted(self, out: np.ndarray, X: np.ndarray, shifts: dict) -> None:
+        """``out += X`` shifted by ``shifts[axis]`` along each axis named (``out[p] += X[p + t]``), by slices:
+        the part inside the grid, and for circular padding the parts that wrap around."""
+        axes = list(shifts)
+        for parts in itertools.product(*(self._blocks(shifts[a]) for a in axes)):
+            dst, src = [slice(None)] * out.ndim, [slice(None)] * out.ndim
+            for a, (d_, s_) in zip(axes, parts):
+                dst[a], src[a] = d_, s_
+            out[tuple(dst)] += X[tuple(src)]
 
     def shift_rows(self, F: np.ndarray) -> np.ndarray:
         """Every tap's shift of rows over the (flattened) positions, the last axis of ``F``: an array
@@ -371,21 +411,97 @@ def _forward_smooth(spec: ArchSpec, x: np.ndarray, L: int) -> dict:
 def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths, forward=None) -> dict[int, np.ndarray]:
     """``{L: E[s_l | x] for l = 1..L}`` (an array ``(D, L)``) for nets of every depth in ``depths``
     on a stack of ``D`` inputs ``x`` (``(D, B, C_0, N[, N])``); the forward kernels are shared, only
-    the backward kernel ``G`` depends on ``L`` (each cut is ``O(B^2 P^3)``, by matrix products).
-    ``forward(spec, x, L)``: the forward kernels (:func:`_forward`'s dict; the finite-width law of
-    :mod:`amutheory.symbolic.chain.kernel_law_finite` draws them at width ``n``)."""
+    the backward kernel ``G`` depends on ``L``.  ``forward(spec, x, L)``: the forward kernels
+    (:func:`_forward`'s dict; the finite-width law of :mod:`amutheory.symbolic.chain.kernel_law_finite`
+    draws them at width ``n``).
+
+    Each cut's sum is linear in ``G``, so it is taken in its adjoint form: the cut's forward weights
+    (:func:`_cut_terms`, ``O(B^2 P^3)``) once per layer, then one ``O(B P^3)`` contraction per depth, where
+    contracting every depth's ``G`` with the forward kernels (:func:`layer_moments_by_depth`, the same sums
+    in the order the derivation writes them) costs ``O(B^2 P^3)`` per layer *and depth*."""
+    depths, x, fw = _prepare(spec, x, depths, forward)
+    if "loop3" in fw:
+        return _drawn_smooth_moments(spec, fw, depths)
+    B, P, n, c, D = spec.batch, spec.positions, spec.width, spec.c, x.shape[0]
+    X, masks, T = fw["X"], fw["masks"], fw["T"]
+    zdiag = _gain_diagonals(spec, T, depths[-1])          # [s, beta]
+    diag = np.arange(B)
+    s_out = {L: np.zeros((D, L)) for L in depths}
+    G = {}                                                # L -> G^(L)_(u+1), then G^(L)_u: [draw, b, p, p']
+    for u in range(depths[-1], 0, -1):
+        above = [L for L in depths if L > u]              # depths whose backward chain crosses the cut at u
+        gcut = c * T(np.stack([G[L] for L in above])) if above else None   # [depth, draw, b, p, p']
+        for i, L in enumerate(above):
+            G[L] = masks[u - 1][:, diag, diag] * gcut[i]
+        if u in s_out:
+            G[u] = spec.outputs * spec.readout_variance / (B * P) ** 2 * masks[u - 1][:, diag, diag]
+        at = [L for L in depths if L >= u]
+        top, per_beta = _cut_terms(X[u - 1], fw["asin"][u - 1] if spec.activation == "relu" else None,
+                                   np.stack([G[L] for L in at]), gcut)
+        for i, L in enumerate(at):
+            s_out[L][:, u - 1] += top[i]                                    # the cut at the top
+        for i, L in enumerate(above):
+            s_out[L][:, u:L] += per_beta[i] @ zdiag[1:L - u + 1].T          # l = u + s, s = 1..L-u
+    return {L: n**2 / (B * P) * s_out[L] for L in depths}
+
+
+def _prepare(spec: ArchSpec, x, depths, forward) -> tuple:
+    """The checked depths (sorted), inputs and forward kernels of :func:`layer_moments_at_depths`."""
     check_drawn_spec(spec)
     depths = sorted({int(d) for d in depths})
     if not depths or depths[0] < 1:
         raise ValueError(f"depths must be integers >= 1, got {depths}")
-    B, P, n, c, act = spec.batch, spec.positions, spec.width, spec.c, spec.activation
     x = _check_inputs(spec, x)
     if forward is None:
-        forward = _forward_smooth if act in DRAWN_ACTIVATIONS else _forward
-    fw = forward(spec, x, depths[-1])
-    X, masks, T = fw["X"], fw["masks"], fw["T"]
+        forward = _forward_smooth if spec.activation in DRAWN_ACTIVATIONS else _forward
+    return depths, x, forward(spec, x, depths[-1])
+
+
+def _cut_terms(Xu: np.ndarray, asin: np.ndarray | None, G: np.ndarray, gcut: np.ndarray | None) -> tuple:
+    """The cut at layer ``u`` for a stack of depths' backward kernels: ``(top, per_beta)``, ``top[i, draw] =
+    sum_(b,a,d) G[i][b,a,d] V[b,a,d]`` with ``V = sum_(b', beta) X[b,b',a,beta] X[b,b',d,beta]`` (the cut at the
+    top: :func:`_diag_quadratic` summed) and ``per_beta[i, draw, beta] = sum_(b,a,d) gcut[i][b,a,d] W[b,beta,a,d]``,
+    ``W = sum_b' X[b,b',a,beta] X[b,b',d,beta] Q3(a, beta, d)`` (:func:`_cut_sum` summed over the samples; ``Q3``
+    linear in the arcsines of ``asin``, ``None`` for linear: ``Q3 = 1``).  ``Xu``: ``X_u`` ``[draw, b, b', a,
+    beta]``; ``G``, ``gcut``: ``[depth, draw, b, a, d]`` (``gcut`` ``None``: no depth above the cut).  The
+    forward weights ``V, W`` are formed once per draw (``O(B^2 P^3)``, held one draw at a time: ``B P^3``
+    entries, or a few draws' where they are small) and contracted with every depth's kernel."""
+    D, B, P = Xu.shape[0], Xu.shape[1], Xu.shape[-1]
+    top = np.empty((len(G), D))
+    per_beta = None if gcut is None else np.empty((len(gcut), D, P))
+    if asin is not None:
+        const, coef = (float(v) for v in orthant3_in_arcsines())
+        within = np.arange(B)
+    step = max(1, int(CUT_HELD_ENTRIES // (B * P**3)))
+    for z in (slice(i, i + step) for i in range(0, D, step)):
+        Xt = np.ascontiguousarray(Xu[z].transpose(0, 1, 4, 3, 2))           # [draw, b, beta, a, b']
+        W = Xt @ np.swapaxes(Xt, -1, -2)                                    # [draw, b, beta, a, d]
+        m = len(Xt)
+        top[:, z] = np.einsum("izx,zx->iz", G[:, z].reshape(len(G), m, -1), W.sum(axis=2).reshape(m, -1))
+        if gcut is None:
+            continue
+        if asin is not None:                   # Q3 = const + coef (asin r(a,beta) + asin r(d,beta) + asin r(a,d))
+            At = asin[z].transpose(0, 1, 4, 3, 2)
+            W *= (const + coef * asin[z][:, within, within])[:, :, None]
+            W += 2.0 * coef * (Xt @ np.swapaxes(Xt * At, -1, -2))            # G symmetric: a <-> d
+        per_beta[:, z] = np.moveaxis((W.reshape(m, B, P, P * P) @ np.moveaxis(
+            gcut[:, z].reshape(len(gcut), m, B, P * P), 0, -1)).sum(axis=1), -1, 0)
+    return top, per_beta
+
+
+#: entries of the cut's forward weights (``B P^3`` per draw) :func:`_cut_terms` holds at once
+CUT_HELD_ENTRIES = 2**20
+
+
+def layer_moments_by_depth(spec: ArchSpec, x: np.ndarray, depths, forward=None) -> dict[int, np.ndarray]:
+    """:func:`layer_moments_at_depths` summed as the derivation writes it: each depth's backward kernels, then
+    every cut's quadratic forms in the forward kernels (``O(B^2 P^3)`` per layer and depth).  The reference the
+    adjoint form is tested against, and the naive way ``validate/benchmark_law_costs.py --adjoint`` times."""
+    depths, x, fw = _prepare(spec, x, depths, forward)
     if "loop3" in fw:
         return _drawn_smooth_moments(spec, fw, depths)
+    B, P, n, c, act = spec.batch, spec.positions, spec.width, spec.c, spec.activation
+    X, masks, T = fw["X"], fw["masks"], fw["T"]
     zdiag = _gain_diagonals(spec, T, depths[-1])          # [s, beta]
     out = {}
     for L in depths:

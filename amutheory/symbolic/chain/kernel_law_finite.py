@@ -81,6 +81,18 @@ def _draw_rows(rng, n: int, F: np.ndarray, scale: float, T, sigma, use_weights: 
     return np.sqrt(scale / (r * T.taps)) * (rng.standard_normal((D, n, T.taps * r)) @ shifted)
 
 
+def _gram(rows: np.ndarray, n: int) -> np.ndarray:
+    """``rows^T rows / n`` over the ``n`` rows of each draw (``[draw, n, B P]`` -> ``[draw, B P, B P]``)."""
+    out = np.swapaxes(rows, -1, -2) @ rows
+    out /= n
+    return out
+
+
+def _uses_weights(sampler: str, spec: ArchSpec, rows: int) -> bool:
+    """Whether ``sampler`` draws a layer of ``rows`` input rows through the layer's weights."""
+    return sampler == "weights" or (sampler == "auto" and weights_cheaper(spec, rows))
+
+
 def sampled_forward(rng: np.random.Generator, sampler: str = "auto"):
     """A ``forward(spec, x, L)`` for :func:`~amutheory.symbolic.chain.kernel_law.layer_moments_at_depths`
     whose kernels are one draw of the width-``n`` chain per input (module docstring); ``sampler`` (one of
@@ -93,20 +105,18 @@ def sampled_forward(rng: np.random.Generator, sampler: str = "auto"):
         phi, dphi = _phi(spec.activation)
         T = K._shift_map(spec.spatial, spec.kernel, spec.dim, spec.padding)
         gamma = np.einsum("dbcp,decq->dbepq", x, x)
-        kappa = T.taps * T(gamma) / C0
-        sigma = c * T(gamma) / C0
+        t_gamma = T.in_tap_order(gamma)
+        kappa, sigma = T.taps * t_gamma / C0, c * t_gamma / C0
         X, masks, asin, loop3, dphi2 = [(C0 / n) * kappa], [], [], [], []
         smooth = spec.activation in K.DRAWN_ACTIVATIONS
         rows = np.swapaxes(x, 1, 2)                                     # [draw, C0, B, P]: the input's rows
         for u in range(1, L + 1):
-            r = rows.shape[1]
-            use = sampler == "weights" or (sampler == "auto" and weights_cheaper(spec, r))
-            h = _draw_rows(rng, n, rows, c, T, sigma, use)
+            h = _draw_rows(rng, n, rows, c, T, sigma, _uses_weights(sampler, spec, rows.shape[1]))
             d = dphi(h)
-            masks.append(K._blocks(np.swapaxes(d, -1, -2) @ d / n, B, P))
+            masks.append(K._blocks(_gram(d, n), B, P))
             if spec.activation == "relu":
-                emp = np.swapaxes(h, -1, -2) @ h / n
-                asin.append(np.arcsin(K._blocks(K._correlation(emp)[0], B, P)))
+                corr = K._correlation(_gram(h, n), scales=False)[0]
+                asin.append(K._blocks(np.arcsin(corr, out=corr), B, P))
             if smooth:          # E[phi'(b, a) phi'(b, a') phi'(b', beta)^2] and E[phi'(b', beta)^2], per draw
                 rows = d.reshape(d.shape[:2] + (B, P))
                 loop3.append(np.einsum("zibx,ziby,zieq->zbxyeq", rows, rows, rows * rows, optimize=True) / n)
@@ -114,10 +124,14 @@ def sampled_forward(rng: np.random.Generator, sampler: str = "auto"):
             if u == L:
                 break
             f = phi(h)
-            tvx = T(K._blocks(np.swapaxes(f, -1, -2) @ f / n, B, P))
-            sigma = c * tvx
+            value = K._blocks(_gram(f, n), B, P)
             rows = f.reshape(f.shape[:2] + (B, P))
-            X.append(c * T(masks[-1] * X[-1]) + T.taps * tvx)
+            update = np.multiply(masks[-1], X[-1])                        # X_(u+1) = c T(M_u X_u) + taps T(value)
+            update *= c
+            update += T.taps * value
+            X.append(T(update))
+            # Sigma_(u+1) = c T(value): only the square root draws from it (the weights draw from the rows)
+            sigma = None if _uses_weights(sampler, spec, n) else c * T.in_tap_order(value)
         drawn = {"X": X, "masks": masks, "asin": asin, "T": T}
         return dict(drawn, loop3=loop3, dphi2=dphi2) if smooth else drawn
 
@@ -140,6 +154,37 @@ def check_finite_kernel_spec(spec: ArchSpec) -> None:
     K.check_drawn_spec(spec)
 
 
+#: kernel entries per draw held at once, ``(B P)^2`` each: a batch of draws is drawn in one stream and computed a
+#: few draws at a time, so the layers' kernels stay small (fresh large arrays cost more than the sums over them on
+#: this machine: ``validate/benchmark_law_costs.py --adjoint`` times both)
+HELD_ENTRIES = 2**20
+
+
+class _BatchNormals:
+    """The Gaussian draws of one batch's forward chains, drawn up front in the order :func:`sampled_forward` asks
+    for them (layer by layer, every draw of the batch), then served to the batch's draws a few at a time: the
+    Monte Carlo stream is the one a single pass over the batch draws."""
+
+    def __init__(self, rng: np.random.Generator, spec: ArchSpec, count: int, depth: int, sampler: str):
+        shapes, rows = [], spec.input_channels
+        for _ in range(depth):
+            use = _uses_weights(sampler, spec, rows)
+            shapes.append((count, spec.width, (spec.kernel**spec.dim) * rows if use else spec.batch * spec.positions))
+            rows = spec.width
+        self.layers = [rng.standard_normal(shape) for shape in shapes]
+        self.draws, self.next = slice(None), 0
+
+    def serve(self, draws: slice) -> None:
+        self.draws, self.next = draws, 0
+
+    def standard_normal(self, shape: tuple) -> np.ndarray:
+        out = self.layers[self.next][self.draws]
+        if out.shape != tuple(shape):
+            raise AssertionError(f"the forward pass asked for {shape}, the batch drew {out.shape}")
+        self.next += 1
+        return out
+
+
 def finite_width_kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, draws: int = DRAWS,
                               seed: int = SEED, progress=None, sampler: str = "auto") -> dict:
     """``E[s_bar(L)]`` at ``depths`` at the chain's width (``spec``: a conv chain, an MLP's chain with
@@ -153,22 +198,26 @@ def finite_width_kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, dr
     depths = sorted({int(d) for d in depths})
     if not depths or depths[0] < 1:
         raise ValueError(f"depths must be integers >= 1, got {depths}")
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
     rng = np.random.default_rng(seed)
-    forward = sampled_forward(rng, sampler)
     batch = max(1, min(draws, 64))
     if spec.activation in K.DRAWN_ACTIVATIONS:      # the four-point loops held: B^2 P^3 entries per layer and draw
         batch = max(1, min(batch, int(CHUNK_ENTRIES // ((max(depths) + 1) * spec.batch**2 * spec.positions**3))))
-    rows, done, total = [], 0, -(-draws // batch)
+    rows, done, batches, total = [], 0, 0, -(-draws // batch)
+    step = max(1, int(HELD_ENTRIES // (spec.batch * spec.positions) ** 2))
     while done < draws:
         count = min(batch, draws - done)
-        x = K._draw_inputs(spec, rng, count, input_var).reshape(count, spec.batch, spec.input_channels,
-                                                                spec.positions)
-        per = K.layer_moments_at_depths(spec, x.reshape((count, spec.batch, spec.input_channels)
-                                                        + (spec.spatial,) * spec.dim), depths, forward=forward)
-        rows.append(np.stack([per[d].mean(axis=1) for d in depths], axis=1))
-        done += count
+        x = K._draw_inputs(spec, rng, count, input_var)
+        noise = _BatchNormals(rng, spec, count, max(depths), sampler)      # the batch's stream, in its order
+        for start in range(0, count, step):
+            noise.serve(slice(start, start + step))
+            per = K.layer_moments_at_depths(spec, x[start:start + step], depths,
+                                            forward=sampled_forward(noise, sampler))
+            rows.append(np.stack([per[d].mean(axis=1) for d in depths], axis=1))
+        done, batches = done + count, batches + 1
         if progress is not None:
-            progress(len(rows), total, done)
+            progress(batches, total, done)
     s = np.concatenate(rows)
     return {"depths": depths, "s_bar": s.mean(axis=0), "se": s.std(axis=0, ddof=1) / np.sqrt(len(s)),
             "draws": draws, "seed": seed, "sampler": sampler, "per_draw": s}

@@ -1,0 +1,97 @@
+"""The kernel law's recursion in adjoint form (amutheory.symbolic.chain.kernel_law.layer_moments_at_depths): the
+same sums as the derivation's order (every depth's backward kernels contracted with every cut,
+``layer_moments_by_depth``), the kernel map ``T`` summed one grid axis at a time equal to ``sum_t S_t X S_t^T`` built
+from explicit shift matrices, and the drawn law's stream unchanged by how many draws are held at once."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from amutheory.spec import ArchSpec
+from amutheory.symbolic.chain import kernel_law as K
+from amutheory.symbolic.chain import kernel_law_finite as KF
+
+
+def _shift_matrix(spatial: int, dim: int, padding: str, t: tuple) -> np.ndarray:
+    """``S_t`` on the flattened ``d``-dimensional grid: ``(S_t x)[p] = x[p + t]`` (wrapped or dropped)."""
+    P = spatial**dim
+    S = np.zeros((P, P))
+    for p in itertools.product(range(spatial), repeat=dim):
+        q = [a + b for a, b in zip(p, t)]
+        if padding == "circular":
+            q = [a % spatial for a in q]
+        elif any(a < 0 or a >= spatial for a in q):
+            continue
+        S[np.ravel_multi_index(p, (spatial,) * dim), np.ravel_multi_index(q, (spatial,) * dim)] = 1.0
+    return S
+
+
+@settings(max_examples=30, deadline=None)
+@given(dim=st.integers(1, 2), spatial=st.integers(1, 6), kernel=st.sampled_from([1, 3, 5]),
+       padding=st.sampled_from(["circular", "zero"]), lead=st.integers(1, 3))
+def test_kernel_map_is_the_sum_over_taps_of_shifted_kernels(dim, spatial, kernel, padding, lead):
+    """``T(X) = k^-d sum_t S_t X S_t^T`` with ``S_t`` built position by position, for the axis-by-axis sum and the
+    tap-order one, any grid, kernel (wider than the grid too) and padding."""
+    T = K.ShiftMap(spatial, kernel, dim, padding)
+    X = np.random.default_rng(spatial * 11 + kernel).standard_normal((lead, 2, T.P, T.P))
+    r = kernel // 2
+    want = sum(S @ X @ S.T for S in (_shift_matrix(spatial, dim, padding, t)
+                                     for t in itertools.product(range(-r, r + 1), repeat=dim))) / T.taps
+    np.testing.assert_allclose(T(X), want, rtol=0, atol=1e-12 * np.abs(X).max())
+    np.testing.assert_allclose(T.in_tap_order(X), want, rtol=0, atol=1e-12 * np.abs(X).max())
+
+
+_GEOMETRY = st.tuples(st.integers(1, 2), st.sampled_from([1, 3]), st.integers(1, 5))   # dim, kernel, spatial
+
+
+@settings(max_examples=25, deadline=None)
+@given(geometry=_GEOMETRY, padding=st.sampled_from(["circular", "zero"]), activation=st.sampled_from(["relu", "linear"]),
+       batch=st.integers(1, 3), depths=st.lists(st.integers(1, 7), min_size=1, max_size=4), drawn=st.booleans())
+def test_adjoint_form_sums_what_the_derivation_sums(geometry, padding, activation, batch, depths, drawn):
+    """``E[s_l | x]`` at every depth asked, in adjoint form and in the derivation's order, on the same inputs and
+    (``drawn``) the same width-16 forward draws: equal to rounding (1e-10 of the largest)."""
+    dim, kernel, spatial = geometry
+    if kernel > spatial:
+        kernel = 1
+    spec = ArchSpec(family="conv", dim=dim, kernel=kernel, spatial=spatial, padding=padding, activation=activation,
+                    batch=batch, width=16, input_channels=2, depth=max(depths))
+    x = np.random.default_rng(len(depths) + 5 * spatial).standard_normal((3, batch, 2) + (spatial,) * dim)
+
+    def forward():
+        return KF.sampled_forward(np.random.default_rng(4)) if drawn else None
+
+    got = K.layer_moments_at_depths(spec, x, depths, forward=forward())
+    want = K.layer_moments_by_depth(spec, x, depths, forward=forward())
+    assert sorted(got) == sorted(want) == sorted(set(depths))
+    for L in want:
+        assert got[L].shape == want[L].shape == (3, L)
+        np.testing.assert_allclose(got[L], want[L], rtol=0, atol=1e-10 * np.abs(want[L]).max())
+
+
+@pytest.mark.parametrize("spec", [
+    ArchSpec(family="conv", dim=1, width=24, spatial=8, batch=4, padding="zero", activation="relu"),
+    ArchSpec(family="conv", dim=2, width=16, spatial=4, batch=3, padding="circular", activation="relu"),
+    ArchSpec(family="conv", dim=1, width=24, spatial=6, batch=3, padding="circular", activation="gelu"),
+], ids=["relu-1d", "relu-2d", "gelu-1d"])
+@pytest.mark.parametrize("sampler", ["weights", "eigh"])
+def test_draws_held_at_once_leave_the_stream_unchanged(monkeypatch, spec, sampler):
+    """The drawn law over 70 draws (two batches) holding one draw at a time and the whole batch at once: the same
+    per-draw ``s_bar`` to rounding -- the batch's Gaussian draws are taken in one stream, whatever is held."""
+    runs = []
+    for held in (1, 2**40):
+        monkeypatch.setattr(KF, "HELD_ENTRIES", held)
+        runs.append(KF.finite_width_kernel_s_bar(spec, [2, 5], draws=70, sampler=sampler)["per_draw"])
+    np.testing.assert_allclose(runs[0], runs[1], rtol=1e-10, atol=0)
+
+
+def test_a_batch_serves_only_the_draws_the_forward_pass_asks_for():
+    """The batch's stream refuses a request of another shape (a forward pass that drifted from the draws taken)."""
+    spec = ArchSpec(family="conv", dim=1, width=8, spatial=4, batch=2, activation="relu")
+    noise = KF._BatchNormals(np.random.default_rng(0), spec, 5, 3, "weights")
+    noise.serve(slice(0, 2))
+    assert noise.standard_normal((2, 8, 3 * spec.input_channels)).shape == (2, 8, 3 * spec.input_channels)
+    with pytest.raises(AssertionError, match="asked for"):
+        noise.standard_normal((2, 8, 5))
