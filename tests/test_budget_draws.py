@@ -5,6 +5,7 @@ of validate/plans/FINITE_WIDTH.md checks the scaled law against the calibrated f
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +17,8 @@ from amutheory.laws.contract import Cost, Law
 from amutheory.laws.registry import law_cost
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.chain.kernel_law_finite import DRAWS
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @settings(max_examples=200, deadline=None)
@@ -139,3 +142,26 @@ def test_the_readmes_2d_recipe_asks_the_backward_law_at_its_draws_from_the_comma
     d = json.loads(got.stdout)
     assert d["law_registry"] == "chain-kernel-finite-backward"
     assert "16 draws" in json.dumps(d) and all(s > 0 for s in d["s_bar"])
+
+
+def test_2d_relu_chains_take_the_backward_law_by_run_2e_where_it_fits_the_budget():
+    """Run 2E (plan addendum 27) decided the 2-D default per padding; the registry follows its recorded decision: a
+    padding it met takes ``chain-kernel-finite-backward`` at width 32 (within the 60 s budget at the draws' floor or
+    above), one it did not keeps the calibrated law and says why; at width 64 the floor is over the budget (cost)."""
+    from amutheory.laws.chain_finite import DEFAULT_2D_PADDINGS
+
+    recorded = json.loads((ROOT / "docs" / "findings" / "finite_width" / "smooth_2e.json").read_text())["decision"]
+    assert set(recorded) == {"circular", "zero"}
+    assert {p for p, d in recorded.items() if d["met"]} == set(DEFAULT_2D_PADDINGS)
+    for padding in recorded:
+        spec = ArchSpec(dim=2, width=32, spatial=8, batch=8, input_channels=3, padding=padding, activation="relu",
+                        depth=16)
+        choice = best_law(spec, [8, 12, 16])
+        if padding in DEFAULT_2D_PADDINGS:
+            assert choice.law.name == "chain-kernel-finite-backward" and choice.draws >= costs.DRAWS_FLOOR
+        else:
+            assert choice.law.name == "chain-coherent"
+            reason = next(d["reason"] for d in choice.not_default if d["law"] == "chain-kernel-finite-backward")
+            assert "2E" in reason
+        wide = best_law(spec.with_(width=64), [8, 12, 16])
+        assert wide.law.name == "chain-coherent" and "cost" in wide.reason

@@ -241,10 +241,12 @@ DEFAULT_PADDINGS = ("circular",)
 #: decided; run W of validate/plans/FINITE_WIDTH.md (a confirmatory check of run U's report, fresh seeds) found the
 #: calibrated chain-coherent better in both max |error| and max |z| at width 128, so wider chains take it by default
 DEFAULT_MAX_WIDTH = 64
-#: the paddings of 2-D ReLU chains for which ``chain-kernel-finite-backward`` is ``predict``'s default: none until run
-#: 2E of validate/plans/FINITE_WIDTH.md (addendum 27) decides, per padding -- the law fits the budget on 2-D chains
-#: only since its recursion took the adjoint form (runs I, Q, L and R are 1-D)
-DEFAULT_2D_PADDINGS: tuple = ()
+#: the paddings of 2-D ReLU chains for which ``chain-kernel-finite-backward`` is ``predict``'s default (where its cost
+#: fits the budget, up to :data:`DEFAULT_MAX_WIDTH`): both, by run 2E of validate/plans/FINITE_WIDTH.md (addendum 27,
+#: run I's rule per padding at widths 32 and 64 on fresh seeds: no worse than chain-coherent in max held-out |error|
+#: and max |z|; zero-padded 2-D chains still read low beyond 3 z there, as does the calibrated law).  The law fits
+#: the budget on 2-D chains since its recursion took the adjoint form; runs I, Q, L and R are 1-D
+DEFAULT_2D_PADDINGS: tuple = ("circular", "zero")
 
 
 class ChainKernelFiniteBackward(Law):
@@ -298,8 +300,8 @@ class ChainKernelFiniteBackward(Law):
                     "3 z; tanh: it overshoots where the drawn law holds); ask for it with law='chain-kernel-finite-backward'")
         if spec.dim == 2 and spec.padding not in DEFAULT_2D_PADDINGS:
             return (f"no planned check has made it the default for {spec.padding}-padded 2-D ReLU chains (run 2E of "
-                    "validate/plans/FINITE_WIDTH.md decides it per padding; run 2D reported it, deciding nothing: "
-                    "docs/findings/finite_width.md); ask for it with law='chain-kernel-finite-backward'")
+                    "validate/plans/FINITE_WIDTH.md decided circular and zero padding: docs/findings/finite_width.md); "
+                    "ask for it with law='chain-kernel-finite-backward'")
         if spec.dim == 1 and spec.padding not in DEFAULT_PADDINGS:
             return (f"no planned check has made it the default for {spec.padding}-padded ReLU chains yet (runs L and R "
                     "of validate/plans/FINITE_WIDTH.md: at width 32 its max |z| was the calibrated law's or above it, "
