@@ -31,6 +31,13 @@ they sit between (the gradient-independence assumption of infinite-width analyse
 not proved, here (derivations/04, the campaign).  The input average is a Monte-Carlo mean over
 draws, reported with its standard error.
 
+Both sums are linear in the backward kernel, and only it depends on the depth ``L``: so the law sums
+them in adjoint form, each cut's forward weights ``sum_(b') X_u[a,beta] X_u[d,beta] Q3_u`` once per layer
+(``O(B^2 P^3)``) contracted with every depth's ``G`` and ``Gcut`` (``O(B P^3)`` each)
+(:func:`layer_moments_at_depths`); :func:`layer_moments_by_depth` sums them in the order written above
+(``O(B^2 P^3)`` per layer and depth), the reference the tests and ``validate/benchmark_law_costs.py
+--adjoint`` compare it with.
+
 GELU and tanh (``phi'^2 != phi'``): the 4-point loop is then ``E[phi'(h_u(b, a)) phi'(h_u(b, a'))
 phi'(h_u(b', beta))^2]`` and ``Z`` a gain per sample and position carried down from layer ``l``
 (:func:`_drawn_smooth_moments`); their Gaussian moments are the drawn rows' means at finite width
