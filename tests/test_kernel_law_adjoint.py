@@ -95,3 +95,19 @@ def test_a_batch_serves_only_the_draws_the_forward_pass_asks_for():
     assert noise.standard_normal((2, 8, 3 * spec.input_channels)).shape == (2, 8, 3 * spec.input_channels)
     with pytest.raises(AssertionError, match="asked for"):
         noise.standard_normal((2, 8, 5))
+
+
+@pytest.mark.parametrize("every_s, mid_lines", [(0.0, True), (1e9, False)])
+def test_a_long_drawn_law_reports_its_draws_as_it_goes(monkeypatch, every_s, mid_lines):
+    """``draws_progress`` passes a line after the last batch, and lines while draws remain once
+    ``PROGRESS_EVERY_S`` has passed (every few draws held at once when it is 0; none when it is never reached)."""
+    monkeypatch.setattr(KF, "PROGRESS_EVERY_S", every_s)
+    monkeypatch.setattr(KF, "HELD_ENTRIES", 1)                       # one draw held at a time: many steps
+    lines = []
+    spec = ArchSpec(family="conv", dim=1, width=8, spatial=4, batch=2, activation="relu")
+    KF.finite_width_kernel_s_bar(spec, [2], draws=70, progress=KF.draws_progress(lines.append))
+    assert lines[-1] == "finite-width kernel law: 70 draws of inputs and forward chains"
+    assert sum("draws of inputs" in line for line in lines) == 1
+    middle = [int(line.split()[3]) for line in lines[:-1]]
+    assert (len(middle) > 0) == mid_lines
+    assert middle == sorted(middle) and all(0 < d < 70 for d in middle)

@@ -24,6 +24,8 @@ known exactly (:mod:`amutheory.symbolic.chain.finite_width`), and they are the s
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from amutheory.limits import CHUNK_ENTRIES
@@ -138,13 +140,30 @@ def sampled_forward(rng: np.random.Generator, sampler: str = "auto"):
     return forward
 
 
+#: seconds between two progress lines of :func:`draws_progress` while draws remain
+PROGRESS_EVERY_S = 5.0
+
+
 def draws_progress(progress):
     """A ``progress(i, total, draws_done)`` for :func:`finite_width_kernel_s_bar` that passes one line to
-    ``progress(line)`` when the last batch of draws is done (``None`` for ``None``)."""
+    ``progress(line)`` when the last batch of draws is done, and one after a batch whenever
+    :data:`PROGRESS_EVERY_S` seconds have passed since the last line (a long law shows it is moving; a short one
+    prints one line) (``None`` for ``None``)."""
     if progress is None:
         return None
-    return lambda i, total, done: i == total and progress(f"finite-width kernel law: {done} draws of inputs and "
-                                                          "forward chains")
+    last = [time.perf_counter()]
+
+    def report(i, total, done):
+        now = time.perf_counter()
+        if i == total:
+            progress(f"finite-width kernel law: {done} draws of inputs and forward chains")
+        elif now - last[0] >= PROGRESS_EVERY_S:
+            progress(f"finite-width kernel law: {done} draws so far")
+        else:
+            return
+        last[0] = now
+
+    return report
 
 
 def check_finite_kernel_spec(spec: ArchSpec) -> None:
@@ -190,7 +209,8 @@ def finite_width_kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, dr
     """``E[s_bar(L)]`` at ``depths`` at the chain's width (``spec``: a conv chain, an MLP's chain with
     kernel 1 on one position): the mean over ``draws`` draws of inputs and forward chains, with its
     standard error ``se``, and each draw's ``s_bar`` (``per_draw``, ``(draws, depths)``: the depths share
-    the draws).  ``progress(i, total, draws_done)`` after each batch of draws; ``sampler``: how the rows are
+    the draws).  ``progress(i, total, draws_done)`` after each batch of draws (``i`` of ``total`` batches done), and
+    within a batch after each few draws held at once (``i`` the batches done before it); ``sampler``: how the rows are
     drawn (:func:`sampled_forward`; the law is the same, the Monte Carlo stream is not)."""
     check_finite_kernel_spec(spec)
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 2:
@@ -215,6 +235,8 @@ def finite_width_kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, dr
             per = K.layer_moments_at_depths(spec, x[start:start + step], depths,
                                             forward=sampled_forward(noise, sampler))
             rows.append(np.stack([per[d].mean(axis=1) for d in depths], axis=1))
+            if progress is not None and start + step < count:     # within a batch: the batches finished so far
+                progress(batches, total, done + start + step)
         done, batches = done + count, batches + 1
         if progress is not None:
             progress(batches, total, done)
