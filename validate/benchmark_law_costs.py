@@ -6,7 +6,8 @@ with these timings.  One torch thread; the ratio measured / estimated is printed
 case whose estimate is over ``--limit`` seconds is reported without being run.
 
     python validate/benchmark_law_costs.py            # a few minutes on 2 cores
-    python validate/benchmark_law_costs.py --fit      # the finite-width kernel law's units, refitted (3 minutes)
+    python validate/benchmark_law_costs.py --fit      # the finite-width kernel law's units, refitted (15 minutes)
+    python validate/benchmark_law_costs.py --fit-loops  # only the drawn loops' units (GELU chains)
     python validate/benchmark_law_costs.py --samplers # the drawn law with either sampler, timed in one run
     python validate/benchmark_law_costs.py --adjoint  # the drawn law's recursion against the naive sums, one run
 """
@@ -148,30 +149,40 @@ def compare_samplers() -> None:
               f"{took['eigh'] / took['weights']:15.2f}  {auto}", flush=True)
 
 
-#: the drawn loops' timing grid of ``--fit``: GELU chains (batch, spatial) x widths, depths 8, 12, 16, 128 draws
-FIT_LOOP_GEOMETRIES, FIT_LOOP_WIDTHS = [(8, 8), (8, 16), (4, 16)], (32, 64, 128)
+#: the drawn loops' timing grid of ``--fit``: GELU chains (dim, batch, spatial, draws) x widths, depths 8, 12, 16
+FIT_LOOP_GEOMETRIES = [(1, 8, 8, FIT_DRAWS), (1, 8, 16, FIT_DRAWS), (1, 4, 16, FIT_DRAWS), (2, 8, 8, 8)]
+FIT_LOOP_WIDTHS = (32, 64, 128)
 
 
 def fit_drawn_loops() -> None:
-    """Time ``chain-kernel-finite`` on GELU chains and print, per case, what the loops over (sample, position)
-    triples cost per unit of :func:`amutheory.laws.costs.drawn_loop_seconds` (the time the finite-width forward
-    chain's own estimate leaves), and their median: the unit in use is that median rounded up by half."""
+    """Time ``chain-kernel-finite`` on GELU chains and fit the units of :func:`amutheory.laws.costs.drawn_loop_seconds`
+    by non-negative least squares on relative error to the time the finite-width forward chain's own estimate leaves
+    (its estimate over the half it is rounded up by); prints each case and the fitted units beside the ones in use
+    (those are the fit rounded up by half).  The 2-D chain runs 8 draws (minutes each at 128) and only to width 64."""
     import numpy as np
+    from scipy.optimize import nnls
 
     from amutheory.laws import costs
     from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
 
-    depths, units = [8, 12, 16], []
-    for (B, N), n in ((g, n) for g in FIT_LOOP_GEOMETRIES for n in FIT_LOOP_WIDTHS):
-        spec = ArchSpec(dim=1, width=n, spatial=N, batch=B, activation="gelu", input_channels=3)
+    depths, rows, cases = [8, 12, 16], [], []
+    for (d, B, N, draws), n in ((g, n) for g in FIT_LOOP_GEOMETRIES for n in FIT_LOOP_WIDTHS):
+        if d == 2 and n > 64:
+            continue
+        spec = ArchSpec(dim=d, width=n, spatial=N, batch=B, activation="gelu", input_channels=3)
         start = time.perf_counter()
-        finite_width_kernel_s_bar(spec, depths, draws=FIT_DRAWS)
+        finite_width_kernel_s_bar(spec, depths, draws=draws)
         took = time.perf_counter() - start
-        rest = max(took - costs.kernel_finite_seconds(spec, depths, FIT_DRAWS) / 1.5, 0.1 * took)
-        units.append(rest / (costs.drawn_loop_seconds(spec, depths, FIT_DRAWS) / costs.DRAWN_LOOP_UNIT))
-        print(f"GELU n={n} N={N} B={B} depths 8, 12, 16   measured {took:6.2f} s (loops {rest:6.2f} s)  "
-              f"unit {units[-1]:.3g}")
-    print(f"DRAWN_LOOP_UNIT          median {np.median(units):.3g}   in use {costs.DRAWN_LOOP_UNIT:.3g}")
+        rest = max(took - costs.kernel_finite_seconds(spec, depths, draws) / 1.5, 0.1 * took)
+        b2p3 = B * B * spec.positions**3
+        rows.append(np.array([draws * b2p3 * n * (max(depths) + 1), draws * b2p3 * sum(depths)]) / rest)
+        cases.append((f"GELU n={n} {'x'.join([str(N)] * d)} B={B} depths 8, 12, 16, {draws} draws", took, rest))
+        print(f"{cases[-1][0]:52} measured {took:7.2f} s (loops {rest:7.2f} s)", flush=True)
+    units, _ = nnls(np.array(rows), np.ones(len(rows)))
+    for (name, took, rest), fit in zip(cases, np.array(rows) @ units):
+        print(f"{name:52} loops {rest:7.2f} s  fit / measured {fit:5.2f}")
+    for name, unit in zip(("DRAWN_LOOP_UNIT", "DRAWN_PAIR_UNIT"), units):
+        print(f"{name:24} fitted {unit:.3g}   in use {getattr(costs, name):.3g}")
 
 
 def main(argv=None) -> int:
@@ -180,10 +191,12 @@ def main(argv=None) -> int:
     ap.add_argument("--fit", action="store_true", help="refit the finite-width kernel law's cost units instead")
     ap.add_argument("--samplers", action="store_true", help="time the drawn law with either sampler instead")
     ap.add_argument("--adjoint", action="store_true", help="time the drawn law's recursion against the naive sums")
+    ap.add_argument("--fit-loops", action="store_true", help="refit only the drawn law's loop units (GELU chains)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    if args.fit:
-        fit_kernel_finite()
+    if args.fit or args.fit_loops:
+        if args.fit:
+            fit_kernel_finite()
         fit_drawn_loops()
         return 0
     if args.samplers:

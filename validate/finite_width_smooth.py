@@ -15,6 +15,7 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part X [relu,gelu-mlp,...]   # run X (addendum 21): width 16, reports only
     python validate/finite_width_smooth.py --part 2D [relu-circular,...]  # run 2D (addendum 25): 2-D chains, reports only
     python validate/finite_width_smooth.py --part 2E [relu-circular,...]  # run 2E (addendum 27): the 2-D ReLU default
+    python validate/finite_width_smooth.py --part 2G   # report 2G (addendum 28): the drawn law on 2-D GELU, tanh chains
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -400,6 +401,43 @@ def decide_2e(nets: dict) -> dict:
     return out
 
 
+#: 2G (plan addendum 28, reports only): the drawn law on run 2D's GELU and tanh 2-D chains, against run 2D's recorded
+#: probe means, at 128 draws
+TWO_G_DRAWS, TWO_G_OUT = 128, OUT.parent / "smooth_2g.json"
+
+
+def measure_2g() -> dict:
+    """Report 2G: ``chain-kernel-finite`` (:data:`TWO_G_DRAWS` draws) on each GELU and tanh net of run 2D, its error
+    and z against run 2D's recorded probe rows (no new probe), written after each net."""
+    import torch
+
+    from amutheory.laws import REGISTRY, call_evaluate
+
+    torch.set_num_threads(1)
+    two_d = json.loads(TWO_D_OUT.read_text())["nets"]
+    out = json.loads(TWO_G_OUT.read_text()) if TWO_G_OUT.exists() else {
+        "plan": "validate/plans/FINITE_WIDTH.md report 2G", "draws": TWO_G_DRAWS, "nets": {}}
+    for key, spec in two_d_nets().items():
+        if spec.activation == "relu" or key in out["nets"]:
+            continue
+        t = time.perf_counter()
+        got = call_evaluate(REGISTRY["chain-kernel-finite"], spec, list(HELD_OUT), draws=TWO_G_DRAWS)
+        rows = []
+        for i, rec in enumerate(two_d[key]["rows"]):
+            value, mc = float(got.s_bar[i]), float(got.s_bar_se[i])
+            mean, se = rec["probe_mean"], rec["probe_se"]
+            rows.append({"depth": rec["depth"], "probe_mean": mean, "probe_se": se, "chain-coherent": rec["chain-coherent"],
+                         "chain-kernel-finite": {"s_bar": value, "mc_se": mc, "error": value / mean - 1,
+                                                 "z": (value - mean) / se, "z_combined": (value - mean) / math.hypot(se, mc)}})
+        out["nets"][key] = {"family": spec.family, "activation": spec.activation, "padding": spec.padding,
+                            "width": spec.width, "c": spec.c, "spec": repr(spec), "seeds": two_d[key]["seeds"],
+                            "default": "chain-coherent", "draws": None, "backward_draws": TWO_G_DRAWS, "rows": rows,
+                            "chain-kernel-finite_seconds": round(time.perf_counter() - t, 1)}
+        TWO_G_OUT.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+        _print_net(f"2G {key}", rows, ["chain-coherent", "chain-kernel-finite"], t)
+    return out
+
+
 def law_rows(spec, values: dict, ses: dict, seeds) -> list:
     """:func:`held_out_rows` with each law's Monte Carlo error and its z over both errors (runs U, W and X)."""
     rows = held_out_rows(spec, values, HELD_OUT, seeds)
@@ -536,6 +574,8 @@ if __name__ == "__main__":
         print(json.dumps(_locked_update(U_OUT, None, None, top=("decision", decide_u(nets)))["decision"], indent=1))
     elif sys.argv[1:3] == ["--part", "2D"]:
         measure_2d(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
+    elif sys.argv[1:] == ["--part", "2G"]:
+        measure_2g()
     elif sys.argv[1:3] == ["--part", "2E"]:
         nets = measure_2e(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
         print(json.dumps(_locked_update(TWO_E_OUT, None, None, top=("decision", decide_2e(nets)))["decision"], indent=1))

@@ -173,6 +173,13 @@ class ChainKernelFinite(Law):
         if spec.activation not in DRAWN_CHAIN_DEFAULT:
             return (f"no planned check has made it the default for {spec.activation} chains (run K of "
                     "validate/plans/FINITE_WIDTH.md); ask for it with law='chain-kernel-finite'")
+        from amutheory.symbolic.chain.kernel_law import DRAWN_DEFAULT_MAX_B2P3
+
+        if spec.batch**2 * spec.positions**3 > DRAWN_DEFAULT_MAX_B2P3:
+            return (f"the default for {spec.activation} chains up to batch^2 x (N^d)^3 = {DRAWN_DEFAULT_MAX_B2P3}, the "
+                    f"sizes its planned checks covered (runs K, T and U of validate/plans/FINITE_WIDTH.md), got "
+                    f"{spec.batch}^2 x {spec.positions}^3; ask for it with law='chain-kernel-finite' (report 2G of "
+                    "docs/findings/finite_width.md runs it on 2-D chains)")
         return None
 
     def cost(self, spec, depths, budget_s=None, draws=None, **_):

@@ -95,18 +95,21 @@ def pair_kernel_seconds(spec: ArchSpec, deepest: int) -> float:
     return float(KERNEL_FIXED + PAIR_UNIT * PAIR_GRID * spec.batch**2 * (deepest + 1) * PAIR_DRAWS)
 
 
-#: seconds of the drawn law's four-point loops (GELU, tanh) per draw, per unit of ``B^2 P^3`` times the layers
-#: drawn and cut (calibrated 2026-11-28: GELU 1-D circular chains at B P = 64 and 128, widths 32-128, depths 8, 12,
-#: 16, 128 draws, by ``python validate/benchmark_law_costs.py --fit``: the median of nine cases, 3.2e-9, rounded up
-#: by half; two cases, width 128 at B P = 64, cost ten times the median, so the estimate runs short there)
-DRAWN_LOOP_UNIT = 5e-9
+#: seconds of the drawn law's four-point loops (GELU, tanh) per draw: ``DRAWN_LOOP_UNIT`` per unit of ``n B^2 P^3``
+#: and layer drawn (the loop formed from the layer's ``n`` drawn rows at its cut) and ``DRAWN_PAIR_UNIT`` per unit of
+#: ``B^2 P^3`` and layer below each depth (the loop, times the forward kernels, contracted with that depth's backward
+#: kernel).  Calibrated 2026-11-29 after the loops took the adjoint form: a least-squares fit to GELU 1-D circular
+#: chains at B P = 64 and 128, widths 32-128, and a 2-D chain (8 x 8, B = 8) at widths 32 and 64 (``python
+#: validate/benchmark_law_costs.py --fit``), each unit the fit rounded up by half
+DRAWN_LOOP_UNIT, DRAWN_PAIR_UNIT = 5e-11, 5e-10
 
 
 def drawn_loop_seconds(spec: ArchSpec, depths, draws: int) -> float:
-    """Seconds of the drawn law's loops over (sample, position) triples: ``B^2 P^3`` per layer drawn (up to
-    the deepest depth + 1) and per cut (the sum of the depths), per draw."""
-    layers = max(depths) + 1 + sum(int(d) for d in set(depths))
-    return float(DRAWN_LOOP_UNIT * spec.batch**2 * spec.positions**3 * layers * draws)
+    """Seconds of the drawn law's loops over (sample, position) triples: per draw, one loop per layer drawn (up to
+    the deepest depth + 1) from the layer's rows, and one contraction per layer below each depth."""
+    b2p3 = spec.batch**2 * spec.positions**3
+    return float(draws * b2p3 * (DRAWN_LOOP_UNIT * spec.width * (max(depths) + 1)
+                                 + DRAWN_PAIR_UNIT * sum(int(d) for d in set(depths))))
 
 
 def points_seconds(spec: ArchSpec, deepest: int, draws: int, paddings: int = 1) -> float:

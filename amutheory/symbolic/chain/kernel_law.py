@@ -271,8 +271,15 @@ def check_kernel_spec(spec: ArchSpec) -> None:
 #: (:mod:`amutheory.symbolic.chain.kernel_law_finite`), so ``phi'^2 = phi'`` is not needed
 DRAWN_ACTIVATIONS = ("gelu", "tanh")
 #: largest ``B^2 P^3`` the drawn law takes for them: its four-point loop over (sample, position) triples is
-#: ``B^2 P^3`` entries per layer and draw, costing ``n B^2 P^3`` to draw (1-D chains up to N = 20 at B = 8)
-DRAWN_MAX_B2P3 = 2**19
+#: ``B^2 P^3`` entries per draw, formed at its cut one layer and draw at a time (:func:`_drawn_smooth_moments`), and
+#: costs ``n B^2 P^3`` to form (2-D chains up to 8 x 8 at B = 8; before the loops were formed at their cut, every
+#: layer's was held and the bound was 2^19, 1-D chains up to N = 20 at B = 8: ``predict``'s default keeps that bound,
+#: :data:`DRAWN_DEFAULT_MAX_B2P3`)
+DRAWN_MAX_B2P3 = 2**24
+#: largest ``B^2 P^3`` at which the drawn law of a smooth activation may be ``predict``'s default: the sizes its planned
+#: checks covered (runs K, T and U of validate/plans/FINITE_WIDTH.md, 1-D chains at spatial 8 and 16); above it the
+#: law runs on request
+DRAWN_DEFAULT_MAX_B2P3 = 2**19
 
 
 def check_drawn_spec(spec: ArchSpec) -> None:
@@ -427,7 +434,7 @@ def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths, forward=None)
     contracting every depth's ``G`` with the forward kernels (:func:`layer_moments_by_depth`, the same sums
     in the order the derivation writes them) costs ``O(B^2 P^3)`` per layer *and depth*."""
     depths, x, fw = _prepare(spec, x, depths, forward)
-    if "loop3" in fw:
+    if "loop3" in fw or "loop_rows" in fw:
         return _drawn_smooth_moments(spec, fw, depths)
     B, P, n, c, D = spec.batch, spec.positions, spec.width, spec.c, x.shape[0]
     X, masks, T = fw["X"], fw["masks"], fw["T"]
@@ -505,8 +512,8 @@ def layer_moments_by_depth(spec: ArchSpec, x: np.ndarray, depths, forward=None) 
     every cut's quadratic forms in the forward kernels (``O(B^2 P^3)`` per layer and depth).  The reference the
     adjoint form is tested against, and the naive way ``validate/benchmark_law_costs.py --adjoint`` times."""
     depths, x, fw = _prepare(spec, x, depths, forward)
-    if "loop3" in fw:
-        return _drawn_smooth_moments(spec, fw, depths)
+    if "loop3" in fw or "loop_rows" in fw:
+        return _drawn_smooth_moments_by_depth(spec, fw, depths)
     B, P, n, c, act = spec.batch, spec.positions, spec.width, spec.c, spec.activation
     X, masks, T = fw["X"], fw["masks"], fw["T"]
     zdiag = _gain_diagonals(spec, T, depths[-1])          # [s, beta]
@@ -527,7 +534,72 @@ def layer_moments_by_depth(spec: ArchSpec, x: np.ndarray, depths, forward=None) 
 
 
 def _drawn_smooth_moments(spec: ArchSpec, fw: dict, depths: list[int]) -> dict[int, np.ndarray]:
-    """:func:`layer_moments_at_depths` for an activation with ``phi'^2 != phi'`` (GELU, tanh): the same loops
+    """:func:`layer_moments_at_depths` for an activation with ``phi'^2 != phi'`` (GELU, tanh): the sums of
+    :func:`_drawn_smooth_moments_by_depth` in adjoint form -- the backward kernels of every depth carried down
+    together, and each cut's four-point loop (from the layer's drawn rows, ``fw["loop_rows"]``, or given,
+    ``fw["loop3"]``) formed once, one draw at a time, times the forward kernels, then contracted with every
+    depth's ``Gcut``: one layer's loop is held at a time (``B^2 P^3`` entries per draw)."""
+    B, P, n, c = spec.batch, spec.positions, spec.width, spec.c
+    X, masks, T, D = fw["X"], fw["masks"], fw["T"], fw["X"][0].shape[0]
+    gains = _smooth_gains(spec, T, fw["dphi2"], depths[-1])
+    diag = np.arange(B)
+    s_out = {L: np.zeros((D, L)) for L in depths}
+    G = {}                                                # L -> G^(L)_(u+1), then G^(L)_u: [draw, b, p, p']
+    for u in range(depths[-1], 0, -1):
+        above = [L for L in depths if L > u]
+        gcut = c * T(np.stack([G[L] for L in above])) if above else None   # [depth, draw, b, a, a']
+        for i, L in enumerate(above):
+            G[L] = masks[u - 1][:, diag, diag] * gcut[i]
+        if u in s_out:
+            G[u] = spec.outputs * spec.readout_variance / (B * P) ** 2 * masks[u - 1][:, diag, diag]
+        at = [L for L in depths if L >= u]
+        top, _ = _cut_terms(X[u - 1], None, np.stack([G[L] for L in at]), None)
+        for i, L in enumerate(at):
+            s_out[L][:, u - 1] += top[i]                                    # the cut at the top
+        if not above:
+            continue
+        r = np.empty((len(above), D, B, P))                              # [depth, draw, b', beta]
+        for z in range(D):
+            loop = fw["loop3"][u - 1][z] if "loop3" in fw else loop_of_rows(fw["loop_rows"][u - 1][z:z + 1])[0]
+            Xm = np.moveaxis(X[u - 1][z], 1, 2)                          # X[b, b', a, beta] as [b, a, b', beta]
+            w = loop * Xm[:, :, None]                                    # loop[b, x, y, b', beta] X[b, b', x, beta]
+            w *= Xm[:, None, :]                                          # ... X[b, b', y, beta]
+            r[:, z] = (gcut[:, z].reshape(len(above), -1) @ w.reshape(B * P * P, B * P)).reshape(len(above), B, P)
+        for i, L in enumerate(above):
+            for l in range(u + 1, L + 1):
+                s_out[L][:, l - 1] += (r[i] * gains[l, l - u]).sum(axis=(1, 2))
+    return {L: n**2 / (B * P) * s_out[L] for L in depths}
+
+
+def loop_of_rows(rows: np.ndarray) -> np.ndarray:
+    """The four-point loop ``E[phi'(b, a) phi'(b, a') phi'(b', beta)^2]`` as the mean over the drawn rows ``rows``
+    (``[draw, n, B, P]``, the rows' ``phi'``): ``[draw, b, a, a', b', beta]``."""
+    return np.einsum("zibx,ziby,zieq->zbxyeq", rows, rows, rows * rows, optimize=True) / rows.shape[1]
+
+
+def _smooth_gains(spec: ArchSpec, T: "ShiftMap", dphi2: list, deepest: int) -> dict:
+    """``Z^l_s`` (``[draw, b', beta]``) for ``2 <= l <= deepest``, ``1 <= s < l``: the gains of the levels between a
+    cut and layer ``l`` (:func:`_drawn_smooth_moments_by_depth`)."""
+    c, eye = spec.c, np.eye(spec.positions)
+
+    def diag_T(v):                                       # diag T(diag v) over the last axis (positions)
+        return np.diagonal(T(v[..., :, None] * eye), axis1=-2, axis2=-1)
+
+    top = diag_T(np.ones_like(dphi2[0]))
+    gains = {}
+    for l in range(2, deepest + 1):
+        z = c * top
+        gains[l, 1] = z
+        for s in range(2, l):
+            z = c * diag_T(dphi2[l - s] * z)             # the mask of level l - s + 1
+            gains[l, s] = z
+    return gains
+
+
+def _drawn_smooth_moments_by_depth(spec: ArchSpec, fw: dict, depths: list[int]) -> dict[int, np.ndarray]:
+    """:func:`_drawn_smooth_moments` in the derivation's order, every layer's loop held (the reference).
+
+    :func:`layer_moments_at_depths` for an activation with ``phi'^2 != phi'`` (GELU, tanh): the same loops
     with two moments that depend on the points once ``phi'^2`` is not scale free --
 
     * the 4-point loop at the cut, ``E[phi'(h_u(b, a)) phi'(h_u(b, a')) phi'(h_u(b', beta))^2]``
@@ -540,21 +612,9 @@ def _drawn_smooth_moments(spec: ArchSpec, fw: dict, depths: list[int]) -> dict[i
     The moments are the drawn rows' means (:mod:`amutheory.symbolic.chain.kernel_law_finite`) or, on one
     position at infinite width, :func:`pair_moments`."""
     B, P, n, c = spec.batch, spec.positions, spec.width, spec.c
-    X, masks, T, loop3, dphi2 = fw["X"], fw["masks"], fw["T"], fw["loop3"], fw["dphi2"]
-    deepest = depths[-1]
-    eye = np.eye(P)
-
-    def diag_T(v):                                       # diag T(diag v) over the last axis (positions)
-        return np.diagonal(T(v[..., :, None] * eye), axis1=-2, axis2=-1)
-
-    top = diag_T(np.ones_like(dphi2[0]))
-    gains = {}                                           # (l, s) -> Z^l_s [draw, b', beta]
-    for l in range(2, deepest + 1):
-        z = c * top
-        gains[l, 1] = z
-        for s in range(2, l):
-            z = c * diag_T(dphi2[l - s] * z)             # the mask of level l - s + 1
-            gains[l, s] = z
+    X, masks, T = fw["X"], fw["masks"], fw["T"]
+    loop3 = fw["loop3"] if "loop3" in fw else [loop_of_rows(rows) for rows in fw["loop_rows"]]
+    gains = _smooth_gains(spec, T, fw["dphi2"], depths[-1])
     out = {}
     for L in depths:
         G = _backward_kernels(spec, masks, T, L)

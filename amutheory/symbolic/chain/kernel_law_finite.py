@@ -121,7 +121,7 @@ def sampled_forward(rng: np.random.Generator, sampler: str = "auto"):
                 asin.append(K._blocks(np.arcsin(corr, out=corr), B, P))
             if smooth:          # E[phi'(b, a) phi'(b, a') phi'(b', beta)^2] and E[phi'(b', beta)^2], per draw
                 rows = d.reshape(d.shape[:2] + (B, P))
-                loop3.append(np.einsum("zibx,ziby,zieq->zbxyeq", rows, rows, rows * rows, optimize=True) / n)
+                loop3.append(rows)              # the loop itself is formed at its cut: K.loop_of_rows
                 dphi2.append((rows * rows).mean(axis=1))
             if u == L:
                 break
@@ -135,7 +135,7 @@ def sampled_forward(rng: np.random.Generator, sampler: str = "auto"):
             # Sigma_(u+1) = c T(value): only the square root draws from it (the weights draw from the rows)
             sigma = None if _uses_weights(sampler, spec, n) else c * T.in_tap_order(value)
         drawn = {"X": X, "masks": masks, "asin": asin, "T": T}
-        return dict(drawn, loop3=loop3, dphi2=dphi2) if smooth else drawn
+        return dict(drawn, loop_rows=loop3, dphi2=dphi2) if smooth else drawn
 
     return forward
 
