@@ -53,22 +53,27 @@ _GEOMETRY = st.tuples(st.integers(1, 2), st.sampled_from([1, 3]), st.integers(1,
 def test_adjoint_form_sums_what_the_derivation_sums(geometry, padding, activation, batch, depths, drawn):
     """``E[s_l | x]`` at every depth asked, in adjoint form and in the derivation's order, on the same inputs and
     (``drawn``) the same width-16 forward draws: equal to rounding (1e-10 of the largest)."""
-    dim, kernel, spatial = geometry
-    if kernel > spatial:
-        kernel = 1
-    spec = ArchSpec(family="conv", dim=dim, kernel=kernel, spatial=spatial, padding=padding, activation=activation,
-                    batch=batch, width=16, input_channels=2, depth=max(depths))
-    x = np.random.default_rng(len(depths) + 5 * spatial).standard_normal((3, batch, 2) + (spatial,) * dim)
-
-    def forward():
-        return KF.sampled_forward(np.random.default_rng(4)) if drawn else None
-
-    got = K.layer_moments_at_depths(spec, x, depths, forward=forward())
-    want = K.layer_moments_by_depth(spec, x, depths, forward=forward())
+    got, want = _both_orders(geometry, padding, activation, batch, depths, drawn, draws=3)
     assert sorted(got) == sorted(want) == sorted(set(depths))
     for L in want:
         assert got[L].shape == want[L].shape == (3, L)
         np.testing.assert_allclose(got[L], want[L], rtol=0, atol=1e-10 * np.abs(want[L]).max())
+
+
+def _both_orders(geometry, padding, activation, batch, depths, drawn, draws):
+    """``E[s_l | x]`` of a width-16 chain (a kernel wider than the grid taken as 1) summed both ways on the same
+    inputs and, ``drawn``, the same forward draws: ``(adjoint form, derivation's order)``."""
+    dim, kernel, spatial = geometry
+    spec = ArchSpec(family="conv", dim=dim, kernel=kernel if kernel <= spatial else 1, spatial=spatial,
+                    padding=padding, activation=activation, batch=batch, width=16, input_channels=2,
+                    depth=max(depths))
+    x = np.random.default_rng(len(depths) + 5 * spatial).standard_normal((draws, batch, 2) + (spatial,) * dim)
+
+    def forward():
+        return KF.sampled_forward(np.random.default_rng(4)) if drawn else None
+
+    return (K.layer_moments_at_depths(spec, x, depths, forward=forward()),
+            K.layer_moments_by_depth(spec, x, depths, forward=forward()))
 
 
 @pytest.mark.parametrize("spec", [
@@ -111,3 +116,41 @@ def test_a_long_drawn_law_reports_its_draws_as_it_goes(monkeypatch, every_s, mid
     middle = [int(line.split()[3]) for line in lines[:-1]]
     assert (len(middle) > 0) == mid_lines
     assert middle == sorted(middle) and all(0 < d < 70 for d in middle)
+
+
+@settings(max_examples=15, deadline=None)
+@given(geometry=_GEOMETRY, padding=st.sampled_from(["circular", "zero"]), activation=st.sampled_from(["gelu", "tanh"]),
+       batch=st.integers(1, 3), depths=st.lists(st.integers(1, 6), min_size=1, max_size=3), drawn=st.booleans())
+def test_smooth_loops_at_their_cut_sum_what_every_held_loop_sums(geometry, padding, activation, batch, depths, drawn):
+    """GELU and tanh: the loops formed at their cut from the drawn rows and contracted in adjoint form, against every
+    layer's loop held and contracted depth by depth -- on the same width-16 forward draws, or (one position, not
+    ``drawn``) on the infinite-width loops by quadrature: equal to rounding."""
+    got, want = _both_orders(geometry if drawn else (1, 1, 1), padding, activation, batch, depths, drawn, draws=2)
+    for L in want:
+        np.testing.assert_allclose(got[L], want[L], rtol=0, atol=1e-10 * np.abs(want[L]).max())
+
+
+def test_the_loop_of_the_rows_is_the_mean_over_rows_of_the_four_masks():
+    """``loop_of_rows[b, a, a', b', beta] = mean_i phi'_i(b, a) phi'_i(b, a') phi'_i(b', beta)^2``, entry by entry."""
+    rows = np.random.default_rng(1).standard_normal((2, 5, 3, 4))
+    got = K.loop_of_rows(rows)
+    z, b, a, a2, b2, beta = 1, 2, 3, 0, 1, 2
+    want = np.mean(rows[z, :, b, a] * rows[z, :, b, a2] * rows[z, :, b2, beta] ** 2)
+    assert got.shape == (2, 3, 4, 4, 3, 4)
+    assert got[z, b, a, a2, b2, beta] == pytest.approx(want, rel=1e-12)
+
+
+def test_2d_smooth_chains_take_the_drawn_law_on_request_only():
+    """Above the size the planned checks covered (B^2 P^3 = 2^19) the drawn law covers a GELU chain on request and
+    ``predict``'s default says why it is not the default; at the checked size it is the default."""
+    from amutheory.laws import REGISTRY, best_law
+
+    big = ArchSpec(dim=2, width=32, spatial=8, batch=8, activation="gelu", depth=16)
+    law = REGISTRY["chain-kernel-finite"]
+    assert law.covers(big)
+    reason = law.not_default_for(big)
+    assert reason is not None and "2^19" not in reason and str(K.DRAWN_DEFAULT_MAX_B2P3) in reason
+    assert best_law(big, [8, 12, 16]).law.name != "chain-kernel-finite"
+    small = ArchSpec(dim=1, width=32, spatial=16, batch=8, activation="tanh", depth=16)
+    assert small.batch**2 * small.positions**3 <= K.DRAWN_DEFAULT_MAX_B2P3
+    assert law.not_default_for(small) is None

@@ -158,8 +158,8 @@ def test_the_default_for_gelu_and_tanh_mlps_needs_no_probe_and_the_chain_law_say
     chain = ArchSpec(dim=1, width=32, spatial=8, activation="gelu", depth=8)
     assert best_law(chain, [4, 8]).law.name == "chain-kernel-finite"  # run K
     assert best_law(chain.with_(activation="relu"), [4, 8]).law.name == "chain-kernel-finite-backward"  # run I
-    with pytest.raises(ValueError, match=r"^spatial: .*batch\^2 x \(N\^d\)\^3"):
-        finite_width_kernel_s_bar(chain.with_(dim=2), [4], draws=4)
+    with pytest.raises(ValueError, match=r"^spatial: .*batch\^2 x \(N\^d\)\^3"):   # 8^2 x 81^3 > 2^24
+        finite_width_kernel_s_bar(chain.with_(dim=2, spatial=9), [4], draws=4)
     with pytest.raises(ValueError, match="^spatial: at infinite width .* one position"):
         kernel_s_bar(chain, [4])
 

@@ -156,9 +156,10 @@ FIT_LOOP_WIDTHS = (32, 64, 128)
 
 def fit_drawn_loops() -> None:
     """Time ``chain-kernel-finite`` on GELU chains and fit the units of :func:`amutheory.laws.costs.drawn_loop_seconds`
-    by non-negative least squares on relative error to the time the finite-width forward chain's own estimate leaves
-    (its estimate over the half it is rounded up by); prints each case and the fitted units beside the ones in use
-    (those are the fit rounded up by half).  The 2-D chain runs 8 draws (minutes each at 128) and only to width 64."""
+    by non-negative least squares in seconds to the time the finite-width forward chain's own estimate leaves (its
+    estimate over the half it is rounded up by): the large cases, where the loops are most of the time, weigh most;
+    prints each case and the fitted units beside the ones in use (those are the fit rounded up by half).  The 2-D
+    chain runs 8 draws (minutes each at 128) and only to width 64."""
     import numpy as np
     from scipy.optimize import nnls
 
@@ -175,12 +176,12 @@ def fit_drawn_loops() -> None:
         took = time.perf_counter() - start
         rest = max(took - costs.kernel_finite_seconds(spec, depths, draws) / 1.5, 0.1 * took)
         b2p3 = B * B * spec.positions**3
-        rows.append(np.array([draws * b2p3 * n * (max(depths) + 1), draws * b2p3 * sum(depths)]) / rest)
+        rows.append(np.array([draws * b2p3 * n * (max(depths) + 1), draws * b2p3 * sum(depths)]))
         cases.append((f"GELU n={n} {'x'.join([str(N)] * d)} B={B} depths 8, 12, 16, {draws} draws", took, rest))
         print(f"{cases[-1][0]:52} measured {took:7.2f} s (loops {rest:7.2f} s)", flush=True)
-    units, _ = nnls(np.array(rows), np.ones(len(rows)))
+    units, _ = nnls(np.array(rows), np.array([rest for _, _, rest in cases]))
     for (name, took, rest), fit in zip(cases, np.array(rows) @ units):
-        print(f"{name:52} loops {rest:7.2f} s  fit / measured {fit:5.2f}")
+        print(f"{name:52} loops {rest:7.2f} s  fit / measured {fit / rest:5.2f}")
     for name, unit in zip(("DRAWN_LOOP_UNIT", "DRAWN_PAIR_UNIT"), units):
         print(f"{name:24} fitted {unit:.3g}   in use {getattr(costs, name):.3g}")
 

@@ -98,10 +98,12 @@ def pair_kernel_seconds(spec: ArchSpec, deepest: int) -> float:
 #: seconds of the drawn law's four-point loops (GELU, tanh) per draw: ``DRAWN_LOOP_UNIT`` per unit of ``n B^2 P^3``
 #: and layer drawn (the loop formed from the layer's ``n`` drawn rows at its cut) and ``DRAWN_PAIR_UNIT`` per unit of
 #: ``B^2 P^3`` and layer below each depth (the loop, times the forward kernels, contracted with that depth's backward
-#: kernel).  Calibrated 2026-11-29 after the loops took the adjoint form: a least-squares fit to GELU 1-D circular
-#: chains at B P = 64 and 128, widths 32-128, and a 2-D chain (8 x 8, B = 8) at widths 32 and 64 (``python
-#: validate/benchmark_law_costs.py --fit``), each unit the fit rounded up by half
-DRAWN_LOOP_UNIT, DRAWN_PAIR_UNIT = 5e-11, 5e-10
+#: kernel).  Calibrated 2026-11-29 after the loops took the adjoint form: a least-squares fit in seconds (the large
+#: cases weigh most: the small ones' loops are within the forward chain's estimate) to GELU 1-D circular chains at
+#: B P = 64 and 128, widths 32-128, and a 2-D chain (8 x 8, B = 8) at widths 32 and 64 (``python
+#: validate/benchmark_law_costs.py --fit-loops``; within 4% of the 2-D timings, up to 2.3 times over the 1-D ones
+#: at B P = 128 and more over the smaller), each unit the fit rounded up by half
+DRAWN_LOOP_UNIT, DRAWN_PAIR_UNIT = 1.7e-11, 3.1e-9
 
 
 def drawn_loop_seconds(spec: ArchSpec, depths, draws: int) -> float:

@@ -436,27 +436,35 @@ def layer_moments_at_depths(spec: ArchSpec, x: np.ndarray, depths, forward=None)
     depths, x, fw = _prepare(spec, x, depths, forward)
     if "loop3" in fw or "loop_rows" in fw:
         return _drawn_smooth_moments(spec, fw, depths)
-    B, P, n, c, D = spec.batch, spec.positions, spec.width, spec.c, x.shape[0]
-    X, masks, T = fw["X"], fw["masks"], fw["T"]
+    B, P, n, D = spec.batch, spec.positions, spec.width, x.shape[0]
+    X, T = fw["X"], fw["T"]
     zdiag = _gain_diagonals(spec, T, depths[-1])          # [s, beta]
-    diag = np.arange(B)
     s_out = {L: np.zeros((D, L)) for L in depths}
-    G = {}                                                # L -> G^(L)_(u+1), then G^(L)_u: [draw, b, p, p']
-    for u in range(depths[-1], 0, -1):
-        above = [L for L in depths if L > u]              # depths whose backward chain crosses the cut at u
-        gcut = c * T(np.stack([G[L] for L in above])) if above else None   # [depth, draw, b, p, p']
-        for i, L in enumerate(above):
-            G[L] = masks[u - 1][:, diag, diag] * gcut[i]
-        if u in s_out:
-            G[u] = spec.outputs * spec.readout_variance / (B * P) ** 2 * masks[u - 1][:, diag, diag]
-        at = [L for L in depths if L >= u]
-        top, per_beta = _cut_terms(X[u - 1], fw["asin"][u - 1] if spec.activation == "relu" else None,
-                                   np.stack([G[L] for L in at]), gcut)
+    for u, at, G, above, gcut in _backward_descent(spec, fw["masks"], T, depths):
+        top, per_beta = _cut_terms(X[u - 1], fw["asin"][u - 1] if spec.activation == "relu" else None, G, gcut)
         for i, L in enumerate(at):
             s_out[L][:, u - 1] += top[i]                                    # the cut at the top
         for i, L in enumerate(above):
             s_out[L][:, u:L] += per_beta[i] @ zdiag[1:L - u + 1].T          # l = u + s, s = 1..L-u
     return {L: n**2 / (B * P) * s_out[L] for L in depths}
+
+
+def _backward_descent(spec: ArchSpec, masks: list, T: "ShiftMap", depths: list[int]):
+    """The backward kernels of every depth carried down together: for each layer ``u`` from the deepest depth down,
+    ``(u, at, G, above, gcut)`` with ``at`` the depths ``>= u`` and ``G`` their ``G_u`` stacked (``[depth, draw, b,
+    p, p']``), ``above`` the depths ``> u`` (whose backward chain crosses the cut at ``u``) and ``gcut`` their
+    ``Gcut_u = c T*(G_(u+1))`` stacked (``None`` where there is none)."""
+    B, P, c, diag = spec.batch, spec.positions, spec.c, np.arange(spec.batch)
+    G = {}                                                # L -> G^(L)_(u+1), then G^(L)_u: [draw, b, p, p']
+    for u in range(depths[-1], 0, -1):
+        above = [L for L in depths if L > u]
+        gcut = c * T(np.stack([G[L] for L in above])) if above else None
+        for i, L in enumerate(above):
+            G[L] = masks[u - 1][:, diag, diag] * gcut[i]
+        if u in depths:
+            G[u] = spec.outputs * spec.readout_variance / (B * P) ** 2 * masks[u - 1][:, diag, diag]
+        at = [L for L in depths if L >= u]
+        yield u, at, np.stack([G[L] for L in at]), above, gcut
 
 
 def _prepare(spec: ArchSpec, x, depths, forward) -> tuple:
@@ -539,21 +547,12 @@ def _drawn_smooth_moments(spec: ArchSpec, fw: dict, depths: list[int]) -> dict[i
     together, and each cut's four-point loop (from the layer's drawn rows, ``fw["loop_rows"]``, or given,
     ``fw["loop3"]``) formed once, one draw at a time, times the forward kernels, then contracted with every
     depth's ``Gcut``: one layer's loop is held at a time (``B^2 P^3`` entries per draw)."""
-    B, P, n, c = spec.batch, spec.positions, spec.width, spec.c
-    X, masks, T, D = fw["X"], fw["masks"], fw["T"], fw["X"][0].shape[0]
+    B, P, n = spec.batch, spec.positions, spec.width
+    X, T, D = fw["X"], fw["T"], fw["X"][0].shape[0]
     gains = _smooth_gains(spec, T, fw["dphi2"], depths[-1])
-    diag = np.arange(B)
     s_out = {L: np.zeros((D, L)) for L in depths}
-    G = {}                                                # L -> G^(L)_(u+1), then G^(L)_u: [draw, b, p, p']
-    for u in range(depths[-1], 0, -1):
-        above = [L for L in depths if L > u]
-        gcut = c * T(np.stack([G[L] for L in above])) if above else None   # [depth, draw, b, a, a']
-        for i, L in enumerate(above):
-            G[L] = masks[u - 1][:, diag, diag] * gcut[i]
-        if u in s_out:
-            G[u] = spec.outputs * spec.readout_variance / (B * P) ** 2 * masks[u - 1][:, diag, diag]
-        at = [L for L in depths if L >= u]
-        top, _ = _cut_terms(X[u - 1], None, np.stack([G[L] for L in at]), None)
+    for u, at, G, above, gcut in _backward_descent(spec, fw["masks"], T, depths):
+        top, _ = _cut_terms(X[u - 1], None, G, None)
         for i, L in enumerate(at):
             s_out[L][:, u - 1] += top[i]                                    # the cut at the top
         if not above:
