@@ -87,40 +87,43 @@ def fit_kernel_finite() -> None:
         print(f"{name:24} fitted {unit:.3g}   in use {getattr(costs, name):.3g}")
 
 
-#: ``--adjoint``: (dim, width, spatial, batch, padding) of ReLU chains, depths 8, 12, 16 and their neighbours
-ADJOINT_CASES = [(1, 32, 16, 8, "circular"), (1, 64, 16, 8, "zero"), (1, 32, 32, 8, "circular"),
-                 (2, 32, 8, 8, "circular"), (2, 64, 8, 8, "zero")]
+#: ``--adjoint``: (dim, width, spatial, batch, padding, activation) of chains, depths 8, 12, 16 and their neighbours
+ADJOINT_CASES = [(1, 32, 16, 8, "circular", "relu"), (1, 64, 16, 8, "zero", "relu"), (1, 32, 32, 8, "circular", "relu"),
+                 (2, 32, 8, 8, "circular", "relu"), (2, 64, 8, 8, "zero", "relu"), (1, 32, 16, 8, "circular", "gelu"),
+                 (1, 32, 16, 4, "zero", "tanh"), (2, 32, 4, 8, "circular", "gelu")]
 
 
 def compare_adjoint(draws: int = 64) -> None:
     """The finite-width kernel law's recursion as the toolkit runs it (the cuts in adjoint form, a few draws held
-    at a time: :func:`amutheory.symbolic.chain.kernel_law.layer_moments_at_depths`) against the naive way of the
-    same sums (every depth's backward kernels contracted with every cut, the whole batch at once:
-    :func:`~amutheory.symbolic.chain.kernel_law.layer_moments_by_depth`), on the same draws in one run: seconds,
-    their ratio, and the largest relative difference of the per-draw ``s_bar``."""
+    at a time, GELU and tanh loops formed at their cut: :func:`amutheory.symbolic.chain.kernel_law.layer_moments_at_depths`)
+    against the naive way of the same sums (every depth's backward kernels contracted with every cut, every layer's
+    loop held, the whole batch at once: :func:`~amutheory.symbolic.chain.kernel_law.layer_moments_by_depth`), on the
+    same draws in one run: seconds, their ratio, and the largest relative difference of the per-draw ``s_bar``."""
     import numpy as np
 
     from amutheory.laws.chain_finite import slope_depths
     from amutheory.symbolic.chain import kernel_law as K
-    from amutheory.symbolic.chain.kernel_law_finite import SEED, _BatchNormals, finite_width_kernel_s_bar, \
-        sampled_forward
+    from amutheory.symbolic.chain.kernel_law_finite import SEED, _BatchNormals, batch_size, \
+        finite_width_kernel_s_bar, sampled_forward
 
     depths = slope_depths([8, 12, 16])
     print(f"{'net':34} {'draws':>5} {'naive s':>8} {'toolkit s':>9} {'naive / toolkit':>15} {'max rel diff':>12}")
-    for d, n, N, B, padding in ADJOINT_CASES:
-        spec = ArchSpec(dim=d, width=n, spatial=N, batch=B, padding=padding, activation="relu")
+    for d, n, N, B, padding, activation in ADJOINT_CASES:
+        spec = ArchSpec(dim=d, width=n, spatial=N, batch=B, padding=padding, activation=activation)
         start = time.perf_counter()
         got = finite_width_kernel_s_bar(spec, depths, draws=draws)["per_draw"]
         toolkit = time.perf_counter() - start
-        rng = np.random.default_rng(SEED)                 # the same stream, drawn as one batch of ``draws``
+        rng, batch, parts = np.random.default_rng(SEED), batch_size(spec, depths, draws), []   # the same stream
         start = time.perf_counter()
-        x = K._draw_inputs(spec, rng, draws, 1.0)
-        per = K.layer_moments_by_depth(spec, x, depths,
-                                       forward=sampled_forward(_BatchNormals(rng, spec, draws, max(depths), "auto")))
-        naive_rows = np.stack([per[L].mean(axis=1) for L in depths], axis=1)
+        for count in [batch] * (draws // batch) + ([draws % batch] if draws % batch else []):
+            x = K._draw_inputs(spec, rng, count, 1.0)
+            forward = sampled_forward(_BatchNormals(rng, spec, count, max(depths), "auto"))
+            per = K.layer_moments_by_depth(spec, x, depths, forward=forward)         # each batch whole
+            parts.append(np.stack([per[L].mean(axis=1) for L in depths], axis=1))
+        naive_rows = np.concatenate(parts)
         naive = time.perf_counter() - start
         diff = float(np.max(np.abs(got - naive_rows) / np.abs(naive_rows)))
-        name = f"{'x'.join([str(N)] * d)} n={n} B={B} {padding}"
+        name = f"{activation} {'x'.join([str(N)] * d)} n={n} B={B} {padding}"
         print(f"{name:34} {draws:5d} {naive:8.1f} {toolkit:9.1f} {naive / toolkit:15.2f} {diff:12.1e}", flush=True)
 
 

@@ -204,6 +204,16 @@ class _BatchNormals:
         return out
 
 
+def batch_size(spec: ArchSpec, depths, draws: int) -> int:
+    """The draws :func:`finite_width_kernel_s_bar` draws in one stream: up to 64; for GELU and tanh the count whose
+    four-point loops fitted :data:`~amutheory.limits.CHUNK_ENTRIES` when every layer's was held (they are formed at
+    their cut now; the rule stays, as it fixes the Monte Carlo stream of the runs on record)."""
+    batch = max(1, min(draws, 64))
+    if spec.activation in K.DRAWN_ACTIVATIONS:
+        batch = max(1, min(batch, int(CHUNK_ENTRIES // ((max(depths) + 1) * spec.batch**2 * spec.positions**3))))
+    return batch
+
+
 def finite_width_kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, draws: int = DRAWS,
                               seed: int = SEED, progress=None, sampler: str = "auto") -> dict:
     """``E[s_bar(L)]`` at ``depths`` at the chain's width (``spec``: a conv chain, an MLP's chain with
@@ -221,9 +231,7 @@ def finite_width_kernel_s_bar(spec: ArchSpec, depths, input_var: float = 1.0, dr
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
     rng = np.random.default_rng(seed)
-    batch = max(1, min(draws, 64))
-    if spec.activation in K.DRAWN_ACTIVATIONS:      # the four-point loops held: B^2 P^3 entries per layer and draw
-        batch = max(1, min(batch, int(CHUNK_ENTRIES // ((max(depths) + 1) * spec.batch**2 * spec.positions**3))))
+    batch = batch_size(spec, depths, draws)
     rows, done, batches, total = [], 0, 0, -(-draws // batch)
     step = max(1, int(HELD_ENTRIES // (spec.batch * spec.positions) ** 2))
     while done < draws:
