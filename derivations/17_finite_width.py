@@ -300,6 +300,31 @@ for name in ("gelu", "tanh"):
 # either padding.  Run K made it the default for GELU and tanh 1-D chains (`chain-kernel-finite`).
 
 # %% [markdown]
+# **Summing the law in adjoint form.**  Every term of `E[s_l]` is a cut `u` of the forward kernels
+# contracted with a backward kernel, and only the backward kernel depends on the depth `L` (it starts at
+# `L`'s readout).  Each term is linear in it, so the forward side of a cut -- `sum_b' X_u X_u Q3`, the
+# `O(B^2 P^3)` part -- can be formed once per layer and contracted with every depth's backward kernel at
+# `O(B P^3)` each, instead of once per layer *and* depth.  The sums are the same; only their order
+# changes:
+
+# %%
+chain = ArchSpec(family="conv", dim=1, depth=8, width=16, kernel=3, spatial=8, batch=4, activation="relu",
+                 padding="zero", input_channels=3)
+xs = K._draw_inputs(chain, np.random.default_rng(3), 4, 1.0)
+adjoint = K.layer_moments_at_depths(chain, xs, [4, 6, 8], forward=sampled_forward(np.random.default_rng(5)))
+by_depth = K.layer_moments_by_depth(chain, xs, [4, 6, 8], forward=sampled_forward(np.random.default_rng(5)))
+worst = max(float(np.max(np.abs(adjoint[L] - by_depth[L]) / np.abs(by_depth[L]).max())) for L in (4, 6, 8))
+B_, P_ = chain.batch, chain.positions
+print(f"largest relative difference {worst:.1e}; the cuts' O(B^2 P^3) work: {8 * B_**2 * P_**3} multiply-adds "
+      f"(once per layer) against {(4 + 6 + 8) * B_**2 * P_**3} (once per layer and depth)")
+check("the adjoint form sums the same terms", worst < 1e-10)
+
+# %% [markdown]
+# On a 2-D chain that is what puts the ReLU backward law within `predict`'s budget (run 2E of the findings
+# page), and GELU and tanh loops, formed at their cut from the drawn rows, no longer need every layer's loop
+# held (report 2G); `python validate/benchmark_law_costs.py --adjoint` times both orders on the same draws.
+
+# %% [markdown]
 # **Two same-unit moments.**  What the drawn laws leave out is the backward side at width `n`.  For any
 # activation, one backward step's relative variance is `(3 mu_4 / mu_2^2 - 1) / n` with
 # `mu_k = E[phi'(h)^k]` (masks: `mu_2 = mu_4 = p`, the `(3 - p) / (n p)` above), and one unit's forward
