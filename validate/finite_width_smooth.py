@@ -16,6 +16,7 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part 2D [relu-circular,...]  # run 2D (addendum 25): 2-D chains, reports only
     python validate/finite_width_smooth.py --part 2E [relu-circular,...]  # run 2E (addendum 27): the 2-D ReLU default
     python validate/finite_width_smooth.py --part 2G   # report 2G (addendum 28): the drawn law on 2-D GELU, tanh chains
+    python validate/finite_width_smooth.py --part 2H [gelu,tanh]  # run 2H (addendum 29): the same, fresh seeds, registered
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -253,7 +254,8 @@ def _locked_update(path: Path, key: str, value, top: tuple | None = None) -> dic
 
     with open(str(path) + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        run = {"smooth_x.json": "X", "smooth_2d.json": "2D", "smooth_2e.json": "2E"}.get(path.name, "U")
+        run = {"smooth_x.json": "X", "smooth_2d.json": "2D", "smooth_2e.json": "2E", "smooth_2h.json": "2H"}.get(
+            path.name, "U")
         d = json.loads(path.read_text()) if path.exists() else {"plan": f"validate/plans/FINITE_WIDTH.md run {run}",
                                                                  "nets": {}}
         if key is not None:
@@ -438,6 +440,53 @@ def measure_2g() -> dict:
     return out
 
 
+#: 2H (plan addendum 29): 2-D GELU and tanh chains on fresh seeds, the drawn law at its floor of draws, and the
+#: planned decision per activation
+TWO_H_SEEDS, TWO_H_OUT = range(340000, 340512), OUT.parent / "smooth_2h.json"
+
+
+def two_h_nets() -> dict:
+    """Run 2H's nets by key: GELU and tanh 2-D circular chains (run 2D's geometry) at widths 32 and 64."""
+    return {f"{a}-circular-n{n}-2d": spec.with_(width=n)
+            for a in ACTIVATIONS for n in DECIDING_WIDTHS
+            for spec in [two_d_nets()[f"{a}-circular-n32-2d"]]}
+
+
+def two_h_laws(spec) -> tuple:
+    """Run 2H's laws: ``chain-kernel-finite`` at :data:`TWO_G_DRAWS` draws and the calibrated ``chain-coherent``, as
+    ``predict`` runs them: (name -> s_bar, name -> Monte Carlo se, facts)."""
+    from amutheory.laws import REGISTRY, call_evaluate
+
+    values, ses, facts = {}, {}, {"default": "chain-coherent", "draws": None, "backward_draws": TWO_G_DRAWS}
+    for name, options in (("chain-coherent", {"calibration_depths": CALIBRATION, "calibration_seeds": CALIBRATION_SEEDS}),
+                          ("chain-kernel-finite", {"draws": TWO_G_DRAWS})):
+        t = time.perf_counter()
+        got = call_evaluate(REGISTRY[name], spec, list(HELD_OUT), **options)
+        values[name] = np.asarray(got.s_bar, float)
+        ses[name] = np.asarray(got.s_bar_se, float) if got.exactness != "calibrated" else np.zeros(len(HELD_OUT))
+        facts[f"{name}_seconds"] = round(time.perf_counter() - t, 1)
+    return values, ses, facts
+
+
+def decide_2h(nets: dict) -> dict:
+    """Run 2H's planned rule (run K's), per activation: the drawn law no worse than ``chain-coherent`` in max held-out
+    |error| and in max |z| at both widths."""
+    out = {}
+    for a in ACTIVATIONS:
+        per = {}
+        for n in DECIDING_WIDTHS:
+            net = nets.get(f"{a}-circular-n{n}-2d")
+            if net is None:
+                break
+            per[str(n)] = {name: {"max_abs_error": max(abs(r[name]["error"]) for r in net["rows"]),
+                                  "max_abs_z": max(abs(r[name]["z"]) for r in net["rows"])}
+                           for name in ("chain-kernel-finite", "chain-coherent")}
+        if len(per) == len(DECIDING_WIDTHS):
+            out[a] = {"widths": per, "met": all(w["chain-kernel-finite"][k] <= w["chain-coherent"][k]
+                                                for w in per.values() for k in ("max_abs_error", "max_abs_z"))}
+    return out
+
+
 def law_rows(spec, values: dict, ses: dict, seeds) -> list:
     """:func:`held_out_rows` with each law's Monte Carlo error and its z over both errors (runs U, W and X)."""
     rows = held_out_rows(spec, values, HELD_OUT, seeds)
@@ -576,6 +625,10 @@ if __name__ == "__main__":
         measure_2d(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
     elif sys.argv[1:] == ["--part", "2G"]:
         measure_2g()
+    elif sys.argv[1:3] == ["--part", "2H"]:
+        nets = measure_nets(two_h_nets(), TWO_H_OUT, TWO_H_SEEDS, "2H", sys.argv[3].split(",") if len(sys.argv) > 3
+                            else None, laws=two_h_laws)
+        print(json.dumps(_locked_update(TWO_H_OUT, None, None, top=("decision", decide_2h(nets)))["decision"], indent=1))
     elif sys.argv[1:3] == ["--part", "2E"]:
         nets = measure_2e(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
         print(json.dumps(_locked_update(TWO_E_OUT, None, None, top=("decision", decide_2e(nets)))["decision"], indent=1))
