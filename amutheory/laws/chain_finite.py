@@ -175,11 +175,12 @@ class ChainKernelFinite(Law):
                     "validate/plans/FINITE_WIDTH.md); ask for it with law='chain-kernel-finite'")
         from amutheory.symbolic.chain.kernel_law import DRAWN_DEFAULT_MAX_B2P3
 
-        if spec.batch**2 * spec.positions**3 > DRAWN_DEFAULT_MAX_B2P3:
-            return (f"the default for {spec.activation} chains up to batch^2 x (N^d)^3 = {DRAWN_DEFAULT_MAX_B2P3}, the "
-                    f"sizes its planned checks covered (runs K, T and U of validate/plans/FINITE_WIDTH.md), got "
-                    f"{spec.batch}^2 x {spec.positions}^3; ask for it with law='chain-kernel-finite' (report 2G of "
-                    "docs/findings/finite_width.md runs it on 2-D chains)")
+        bound = DRAWN_DEFAULT_MAX_B2P3[spec.activation]
+        if spec.batch**2 * spec.positions**3 > bound:
+            return (f"the default for {spec.activation} chains up to batch^2 x (N^d)^3 = {bound}, the sizes its planned "
+                    f"checks covered (runs K, T, U and 2H of validate/plans/FINITE_WIDTH.md), got {spec.batch}^2 x "
+                    f"{spec.positions}^3; ask for it with law='chain-kernel-finite' (report 2G and run 2H of "
+                    "docs/findings/finite_width.md run it on 2-D chains)")
         return None
 
     def cost(self, spec, depths, budget_s=None, draws=None, **_):
