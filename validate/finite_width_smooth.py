@@ -386,21 +386,28 @@ def decide_2e(nets: dict) -> dict:
     |error| and in max |z| at both widths."""
     out = {}
     for p in K_PADDINGS:
-        per = {}
-        for n in DECIDING_WIDTHS:
-            net = nets.get(f"relu-{p}-n{n}-2d")
-            if net is None:
-                break
-            per[n] = {name: {"max_abs_error": max(abs(r[name]["error"]) for r in net["rows"]),
-                             "max_abs_z": max(abs(r[name]["z"]) for r in net["rows"])}
-                      for name in ("chain-kernel-finite-backward", "chain-coherent")}
-            per[n]["draws"], per[n]["within_budget"] = net["backward_draws"], net["backward_within_budget"]
-        if len(per) < len(DECIDING_WIDTHS):
-            continue
-        met = all(per[n]["chain-kernel-finite-backward"][k] <= per[n]["chain-coherent"][k]
-                  for n in DECIDING_WIDTHS for k in ("max_abs_error", "max_abs_z"))
-        out[p] = {"widths": {str(n): per[n] for n in DECIDING_WIDTHS}, "met": met}
+        got = _no_worse_at_widths(nets, lambda n: f"relu-{p}-n{n}-2d", "chain-kernel-finite-backward")
+        if got is not None:
+            for n, w in got["widths"].items():
+                net = nets[f"relu-{p}-n{n}-2d"]
+                w["draws"], w["within_budget"] = net["backward_draws"], net["backward_within_budget"]
+            out[p] = got
     return out
+
+
+def _no_worse_at_widths(nets: dict, key_of, law: str) -> dict | None:
+    """Run I's and K's rule on the nets ``key_of(width)`` at :data:`DECIDING_WIDTHS`: per width the max held-out
+    |error| and |z| of ``law`` and of ``chain-coherent``, and ``met`` (the law no worse in both at every width);
+    ``None`` until every width is measured."""
+    per = {}
+    for n in DECIDING_WIDTHS:
+        net = nets.get(key_of(n))
+        if net is None:
+            return None
+        per[n] = {name: {"max_abs_error": max(abs(r[name]["error"]) for r in net["rows"]),
+                         "max_abs_z": max(abs(r[name]["z"]) for r in net["rows"])} for name in (law, "chain-coherent")}
+    return {"widths": per, "met": all(w[law][k] <= w["chain-coherent"][k] for w in per.values()
+                                      for k in ("max_abs_error", "max_abs_z"))}
 
 
 #: 2G (plan addendum 28, reports only): the drawn law on run 2D's GELU and tanh 2-D chains, against run 2D's recorded
@@ -471,20 +478,9 @@ def two_h_laws(spec) -> tuple:
 def decide_2h(nets: dict) -> dict:
     """Run 2H's planned rule (run K's), per activation: the drawn law no worse than ``chain-coherent`` in max held-out
     |error| and in max |z| at both widths."""
-    out = {}
-    for a in ACTIVATIONS:
-        per = {}
-        for n in DECIDING_WIDTHS:
-            net = nets.get(f"{a}-circular-n{n}-2d")
-            if net is None:
-                break
-            per[str(n)] = {name: {"max_abs_error": max(abs(r[name]["error"]) for r in net["rows"]),
-                                  "max_abs_z": max(abs(r[name]["z"]) for r in net["rows"])}
-                           for name in ("chain-kernel-finite", "chain-coherent")}
-        if len(per) == len(DECIDING_WIDTHS):
-            out[a] = {"widths": per, "met": all(w["chain-kernel-finite"][k] <= w["chain-coherent"][k]
-                                                for w in per.values() for k in ("max_abs_error", "max_abs_z"))}
-    return out
+    got = {a: _no_worse_at_widths(nets, lambda n, a=a: f"{a}-circular-n{n}-2d", "chain-kernel-finite")
+           for a in ACTIVATIONS}
+    return {a: dec for a, dec in got.items() if dec is not None}
 
 
 def law_rows(spec, values: dict, ses: dict, seeds) -> list:

@@ -1217,11 +1217,10 @@ def _masked_transfer_bullet() -> list:
 
 
 def _two_d_bullet() -> list:
-    """The open question of 2-D chains, its numbers read from run 2D's JSON (none before the run)."""
+    """The open question of 2-D chains, its numbers read from runs 2D and 2H's JSONs (none before run 2D)."""
     d = _run_json("smooth_2d.json")
     nets = (d or {}).get("nets", {})
     relu = {k: v for k, v in nets.items() if v["activation"] == "relu"}
-    smooth = {k: v for k, v in nets.items() if v["activation"] != "relu"}
     if not relu:
         return []
 
