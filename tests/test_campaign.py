@@ -19,10 +19,10 @@ from amutheory.campaign import (CSV_COLUMNS, PRESETS, STREAM_COLUMNS, CampaignCo
                                 ratio_bootstrap, read_results, read_stream, resolve_preset, run_campaign)
 from amutheory.spec import ArchSpec
 
-#: a GELU chain on 64 positions: its default law is calibrated (a small ReLU circular chain's is the approximate
-#: chain-kernel-finite-backward, a GELU chain within B^2 N^3 <= 2^19 the drawn chain-kernel-finite, nothing
+#: a GELU chain on 256 positions: its default law is calibrated (a small ReLU circular chain's is the approximate
+#: chain-kernel-finite-backward, a GELU chain within B^2 N^3 <= 2^24 the drawn chain-kernel-finite, nothing
 #: fitted in either), and these tests are of the calibrated pipeline
-SPEC = ArchSpec(dim=1, width=16, kernel=3, spatial=64, activation="gelu", batch=2)
+SPEC = ArchSpec(dim=1, width=16, kernel=3, spatial=256, activation="gelu", batch=2)
 DEPTHS = (2, 3, 4, 5, 6, 8)
 CAL = (2, 3, 4, 6)
 SEEDS = 4

@@ -1361,10 +1361,11 @@ OPEN_QUESTIONS = [
     "|z| 4.7; on GELU chains it closes a sixth to a third of the gap.  The coupling orders the activations as the "
     "measured gaps do (tanh < ReLU < GELU) -- tanh's derivative is largest where phi^2 is smallest, so its "
     "same-unit terms pull the other way -- a lead for the derivation, not a law.  "
-    "Larger grids (`B^2 N^(3d)` over 2^19, e.g. 2-D chains) keep the calibrated law by default, whose polynomial "
-    "form cannot follow the `chi^l` growth of these nets (runs J and K show it off by up to 99% in s_bar): no "
-    "planned check covers them, and the drawn loop over sample and position triples costs `n B^2 P^3` per layer "
-    "and draw (minutes on a 2-D chain); the drawn law takes them on request up to `2^24` (report 2G above).",
+    "Larger grids (`B^2 N^(3d)` over 2^19, e.g. 2-D chains) were covered only once the drawn loops were formed at "
+    "their cut: up to `2^24` the drawn law is their default where a budget fits it (run 2H above; minutes on a 2-D "
+    "chain, whose loop over sample and position triples costs `n B^2 P^3` per layer and draw), and at the 60 s "
+    "budget they keep the calibrated law, whose polynomial form cannot follow the `chi^l` growth of these nets "
+    "(runs J and K show it off by up to 99% in s_bar).",
     "* **J2's one edge cell.**  The GELU MLP at width 24 reads +10.7% (z +3.0) at L = 3, where the finite-width "
     "terms are small; with |z| at the criterion's edge and the other 19 cells of J2 within it, it is reported, "
     "not explained.",

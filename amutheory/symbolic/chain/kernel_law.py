@@ -273,8 +273,8 @@ DRAWN_ACTIVATIONS = ("gelu", "tanh")
 #: largest ``B^2 P^3`` the drawn law takes for them: its four-point loop over (sample, position) triples is
 #: ``B^2 P^3`` entries per draw, formed at its cut one layer and draw at a time (:func:`_drawn_smooth_moments`), and
 #: costs ``n B^2 P^3`` to form (2-D chains up to 8 x 8 at B = 8; before the loops were formed at their cut, every
-#: layer's was held and the bound was 2^19, 1-D chains up to N = 20 at B = 8: ``predict``'s default keeps that bound,
-#: :data:`DRAWN_DEFAULT_MAX_B2P3`)
+#: layer's was held and the bound was 2^19, 1-D chains up to N = 20 at B = 8; ``predict``'s default follows the
+#: planned checks, :data:`DRAWN_DEFAULT_MAX_B2P3`)
 DRAWN_MAX_B2P3 = 2**24
 #: largest ``B^2 P^3`` at which the drawn law of a smooth activation may be ``predict``'s default (where its cost fits
 #: the budget), per activation: the sizes its planned checks covered -- runs K, T and U of validate/plans/FINITE_WIDTH.md
