@@ -165,3 +165,21 @@ def test_2d_relu_chains_take_the_backward_law_by_run_2e_where_it_fits_the_budget
             assert "2E" in reason
         wide = best_law(spec.with_(width=64), [8, 12, 16])
         assert wide.law.name == "chain-coherent" and "cost" in wide.reason
+
+
+@pytest.mark.parametrize("activation, budget, law", [("relu", "90", "chain-kernel-finite-backward"),
+                                                     ("tanh", "600", "chain-kernel-finite")])
+def test_the_readmes_budget_recipes_take_the_probe_free_2d_laws_from_the_command_line(activation, budget, law):
+    """README: on 2-D chains (8 x 8, batch 8) the probe-free law is over the 60 s budget at width 64 (ReLU) and on
+    GELU and tanh chains, and ``--budget`` takes it; ``amutheory laws --json`` as a user types it (nothing run)."""
+    arch = ["--family", "conv", "--dim", "2", "--activation", activation, "--width", "64" if activation == "relu"
+            else "32", "--spatial", "8", "--depths", "8,12,16", "--json"]
+    choices = {}
+    for extra in ([], ["--budget", budget]):
+        got = subprocess.run([sys.executable, "-m", "amutheory", "laws", *arch, *extra], capture_output=True, text=True,
+                             timeout=120)
+        assert got.returncode == 0, got.stderr[-2000:]
+        choices[bool(extra)] = json.loads(got.stdout)["choice"]
+    assert choices[False]["law"] == "chain-coherent"
+    assert [d["law"] for d in choices[False]["skipped_for_cost"]] == [law]
+    assert choices[True]["law"] == law and choices[True]["draws"] >= costs.DRAWS_FLOOR

@@ -72,10 +72,18 @@ def held_out_rows(spec, laws: dict, depths, seeds) -> list:
         mean, se = float(s.mean()), float(s.std(ddof=1) / math.sqrt(len(s)))
         row = {"depth": L, "probe_mean": mean, "probe_se": se}
         for name, values in laws.items():
-            row[name] = {"s_bar": float(values[i]), "error": float(values[i] / mean - 1),
-                         "z": float((values[i] - mean) / se)}
+            row[name] = law_cell(values[i], mean, se)
         rows.append(row)
     return rows
+
+
+def law_cell(value, mean: float, se: float, mc_se=None) -> dict:
+    """One law's value against a probe's seed mean and its standard error: error (law / mean - 1) and z ((law -
+    mean) / se); with the law's Monte Carlo error ``mc_se``, also that and the z over both errors."""
+    cell = {"s_bar": float(value), "error": float(value / mean - 1), "z": float((value - mean) / se)}
+    if mc_se is not None:
+        cell.update(mc_se=float(mc_se), z_combined=float((value - mean) / math.hypot(se, mc_se)))
+    return cell
 
 
 def _print_net(tag: str, rows: list, laws, started: float) -> None:
@@ -433,11 +441,9 @@ def measure_2g() -> dict:
         got = call_evaluate(REGISTRY["chain-kernel-finite"], spec, list(HELD_OUT), draws=TWO_G_DRAWS)
         rows = []
         for i, rec in enumerate(two_d[key]["rows"]):
-            value, mc = float(got.s_bar[i]), float(got.s_bar_se[i])
-            mean, se = rec["probe_mean"], rec["probe_se"]
-            rows.append({"depth": rec["depth"], "probe_mean": mean, "probe_se": se, "chain-coherent": rec["chain-coherent"],
-                         "chain-kernel-finite": {"s_bar": value, "mc_se": mc, "error": value / mean - 1,
-                                                 "z": (value - mean) / se, "z_combined": (value - mean) / math.hypot(se, mc)}})
+            rows.append({**{k: rec[k] for k in ("depth", "probe_mean", "probe_se", "chain-coherent")},
+                         "chain-kernel-finite": law_cell(got.s_bar[i], rec["probe_mean"], rec["probe_se"],
+                                                         got.s_bar_se[i])})
         out["nets"][key] = {"family": spec.family, "activation": spec.activation, "padding": spec.padding,
                             "width": spec.width, "c": spec.c, "spec": repr(spec), "seeds": two_d[key]["seeds"],
                             "default": "chain-coherent", "draws": None, "backward_draws": TWO_G_DRAWS, "rows": rows,
@@ -488,9 +494,7 @@ def law_rows(spec, values: dict, ses: dict, seeds) -> list:
     rows = held_out_rows(spec, values, HELD_OUT, seeds)
     for i, row in enumerate(rows):
         for name in values:
-            row[name]["mc_se"] = float(ses[name][i])
-            row[name]["z_combined"] = float((row[name]["s_bar"] - row["probe_mean"])
-                                            / math.hypot(row["probe_se"], ses[name][i]))
+            row[name] = law_cell(values[name][i], row["probe_mean"], row["probe_se"], ses[name][i])
     return rows
 
 
