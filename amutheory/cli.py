@@ -1031,7 +1031,8 @@ def _draws_words(cost: dict) -> str:
     ``--draws``), else ``""``."""
     from amutheory.symbolic.chain.kernel_law_finite import DRAWS
 
-    return f" at {cost['draws']} draws (of its {DRAWS})" if cost.get("draws", DRAWS) != DRAWS else ""
+    full = cost.get("full_draws", DRAWS)
+    return f" at {cost['draws']} draws (of its {full})" if cost.get("draws", full) != full else ""
 
 
 def _draws_arg(p: argparse.ArgumentParser) -> None:

@@ -183,3 +183,35 @@ def test_the_readmes_budget_recipes_take_the_probe_free_2d_laws_from_the_command
     assert choices[False]["law"] == "chain-coherent"
     assert [d["law"] for d in choices[False]["skipped_for_cost"]] == [law]
     assert choices[True]["law"] == law and choices[True]["draws"] >= costs.DRAWS_FLOOR
+
+
+@settings(max_examples=100, deadline=None)
+@given(fixed=st.floats(0, 20), per_draw=st.floats(1e-3, 10.0), budget=st.floats(0.5, 200), full=st.integers(2, 64),
+       floor=st.integers(1, 16), step=st.integers(1, 8))
+def test_a_laws_own_floor_and_step(fixed, per_draw, budget, full, floor, step):
+    seconds_at = lambda k: fixed + per_draw * k  # noqa: E731
+    got = costs.draws_within(seconds_at, full, budget, floor, step)
+    if seconds_at(full) <= budget:
+        assert got == full
+    elif got is not None:
+        assert min(floor, full) <= got < full and got % step == 0 and seconds_at(got) <= budget + 1e-9
+
+
+def test_the_residual_law_over_the_points_takes_the_budgets_draws_and_is_skipped_where_its_floor_does_not_fit():
+    """At 64 points (B = 8, N = 8) the ReLU conv-mlp net's law over the points fits 60 s at fewer than its 32 draws
+    (each a multiple of 4, at least 8); at 128 points (N = 16) not even 8 fit and the calibrated law is taken, the
+    law over the points named as skipped for cost."""
+    from amutheory.laws.resnet_exact import POINT_DRAWS, POINT_DRAWS_FLOOR, POINT_DRAWS_STEP
+
+    spec = ArchSpec(family="resnet", branch="conv-mlp", activation="relu", spatial=8, batch=8, width=32, depth=16)
+    choice = best_law(spec, [8, 12, 16])
+    assert choice.law.name == "resnet-points"
+    assert POINT_DRAWS_FLOOR <= choice.draws < POINT_DRAWS and choice.draws % POINT_DRAWS_STEP == 0
+    assert REGISTRY["resnet-points"].cost(spec, [8, 12, 16], draws=choice.draws).seconds <= 60.0
+    assert f"at {choice.draws} draws" in choice.reason
+    wide = best_law(spec.with_(spatial=16), [8, 12, 16])
+    assert wide.law.name == "resnet-coherent" and "resnet-points" in [s["law"] for s in wide.skipped]
+    out = subprocess.run([sys.executable, "-m", "amutheory", "laws", "--family", "resnet", "--branch", "conv-mlp",
+                          "--activation", "relu", "--spatial", "8", "--width", "32", "--depths", "8,12,16"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0 and f"at {choice.draws} draws (of its {POINT_DRAWS})" in out.stdout

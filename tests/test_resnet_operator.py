@@ -567,3 +567,39 @@ def test_covers_is_check_spec_as_a_bool():
         assert not ro.covers(spec)
         with pytest.raises(ValueError):
             ro.check_spec(spec)
+
+
+# --------------------------------------------------------------------------- every loss direction from one pass
+@settings(max_examples=12, deadline=None)
+@given(case=st.sampled_from([("conv", "linear"), ("conv-mlp", "linear"), ("preact", "linear"), ("conv-mlp", "relu")]),
+       init=st.sampled_from(INITS), padding=st.sampled_from(["circular", "zero"]), dim=st.sampled_from([1, 2]),
+       depth=st.integers(1, 4), batch=st.integers(1, 3), outputs=st.integers(1, 4), seed=st.integers(0, 2**16))
+def test_head_couplings_give_the_law_for_every_loss_direction_and_their_exact_mean(case, init, padding, dim, depth,
+                                                                                   batch, outputs, seed):
+    """``head_couplings`` (one adjoint recursion, no backward chain) reproduces the backward chain of
+    ``draw_layer_moments`` for a drawn loss direction and, as ``outputs tr A``, its mean over the directions."""
+    branch, activation = case
+    spec = linear(branch, init, activation=activation, padding=padding, dim=dim, spatial=4 if dim == 1 else 3,
+                  depth=depth, batch=batch, outputs=outputs)
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(batch, 3) + (spec.spatial,) * dim)
+    r = rng.normal(size=(batch, outputs))
+    A = ro.head_couplings(spec, x)
+    assert np.sum((r @ r.T) * A) == pytest.approx(ro.draw_layer_moments(spec, x, r).mean(), rel=1e-10)
+    assert outputs * np.trace(A) == pytest.approx(ro.draw_layer_moments(spec, x).mean(), rel=1e-10)
+
+
+def test_point_laws_mean_averages_the_loss_directions_exactly_and_its_gap_draws_them():
+    """``point_law``'s mean is the mean over its input draws of the law given each input (the directions' exact
+    mean); its gap takes one drawn direction per input (``loss_directions``), as ``s_bar_draws(directions=True)``."""
+    spec = linear("conv-mlp", "k-last", activation="relu", depth=2)
+    law = ro.point_law(spec, [1, 2], 4, 7)
+    xs = ro._draws(spec, 4, 7, 1.0)
+    given_x = np.array([[ro.draw_layer_moments(spec.with_(depth=k), x).mean() for k in (1, 2)] for x in xs])
+    np.testing.assert_allclose(law["mean"], given_x.mean(axis=0), rtol=1e-10)
+    np.testing.assert_allclose(law["mean_se"], given_x.std(axis=0, ddof=1) / 2, rtol=1e-10)
+    drawn = ro.s_bar_draws(spec, [1, 2], 4, 7, directions=True)
+    rs_ = ro.loss_directions(spec, 4, 7)
+    np.testing.assert_allclose(drawn[:, 1], [ro.draw_layer_moments(spec, x, r).mean() for x, r in zip(xs, rs_)],
+                               rtol=1e-10)
+    np.testing.assert_allclose(law["gap"], np.log(drawn).mean(axis=0) - np.log(law["mean"]), rtol=1e-10)

@@ -10,6 +10,8 @@ case whose estimate is over ``--limit`` seconds is reported without being run.
     python validate/benchmark_law_costs.py --fit-loops  # only the drawn loops' units (GELU chains)
     python validate/benchmark_law_costs.py --samplers # the drawn law with either sampler, timed in one run
     python validate/benchmark_law_costs.py --adjoint  # the drawn law's recursion against the naive sums, one run
+    python validate/benchmark_law_costs.py --fit-points  # the residual law over the points: seconds per block, and
+                                                         # what averaging the loss directions exactly saves
 """
 
 from __future__ import annotations
@@ -189,6 +191,44 @@ def fit_drawn_loops() -> None:
         print(f"{name:24} fitted {unit:.3g}   in use {getattr(costs, name):.3g}")
 
 
+#: ``--fit-points``: (spatial, batch) of ReLU conv-mlp/k-last residual nets at the points ``POINTS_UNIT`` keys
+FIT_POINT_GEOMETRIES = [(4, 4), (8, 8), (16, 8)]
+FIT_POINT_DEPTH, FIT_POINT_DRAWS = 8, 16
+
+
+def fit_points() -> None:
+    """Seconds per block and input draw of the residual law over the points (:func:`head_couplings` of one draw at
+    depth :data:`FIT_POINT_DEPTH`, median of three) at each point count of :data:`amutheory.laws.costs.POINTS_UNIT`,
+    beside the unit in use; and, over :data:`FIT_POINT_DRAWS` draws, the relative spread of one draw's ``s_bar``
+    given its inputs (the loss directions averaged exactly, as ``point_law``'s mean takes it) against given its
+    inputs and one loss direction (the plain Monte Carlo of both): their squared ratio is how many times fewer
+    draws the exact average needs for the same standard error."""
+    import numpy as np
+
+    from amutheory.laws import costs
+    from amutheory.symbolic.resnet import operator as ro
+
+    print(f"{'P':>4} {'s / block':>10} {'in use':>8} {'rel sd given x':>15} {'given x, r':>11} {'draws saved':>12}")
+    for N, B in FIT_POINT_GEOMETRIES:
+        spec = ArchSpec(family="resnet", branch="conv-mlp", activation="relu", spatial=N, batch=B,
+                        depth=FIT_POINT_DEPTH)
+        x = np.random.default_rng(0).normal(size=(B, spec.input_channels, N))
+        ro.head_couplings(spec.with_(depth=1), x)  # warm up (the SymPy block law)
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            ro.head_couplings(spec, x)
+            times.append(time.perf_counter() - start)
+        unit = float(np.median(times)) / FIT_POINT_DEPTH
+        couplings = ro.coupling_draws(spec, [FIT_POINT_DEPTH], FIT_POINT_DRAWS, 0)
+        given_x = ro.s_given(spec, couplings)[:, 0]
+        given_xr = ro.s_given(spec, couplings, ro.loss_directions(spec, FIT_POINT_DRAWS, 0))[:, 0]
+        sd_x, sd_xr = given_x.std(ddof=1) / given_x.mean(), given_xr.std(ddof=1) / given_xr.mean()
+        P = spec.batch * spec.positions
+        print(f"{P:4d} {unit:10.4f} {costs.POINTS_UNIT.get(P, float('nan')):8.4f} {sd_x:15.3f} {sd_xr:11.3f} "
+              f"{(sd_xr / sd_x) ** 2:12.1f}", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=float, default=300.0, help="skip cases estimated above this (seconds)")
@@ -196,8 +236,12 @@ def main(argv=None) -> int:
     ap.add_argument("--samplers", action="store_true", help="time the drawn law with either sampler instead")
     ap.add_argument("--adjoint", action="store_true", help="time the drawn law's recursion against the naive sums")
     ap.add_argument("--fit-loops", action="store_true", help="refit only the drawn law's loop units (GELU chains)")
+    ap.add_argument("--fit-points", action="store_true", help="time the residual law over the points per block instead")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    if args.fit_points:
+        fit_points()
+        return 0
     if args.fit or args.fit_loops:
         if args.fit:
             fit_kernel_finite()

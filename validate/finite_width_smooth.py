@@ -17,6 +17,8 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part 2E [relu-circular,...]  # run 2E (addendum 27): the 2-D ReLU default
     python validate/finite_width_smooth.py --part 2G   # report 2G (addendum 28): the drawn law on 2-D GELU, tanh chains
     python validate/finite_width_smooth.py --part 2H [gelu,tanh]  # run 2H (addendum 29): the same, fresh seeds, registered
+    python validate/finite_width_smooth.py --part Y [resnet-relu-circular,...]  # run Y (addendum 30): ReLU residual nets
+    python validate/finite_width_smooth.py --part Y2   # run Y2 (addendum 31): the same at widths 16 and 128
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -262,7 +264,8 @@ def _locked_update(path: Path, key: str, value, top: tuple | None = None) -> dic
 
     with open(str(path) + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        run = {"smooth_x.json": "X", "smooth_2d.json": "2D", "smooth_2e.json": "2E", "smooth_2h.json": "2H"}.get(
+        run = {"smooth_x.json": "X", "smooth_2d.json": "2D", "smooth_2e.json": "2E", "smooth_2h.json": "2H",
+               "smooth_y.json": "Y", "smooth_y2.json": "Y2"}.get(
             path.name, "U")
         d = json.loads(path.read_text()) if path.exists() else {"plan": f"validate/plans/FINITE_WIDTH.md run {run}",
                                                                  "nets": {}}
@@ -403,18 +406,18 @@ def decide_2e(nets: dict) -> dict:
     return out
 
 
-def _no_worse_at_widths(nets: dict, key_of, law: str) -> dict | None:
+def _no_worse_at_widths(nets: dict, key_of, law: str, against: str = "chain-coherent") -> dict | None:
     """Run I's and K's rule on the nets ``key_of(width)`` at :data:`DECIDING_WIDTHS`: per width the max held-out
-    |error| and |z| of ``law`` and of ``chain-coherent``, and ``met`` (the law no worse in both at every width);
-    ``None`` until every width is measured."""
+    |error| and |z| of ``law`` and of ``against`` (the calibrated default), and ``met`` (the law no worse in both at
+    every width); ``None`` until every width is measured."""
     per = {}
     for n in DECIDING_WIDTHS:
         net = nets.get(key_of(n))
         if net is None:
             return None
         per[n] = {name: {"max_abs_error": max(abs(r[name]["error"]) for r in net["rows"]),
-                         "max_abs_z": max(abs(r[name]["z"]) for r in net["rows"])} for name in (law, "chain-coherent")}
-    return {"widths": per, "met": all(w[law][k] <= w["chain-coherent"][k] for w in per.values()
+                         "max_abs_z": max(abs(r[name]["z"]) for r in net["rows"])} for name in (law, against)}
+    return {"widths": per, "met": all(w[law][k] <= w[against][k] for w in per.values()
                                       for k in ("max_abs_error", "max_abs_z"))}
 
 
@@ -487,6 +490,70 @@ def decide_2h(nets: dict) -> dict:
     got = {a: _no_worse_at_widths(nets, lambda n, a=a: f"{a}-circular-n{n}-2d", "chain-kernel-finite")
            for a in ACTIVATIONS}
     return {a: dec for a, dec in got.items() if dec is not None}
+
+
+#: Y (plan addendum 30): ReLU conv-mlp residual nets, the law over the points as ``predict`` runs it within the budget
+#: against the calibrated residual default, fresh seeds, and the planned decision per padding
+Y_SEEDS, Y_OUT = range(350000, 350512), OUT.parent / "smooth_y.json"
+
+
+#: Y2 (plan addendum 31): run Y's nets at the widths it did not decide, fresh seeds
+Y2_SEEDS, Y2_OUT, Y2_WIDTHS = range(360000, 360512), OUT.parent / "smooth_y2.json", (16, 128)
+
+
+def y_nets(widths=DECIDING_WIDTHS) -> dict:
+    """Run Y's nets by key: ReLU conv-mlp/k-last residual nets, 1-D, kernel 3, spatial 8, batch 8, either padding,
+    at ``widths`` (run Y: 32 and 64; run Y2: 16 and 128)."""
+    from amutheory.spec import ArchSpec
+
+    return {f"resnet-relu-{p}-n{n}": ArchSpec(family="resnet", branch="conv-mlp", init="k-last", activation="relu",
+                                              dim=1, kernel=3, spatial=8, batch=8, input_channels=3, padding=p,
+                                              width=n, depth=max(HELD_OUT))
+            for p in K_PADDINGS for n in widths}
+
+
+def y_laws(spec) -> tuple:
+    """Run Y's laws as ``predict`` runs them: ``resnet-points`` at the draws its cost model fits into
+    :data:`U_BUDGET` and the calibrated ``resnet-coherent``: (name -> s_bar, name -> Monte Carlo se, facts)."""
+    from amutheory.laws import REGISTRY, best_law, call_evaluate
+
+    choice = best_law(spec, list(HELD_OUT), U_BUDGET)
+    facts = {"default": choice.law.name, "draws": choice.draws, "reason": choice.reason}
+    values, ses = {}, {}
+    for name, options in (("resnet-points", {"draws": choice.draws} if choice.law.name == "resnet-points" else {}),
+                          ("resnet-coherent", {"calibration_depths": CALIBRATION,
+                                               "calibration_seeds": CALIBRATION_SEEDS})):
+        t = time.perf_counter()
+        got = call_evaluate(REGISTRY[name], spec, list(HELD_OUT), **options)
+        values[name] = np.asarray(got.s_bar, float)
+        ses[name] = np.asarray(got.s_bar_se, float) if got.exactness != "calibrated" else np.zeros(len(HELD_OUT))
+        facts[f"{name}_seconds"] = round(time.perf_counter() - t, 1)
+    return values, ses, facts
+
+
+def decide_y(nets: dict) -> dict:
+    """Run Y's planned rule (run D's), per padding: ``resnet-points`` no worse than ``resnet-coherent`` in max held-out
+    |error| and in max |z| at both widths."""
+    got = {p: _no_worse_at_widths(nets, lambda n, p=p: f"resnet-relu-{p}-n{n}", "resnet-points", "resnet-coherent")
+           for p in K_PADDINGS}
+    return {p: dec for p, dec in got.items() if dec is not None}
+
+
+def decide_y2(nets: dict) -> dict:
+    """Run Y2's planned rule (run D's), per padding and width: ``resnet-points`` no worse than ``resnet-coherent`` in
+    max held-out |error| and in max |z|."""
+    out = {}
+    for p in K_PADDINGS:
+        for n in Y2_WIDTHS:
+            net = nets.get(f"resnet-relu-{p}-n{n}")
+            if net is None:
+                continue
+            worst = {name: {"max_abs_error": max(abs(r[name]["error"]) for r in net["rows"]),
+                            "max_abs_z": max(abs(r[name]["z"]) for r in net["rows"])}
+                     for name in ("resnet-points", "resnet-coherent")}
+            met = all(worst["resnet-points"][k] <= worst["resnet-coherent"][k] for k in ("max_abs_error", "max_abs_z"))
+            out.setdefault(p, {"widths": {}})["widths"][str(n)] = dict(worst, met=met)
+    return out
 
 
 def law_rows(spec, values: dict, ses: dict, seeds) -> list:
@@ -618,7 +685,15 @@ def measure_k2() -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:3] == ["--part", "U"]:
+    if sys.argv[1:3] == ["--part", "Y2"]:
+        nets = measure_nets(y_nets(Y2_WIDTHS), Y2_OUT, Y2_SEEDS, "Y2",
+                            sys.argv[3].split(",") if len(sys.argv) > 3 else None, laws=y_laws)
+        print(json.dumps(_locked_update(Y2_OUT, None, None, top=("decision", decide_y2(nets)))["decision"], indent=1))
+    elif sys.argv[1:3] == ["--part", "Y"]:
+        nets = measure_nets(y_nets(), Y_OUT, Y_SEEDS, "Y", sys.argv[3].split(",") if len(sys.argv) > 3 else None,
+                            laws=y_laws)
+        print(json.dumps(_locked_update(Y_OUT, None, None, top=("decision", decide_y(nets)))["decision"], indent=1))
+    elif sys.argv[1:3] == ["--part", "U"]:
         nets = measure_u(sys.argv[3].split(",") if len(sys.argv) > 3 else None)
         print(json.dumps(_locked_update(U_OUT, None, None, top=("decision", decide_u(nets)))["decision"], indent=1))
     elif sys.argv[1:3] == ["--part", "2D"]:

@@ -210,6 +210,10 @@ def _summary_cells(rows: list) -> dict:
         law = "chain-kernel-finite-backward" if net["padding"] in DEFAULT_2D_PADDINGS \
             and net["backward_within_budget"] else "chain-coherent"
         cells[(f"relu 2-D chain, {net['padding']}", net["width"])] = _before_after(net, "chain-coherent", law)
+    for net in _nets_of("smooth_y.json").values():   # run Y: the law over the points where it decided so
+        dec = (_run_json("smooth_y.json").get("decision") or {}).get(net["padding"], {})
+        law = "resnet-points" if dec.get("met") else "resnet-coherent"
+        cells[(f"relu residual net, {net['padding']}", net["width"])] = _before_after(net, "resnet-coherent", law)
     return cells
 
 
@@ -230,7 +234,10 @@ SUMMARY_NETS = (("linear MLP", "mlp-spectral (exact at n = oo)", "mlp-finite-wid
                 ("relu 2-D chain, zero", "chain-coherent", "chain-kernel-finite-backward as circular (run 2E)", "2E"),
                 ("gelu 2-D chain, circular", "chain-coherent", "chain-coherent at the 60 s budget (cost); "
                  "chain-kernel-finite (no probe) where `--budget` fits it (run 2H)", "2D, 2H"),
-                ("tanh 2-D chain, circular", "chain-coherent", "as GELU (run 2H)", "2D, 2H"))
+                ("tanh 2-D chain, circular", "chain-coherent", "as GELU (run 2H)", "2D, 2H"),
+                ("relu residual net, circular", "resnet-coherent (calibrated)", "resnet-points (no probe) where it fits "
+                 "the 60 s budget (64 points here; run Y)", "Y"),
+                ("relu residual net, zero", "resnet-coherent", "as circular (run Y)", "Y"))
 
 
 def _width_summary_section(rows: list) -> list:
@@ -241,7 +248,8 @@ def _width_summary_section(rows: list) -> list:
              "The largest |law / probe's seed mean - 1| at the held-out depths L = 8, 12, 16, before (the default law "
              "before the finite-width laws) -> now (`predict`'s default today, no probe of the net except where it "
              "says calibrated), per width.  MLPs: 16 input features, batch 8; chains: `ArchSpec`'s default 1-D chain "
-             "(kernel 3, spatial 16, batch 8), 2-D chains kernel 3 on 8 x 8 (runs 2D, 2E).  Each number comes from the run named (its section below, with the "
+             "(kernel 3, spatial 16, batch 8), 2-D chains kernel 3 on 8 x 8 (runs 2D, 2E), residual nets ReLU conv-mlp "
+             "k-last, 1-D, spatial 8, batch 8, at K = 8, 12, 16 blocks (run Y).  Each number comes from the run named (its section below, with the "
              "command); `-`: not measured.  An error within the probe's noise can still be large at the narrowest "
              "widths (the z columns below say which are).", "",
              "| net | before | now | " + " | ".join(f"width {n}" for n in widths) + " | runs |",
@@ -358,7 +366,7 @@ def markdown(rows: list) -> str:
                      f"({'no worse' if z_new <= z_old else 'WORSE'})")
     lines += ([""] + _validate_section() + _conv_section() + _relu_chain_section() + _relu_bias_section() + _relu_g_section() + _relu_chain_i_section()
               + _smooth_j_section() + _relu_chain_l_section() + _smooth_m_section() + _relu_chain_o_section() + _other_nets_section()
-              + _coverage_p_section() + _coverage_p2_section() + _relu_chain_q_section() + _smooth_t_section() + _smooth_u_section() + _smooth_x_section() + _smooth_2d_section() + _smooth_2e_section() + _smooth_2g_section() + _smooth_2h_section() + _one_sample_z_section() + _resnet_dense_s_section() + OPEN_QUESTIONS + _masked_transfer_bullet() + _two_d_bullet())
+              + _coverage_p_section() + _coverage_p2_section() + _relu_chain_q_section() + _smooth_t_section() + _smooth_u_section() + _smooth_x_section() + _smooth_2d_section() + _smooth_2e_section() + _smooth_2g_section() + _smooth_2h_section() + _smooth_y_section() + _one_sample_z_section() + _resnet_dense_s_section() + OPEN_QUESTIONS + _masked_transfer_bullet() + _two_d_bullet())
     return "\n".join(lines) + "\n"
 
 
@@ -920,7 +928,9 @@ def _smooth_t_section() -> list:
     return lines + [""]
 
 
-CALIBRATED_LAWS = ("chain-coherent", "mlp-coherent")
+CALIBRATED_LAWS = ("chain-coherent", "mlp-coherent", "resnet-coherent")
+#: how a run's table names a net of each family
+FAMILY_WORDS = {"mlp": "MLP", "conv": "chain", "resnet": "residual net"}
 
 
 def _law_table(nets: dict) -> list:
@@ -929,18 +939,18 @@ def _law_table(nets: dict) -> list:
     lines = ["| net | padding | width | law | draws | error at L = 8, 12, 16 | z | z, both errors | law's Monte Carlo "
              "rel. se | max abs error |", "|---|---|---|---|---|---|---|---|---|---|"]
     order = ("gelu", "tanh", "relu")
-    for key in sorted(nets, key=lambda k: ("mlp" in k, order.index(k.split("-")[0]), k)):
+    for key in sorted(nets, key=lambda k: ("mlp" in k, order.index(nets[k]["activation"]), k)):
         net = nets[key]
         names = [net["default"]] + [n for n in net["rows"][0] if isinstance(net["rows"][0][n], dict)
                                     and n != net["default"]]
-        kind = "MLP" if net.get("family") == "mlp" else "chain"
+        kind = FAMILY_WORDS[net.get("family", "conv")]
         for name in names:
             rows = [r[name] for r in net["rows"]]
             err = [r["error"] for r in rows]
             calibrated = name in CALIBRATED_LAWS
             draws = "-" if calibrated else (net["draws"] if name == net["default"] else net.get("backward_draws", 512))
             rel = "-" if calibrated else ", ".join(f"{r['mc_se'] / r['s_bar']:.1%}" for r in rows)
-            lines.append(f"| {net['activation']} {kind} | {net['padding'] if kind == 'chain' else '-'} | {net['width']} | {name}"
+            lines.append(f"| {net['activation']} {kind} | {net['padding'] if kind != 'MLP' else '-'} | {net['width']} | {name}"
                          f"{' (default)' if name == net['default'] else ''} | {draws} | {_fmt(err)} | "
                          f"{_fmt([r['z'] for r in rows], False)} | {_fmt([r['z_combined'] for r in rows], False)} | {rel} "
                          f"| {max(abs(x) for x in err):.1%} |")
@@ -1019,13 +1029,13 @@ def _smooth_2e_section() -> list:
     return lines + [""]
 
 
-def _against_coherent(dec: dict, law: str) -> list:
-    """A planned decision's lines per width: the law's max held-out |error| and |z| against ``chain-coherent``'s."""
+def _against_coherent(dec: dict, law: str, against: str = "chain-coherent") -> list:
+    """A planned decision's lines per width: the law's max held-out |error| and |z| against ``against``'s."""
     lines = []
     for n, w in dec["widths"].items():
-        new, cal = w[law], w["chain-coherent"]
+        new, cal = w[law], w[against]
         worse = new["max_abs_error"] > cal["max_abs_error"] or new["max_abs_z"] > cal["max_abs_z"]
-        lines.append(f"* width {n}: max |error| {new['max_abs_error']:.2%} against chain-coherent's "
+        lines.append(f"* width {n}: max |error| {new['max_abs_error']:.2%} against {against}'s "
                      f"{cal['max_abs_error']:.2%}; max |z| {new['max_abs_z']:.3f} against {cal['max_abs_z']:.3f}: "
                      + ("**worse**" if worse else "no worse"))
     return lines
@@ -1051,6 +1061,33 @@ def _smooth_2h_section() -> list:
                         "(2-D chains on 8 x 8 at batch 8), where its cost fits the budget."
                         if dec["met"] else f"not met, so the drawn law's default bound for {activation} chains stays "
                         "2^19; larger grids take it on request."))
+    return lines + [""]
+
+
+def _smooth_y_section() -> list:
+    """Run Y (``validate/finite_width_smooth.py --part Y``, plan addendum 30), from its JSON: the table and the planned
+    decision per padding."""
+    lines = _reports_only_section("smooth_y.json", "## Run Y: the residual law over the points as the ReLU residual "
+                                  "default, registered check", lambda first: (
+        "Generated by `python validate/finite_width_smooth.py --part Y` (plan addendum 30, written before its run).  "
+        "ReLU `conv-mlp` residual nets under `k-last` (1-D, kernel 3, spatial 8, batch 8, 3 input channels, 10 outputs; "
+        f"either padding, widths 32 and 64), held-out K = 8, 12, 16, fresh probe seeds {first['seeds'][0]}.."
+        f"{first['seeds'][1]}, 512 per K.  `resnet-points` (the exact infinite-width law over the net's 64 points, "
+        "nothing fitted) at the input draws `predict`'s cost model fits into the 60 s budget, the loss directions "
+        "averaged exactly, beside the calibrated `resnet-coherent` (K = 2, 3, 4, 6, seeds 0..31), as `predict` runs "
+        "them; \"(default)\" marks `predict`'s default when the run ran, before its decision.  Columns as run U."))
+    if not lines:
+        return []
+    d = _run_json("smooth_y.json")
+    took = [f"{v['padding']} width {v['width']}: {v['resnet-points_seconds']:.0f} s at {v['draws']} draws"
+            for v in d["nets"].values()]
+    lines += ["", "The law over the points as `predict` ran it: " + "; ".join(took) + "."]
+    for padding, dec in d.get("decision", {}).items():
+        lines += ["", f"{padding.capitalize()} padding:"] + _against_coherent(dec, "resnet-points", "resnet-coherent")
+        lines.append("The planned decision (run D's rule, at both widths): "
+                     + (f"met, so `resnet-points` stays `predict`'s default for {padding}-padded ReLU conv-mlp residual "
+                        "nets where its cost fits the budget." if dec["met"] else
+                        f"not met, so {padding}-padded ReLU conv-mlp residual nets keep the calibrated default."))
     return lines + [""]
 
 
@@ -1380,7 +1417,11 @@ OPEN_QUESTIONS = [
     "one-step `s` at finite width (the backward products, the sources, and the ReLU masks and convolutions that "
     "break the rotation invariance), so the residual laws remain infinite-width laws, off by a "
     "depth-independent `O(1/n)` factor that moves no exponent or ratio of `eta*` across `K` at that order "
-    "(`amutheory derive --family resnet --activation linear --kernel 1 --spatial 1 --batch 1 --finite-width` prints the stream's terms).", ""]
+    "(`amutheory derive --family resnet --activation linear --kernel 1 --spatial 1 --batch 1 --finite-width` prints the stream's terms).  "
+    "So on spatial ReLU `conv-mlp` nets the infinite-width law over the points, nothing fitted, can be `predict`'s "
+    "default where its cost fits: run Y (above, fresh seeds, planned) found it no worse than the calibrated law at "
+    "widths 32 and 64 for either padding, reading 0-9% low (the `c/n` excess); at the command line's default "
+    "geometry (spatial 16, 128 points) it is still over the 60 s budget (`--budget` takes it).", ""]
 
 
 def main(argv=None) -> int:

@@ -106,7 +106,7 @@ def kernel_finite_cost(spec, depths, budget_s: float | None = None, draws: int |
     how = f"{draws} draws of inputs and width-{spec.width} forward chains"
     if draws < DRAWS:
         how += f" (what the budget allows of {DRAWS}: a larger Monte Carlo error, reported)"
-    return Cost(seconds_at(draws), "monte-carlo", how, draws=draws)
+    return Cost(seconds_at(draws), "monte-carlo", how, draws=draws, full_draws=DRAWS)
 
 
 def check_draws(draws) -> int | None:

@@ -60,6 +60,8 @@ class Cost:
     #: a Monte Carlo law's draws behind the estimate (``None``: the law's own count, or no draws): fewer than its
     #: full count where it took what the budget allows (:func:`amutheory.laws.costs.draws_within`)
     draws: int | None = None
+    #: the law's own full count of draws (``None``: not a Monte Carlo law, or it does not say)
+    full_draws: int | None = None
 
     def __post_init__(self):
         if self.cost_class not in COST_CLASSES:
@@ -69,6 +71,8 @@ class Cost:
         d = {"seconds": float(self.seconds), "cost_class": self.cost_class, "how": self.how}
         if self.draws is not None:
             d["draws"] = int(self.draws)
+        if self.full_draws is not None:
+            d["full_draws"] = int(self.full_draws)
         return d
 
 

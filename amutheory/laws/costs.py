@@ -13,10 +13,11 @@ import numpy as np
 from amutheory.spec import ArchSpec
 
 #: seconds per (block x input draw) of the residual law over the points, at ``P = B N^d`` points
-#: (calibrated: ReLU conv-mlp, P = 16, 64, 128; the law recurses once up to the deepest K, so its cost
-#: grows with the deepest K, not with the number of depths).  Between and beyond the points the
-#: cost is interpolated log-log and extrapolated with the last slope.
-POINTS_UNIT = {16: 0.0125, 64: 0.51, 128: 40.0}
+#: (calibrated: ReLU conv-mlp, P = 16, 64, 128, by ``validate/benchmark_law_costs.py --fit-points``; each depth
+#: the law reads is its own pass over its blocks, because the branch multiplier depends on the depth, so the
+#: cost grows with the sum of the depths read: :func:`points_blocks`).  Between and beyond the points the cost
+#: is interpolated log-log and extrapolated with the last slope.
+POINTS_UNIT = {16: 0.001, 64: 0.036, 128: 0.46}
 #: the law over the points' fixed start-up (its SymPy block law), seconds
 POINTS_FIXED = 2.0
 #: seconds of the kernel law per unit of ``B^2 P^3`` and layer (calibrated: ReLU, zero padding, N = 8..32,
@@ -68,19 +69,21 @@ DRAWS_FLOOR = 128
 DRAWS_STEP = 16
 
 
-def draws_within(seconds_at, full: int, budget_s: float | None) -> int | None:
+def draws_within(seconds_at, full: int, budget_s: float | None, floor: int = DRAWS_FLOOR,
+                 step: int = DRAWS_STEP) -> int | None:
     """The draws a Monte Carlo law takes within ``budget_s`` seconds: ``full`` where its estimate
-    ``seconds_at(full)`` fits (or no budget is set), else the most draws (a multiple of :data:`DRAWS_STEP`, at
-    least :data:`DRAWS_FLOOR`) whose estimate fits -- ``seconds_at`` is affine in the draws --, else ``None``
-    (not even the floor fits: the law is skipped for cost)."""
+    ``seconds_at(full)`` fits (or no budget is set), else the most draws (a multiple of ``step``, at least
+    ``floor``; by default :data:`DRAWS_STEP` and :data:`DRAWS_FLOOR`, the finite-width kernel laws') whose
+    estimate fits -- ``seconds_at`` is affine in the draws --, else ``None`` (not even the floor fits: the law
+    is skipped for cost)."""
     if budget_s is None or seconds_at(full) <= budget_s:
         return full
     fixed = seconds_at(0)
     per_draw = (seconds_at(full) - fixed) / full
     if per_draw <= 0:             # the fixed part alone is over the budget: fewer draws do not help
         return None
-    fits = int((budget_s - fixed) / per_draw) // DRAWS_STEP * DRAWS_STEP
-    return fits if fits >= min(DRAWS_FLOOR, full) else None
+    fits = int((budget_s - fixed) / per_draw) // step * step
+    return fits if fits >= min(floor, full) else None
 
 
 #: seconds of the smooth-activation kernel law (GELU, tanh MLPs at infinite width) per pair of samples,
@@ -114,9 +117,16 @@ def drawn_loop_seconds(spec: ArchSpec, depths, draws: int) -> float:
                                  + DRAWN_PAIR_UNIT * sum(int(d) for d in set(depths))))
 
 
-def points_seconds(spec: ArchSpec, deepest: int, draws: int, paddings: int = 1) -> float:
-    """Seconds of the residual law over the points: ``draws x (deepest + 1) x unit(P)`` (the +1: the
-    neighbour the local slope reads), times ``paddings`` (zero and circular on the same draws: 2)."""
+def points_blocks(depths) -> int:
+    """Blocks the residual law over the points runs per input draw for ``depths``: every depth and its
+    neighbours ``K - 1, K + 1`` (the local slope reads them), each its own pass."""
+    need = {k for d in depths for k in (max(int(d) - 1, 1), int(d), int(d) + 1)}
+    return int(sum(need))
+
+
+def points_seconds(spec: ArchSpec, blocks: int, draws: int, paddings: int = 1) -> float:
+    """Seconds of the residual law over the points: ``draws x blocks x unit(P)`` (``blocks`` per draw:
+    :func:`points_blocks`), times ``paddings`` (zero and circular on the same draws: 2)."""
     p = spec.batch * spec.positions
     xs = np.log(list(POINTS_UNIT))
     ys = np.log(list(POINTS_UNIT.values()))
@@ -127,7 +137,7 @@ def points_seconds(spec: ArchSpec, deepest: int, draws: int, paddings: int = 1) 
         unit = ys[-1] + (lx - xs[-1]) * (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
     else:
         unit = np.interp(lx, xs, ys)
-    return float(POINTS_FIXED + draws * (deepest + 1) * np.exp(unit) * paddings)
+    return float(POINTS_FIXED + draws * blocks * np.exp(unit) * paddings)
 
 
 def kernel_seconds(spec: ArchSpec, deepest: int) -> float:

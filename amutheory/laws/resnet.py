@@ -45,6 +45,9 @@ class _ResnetExact(Law):
                  C=1.0):
         """The exact law of the mean, nothing fitted; with ``statistic="geo"`` also its own seed spread
         (:attr:`LawValues.log_gap`)."""
+        return self._exact(spec, depths, protocol, progress, statistic, C)
+
+    def _exact(self, spec, depths, protocol, progress, statistic, C, draws=None) -> LawValues:
         from amutheory.symbolic.resnet.coherent import forward_analysis
 
         coverage = self.covers(spec)
@@ -52,7 +55,7 @@ class _ResnetExact(Law):
             raise ValueError(coverage.reason)
         depths = list(depths)
         got = exact_values(spec, depths, statistic, protocol, C, [forward_analysis(spec, protocol.input_var)[
-            "mechanism"]], progress)
+            "mechanism"]], progress, draws=draws)
         s_bar = np.asarray(got["s_bar"], float)
         const = got["constants"]
         s_l = {d: self.layer_moments(spec.with_(depth=d), const, protocol.input_var) for d in depths}
@@ -99,17 +102,38 @@ class ResnetModes(_ResnetExact):
 class ResnetPoints(_ResnetExact):
     name, exactness, kind = "resnet-points", "monte-carlo", "points"
     summary = ("zero-padded linear or spatial ReLU conv-mlp residual net: the block recursion over its B N^d points, "
-               "inputs and loss directions averaged by Monte Carlo")
+               "the inputs averaged by Monte Carlo (with ReLU the loss directions exactly)")
     source = "amutheory.symbolic.resnet.operator"
 
-    def cost(self, spec, depths, **_):
-        from amutheory.laws.resnet_exact import POINT_DRAWS, ZERO_PADDING_DRAWS
+    def cost(self, spec, depths, budget_s=None, draws=None, **_):
+        """Its input draws x the blocks of every depth read (:func:`~amutheory.laws.costs.points_blocks`); where
+        its full draws do not fit ``budget_s``, the draws that do, down to its floor (the ReLU law's mean averages
+        the loss directions exactly, so its error is the inputs' alone: ``POINT_DRAWS_FLOOR``'s comment)."""
+        from amutheory.laws.chain_finite import check_draws
+        from amutheory.laws.resnet_exact import POINT_DRAWS, POINT_DRAWS_FLOOR, POINT_DRAWS_STEP, ZERO_PADDING_DRAWS
 
         relu = spec.activation == "relu"
-        draws = POINT_DRAWS if relu else ZERO_PADDING_DRAWS
-        seconds = costs.points_seconds(spec, max(depths), draws, paddings=1 if relu else 2)
-        return Cost(seconds, "monte-carlo", f"{draws} draws x (deepest K + 1) blocks x O(P^4) at P = B N^d = "
-                                            f"{spec.batch * spec.positions}")
+        full = POINT_DRAWS if relu else ZERO_PADDING_DRAWS
+        blocks = costs.points_blocks(depths)
+
+        def seconds_at(d):
+            return costs.points_seconds(spec, blocks, d, paddings=1 if relu else 2)
+
+        draws = check_draws(draws)
+        if draws is None:
+            draws = costs.draws_within(seconds_at, full, budget_s, POINT_DRAWS_FLOOR, POINT_DRAWS_STEP) or full
+        how = (f"{draws} draws x {blocks} blocks (each depth read and its neighbours) x O(P^4) at P = B N^d = "
+               f"{spec.batch * spec.positions}")
+        if draws < full:
+            how += f" (fewer than its {full}: what fits the budget)"
+        return Cost(seconds_at(draws), "monte-carlo", how, draws=draws, full_draws=full)
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, statistic="mean",
+                 C=1.0, draws=None):
+        """:meth:`_ResnetExact.evaluate` on ``draws`` input draws (``None``: the law's own count)."""
+        from amutheory.laws.chain_finite import check_draws
+
+        return self._exact(spec, depths, protocol, progress, statistic, C, check_draws(draws))
 
     def standard_error(self, constants, s_bar):
         c = constants.get("s_bar_mean") or constants.get("boundary_ratio")
@@ -189,8 +213,8 @@ class ResnetLimitShape(_ResnetCalibrated):
             return probe
         from amutheory.laws.resnet_exact import LIMIT_SHAPE_DRAWS
 
-        deepest = max(max(depths), max(kw.get("calibration_depths", (6,))))
-        return Cost(probe.seconds + costs.points_seconds(spec, deepest, LIMIT_SHAPE_DRAWS), "monte-carlo",
+        blocks = costs.points_blocks(sorted(set(depths) | set(kw.get("calibration_depths", (2, 3, 4, 6)))))
+        return Cost(probe.seconds + costs.points_seconds(spec, blocks, LIMIT_SHAPE_DRAWS), "monte-carlo",
                     probe.how + f"; the law over the points on {LIMIT_SHAPE_DRAWS} draws")
 
 

@@ -14,9 +14,15 @@ from amutheory.spec import ArchSpec
 #: joint draws of inputs and loss directions behind the law of a linear zero-padded residual net (its
 #: ratio to the circular net's exact law; :func:`amutheory.symbolic.resnet.operator.zero_padding_law`)
 ZERO_PADDING_DRAWS = 32
-#: joint draws of inputs and loss directions behind the law of a spatial ReLU conv-mlp residual net
-#: (:func:`amutheory.symbolic.resnet.operator.point_law`; no exact control variate)
+#: input draws behind the law of a spatial ReLU conv-mlp residual net (:func:`amutheory.symbolic.resnet.operator.point_law`;
+#: no exact control variate; the loss directions' mean is exact, so only the inputs spread its draws)
 POINT_DRAWS = 32
+#: the fewest draws the law over the points takes where its full draws do not fit ``predict``'s budget
+#: (:func:`amutheory.laws.costs.draws_within`), and their step.  A quarter of its full count: the standard error goes
+#: as one over the root of the draws, so it at most doubles; the law reports it (``s_bar_mean``'s error), and what
+#: it moves is the level of ``s_bar``, common to every K (one draw's ``s_bar(K) / s_bar(K')`` varies far less over
+#: the draws than its level; ``head_couplings`` gives each draw's value for every loss direction at once)
+POINT_DRAWS_FLOOR, POINT_DRAWS_STEP = 8, 4
 #: joint draws of inputs and loss directions behind the limit-shape law's K-dependence (:func:`limit_shape`)
 #: where the infinite-width law averages its inputs by Monte Carlo.  Few suffice: the draws are common to
 #: every K, and a draw's own ``s_bar(K) / s_bar(K')`` varies far less over draws than its level (the spread
@@ -138,10 +144,12 @@ def exact_resnet_law(spec: ArchSpec, monte_carlo: bool = True) -> tuple:
         if spec.activation == "relu":
             return ((lambda ks, iv: resnet_operator.point_law(spec, ks, POINT_DRAWS, 0, iv)["mean"]),
                     f"resnet-points-{tag}", f"of the ReLU net over its points with its masks (symbolic.resnet.operator; "
-                    f"the input average a Monte Carlo over {POINT_DRAWS} draws)")
+                    f"the inputs averaged by Monte Carlo, {POINT_DRAWS} draws unless fewer fit the budget; the loss "
+                    f"directions exactly)")
         return ((lambda ks, iv: resnet_operator.zero_padding_law(spec, ks, ZERO_PADDING_DRAWS, 0, iv)["mean"]),
                 f"resnet-points-{tag}", f"of the linear zero-padded net over its points (symbolic.resnet.operator; "
-                f"the input average a Monte Carlo over {ZERO_PADDING_DRAWS} draws, against the circular net's exact law)")
+                f"the input average a Monte Carlo over {ZERO_PADDING_DRAWS} draws unless fewer fit the budget, against "
+                f"the circular net's exact law)")
     resnet_spectral.layer_moments(spec.with_(depth=1))  # raises for padding, shortcut, init
     return ((lambda ks, iv: resnet_spectral.s_bar(spec, ks, iv)), f"resnet-modes-{tag}",
             "of the linear circular net, mode by mode (symbolic.resnet.spectral)")
@@ -187,7 +195,7 @@ def resnet_boundary(spec: ArchSpec, depths, draws: int = ZERO_PADDING_DRAWS, see
 SEED_DRAWS = 20000
 
 
-def exact_values(spec, depths, statistic, protocol, C, notes, progress=None) -> dict:
+def exact_values(spec, depths, statistic, protocol, C, notes, progress=None, draws=None) -> dict:
     """The values of the exact infinite-width law of the mean (``s_bar``, ``local_slope``, ``constants``,
     ``label``, ``notes``; for ``statistic="geo"`` also ``log_gap``, ``ln(typical / mean)``, and
     ``log_gap_slope``, what it adds to the local slope): the exact infinite-width law of the mean
@@ -205,7 +213,7 @@ def exact_values(spec, depths, statistic, protocol, C, notes, progress=None) -> 
     dense = spec.kernel == spec.spatial == spec.batch == 1
     iv = protocol.input_var
     if _monte_carlo_law(spec):
-        return _points_values(spec, depths, statistic, protocol, C, notes, name, how, progress)
+        return _points_values(spec, depths, statistic, protocol, C, notes, name, how, progress, draws)
     const = {"C": target_constant(C),
              "G_K": Constant("G_K", spec.outputs * spec.readout_variance, "exact", expr=sp.sstr(G_K_EXPRESSION),
                              note="stream gradient per coordinate at the head")}
@@ -254,13 +262,14 @@ def exact_values(spec, depths, statistic, protocol, C, notes, progress=None) -> 
     return out
 
 
-def _points_values(spec, depths, statistic, protocol, C, notes, name, how, progress=None) -> dict:
+def _points_values(spec, depths, statistic, protocol, C, notes, name, how, progress=None, draws=None) -> dict:
     """``constants="derive"`` for the laws over the points, computed once at every K the local slope
     needs: a linear zero-padded residual net is the circular net's exact law times the two paddings'
     ratio over :data:`ZERO_PADDING_DRAWS` joint draws of inputs and loss directions
     (:func:`amutheory.symbolic.resnet.operator.zero_padding_law`); a ReLU conv-mlp net a plain Monte
-    Carlo over :data:`POINT_DRAWS` draws (:func:`~amutheory.symbolic.resnet.operator.point_law`).  The
-    typical value adds the law's gap, Monte Carlo likewise."""
+    Carlo over :data:`POINT_DRAWS` draws (:func:`~amutheory.symbolic.resnet.operator.point_law`), or over
+    ``draws`` where given (what fits ``predict``'s budget).  The typical value adds the law's gap, Monte Carlo
+    likewise."""
     from amutheory.symbolic.resnet import operator as resnet_operator
     ks = np.asarray(depths, dtype=float)
     need = sorted({int(k) for k in np.concatenate([ks, np.maximum(ks - 1, 1), ks + 1])})
@@ -268,9 +277,9 @@ def _points_values(spec, depths, statistic, protocol, C, notes, name, how, progr
     tick = None if progress is None else (lambda done, total: progress(
         f"[law over the points] input draw {done}/{total}" + ("" if relu else " (zero, then circular)")))
     if relu:
-        law = resnet_operator.point_law(spec, need, POINT_DRAWS, 0, protocol.input_var, progress=tick)
+        law = resnet_operator.point_law(spec, need, draws or POINT_DRAWS, 0, protocol.input_var, progress=tick)
     else:
-        law = resnet_operator.zero_padding_law(spec, need, ZERO_PADDING_DRAWS, 0, protocol.input_var,
+        law = resnet_operator.zero_padding_law(spec, need, draws or ZERO_PADDING_DRAWS, 0, protocol.input_var,
                                                progress=tick)
     at = {k: j for j, k in enumerate(need)}
     stat = "mean" if statistic == "mean" else "typical"
@@ -279,8 +288,9 @@ def _points_values(spec, depths, statistic, protocol, C, notes, name, how, progr
         return lambda kk: np.reshape([values[at[int(k)]] for k in np.ravel(kk)], np.shape(kk))
 
     deep = at[int(max(depths))]
-    mc = (f"at K = {int(max(depths))}; Monte Carlo over {law['draws']} joint draws of the inputs and the loss "
-          + ("directions (symbolic.resnet.operator.point_law)" if relu else
+    mc = (f"at K = {int(max(depths))}; Monte Carlo over {law['draws']} "
+          + ("input draws, the loss directions averaged exactly (symbolic.resnet.operator.point_law)" if relu else
+             "joint draws of the inputs and the loss "
              "directions, both paddings on the same draws (symbolic.resnet.operator.zero_padding_law)")
           + "; error = its standard error")
     const = {"C": target_constant(C), "input_var": input_var_constant(protocol.input_var)}

@@ -150,7 +150,7 @@ def format_expression(expr) -> str:
     tag = expr[0]
     if tag == "prod":
         return " ".join(format_expression(f) for f in expr[1]) or "I"
-    if tag == "atom":
+    if tag in ("atom", "mask"):
         return expr[1]
     if tag == "mean":
         return "m^T" if expr[1] else "m"

@@ -211,17 +211,49 @@ def draw_layer_moments(spec: ArchSpec, x: np.ndarray, directions: np.ndarray | N
     directions ``directions`` (shape ``(B, outputs)``) given too, ``E[s_l | x, r]``: then ``G_K`` is
     ``v_r r_b . r_b' / (B P_s)^2`` (the head's ``V V^T / n -> v_r I``) instead of its mean over ``r``."""
     check_spec(spec)
+    heads = _heads(spec, directions)
+    forward = _forward_blocks(spec, x, spec.depth, method)
+    G = [np.kron(heads, np.ones((spec.positions,) * 2)) * _head_scale(spec)]
+    for block in reversed(forward["blocks"]):  # G_K, then backwards: G_(i-1) = G_i + E_n[J^T G_i J]
+        G.append(G[-1] + block["backward"](G[-1]))
+    G = G[::-1]  # G[i] = G_i, i = 0..K
+    out, pts = [], forward["points"]
+    for i, block in enumerate(forward["blocks"], start=1):
+        if "stream" in block:
+            out.append(np.trace(G[i - 1] @ block["stream"]) / pts)
+        out.append(np.trace(G[i] @ block["read"]) / pts)
+    return np.asarray(out)
+
+
+def _heads(spec: ArchSpec, directions) -> np.ndarray:
+    """``sum_o r_bo r_b'o`` of the loss directions (``B x B``), or its mean ``outputs I`` (``None``)."""
+    if directions is None:
+        return spec.outputs * np.eye(spec.batch)
+    directions = np.asarray(directions, float)
+    if directions.shape != (spec.batch, spec.outputs):
+        raise ValueError(f"directions must have shape {(spec.batch, spec.outputs)} (batch, outputs), "
+                         f"got {directions.shape}")
+    return directions @ directions.T
+
+
+def _head_scale(spec: ArchSpec) -> float:
+    """``G_K`` per unit of ``r_b . r_b'``: ``v_r / (B P_s)^2`` on every pair of positions."""
+    return spec.readout_variance / (spec.batch * spec.positions) ** 2
+
+
+def _forward_blocks(spec: ArchSpec, x: np.ndarray, blocks: int, method: str) -> dict:
+    """Everything of the law of a net of ``blocks`` blocks given the inputs ``x`` but its backward kernels:
+    per block ``i = 1 .. blocks``, ``read`` (``E_n[R_i^T R_i]``, the first layer's read, ``P x P``), with
+    ``preact`` ``stream`` (``Phi_(i-1)(I)``, the stream's own), and ``backward`` / ``adjoint`` (``G ->
+    E_n[J_i^T G J_i]`` and ``X -> E_n[J_i X J_i^T]``, its adjoint, both with block ``i``'s masks).  The
+    backward kernels ``G_i`` start at the head, a chain :func:`draw_layer_moments` runs and :func:`head_couplings` folds into an adjoint recursion.
+    (The branch multiplier depends on the net's depth, so no block serves two depths.)"""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if directions is not None:
-        directions = np.asarray(directions, float)
-        if directions.shape != (spec.batch, spec.outputs):
-            raise ValueError(f"directions must have shape {(spec.batch, spec.outputs)} (batch, outputs), "
-                             f"got {directions.shape}")
     law = block_law(spec.branch, spec.activation)
     relu = spec.activation == "relu"
     T = PointMap(spec)
-    n, Pt, ps, blocks = spec.width, T.size, spec.positions, spec.depth
+    n, Pt = spec.width, T.size
     taps = T.taps
     a, v1, v2 = branch_constants(spec)
     values = (a, spec.c * v1, spec.c * v2)
@@ -229,34 +261,56 @@ def draw_layer_moments(spec: ArchSpec, x: np.ndarray, directions: np.ndarray | N
     kx = T(gamma) / spec.input_channels  # the stem's output kernel
     mean = taps * T(gamma)  # M_0 = C_in
     phi_table = np.einsum("ca,cb->cab", mean, mean)  # Phi_0(E_c) = C_in E_c C_in
-    heads = spec.outputs * np.eye(spec.batch) if directions is None else directions @ directions.T
-    G = [np.kron(heads, np.ones((ps, ps))) * spec.readout_variance / (spec.batch * ps) ** 2]
-    kxs, khs = [kx], []  # the forward kernels first (block inputs, first layers): the backward needs the masks
-    for _ in range(blocks):
-        khs.append(law["h_kernel"](values, O.Kernels(Pt, {"K": kxs[-1]}, T)))
-        # the stream's kernel: conv-mlp with ReLU adds alpha^2 s_2 V(K_h) (W_2 is 1x1 and free of the stream)
-        kxs.append(kxs[-1] + (a**2 * values[2] * value_kernel(khs[-1], "relu") if relu else
-                              law["forward"](values, O.Kernels(Pt, {"K": kxs[-1]}, T))))
-    for i in range(blocks, 0, -1):  # G_K, then backwards
-        masks = {"D": (mask_kernel(khs[i - 1], "relu"), None)} if relu else None
-        G.append(G[-1] + law["backward"](values, O.Kernels(Pt, {"G": G[-1]}, T, masks=masks)))
-    G = G[::-1]  # G[i] = G_i, i = 0..K
     out = []
-    for i in range(1, blocks + 1):
-        kx, kh = kxs[i - 1], khs[i - 1]
+    for _ in range(blocks):
+        kh = law["h_kernel"](values, O.Kernels(Pt, {"K": kx}, T))
         w2_input = value_kernel(kh, "relu") if relu else kh  # the kernel of phi(h)
         atoms = {"Cx": n * taps * T(kx), "Ch": n * (taps * T(w2_input) if spec.branch == "preact" else w2_input)}
         if method == "stack":
             atoms["X"] = np.eye(Pt)[:, None, :] * np.eye(Pt)[:, :, None]
-        masks = {"D": (mask_kernel(kh, "relu"), mask_kernel3(kh, "relu"))} if relu else None
+        two = mask_kernel(kh, "relu") if relu else None
+        masks = {"D": (two, mask_kernel3(kh, "relu"))} if relu else None
         k = O.Kernels(Pt, atoms, T, mean, phi_table, probe="X" if method == "outer" else None,  # X = E_c
                       masks=masks)
         cache: dict = {}
+        block = {"backward": _pair_map(law["backward"], "G", values, Pt, T, two),
+                 "adjoint": _pair_map(law["forward"], "K", values, Pt, T, two)}
         if spec.branch == "preact":
-            out.append(np.trace(G[i - 1] @ phi_table.sum(axis=0)) / Pt)
-        out.append(np.trace(G[i] @ law["read"](values, k, cache)) / Pt)
+            block["stream"] = phi_table.sum(axis=0)
+        block["read"] = law["read"](values, k, cache)
+        out.append(block)
         mean, phi_table = law["mean"](values, k, cache), law["phi"](values, k, cache)
-    return np.asarray(out)
+        # the stream's kernel: conv-mlp with ReLU adds alpha^2 s_2 V(K_h) (W_2 is 1x1 and free of the stream)
+        kx = kx + (a**2 * values[2] * value_kernel(kh, "relu") if relu else
+                   law["forward"](values, O.Kernels(Pt, {"K": kx}, T)))
+    return {"blocks": out, "points": Pt}
+
+
+def _pair_map(compiled, atom: str, values, size: int, T, two):
+    """``X -> compiled(X)``: a block's compiled expectation with the one kernel ``atom`` and its masks."""
+    masks = None if two is None else {"D": (two, None)}
+    return lambda X: compiled(values, O.Kernels(size, {atom: X}, T, masks=masks))
+
+
+def head_couplings(spec: ArchSpec, x: np.ndarray, method: str = "outer") -> np.ndarray:
+    """``A`` (``B x B``) with ``E[s_bar | x, r] = sum_(b, b') (r_b . r_b') A_(bb')`` for the net of
+    ``spec.depth`` blocks (the inputs ``x`` given).  ``s`` is linear in the head's ``G_K`` and ``G_K``
+    in ``r r^T``, so one pass gives ``s_bar`` for every loss direction, and their mean exactly:
+    ``E[s_bar | x] = outputs tr A``.  The sum over the layers of ``tr(G_i X_i)`` is ``<G_K, W_K>`` with
+    ``W_i = read_i + B_i^*(W_(i-1))`` (``B_i^*(X) = X + E_n[J_i X J_i^T]``, the backward step's adjoint;
+    ``preact`` adds its stream term inside ``B_i^*``), so no backward chain is run
+    (:func:`draw_layer_moments` runs it, the reference).  Every block's forward quantities depend on
+    ``K`` through the branch multiplier, so each depth is its own pass."""
+    check_spec(spec)
+    forward = _forward_blocks(spec, x, spec.depth, method)
+    ps, B, pts = spec.positions, spec.batch, forward["points"]
+    W = np.zeros((pts, pts))
+    for block in forward["blocks"]:
+        inner = W + block["stream"] if "stream" in block else W
+        W = block["read"] + inner + block["adjoint"](inner)
+    layers = spec.depth * (2 if spec.branch == "preact" else 1)
+    # <G_K, W_K> = tr(G_K W_K), G_K = scale (heads (x) 1): the positions of each pair of samples summed
+    return W.reshape(B, ps, B, ps).sum(axis=(1, 3)).T * _head_scale(spec) / (pts * layers)
 
 
 def _draws(spec: ArchSpec, draws: int, seed: int, input_var: float):
@@ -276,24 +330,48 @@ def _depths(depths) -> list[int]:
     return ks
 
 
+def coupling_draws(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, input_var: float = 1.0,
+                   progress=None) -> np.ndarray:
+    """:func:`head_couplings` for each of ``draws`` Gaussian input draws: shape ``(draws, len(depths), B,
+    B)``.  Draws are numpy's ``default_rng(seed)``, one ``(B, c_in, N[, N])`` array each, the same for
+    every depth and padding; each costs one pass per depth.  ``progress(done,
+    total)`` is called after each draw."""
+    check_spec(spec)
+    ks = _depths(depths)
+    xs = _draws(spec, draws, seed, input_var)
+    out = np.empty((len(xs), len(ks), spec.batch, spec.batch))
+    for j, x in enumerate(xs):
+        out[j] = [head_couplings(spec.with_(depth=k), x) for k in ks]
+        if progress is not None:
+            progress(j + 1, len(xs))
+    return out
+
+
+def loss_directions(spec: ArchSpec, draws: int, seed: int = 0) -> np.ndarray:
+    """The loss directions that go with :func:`coupling_draws`' input draws (numpy ``default_rng([seed,
+    1])``, one ``(B, outputs)`` array per draw): ``(draws, B, outputs)``."""
+    rng = np.random.default_rng([seed, 1])
+    return np.stack([rng.normal(size=(spec.batch, spec.outputs)) for _ in range(draws)])
+
+
+def s_given(spec: ArchSpec, couplings: np.ndarray, directions: np.ndarray | None = None) -> np.ndarray:
+    """``E[s_bar | x, r]`` (``(draws, depths)``) from :func:`coupling_draws`' ``couplings`` and one
+    loss direction per draw (``(draws, B, outputs)``), or ``E[s_bar | x]`` (the directions' exact mean,
+    ``outputs tr A``) with ``directions=None``."""
+    if directions is None:
+        return spec.outputs * np.trace(couplings, axis1=-2, axis2=-1)
+    heads = np.einsum("dbo,dco->dbc", directions, directions)
+    return np.einsum("dbc,dkbc->dk", heads, couplings)
+
+
 def s_bar_draws(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, input_var: float = 1.0,
                 progress=None, directions: bool = False) -> np.ndarray:
     """``E[s_bar | x]`` for each of ``draws`` Gaussian input draws (rows) at each ``K`` in ``depths``
     (columns).  Draws are numpy's ``default_rng(seed)``, one ``(B, c_in, N[, N])`` array each (then,
     with ``directions``, one ``(B, outputs)`` array of loss directions, and the rows are ``E[s_bar |
-    x, r]``), the same for every depth and padding.  ``progress(done, total)`` is called after each draw."""
-    check_spec(spec)
-    ks = _depths(depths)
-    xs = _draws(spec, draws, seed, input_var)
-    rng = np.random.default_rng([seed, 1])
-    rs = [rng.normal(size=(spec.batch, spec.outputs)) if directions else None for _ in xs]
-    out = np.empty((len(xs), len(ks)))
-    for j, (x, r) in enumerate(zip(xs, rs)):
-        for col, k in enumerate(ks):
-            out[j, col] = draw_layer_moments(spec.with_(depth=k), x, r).mean()
-        if progress is not None:
-            progress(j + 1, len(xs))
-    return out
+    x, r]``), the same for every depth and padding (:func:`head_couplings` per draw and depth).  ``progress(done, total)`` is called after each draw."""
+    couplings = coupling_draws(spec, depths, draws, seed, input_var, progress)
+    return s_given(spec, couplings, loss_directions(spec, draws, seed) if directions else None)
 
 
 def s_bar(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, input_var: float = 1.0) -> dict:
@@ -352,14 +430,17 @@ def zero_padding_law(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, inp
 
 def point_law(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, input_var: float = 1.0,
               progress=None) -> dict:
-    """The law of ``s_bar`` over seeds at each ``K`` in ``depths`` by plain Monte Carlo over ``draws``
-    joint draws of inputs and loss directions (the law given each draw exact): ``mean`` with
-    ``mean_se``, ``gap = E ln s_bar - ln E s_bar`` with ``gap_se`` (delta method) and ``draws``.  For
-    what has no exact control variate (ReLU ``conv-mlp``; a linear zero-padded net has
-    :func:`zero_padding_law`)."""
-    table = s_bar_draws(spec, depths, draws, seed, input_var, progress, directions=True)
-    mean, d = table.mean(axis=0), len(table)
+    """The law of ``s_bar`` over seeds at each ``K`` in ``depths`` by Monte Carlo over ``draws`` input
+    draws (the law given each draw exact): ``mean`` with ``mean_se`` -- the loss directions averaged
+    exactly (``s`` is linear in ``r r^T``: :func:`head_couplings`), so only the inputs' spread is
+    left in the error --, ``gap = E ln s_bar - ln E s_bar`` with ``gap_se`` (``E ln s_bar`` over one
+    loss direction per input draw, :func:`loss_directions`; delta method) and ``draws``.  For what has
+    no exact control variate (ReLU ``conv-mlp``; a linear zero-padded net has :func:`zero_padding_law`)."""
+    couplings = coupling_draws(spec, depths, draws, seed, input_var, progress)
+    given_x = s_given(spec, couplings)
+    table = s_given(spec, couplings, loss_directions(spec, draws, seed))
+    mean, d = given_x.mean(axis=0), len(table)
     ln = np.log(table)
     gap = ln.mean(axis=0) - np.log(mean)
-    return {"mean": mean, "mean_se": table.std(axis=0, ddof=1) / np.sqrt(d), "gap": gap,
-            "gap_se": (ln - table / mean).std(axis=0, ddof=1) / np.sqrt(d), "draws": d}
+    return {"mean": mean, "mean_se": given_x.std(axis=0, ddof=1) / np.sqrt(d), "gap": gap,
+            "gap_se": (ln - given_x / mean).std(axis=0, ddof=1) / np.sqrt(d), "draws": d}
