@@ -198,20 +198,24 @@ def test_a_laws_own_floor_and_step(fixed, per_draw, budget, full, floor, step):
 
 
 def test_the_residual_law_over_the_points_takes_the_budgets_draws_and_is_skipped_where_its_floor_does_not_fit():
-    """At 64 points (B = 8, N = 8) the ReLU conv-mlp net's law over the points fits 60 s at fewer than its 32 draws
-    (each a multiple of 4, at least 8); at 128 points (N = 16) not even 8 fit and the calibrated law is taken, the
-    law over the points named as skipped for cost."""
+    """At 64 points (B = 8, N = 8) the ReLU conv-mlp net's law over the points is the default; under a budget its
+    full 32 draws do not fit it takes fewer (a multiple of 4, at least 8) and says so; at 128 points (N = 16) not
+    even 8 fit the default 60 s and the calibrated law is taken, the law over the points named as skipped for cost."""
     from amutheory.laws.resnet_exact import POINT_DRAWS, POINT_DRAWS_FLOOR, POINT_DRAWS_STEP
 
     spec = ArchSpec(family="resnet", branch="conv-mlp", activation="relu", spatial=8, batch=8, width=32, depth=16)
-    choice = best_law(spec, [8, 12, 16])
+    law = REGISTRY["resnet-points"]
+    full = law.cost(spec, [8, 12, 16], draws=POINT_DRAWS).seconds
+    budget = round(law.cost(spec, [8, 12, 16], draws=(POINT_DRAWS + POINT_DRAWS_FLOOR) // 2).seconds + 0.01, 3)
+    assert best_law(spec, [8, 12, 16], budget_s=max(full, 60.0)).law.name == "resnet-points"
+    choice = best_law(spec, [8, 12, 16], budget_s=budget)
     assert choice.law.name == "resnet-points"
     assert POINT_DRAWS_FLOOR <= choice.draws < POINT_DRAWS and choice.draws % POINT_DRAWS_STEP == 0
-    assert REGISTRY["resnet-points"].cost(spec, [8, 12, 16], draws=choice.draws).seconds <= 60.0
+    assert law.cost(spec, [8, 12, 16], draws=choice.draws).seconds <= budget
     assert f"at {choice.draws} draws" in choice.reason
     wide = best_law(spec.with_(spatial=16), [8, 12, 16])
     assert wide.law.name == "resnet-coherent" and "resnet-points" in [s["law"] for s in wide.skipped]
     out = subprocess.run([sys.executable, "-m", "amutheory", "laws", "--family", "resnet", "--branch", "conv-mlp",
-                          "--activation", "relu", "--spatial", "8", "--width", "32", "--depths", "8,12,16"],
-                         capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0 and f"at {choice.draws} draws (of its {POINT_DRAWS})" in out.stdout
+                          "--activation", "relu", "--spatial", "8", "--width", "32", "--depths", "8,12,16",
+                          "--budget", f"{budget:.3f}"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0 and f"at {choice.draws} draws (of its {POINT_DRAWS})" in out.stdout, out.stdout

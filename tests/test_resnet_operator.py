@@ -241,6 +241,24 @@ def test_zero_padding_law_against_plain_monte_carlo():
     assert abs(cv["mean"][0] - plain["mean"][0]) < 4 * np.hypot(cv["mean_se"][0], plain["se"][0])
 
 
+@settings(max_examples=15, deadline=None)
+@given(case=st.sampled_from([("conv", "linear"), ("conv-mlp", "linear"), ("preact", "linear"), ("conv-mlp", "relu")]),
+       init=st.sampled_from(INITS), padding=st.sampled_from(["circular", "zero"]), dim=st.sampled_from([1, 2]),
+       depth=st.integers(1, 4), batch=st.integers(1, 3), seed=st.integers(0, 2**16))
+def test_the_probes_loops_and_outer_products_formed_in_p3_are_the_stacked_products(case, init, padding, dim, depth,
+                                                                                  batch, seed):
+    """``method="outer"`` (the point projectors as outer products, the ReLU loops around them held as rows, the
+    outer-product terms summed in one batched product) gives the naive stack of ``P x P`` matrix products."""
+    branch, activation = case
+    spec = linear(branch, init, activation=activation, padding=padding, dim=dim, spatial=4 if dim == 1 else 3,
+                  depth=depth, batch=batch)
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(batch, 3) + (spec.spatial,) * dim)
+    r = rng.normal(size=(batch, spec.outputs))
+    np.testing.assert_allclose(ro.draw_layer_moments(spec, x, r), ro.draw_layer_moments(spec, x, r, method="stack"),
+                               rtol=1e-10)
+
+
 def test_outer_and_stack_evaluations_agree():
     """The outer-product evaluation of the point projectors is the naive stack of matrix products."""
     spec = linear("conv-mlp", "k-all", padding="zero", batch=3, depth=4)

@@ -17,7 +17,7 @@ from amutheory.spec import ArchSpec
 #: the law reads is its own pass over its blocks, because the branch multiplier depends on the depth, so the
 #: cost grows with the sum of the depths read: :func:`points_blocks`).  Between and beyond the points the cost
 #: is interpolated log-log and extrapolated with the last slope.
-POINTS_UNIT = {16: 0.001, 64: 0.036, 128: 0.46}
+POINTS_UNIT = {16: 0.001, 64: 0.0135, 128: 0.12}
 #: the law over the points' fixed start-up (its SymPy block law), seconds
 POINTS_FIXED = 2.0
 #: seconds of the kernel law per unit of ``B^2 P^3`` and layer (calibrated: ReLU, zero padding, N = 8..32,

@@ -183,11 +183,10 @@ class Kernels:
 
 
 def _diagonal(X: np.ndarray) -> np.ndarray:
-    d = np.diagonal(X, axis1=-2, axis2=-1)
-    off = X - d[..., :, None] * np.eye(X.shape[-1])
-    if np.abs(off).max(initial=0.0) > 1e-9 * max(np.abs(d).max(initial=0.0), 1e-300):
+    """The diagonals of ``X[..., :, :]``; ``ValueError`` unless ``X`` is diagonal (to ``1e-9`` of its largest entry)."""
+    if not _is_diagonal(X, 1e-9):
         raise ValueError("Phi is applied to a kernel that is not diagonal (outside the law's derivation)")
-    return d
+    return np.diagonal(X, axis1=-2, axis2=-1)
 
 
 def evaluate(expr, k: Kernels, cache: dict | None = None):
@@ -245,11 +244,63 @@ def _off_diagonal(X: np.ndarray) -> np.ndarray:
     return flat.reshape(X.shape[:-2] + (p - 1, p + 1))[..., 1:]
 
 
-def _is_diagonal(X: np.ndarray) -> bool:
+def _is_diagonal(X: np.ndarray, tolerance: float = 1e-12) -> bool:
+    """Whether every off-diagonal entry of ``X[..., :, :]`` is within ``tolerance`` of its largest diagonal one (the
+    first rows' off-diagonal entries are read first: a stack that is not diagonal is told apart without a copy)."""
     d = np.diagonal(X, axis1=-2, axis2=-1)
+    scale = tolerance * max(np.abs(d).max(initial=0.0), 1e-300)
+    if X.shape[-1] > 1 and np.abs(X[..., 0, 1:]).max(initial=0.0) > scale:
+        return False
     off = _off_diagonal(X)
-    scale = 1e-12 * max(np.abs(d).max(initial=0.0), 1e-300)
     return bool(max(off.max(initial=0.0), -off.min(initial=0.0)) <= scale)
+
+
+class _Rows:
+    """The stack ``E_c R`` (``c = 1..P``: row ``c`` of ``R`` at row ``c``, zeros elsewhere) held as ``R`` alone: what
+    the probe ``E_c`` becomes inside a channel loop (``D E_c D = D E_c``, merged with what follows it), so that its
+    products cost ``P^3``, not the stack's ``P^4``."""
+
+    def __init__(self, rows: np.ndarray):
+        self.rows = rows
+
+    def stack(self) -> np.ndarray:
+        p = self.rows.shape[-1]
+        out = np.zeros((p, p, p))
+        out[np.arange(p), np.arange(p), :] = self.rows
+        return out
+
+
+def _times(a, b):
+    """``a @ b`` with ``None`` the identity (an empty segment of a channel loop) and :class:`_Rows` on the right of
+    a kernel or the identity."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, _Rows):
+        if isinstance(b, np.ndarray) and b.ndim == 2:
+            return _Rows(a.rows @ b)
+        a = a.stack()
+    if isinstance(b, _Rows):
+        if a.ndim == 2:  # (A E_c R)[c] = A[:, c] R[c, :]
+            return np.einsum("ic,cj->cij", a, b.rows)
+        b = b.stack()
+    return a @ b
+
+
+def _dense(v, size: int):
+    """A loop value as an array: the identity for ``None``, the stack for :class:`_Rows`."""
+    if v is None:
+        return np.eye(size)
+    return v.stack() if isinstance(v, _Rows) else v
+
+
+def _is_probe(segment: list, probe: str | None) -> bool:
+    """Whether a loop's segment is the probe ``E_c`` alone (bare, or inside a 1x1 pair, whose map is the identity)."""
+    if probe is None or len(segment) != 1:
+        return False
+    f = segment[0]
+    return f == ("atom", probe) or (f[0] == "pair" and f[1] == "1x1" and f[3] == ("prod", (("atom", probe),)))
 
 
 def _mask_loop(factors: tuple, k: Kernels, cache: dict):
@@ -257,7 +308,9 @@ def _mask_loop(factors: tuple, k: Kernels, cache: dict):
     products of kernels).  With ``phi'^2 = phi'`` two masks around a diagonal ``S_j`` (or none) sit
     at the same points and merge, so at most three distinct points are left in the loops these laws
     meet: ``S_0 (S_1 o E2) S_2`` for two masks, the 3-point function contracted for three.  A loop
-    with more is refused (no closed form for four ReLU orthants)."""
+    with more is refused (no closed form for four ReLU orthants).  An empty ``S_j`` is the identity and
+    multiplies nothing; the probe ``E_c`` (``k.probe``) alone between two masks is held as its rows
+    (:class:`_Rows`), so a loop around it costs ``P^3`` per term, not a stack of matrix products."""
     segments, names = [[]], []
     for f in factors:
         if f[0] == "mask":
@@ -267,21 +320,34 @@ def _mask_loop(factors: tuple, k: Kernels, cache: dict):
             segments[-1].append(f)
     if len(set(names)) != 1:
         raise ValueError("masks of different layers in one channel loop: not derived")
-    values = [evaluate(("prod", tuple(seg)), k, cache) for seg in segments]
+    values = [None if not seg else _Rows(np.eye(k.size)) if _is_probe(seg, k.probe)
+              else evaluate(("prod", tuple(seg)), k, cache) for seg in segments]
     j = 1
     while j < len(values) - 1:  # D S_j D with S_j diagonal: both masks at the same points, D S_j D = D S_j
-        if _is_diagonal(values[j]):
-            values[j] = values[j] @ values.pop(j + 1)
+        v = values[j]
+        if v is None or (isinstance(v, _Rows) and _is_diagonal(v.rows)) or (not isinstance(v, _Rows)
+                                                                            and _is_diagonal(v)):
+            values[j] = _times(v, values.pop(j + 1))
         else:
             j += 1
     two, three = k.masks[names[0]]
     r = len(values) - 1
     if r == 1:
-        return values[0] @ (np.diagonal(two)[:, None] * values[1])
+        middle = values[1]
+        scale = np.diagonal(two)[:, None]
+        middle = (np.diag(np.diagonal(two)) if middle is None else _Rows(scale * middle.rows)
+                  if isinstance(middle, _Rows) else scale * middle)
+        return _dense(_times(values[0], middle), k.size)
     if r == 2:
-        return values[0] @ (values[1] * two) @ values[2]
+        middle = two if values[1] is None else _dense(values[1], k.size) * two
+        return _dense(_times(_times(values[0], middle), values[2]), k.size)
     if r == 3:
-        return values[0] @ _three_point(values[1], values[2], three) @ values[3]
+        a, b = values[1], values[2]
+        if isinstance(b, _Rows) and not isinstance(a, _Rows):  # out[c][p, q] = a[p, c] R[c, q] three[p, c, q]
+            middle = np.einsum("pc,cq,pcq->cpq", _dense(a, k.size), b.rows, three)
+        else:
+            middle = _three_point(_dense(a, k.size), _dense(b, k.size), three)
+        return _dense(_times(_times(values[0], middle), values[3]), k.size)
     raise ValueError(f"a channel loop with {r} masks at distinct points: not derived (no closed form)")
 
 
@@ -305,6 +371,28 @@ def three_point_einsum(a: np.ndarray, b: np.ndarray, three: np.ndarray) -> np.nd
     return np.einsum("...pc,...cq,pcq->...pq", a, b, three)
 
 
+def _probe_split(expr, k: Kernels, cache: dict):
+    """``(A, B)`` where ``expr`` is a product ``A E_c B`` around the probe with ``A`` and ``B`` single kernels (no mask
+    at its top level), else ``None``: :func:`compile_expectation` sums such terms in one contraction."""
+    if k.probe is None or expr[0] != "prod" or ("atom", k.probe) not in expr[1] \
+            or any(f[0] == "mask" for f in expr[1]):
+        return None
+    j = expr[1].index(("atom", k.probe))
+    left = evaluate(("prod", expr[1][:j]), k, cache)
+    right = evaluate(("prod", expr[1][j + 1:]), k, cache)
+    return (left, right) if left.ndim == 2 and right.ndim == 2 else None
+
+
+def _accumulate(total, term):
+    """``total + term``, in place where the shapes allow (``total`` is never a cached kernel)."""
+    if total is None:
+        return term
+    if np.ndim(term) > np.ndim(total):
+        return total + term
+    total += term
+    return total
+
+
 def compile_expectation(op: dict, symbols: tuple):
     """``E_n[op]`` as a numeric function: ``f(values, kernels)`` with ``values`` the numbers of
     ``symbols`` (which must hold every free symbol of the coefficients)."""
@@ -317,13 +405,19 @@ def compile_expectation(op: dict, symbols: tuple):
 
     def f(values, kernels: Kernels, cache: dict | None = None):
         cache = {} if cache is None else cache
-        total = None
+        total, outer = None, []
         for e, c in coefs:
+            split = _probe_split(e, kernels, cache)
+            if split is not None:  # A E_c B: summed with the other such terms in one contraction below
+                outer.append((c(*values), *split))
+                continue
             term = c(*values) * evaluate(e, kernels, cache)
-            if total is None or np.ndim(term) > np.ndim(total):
-                total = term if total is None else total + term
-            else:
-                total += term
+            total = _accumulate(total, term)
+        if outer:  # sum_t c_t A_t[:, c] B_t[c, :], one batched product over the terms
+            left = np.stack([coef * a for coef, a, _ in outer])
+            right = np.stack([b for _, _, b in outer])
+            # out[c] = left[:, :, c]^T-major product: (c, i, t) @ (c, t, j), a batched BLAS product over c
+            total = _accumulate(total, np.matmul(left.transpose(2, 1, 0), right.transpose(1, 0, 2)))
         return 0.0 if total is None else total
 
     f.terms = terms

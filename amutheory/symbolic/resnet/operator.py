@@ -48,7 +48,10 @@ persist from block to block: the dense net needs the coordinate law).
 
 **Scope and cost.**  Identity shortcuts, every forward-stable init; any kernel, size, batch and
 dimension with ``B N^d <=`` :data:`MAX_POINTS`.  A block costs ``O(P^4)`` (``Phi`` on every point's
-diagonal; ``validate/benchmark_resnet_points.py`` times it).  Left out: the ``O(1/n)`` terms (the
+diagonal; the mask loops around the point projectors and the outer-product terms are formed in ``P^3``:
+:mod:`~amutheory.symbolic.primitives.operator_planar`; ``validate/benchmark_resnet_points.py`` times it against the
+stacked products).  Given the inputs the law is linear in the head's ``r r^T``, so :func:`head_couplings` gives
+every loss direction's ``s_bar`` from one pass and :func:`point_law` averages the directions exactly.  Left out: the ``O(1/n)`` terms (the
 stem's own source, exact, is kept), as in the dense and mode laws.
 """
 
