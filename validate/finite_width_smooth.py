@@ -471,11 +471,22 @@ def two_h_nets() -> dict:
 def two_h_laws(spec) -> tuple:
     """Run 2H's laws: ``chain-kernel-finite`` at :data:`TWO_G_DRAWS` draws and the calibrated ``chain-coherent``, as
     ``predict`` runs them: (name -> s_bar, name -> Monte Carlo se, facts)."""
+    facts = {"default": "chain-coherent", "draws": None, "backward_draws": TWO_G_DRAWS}
+    return laws_as_predict_runs_them(spec, (("chain-coherent", CALIBRATED_OPTIONS),
+                                            ("chain-kernel-finite", {"draws": TWO_G_DRAWS})), facts)
+
+
+#: the calibrated laws' options in runs 2H and Y, as ``predict`` runs them
+CALIBRATED_OPTIONS = {"calibration_depths": CALIBRATION, "calibration_seeds": CALIBRATION_SEEDS}
+
+
+def laws_as_predict_runs_them(spec, named_options, facts: dict) -> tuple:
+    """Each ``(name, options)`` law at the held-out depths (``call_evaluate``, as ``predict`` runs it): (name ->
+    s_bar, name -> Monte Carlo se (zeros for a calibrated law), ``facts`` with each law's seconds)."""
     from amutheory.laws import REGISTRY, call_evaluate
 
-    values, ses, facts = {}, {}, {"default": "chain-coherent", "draws": None, "backward_draws": TWO_G_DRAWS}
-    for name, options in (("chain-coherent", {"calibration_depths": CALIBRATION, "calibration_seeds": CALIBRATION_SEEDS}),
-                          ("chain-kernel-finite", {"draws": TWO_G_DRAWS})):
+    values, ses = {}, {}
+    for name, options in named_options:
         t = time.perf_counter()
         got = call_evaluate(REGISTRY[name], spec, list(HELD_OUT), **options)
         values[name] = np.asarray(got.s_bar, float)
@@ -515,20 +526,12 @@ def y_nets(widths=DECIDING_WIDTHS) -> dict:
 def y_laws(spec) -> tuple:
     """Run Y's laws as ``predict`` runs them: ``resnet-points`` at the draws its cost model fits into
     :data:`U_BUDGET` and the calibrated ``resnet-coherent``: (name -> s_bar, name -> Monte Carlo se, facts)."""
-    from amutheory.laws import REGISTRY, best_law, call_evaluate
+    from amutheory.laws import best_law
 
     choice = best_law(spec, list(HELD_OUT), U_BUDGET)
     facts = {"default": choice.law.name, "draws": choice.draws, "reason": choice.reason}
-    values, ses = {}, {}
-    for name, options in (("resnet-points", {"draws": choice.draws} if choice.law.name == "resnet-points" else {}),
-                          ("resnet-coherent", {"calibration_depths": CALIBRATION,
-                                               "calibration_seeds": CALIBRATION_SEEDS})):
-        t = time.perf_counter()
-        got = call_evaluate(REGISTRY[name], spec, list(HELD_OUT), **options)
-        values[name] = np.asarray(got.s_bar, float)
-        ses[name] = np.asarray(got.s_bar_se, float) if got.exactness != "calibrated" else np.zeros(len(HELD_OUT))
-        facts[f"{name}_seconds"] = round(time.perf_counter() - t, 1)
-    return values, ses, facts
+    points = {"draws": choice.draws} if choice.law.name == "resnet-points" else {}
+    return laws_as_predict_runs_them(spec, (("resnet-points", points), ("resnet-coherent", CALIBRATED_OPTIONS)), facts)
 
 
 def decide_y(nets: dict) -> dict:
