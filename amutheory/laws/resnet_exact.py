@@ -305,8 +305,13 @@ def _points_values(spec, depths, statistic, protocol, C, notes, name, how, progr
     if stat == "typical":
         const["typical_gap"] = Constant("typical_gap", float(law["gap"][deep]), "monte-carlo",
                                         float(law["gap_se"][deep]), note=f"E[ln s_bar] - ln E[s_bar] {mc}")
+        if relu:
+            const["spread_var"] = Constant("spread_var", float(law["var"][deep]), "monte-carlo",
+                                           float(law["var_se"][deep]), note=f"Var[ln s_bar] over seeds {mc}")
         notes.append("typical value: the mean times exp(gap(K)), gap over the same draws" +
-                     ("" if relu else " (the circular seed law's plus the paddings' difference)") + "; nothing fitted")
+                     (" (given each input draw, the loss directions' part exact: the Mellin moments of its quadratic "
+                      "form, symbolic.primitives.spread)" if relu else
+                      " (the circular seed law's plus the paddings' difference)") + "; nothing fitted")
     s_bar, _, slope = _block_law_values(at_depths(law["mean"]), [], depths, const, C, "mean")
     out = {"s_bar": s_bar, "local_slope": slope, "constants": const, "label": name, "notes": notes}
     if stat == "typical":

@@ -434,16 +434,27 @@ def zero_padding_law(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, inp
 def point_law(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, input_var: float = 1.0,
               progress=None) -> dict:
     """The law of ``s_bar`` over seeds at each ``K`` in ``depths`` by Monte Carlo over ``draws`` input
-    draws (the law given each draw exact): ``mean`` with ``mean_se`` -- the loss directions averaged
-    exactly (``s`` is linear in ``r r^T``: :func:`head_couplings`), so only the inputs' spread is
-    left in the error --, ``gap = E ln s_bar - ln E s_bar`` with ``gap_se`` (``E ln s_bar`` over one
-    loss direction per input draw, :func:`loss_directions`; delta method) and ``draws``.  For what has
-    no exact control variate (ReLU ``conv-mlp``; a linear zero-padded net has :func:`zero_padding_law`)."""
+    draws (the law given each draw exact), the loss directions averaged exactly: ``s_bar`` given the inputs
+    is the quadratic form ``sum_o r_o^T A r_o`` of the directions (:func:`head_couplings`' ``A``; ``r_o`` the
+    ``B`` directions of output ``o``), ``Q = sum_i lambda_i z_i^2`` over ``A``'s eigenvalues each taken
+    ``outputs`` times, so ``E[s_bar | x] = outputs tr A`` and ``E[ln s_bar | x]``, ``Var[ln s_bar | x]`` are
+    the Mellin moments of that spectrum (:func:`amutheory.symbolic.primitives.spread.log_moments_of_spectrum`,
+    quadrature).  Returns ``mean`` with ``mean_se`` (only the inputs' spread is left in it), ``gap = E ln
+    s_bar - ln E s_bar`` with ``gap_se`` (delta method), ``var`` (``Var[ln s_bar]`` over seeds at infinite width:
+    the directions' part given the inputs, averaged, plus the inputs' spread of ``E[ln s_bar | x]``) with
+    ``var_se``, and ``draws``.  For what has no exact control variate (ReLU ``conv-mlp``; a linear zero-padded
+    net has :func:`zero_padding_law`)."""
+    from amutheory.symbolic.primitives.spread import log_moments_of_spectrum
+
     couplings = coupling_draws(spec, depths, draws, seed, input_var, progress)
     given_x = s_given(spec, couplings)
-    table = s_given(spec, couplings, loss_directions(spec, draws, seed))
-    mean, d = given_x.mean(axis=0), len(table)
-    ln = np.log(table)
-    gap = ln.mean(axis=0) - np.log(mean)
+    lam = np.clip(np.linalg.eigvalsh(couplings), 0.0, None)  # (draws, depths, B)
+    moments = np.array([[log_moments_of_spectrum(np.repeat(row, spec.outputs)) for row in per_draw]
+                        for per_draw in lam])  # (draws, depths, 2): E ln Q - ln E Q, Var ln Q
+    mean_log_x = np.log(given_x) + moments[..., 0]  # E[ln s_bar | x]
+    mean, d = given_x.mean(axis=0), len(given_x)
+    gap = mean_log_x.mean(axis=0) - np.log(mean)
+    spread = moments[..., 1] + (mean_log_x - mean_log_x.mean(axis=0)) ** 2 * d / (d - 1)
     return {"mean": mean, "mean_se": given_x.std(axis=0, ddof=1) / np.sqrt(d), "gap": gap,
-            "gap_se": (ln - given_x / mean).std(axis=0, ddof=1) / np.sqrt(d), "draws": d}
+            "gap_se": (mean_log_x - given_x / mean).std(axis=0, ddof=1) / np.sqrt(d),
+            "var": spread.mean(axis=0), "var_se": spread.std(axis=0, ddof=1) / np.sqrt(d), "draws": d}
