@@ -232,6 +232,34 @@ free_law = rd.free_layer_moments(dense) / rd.stem_moment(dense) * ((x_one**2).su
 print("ReLU at one point / dense free law:", np.round(one_point / free_law, 9))
 
 # %% [markdown]
+# ## 7b. The loss directions enter through one `B x B` matrix
+#
+# Given the inputs, the head's backward kernel is `G_K = v_r (r r^T) (x) 1 / (B P_s)^2` and every later
+# kernel is linear in it, so `s_bar(x, r) = sum_o r_o^T A r_o` with `r_o` the `B` directions of output `o`.
+# The sum over the layers of `tr(G_i X_i)` is `<G_K, W_K>` with `W_i = read_i + B_i^*(W_(i-1))` (the
+# backward step's adjoint), so one recursion gives `A` (`ro.head_couplings`): every direction's
+# `s_bar` and their exact mean `outputs tr A`.  `ln s_bar` given the inputs is the log of a quadratic
+# form in Gaussians, whose moments are the Mellin integrals of derivation 14 over `A`'s eigenvalues (each
+# taken `outputs` times).  So the law's Monte Carlo is over the inputs alone.
+
+# %%
+relu_net = ArchSpec(family="resnet", branch="conv-mlp", init="k-last", activation="relu", width=64, depth=3,
+                    kernel=3, spatial=4, batch=3, input_channels=3, outputs=4, padding="zero")
+x_draw = np.random.default_rng(11).normal(size=(3, 3, 4))
+A = ro.head_couplings(relu_net, x_draw)
+directions = np.random.default_rng(12).normal(size=(4000, 3, 4))
+drawn_s = np.einsum("nbo,nco,bc->n", directions, directions, A)
+one_r = ro.draw_layer_moments(relu_net, x_draw, directions[0]).mean()
+print(f"one direction: backward chain {one_r:.6f}, from A {drawn_s[0]:.6f}")
+print(f"mean over 4000 directions {drawn_s.mean():.4f} (se {drawn_s.std() / np.sqrt(4000):.4f}), exact "
+      f"outputs tr A = {4 * np.trace(A):.4f}")
+from amutheory.symbolic.primitives.spread import log_moments_of_spectrum  # noqa: E402
+
+gap_x, var_x = log_moments_of_spectrum(np.repeat(np.linalg.eigvalsh(A).clip(0), 4))
+print(f"E[ln s | x] - ln E[s | x]: drawn {np.log(drawn_s).mean() - np.log(drawn_s.mean()):.4f}, Mellin {gap_x:.4f}; "
+      f"Var[ln s | x]: drawn {np.log(drawn_s).var():.4f}, Mellin {var_x:.4f}")
+
+# %% [markdown]
 # ## 8. Checks against the library
 
 # %%
@@ -248,4 +276,8 @@ check('res[0] > res[-1] > 0.5 and abs(shift[-1]) < 0.01 and (abs(shift[-1]) ...'
 check('chain_ratio[-1] < 0.01', chain_ratio[-1] < 0.01)  # the chain's boundary keeps eating the update
 check('loop_error < 0.02', loop_error < 0.02)  # 200 000 channels: a Monte-Carlo error of order 200000^(-1/2) ~ 0.002 per entry
 check('np.allclose(one_point, free_law, rtol=1e-07)', np.allclose(one_point, free_law, rtol=1e-7))
+check('abs(one_r / drawn_s[0] - 1) < 1e-10', abs(one_r / drawn_s[0] - 1) < 1e-10)
+# 4000 directions: the drawn mean within 4 of its standard errors of the exact one, the log gap within 0.03
+check('abs(drawn_s.mean() - 4 * np.trace(A)) < 4 * drawn_s.std() / np.sqrt(4000)', abs(drawn_s.mean() - 4 * np.trace(A)) < 4 * drawn_s.std() / np.sqrt(4000))
+check('abs(np.log(drawn_s).mean() - np.log(4 * np.trace(A)) - gap_x) < 0.03', abs(np.log(drawn_s).mean() - np.log(4 * np.trace(A)) - gap_x) < 0.03)
 print("all derivation checks passed")
