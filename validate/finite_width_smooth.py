@@ -19,6 +19,7 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part 2H [gelu,tanh]  # run 2H (addendum 29): the same, fresh seeds, registered
     python validate/finite_width_smooth.py --part Y [resnet-relu-circular,...]  # run Y (addendum 30): ReLU residual nets
     python validate/finite_width_smooth.py --part Y2   # run Y2 (addendum 31): the same at widths 16 and 128
+    python validate/finite_width_smooth.py --part Y3   # run Y3 (addendum 32): the same at spatial 16 (128 points)
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -265,7 +266,7 @@ def _locked_update(path: Path, key: str, value, top: tuple | None = None) -> dic
     with open(str(path) + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         run = {"smooth_x.json": "X", "smooth_2d.json": "2D", "smooth_2e.json": "2E", "smooth_2h.json": "2H",
-               "smooth_y.json": "Y", "smooth_y2.json": "Y2"}.get(
+               "smooth_y.json": "Y", "smooth_y2.json": "Y2", "smooth_y3.json": "Y3"}.get(
             path.name, "U")
         d = json.loads(path.read_text()) if path.exists() else {"plan": f"validate/plans/FINITE_WIDTH.md run {run}",
                                                                  "nets": {}}
@@ -512,13 +513,17 @@ Y_SEEDS, Y_OUT = range(350000, 350512), OUT.parent / "smooth_y.json"
 Y2_SEEDS, Y2_OUT, Y2_WIDTHS = range(360000, 360512), OUT.parent / "smooth_y2.json", (16, 128)
 
 
-def y_nets(widths=DECIDING_WIDTHS) -> dict:
-    """Run Y's nets by key: ReLU conv-mlp/k-last residual nets, 1-D, kernel 3, spatial 8, batch 8, either padding,
-    at ``widths`` (run Y: 32 and 64; run Y2: 16 and 128)."""
+#: Y3 (plan addendum 32): run Y's nets at 128 points (spatial 16), the slope's neighbours on fewer draws, fresh seeds
+Y3_SEEDS, Y3_OUT, Y3_SPATIAL = range(370000, 370512), OUT.parent / "smooth_y3.json", 16
+
+
+def y_nets(widths=DECIDING_WIDTHS, spatial: int = 8) -> dict:
+    """Run Y's nets by key: ReLU conv-mlp/k-last residual nets, 1-D, kernel 3, batch 8, either padding, at ``widths``
+    (run Y: 32 and 64; run Y2: 16 and 128) and ``spatial`` (runs Y, Y2: 8; run Y3: 16)."""
     from amutheory.spec import ArchSpec
 
     return {f"resnet-relu-{p}-n{n}": ArchSpec(family="resnet", branch="conv-mlp", init="k-last", activation="relu",
-                                              dim=1, kernel=3, spatial=8, batch=8, input_channels=3, padding=p,
+                                              dim=1, kernel=3, spatial=spatial, batch=8, input_channels=3, padding=p,
                                               width=n, depth=max(HELD_OUT))
             for p in K_PADDINGS for n in widths}
 
@@ -688,7 +693,11 @@ def measure_k2() -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:3] == ["--part", "Y2"]:
+    if sys.argv[1:3] == ["--part", "Y3"]:
+        nets = measure_nets(y_nets(spatial=Y3_SPATIAL), Y3_OUT, Y3_SEEDS, "Y3",
+                            sys.argv[3].split(",") if len(sys.argv) > 3 else None, laws=y_laws)
+        print(json.dumps(_locked_update(Y3_OUT, None, None, top=("decision", decide_y(nets)))["decision"], indent=1))
+    elif sys.argv[1:3] == ["--part", "Y2"]:
         nets = measure_nets(y_nets(Y2_WIDTHS), Y2_OUT, Y2_SEEDS, "Y2",
                             sys.argv[3].split(",") if len(sys.argv) > 3 else None, laws=y_laws)
         print(json.dumps(_locked_update(Y2_OUT, None, None, top=("decision", decide_y2(nets)))["decision"], indent=1))

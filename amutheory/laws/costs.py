@@ -117,11 +117,18 @@ def drawn_loop_seconds(spec: ArchSpec, depths, draws: int) -> float:
                                  + DRAWN_PAIR_UNIT * sum(int(d) for d in set(depths))))
 
 
-def points_blocks(depths) -> int:
-    """Blocks the residual law over the points runs per input draw for ``depths``: every depth and its
-    neighbours ``K - 1, K + 1`` (the local slope reads them), each its own pass."""
-    need = {k for d in depths for k in (max(int(d) - 1, 1), int(d), int(d) + 1)}
+def points_blocks(depths, neighbours: bool = True) -> int:
+    """Blocks the residual law over the points runs per input draw for ``depths``, each depth its own pass: the
+    depths and their neighbours ``K - 1, K + 1`` (the local slope reads them), or, with ``neighbours=False``, the
+    depths alone; :func:`neighbour_blocks` is the difference."""
+    asked = {int(d) for d in depths}
+    need = asked | ({k for d in asked for k in (max(d - 1, 1), d + 1)} if neighbours else set())
     return int(sum(need))
+
+
+def neighbour_blocks(depths) -> int:
+    """Blocks per input draw of the neighbours ``K - 1, K + 1`` of ``depths`` that are not depths themselves."""
+    return points_blocks(depths) - points_blocks(depths, neighbours=False)
 
 
 def points_seconds(spec: ArchSpec, blocks: int, draws: int, paddings: int = 1) -> float:

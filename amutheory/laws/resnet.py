@@ -106,23 +106,30 @@ class ResnetPoints(_ResnetExact):
     source = "amutheory.symbolic.resnet.operator"
 
     def cost(self, spec, depths, budget_s=None, draws=None, **_):
-        """Its input draws x the blocks of every depth read (:func:`~amutheory.laws.costs.points_blocks`); where
-        its full draws do not fit ``budget_s``, the draws that do, down to its floor (the ReLU law's mean averages
-        the loss directions exactly, so its error is the inputs' alone: ``POINT_DRAWS_FLOOR``'s comment)."""
+        """Its input draws x the blocks of every depth read (:func:`~amutheory.laws.costs.points_blocks`; with ReLU
+        the local slope's neighbours on ``POINT_SLOPE_DRAWS`` draws); where its full draws do not fit ``budget_s``,
+        the draws that do, down to its floor (the ReLU law's mean averages the loss directions exactly, so its error
+        is the inputs' alone: ``POINT_DRAWS_FLOOR``'s comment)."""
         from amutheory.laws.chain_finite import check_draws
         from amutheory.laws.resnet_exact import POINT_DRAWS, POINT_DRAWS_FLOOR, POINT_DRAWS_STEP, ZERO_PADDING_DRAWS
 
+        from amutheory.laws.resnet_exact import POINT_SLOPE_DRAWS
+
         relu = spec.activation == "relu"
         full = POINT_DRAWS if relu else ZERO_PADDING_DRAWS
-        blocks = costs.points_blocks(depths)
+        blocks = costs.points_blocks(depths, neighbours=not relu)
+        # with ReLU the local slope's neighbours run on POINT_SLOPE_DRAWS draws whatever the draws (a fixed part)
+        slope_part = (costs.points_seconds(spec, costs.neighbour_blocks(depths), POINT_SLOPE_DRAWS)
+                      - costs.POINTS_FIXED) if relu else 0.0
 
         def seconds_at(d):
-            return costs.points_seconds(spec, blocks, d, paddings=1 if relu else 2)
+            return costs.points_seconds(spec, blocks, d, paddings=1 if relu else 2) + slope_part
 
         draws = check_draws(draws)
         if draws is None:
             draws = costs.draws_within(seconds_at, full, budget_s, POINT_DRAWS_FLOOR, POINT_DRAWS_STEP) or full
-        how = (f"{draws} draws x {blocks} blocks (each depth read and its neighbours) x O(P^4) at P = B N^d = "
+        how = (f"{draws} draws x {blocks} blocks (each depth asked" + (", its neighbours on "
+               f"{POINT_SLOPE_DRAWS} draws" if relu else " and its neighbours") + f") x O(P^4) at P = B N^d = "
                f"{spec.batch * spec.positions}")
         if draws < full:
             how += f" (fewer than its {full}: what fits the budget)"

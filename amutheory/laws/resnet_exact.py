@@ -276,8 +276,9 @@ def _points_values(spec, depths, statistic, protocol, C, notes, name, how, progr
     relu = spec.activation == "relu"
     tick = None if progress is None else (lambda done, total: progress(
         f"[law over the points] input draw {done}/{total}" + ("" if relu else " (zero, then circular)")))
-    if relu:
-        law = resnet_operator.point_law(spec, need, draws or POINT_DRAWS, 0, protocol.input_var, progress=tick)
+    if relu:  # the depths asked on every draw, the local slope's neighbours on a few (_relu_point_laws)
+        need = sorted({int(k) for k in ks})
+        law, slope_law = _relu_point_laws(spec, need, draws or POINT_DRAWS, protocol.input_var, progress)
     else:
         law = resnet_operator.zero_padding_law(spec, need, draws or ZERO_PADDING_DRAWS, 0, protocol.input_var,
                                                progress=tick)
@@ -312,10 +313,62 @@ def _points_values(spec, depths, statistic, protocol, C, notes, name, how, progr
                      (" (given each input draw, the loss directions' part exact: the Mellin moments of its quadratic "
                       "form, symbolic.primitives.spread)" if relu else
                       " (the circular seed law's plus the paddings' difference)") + "; nothing fitted")
-    s_bar, _, slope = _block_law_values(at_depths(law["mean"]), [], depths, const, C, "mean")
+    if relu:  # the level from the depths asked; the slope from the neighbours' table, on its own few draws
+        slope_at = {k: j for j, k in enumerate(slope_law["depths"])}
+
+        def slope_table(values):
+            return lambda kk: np.reshape([values[slope_at[int(k)]] for k in np.ravel(kk)], np.shape(kk))
+
+        s_bar = np.array([law["mean"][at[int(k)]] for k in depths])
+        _, _, slope = _block_law_values(slope_table(slope_law["mean"]), [], depths, const, C, "mean")
+        const["local_slope_mc_se"] = slope_law["slope_se_constant"]
+    else:
+        s_bar, _, slope = _block_law_values(at_depths(law["mean"]), [], depths, const, C, "mean")
     out = {"s_bar": s_bar, "local_slope": slope, "constants": const, "label": name, "notes": notes}
     if stat == "typical":
-        _, _, typ_slope = _block_law_values(at_depths(law["mean"] * np.exp(law["gap"])), [], depths, const, C, "mean")
+        typical = (slope_table(slope_law["mean"] * np.exp(slope_law["gap"])) if relu else
+                   at_depths(law["mean"] * np.exp(law["gap"])))
+        _, _, typ_slope = _block_law_values(typical, [], depths, const, C, "mean")
         out["log_gap"] = np.array([law["gap"][at[int(k)]] for k in depths])
         out["log_gap_slope"] = typ_slope - slope
     return out
+
+
+#: input draws behind the local slope of the law over the points with ReLU: its neighbours ``K - 1, K + 1`` are
+#: read on the first this many of the law's draws (a ratio of two depths on the same draws, whose draw-to-draw
+#: spread is a small fraction of the level's; the law reports its Monte Carlo error as ``local_slope_mc_se``), so
+#: that two thirds of its blocks cost what two draws do (plan addendum 32 of validate/plans/FINITE_WIDTH.md)
+POINT_SLOPE_DRAWS = 2
+
+
+def _relu_point_laws(spec, held: list, draws: int, input_var: float, progress=None) -> tuple:
+    """``(law at the depths asked over draws, law at every depth the local slope reads over the first``
+    :data:`POINT_SLOPE_DRAWS` ``draws)``: the second with ``depths`` and ``slope_se_constant`` (the slope's Monte
+    Carlo error, delta method over its draws, as a :class:`Constant`).  ``progress(line)`` after each draw."""
+    from amutheory.laws.chain_finite import secant_slope_se
+    from amutheory.symbolic.resnet import operator as resnet_operator
+
+    few = min(draws, POINT_SLOPE_DRAWS)
+    others = sorted({n for k in held for n in (max(k - 1, 1), k + 1)} - set(held))
+
+    def tick(what):
+        return None if progress is None else (lambda done, total: progress(
+            f"[law over the points] {what}: input draw {done}/{total}"))
+
+    held_couplings = resnet_operator.coupling_draws(spec, held, draws, 0, input_var, tick("the depths asked"))
+    law = resnet_operator.point_law_of(spec, held_couplings)
+    couplings = {k: held_couplings[:few, j] for j, k in enumerate(held)}
+    if others:
+        extra = resnet_operator.coupling_draws(spec, others, few, 0, input_var, tick("the local slope's neighbours"))
+        couplings.update({k: extra[:, j] for j, k in enumerate(others)})
+    every = sorted(couplings)
+    slope_law = resnet_operator.point_law_of(spec, np.stack([couplings[k] for k in every], axis=1))
+    per_draw = {k: slope_law["per_draw"][:, j] for j, k in enumerate(every)}
+    lo, hi = [max(k - 1, 1) for k in held], [k + 1 for k in held]
+    slope_se = secant_slope_se(per_draw, lo, hi)
+    slope_law.update(depths=every, slope_se_constant=Constant(
+        "local_slope_mc_se", float(np.max(slope_se)), "monte-carlo",
+        note=f"worst Monte Carlo standard error of the local slope over the depths asked, its neighbours on the first "
+             f"{few} of the {draws} input draws (" + ", ".join(f"{v:.3f} at K = {k}" for k, v in zip(held, slope_se))
+             + "; delta method over the draws)"))
+    return law, slope_law

@@ -444,9 +444,14 @@ def point_law(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, input_var:
     the directions' part given the inputs, averaged, plus the inputs' spread of ``E[ln s_bar | x]``) with
     ``var_se``, and ``draws``.  For what has no exact control variate (ReLU ``conv-mlp``; a linear zero-padded
     net has :func:`zero_padding_law`)."""
+    return point_law_of(spec, coupling_draws(spec, depths, draws, seed, input_var, progress))
+
+
+def point_law_of(spec: ArchSpec, couplings: np.ndarray) -> dict:
+    """:func:`point_law` from :func:`coupling_draws`' ``couplings`` (``(draws, depths, B, B)``), with ``per_draw``
+    (``E[s_bar | x]``, ``(draws, depths)``) besides."""
     from amutheory.symbolic.primitives.spread import log_moments_of_spectrum
 
-    couplings = coupling_draws(spec, depths, draws, seed, input_var, progress)
     given_x = s_given(spec, couplings)
     lam = np.clip(np.linalg.eigvalsh(couplings), 0.0, None)  # (draws, depths, B)
     moments = np.array([[log_moments_of_spectrum(np.repeat(row, spec.outputs)) for row in per_draw]
@@ -457,4 +462,5 @@ def point_law(spec: ArchSpec, depths, draws: int = 32, seed: int = 0, input_var:
     spread = moments[..., 1] + (mean_log_x - mean_log_x.mean(axis=0)) ** 2 * d / (d - 1)
     return {"mean": mean, "mean_se": given_x.std(axis=0, ddof=1) / np.sqrt(d), "gap": gap,
             "gap_se": (mean_log_x - given_x / mean).std(axis=0, ddof=1) / np.sqrt(d),
-            "var": spread.mean(axis=0), "var_se": spread.std(axis=0, ddof=1) / np.sqrt(d), "draws": d}
+            "var": spread.mean(axis=0), "var_se": spread.std(axis=0, ddof=1) / np.sqrt(d), "draws": d,
+            "per_draw": given_x}
