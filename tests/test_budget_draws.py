@@ -199,8 +199,9 @@ def test_a_laws_own_floor_and_step(fixed, per_draw, budget, full, floor, step):
 
 def test_the_residual_law_over_the_points_takes_the_budgets_draws_and_is_skipped_where_its_floor_does_not_fit():
     """At 64 points (B = 8, N = 8) the ReLU conv-mlp net's law over the points is the default; under a budget its
-    full 32 draws do not fit it takes fewer (a multiple of 4, at least 8) and says so; at 128 points (N = 16) not
-    even 8 fit the default 60 s and the calibrated law is taken, the law over the points named as skipped for cost."""
+    full 32 draws do not fit it takes fewer (a multiple of 4, at least 8) and says so; where not even 8 fit the
+    calibrated law is taken, the law over the points named as skipped for cost; at 128 points (N = 16) the planned
+    check kept it off the default."""
     from amutheory.laws.resnet_exact import POINT_DRAWS, POINT_DRAWS_FLOOR, POINT_DRAWS_STEP
 
     spec = ArchSpec(family="resnet", branch="conv-mlp", activation="relu", spatial=8, batch=8, width=32, depth=16)
@@ -213,8 +214,11 @@ def test_the_residual_law_over_the_points_takes_the_budgets_draws_and_is_skipped
     assert POINT_DRAWS_FLOOR <= choice.draws < POINT_DRAWS and choice.draws % POINT_DRAWS_STEP == 0
     assert law.cost(spec, [8, 12, 16], draws=choice.draws).seconds <= budget
     assert f"at {choice.draws} draws" in choice.reason
-    wide = best_law(spec.with_(spatial=16), [8, 12, 16])
-    assert wide.law.name == "resnet-coherent" and "resnet-points" in [s["law"] for s in wide.skipped]
+    deep = best_law(spec, [128, 192, 256])  # deep enough that not even the floor's 8 draws fit 60 s
+    assert deep.law.name == "resnet-coherent" and "resnet-points" in [s["law"] for s in deep.skipped]
+    wide = best_law(spec.with_(spatial=16), [8, 12, 16])  # 128 points: kept off the default by run Y3
+    assert wide.law.name == "resnet-coherent"
+    assert [d["law"] for d in wide.not_default] == ["resnet-points"] and "Y3" in wide.not_default[0]["reason"]
     out = subprocess.run([sys.executable, "-m", "amutheory", "laws", "--family", "resnet", "--branch", "conv-mlp",
                           "--activation", "relu", "--spatial", "8", "--width", "32", "--depths", "8,12,16",
                           "--budget", f"{budget:.3f}"], capture_output=True, text=True, cwd=ROOT)

@@ -207,7 +207,7 @@ def test_predict_cli_says_which_law_and_why(capsys):
                  "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["law_registry"] == "chain-finite-width" and d["law_reason"].startswith("chain-finite-width")
-    assert main(["laws", "--family", "resnet", "--branch", "conv-mlp", "--spatial", "16", "--depths", "8,12,16",
+    assert main(["laws", "--family", "resnet", "--branch", "conv-mlp", "--spatial", "8", "--depths", "128,192,256",
                  "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["choice"]["law"] == "resnet-coherent"

@@ -637,3 +637,19 @@ def test_point_laws_log_moments_are_the_directions_exact_average():
     assert abs(per_draw.mean() - exact) < 4 * se + 1e-9
     spread = np.mean(logs.var(axis=1)) + per_draw.var(ddof=1)
     assert spread == pytest.approx(law["var"][0], rel=0.05)
+
+
+def test_the_relu_laws_slope_reads_its_neighbours_on_the_first_draws_and_its_level_on_all():
+    """``predict --law resnet-points`` with ReLU: ``s_bar`` at the depths asked is ``point_law`` over every draw, the
+    local slope the secant through ``K - 1, K + 1`` on the first ``POINT_SLOPE_DRAWS`` draws (the same inputs), with
+    its Monte Carlo error reported."""
+    from amutheory.laws.resnet_exact import POINT_SLOPE_DRAWS
+    from amutheory.stats import eta_slope_between
+
+    spec = linear("conv-mlp", "k-last", activation="relu", depth=4, batch=2, spatial=4)
+    pred = predict(spec, [3], law="resnet-points", draws=6)
+    level = ro.point_law(spec, [3], 6, 0)
+    np.testing.assert_allclose(pred.s_bar, level["mean"], rtol=1e-12)
+    few = ro.point_law(spec, [2, 4], POINT_SLOPE_DRAWS, 0)["mean"]
+    np.testing.assert_allclose(pred.local_slope, eta_slope_between(few[0], few[1], 2, 4), rtol=1e-10)
+    assert pred.constants["local_slope_mc_se"].value > 0

@@ -99,6 +99,12 @@ class ResnetModes(_ResnetExact):
         return layer_moments(spec, input_var)
 
 
+#: the most points (``batch x N^d``) at which the law over the points is the default for ReLU conv-mlp residual nets:
+#: runs Y and Y2 (64 points, widths 16-128) found it no worse than the calibrated law, run Y3 (128 points, widths 32
+#: and 64) did not (validate/plans/FINITE_WIDTH.md addenda 30-32; docs/findings/finite_width.md)
+RELU_DEFAULT_MAX_POINTS = 64
+
+
 class ResnetPoints(_ResnetExact):
     name, exactness, kind = "resnet-points", "monte-carlo", "points"
     summary = ("zero-padded linear or spatial ReLU conv-mlp residual net: the block recursion over its B N^d points, "
@@ -141,6 +147,15 @@ class ResnetPoints(_ResnetExact):
         from amutheory.laws.chain_finite import check_draws
 
         return self._exact(spec, depths, protocol, progress, statistic, C, check_draws(draws))
+
+    def not_default_for(self, spec):
+        points = spec.batch * spec.positions
+        if spec.activation == "relu" and points > RELU_DEFAULT_MAX_POINTS:
+            return (f"the default for ReLU conv-mlp residual nets up to {RELU_DEFAULT_MAX_POINTS} points (batch x "
+                    f"N^d), where its planned checks found it no worse than the calibrated law (runs Y and Y2 of "
+                    f"validate/plans/FINITE_WIDTH.md); at 128 points run Y3 did not (docs/findings/finite_width.md), got "
+                    f"{spec.batch} x {spec.positions}; ask for it with law='resnet-points'")
+        return None
 
     def standard_error(self, constants, s_bar):
         c = constants.get("s_bar_mean") or constants.get("boundary_ratio")
