@@ -392,6 +392,12 @@ print("excess against K at width 32 (k-last):",
 # what the residual campaigns measured (excess `c/n`, flat in `K`).  The one-step `s` at finite width
 # (the backward products, the sources, ReLU masks) is not derived; the residual laws stay infinite-width
 # laws (`amutheory derive --family resnet --activation linear --kernel 1 --spatial 1 --batch 1 --finite-width` prints the terms above).
+#
+# That is also why an infinite-width law can be a residual net's default with no probe where a chain's
+# cannot: a spatial ReLU `conv-mlp` net of up to 64 points takes the exact law over its points
+# (`resnet-points`, derivation 10), and runs Y and Y2 of the findings page found it no worse than the
+# calibrated law at held-out depths at widths 16-128 (`amutheory laws --family resnet --branch conv-mlp
+# --spatial 8 --depths 8,12,16` shows the choice).  At 128 points run Y3 did not, and the calibrated law stays.
 
 # %% [markdown]
 # ## 8. What this does not give
