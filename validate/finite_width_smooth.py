@@ -20,6 +20,7 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part Y [resnet-relu-circular,...]  # run Y (addendum 30): ReLU residual nets
     python validate/finite_width_smooth.py --part Y2   # run Y2 (addendum 31): the same at widths 16 and 128
     python validate/finite_width_smooth.py --part Y3   # run Y3 (addendum 32): the same at spatial 16 (128 points)
+    python validate/finite_width_smooth.py --part Y3b  # after Y3 (addendum 33): its law at full draws (a diagnostic)
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -547,6 +548,47 @@ def decide_y(nets: dict) -> dict:
     return {p: dec for p, dec in got.items() if dec is not None}
 
 
+#: Y3b (plan addendum 33, decides nothing): run Y3's law at its full draws against run Y3's recorded probe means
+Y3B_OUT = OUT.parent / "smooth_y3b.json"
+
+
+def measure_y3b() -> dict:
+    """Diagnostic Y3b: ``resnet-points`` at its full draws (:data:`~amutheory.laws.resnet_exact.POINT_DRAWS`) on each
+    net of run Y3, against Y3's recorded probe rows (no new probe), and the reading fixed before it ran."""
+    import torch
+
+    from amutheory.laws import REGISTRY, call_evaluate
+    from amutheory.laws.resnet_exact import POINT_DRAWS
+
+    torch.set_num_threads(1)
+    y3 = json.loads(Y3_OUT.read_text())["nets"]
+    out = json.loads(Y3B_OUT.read_text()) if Y3B_OUT.exists() else {
+        "plan": "validate/plans/FINITE_WIDTH.md diagnostic Y3b", "draws": POINT_DRAWS, "nets": {}}
+    for key, spec in y_nets(spatial=Y3_SPATIAL).items():
+        if key in out["nets"]:
+            continue
+        t = time.perf_counter()
+        got = call_evaluate(REGISTRY["resnet-points"], spec, list(HELD_OUT), draws=POINT_DRAWS)
+        rows = [{**{k: rec[k] for k in ("depth", "probe_mean", "probe_se")}, "run_y3": rec["resnet-points"],
+                 "resnet-points": law_cell(got.s_bar[i], rec["probe_mean"], rec["probe_se"], got.s_bar_se[i])}
+                for i, rec in enumerate(y3[key]["rows"])]
+        out["nets"][key] = {"padding": spec.padding, "width": spec.width, "seeds": y3[key]["seeds"], "rows": rows,
+                            "seconds": round(time.perf_counter() - t, 1)}
+        Y3B_OUT.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+        _print_net(f"Y3b {key}", rows, ["resnet-points"], t)
+    out["reading"] = {}
+    for key, net in out["nets"].items():
+        if net["width"] != 32:
+            continue
+        rows = {r["depth"]: r for r in net["rows"]}
+        rel = {k: r["probe_se"] / r["probe_mean"] for k, r in rows.items()}
+        err = {k: r["resnet-points"]["error"] for k, r in rows.items()}
+        apart = [abs(err[8] - err[k]) / math.hypot(rel[8], rel[k]) for k in (12, 16)]
+        out["reading"][key] = {"separations": apart, "reading": "draws" if max(apart) <= 2 else "excess"}
+    Y3B_OUT.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    return out
+
+
 def decide_y2(nets: dict) -> dict:
     """Run Y2's planned rule (run D's), per padding and width: ``resnet-points`` no worse than ``resnet-coherent`` in
     max held-out |error| and in max |z|."""
@@ -693,7 +735,9 @@ def measure_k2() -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:3] == ["--part", "Y3"]:
+    if sys.argv[1:] == ["--part", "Y3b"]:
+        print(json.dumps(measure_y3b()["reading"], indent=1))
+    elif sys.argv[1:3] == ["--part", "Y3"]:
         nets = measure_nets(y_nets(spatial=Y3_SPATIAL), Y3_OUT, Y3_SEEDS, "Y3",
                             sys.argv[3].split(",") if len(sys.argv) > 3 else None, laws=y_laws)
         print(json.dumps(_locked_update(Y3_OUT, None, None, top=("decision", decide_y(nets)))["decision"], indent=1))
