@@ -21,6 +21,7 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part Y2   # run Y2 (addendum 31): the same at widths 16 and 128
     python validate/finite_width_smooth.py --part Y3   # run Y3 (addendum 32): the same at spatial 16 (128 points)
     python validate/finite_width_smooth.py --part Y3b  # after Y3 (addendum 33): its law at full draws (a diagnostic)
+    python validate/finite_width_smooth.py --part Y4   # run Y4 (addendum 34): other shapes of 64 points, reports only
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -267,7 +268,7 @@ def _locked_update(path: Path, key: str, value, top: tuple | None = None) -> dic
     with open(str(path) + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         run = {"smooth_x.json": "X", "smooth_2d.json": "2D", "smooth_2e.json": "2E", "smooth_2h.json": "2H",
-               "smooth_y.json": "Y", "smooth_y2.json": "Y2", "smooth_y3.json": "Y3"}.get(
+               "smooth_y.json": "Y", "smooth_y2.json": "Y2", "smooth_y3.json": "Y3", "smooth_y4.json": "Y4"}.get(
             path.name, "U")
         d = json.loads(path.read_text()) if path.exists() else {"plan": f"validate/plans/FINITE_WIDTH.md run {run}",
                                                                  "nets": {}}
@@ -548,6 +549,22 @@ def decide_y(nets: dict) -> dict:
     return {p: dec for p, dec in got.items() if dec is not None}
 
 
+#: Y4 (plan addendum 34, reports only): other shapes of 64 points, fresh seeds
+Y4_SEEDS, Y4_OUT = range(380000, 380512), OUT.parent / "smooth_y4.json"
+
+
+def y4_nets() -> dict:
+    """Run Y4's nets by key: ReLU conv-mlp/k-last residual nets of 64 points, circular: 2-D on 4 x 4 at batch 4 and
+    1-D on 16 positions at batch 4, widths 32 and 64."""
+    from amutheory.spec import ArchSpec
+
+    shapes = {"2d-4x4-b4": dict(dim=2, spatial=4, batch=4), "1d-16-b4": dict(dim=1, spatial=16, batch=4)}
+    return {f"resnet-relu-{tag}-n{n}": ArchSpec(family="resnet", branch="conv-mlp", init="k-last", activation="relu",
+                                                kernel=3, input_channels=3, padding="circular", width=n,
+                                                depth=max(HELD_OUT), **shape)
+            for tag, shape in shapes.items() for n in DECIDING_WIDTHS}
+
+
 #: Y3b (plan addendum 33, decides nothing): run Y3's law at its full draws against run Y3's recorded probe means
 Y3B_OUT = OUT.parent / "smooth_y3b.json"
 
@@ -735,7 +752,13 @@ def measure_k2() -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--part", "Y3b"]:
+    if sys.argv[1:3] == ["--part", "Y4"]:
+        nets = measure_nets(y4_nets(), Y4_OUT, Y4_SEEDS, "Y4", sys.argv[3].split(",") if len(sys.argv) > 3 else None,
+                            laws=y_laws)
+        verdict = {tag: _no_worse_at_widths(nets, lambda n, tag=tag: f"resnet-relu-{tag}-n{n}", "resnet-points",
+                                            "resnet-coherent") for tag in ("2d-4x4-b4", "1d-16-b4")}
+        print(json.dumps(_locked_update(Y4_OUT, None, None, top=("reading", verdict))["reading"], indent=1))
+    elif sys.argv[1:] == ["--part", "Y3b"]:
         print(json.dumps(measure_y3b()["reading"], indent=1))
     elif sys.argv[1:3] == ["--part", "Y3"]:
         nets = measure_nets(y_nets(spatial=Y3_SPATIAL), Y3_OUT, Y3_SEEDS, "Y3",
