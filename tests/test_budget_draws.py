@@ -219,6 +219,8 @@ def test_the_residual_law_over_the_points_takes_the_budgets_draws_and_is_skipped
     wide = best_law(spec.with_(spatial=16), [8, 12, 16])  # 128 points: kept off the default by run Y3
     assert wide.law.name == "resnet-coherent"
     assert [d["law"] for d in wide.not_default] == ["resnet-points"] and "Y3" in wide.not_default[0]["reason"]
+    linear = best_law(spec.with_(activation="linear", padding="zero"), [8, 12, 16])  # kept off by run Y5
+    assert linear.law.name == "resnet-coherent" and "Y5" in linear.not_default[0]["reason"]
     out = subprocess.run([sys.executable, "-m", "amutheory", "laws", "--family", "resnet", "--branch", "conv-mlp",
                           "--activation", "relu", "--spatial", "8", "--width", "32", "--depths", "8,12,16",
                           "--budget", f"{budget:.3f}"], capture_output=True, text=True, cwd=ROOT)

@@ -22,6 +22,7 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part Y3   # run Y3 (addendum 32): the same at spatial 16 (128 points)
     python validate/finite_width_smooth.py --part Y3b  # after Y3 (addendum 33): its law at full draws (a diagnostic)
     python validate/finite_width_smooth.py --part Y4   # run Y4 (addendum 34): other shapes of 64 points, reports only
+    python validate/finite_width_smooth.py --part Y5   # run Y5 (addendum 35): linear zero-padded residual nets
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -268,7 +269,8 @@ def _locked_update(path: Path, key: str, value, top: tuple | None = None) -> dic
     with open(str(path) + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         run = {"smooth_x.json": "X", "smooth_2d.json": "2D", "smooth_2e.json": "2E", "smooth_2h.json": "2H",
-               "smooth_y.json": "Y", "smooth_y2.json": "Y2", "smooth_y3.json": "Y3", "smooth_y4.json": "Y4"}.get(
+               "smooth_y.json": "Y", "smooth_y2.json": "Y2", "smooth_y3.json": "Y3", "smooth_y4.json": "Y4",
+               "smooth_y5.json": "Y5"}.get(
             path.name, "U")
         d = json.loads(path.read_text()) if path.exists() else {"plan": f"validate/plans/FINITE_WIDTH.md run {run}",
                                                                  "nets": {}}
@@ -565,6 +567,16 @@ def y4_nets() -> dict:
             for tag, shape in shapes.items() for n in DECIDING_WIDTHS}
 
 
+#: Y5 (plan addendum 35): linear zero-padded residual nets of 64 points, fresh seeds
+Y5_SEEDS, Y5_OUT = range(390000, 390512), OUT.parent / "smooth_y5.json"
+
+
+def y5_nets() -> dict:
+    """Run Y5's nets by key: run Y's zero-padded nets with a linear activation, widths 32 and 64."""
+    return {key.replace("relu", "linear"): spec.with_(activation="linear")
+            for key, spec in y_nets().items() if spec.padding == "zero"}
+
+
 #: Y3b (plan addendum 33, decides nothing): run Y3's law at its full draws against run Y3's recorded probe means
 Y3B_OUT = OUT.parent / "smooth_y3b.json"
 
@@ -752,7 +764,12 @@ def measure_k2() -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:3] == ["--part", "Y4"]:
+    if sys.argv[1:] == ["--part", "Y5"]:
+        nets = measure_nets(y5_nets(), Y5_OUT, Y5_SEEDS, "Y5", None, laws=y_laws)
+        verdict = {"zero": _no_worse_at_widths(nets, lambda n: f"resnet-linear-zero-n{n}", "resnet-points",
+                                               "resnet-coherent")}
+        print(json.dumps(_locked_update(Y5_OUT, None, None, top=("decision", verdict))["decision"], indent=1))
+    elif sys.argv[1:3] == ["--part", "Y4"]:
         nets = measure_nets(y4_nets(), Y4_OUT, Y4_SEEDS, "Y4", sys.argv[3].split(",") if len(sys.argv) > 3 else None,
                             laws=y_laws)
         verdict = {tag: _no_worse_at_widths(nets, lambda n, tag=tag: f"resnet-relu-{tag}-n{n}", "resnet-points",

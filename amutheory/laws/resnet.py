@@ -150,6 +150,10 @@ class ResnetPoints(_ResnetExact):
 
     def not_default_for(self, spec):
         points = spec.batch * spec.positions
+        if spec.activation == "linear":
+            return ("its planned check on linear zero-padded residual nets (run Y5 of validate/plans/FINITE_WIDTH.md; "
+                    "docs/findings/finite_width.md) kept the calibrated law as their default; ask for it with "
+                    "law='resnet-points'")
         if spec.activation == "relu" and points > RELU_DEFAULT_MAX_POINTS:
             return (f"the default for ReLU conv-mlp residual nets up to {RELU_DEFAULT_MAX_POINTS} points (batch x "
                     f"N^d), where its planned checks found it no worse than the calibrated law (runs Y and Y2 of "
