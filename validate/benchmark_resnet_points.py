@@ -10,9 +10,11 @@ For a zero-padded residual net (default: linear conv-mlp/k-last, n = 128, k = 3,
             product a stack of matrix products (``method="stack"``, the naive evaluation; its mask
             loops contract as (a)'s), on the first seed only, scaled to all of them; it must give the
             same numbers (checked to 1e-10);
-(b2) einsum: with ReLU, (a) with every three-mask loop's middle as one plain ``einsum`` (the naive
-             contraction; (a) folds the single kernel into the 3-point function and multiplies
-             stacks of matrices), on the first seed only, scaled; the same numbers again;
+(b2) einsum: with ReLU, (a) with every three-mask loop's middle that is still contracted over a
+             stack as one plain ``einsum`` (the naive contraction; (a) folds the single kernel into the
+             3-point function and multiplies stacks of matrices), on the first seed only, scaled; the
+             same numbers again.  Since the loops around the point projectors are held as rows and
+             formed in ``P^3``, no such loop is left in these blocks, so (b2) times as (a);
 (c) probe:  the same seeds' ``s_bar`` measured on real nets (the one-step probe, ``vmap``-ed): what one
             would do without the law, with its ratio to (a) (the ``O(1/n)`` excess at this width).
 

@@ -117,9 +117,8 @@ class ResnetPoints(_ResnetExact):
         the draws that do, down to its floor (the ReLU law's mean averages the loss directions exactly, so its error
         is the inputs' alone: ``POINT_DRAWS_FLOOR``'s comment)."""
         from amutheory.laws.chain_finite import check_draws
-        from amutheory.laws.resnet_exact import POINT_DRAWS, POINT_DRAWS_FLOOR, POINT_DRAWS_STEP, ZERO_PADDING_DRAWS
-
-        from amutheory.laws.resnet_exact import POINT_SLOPE_DRAWS
+        from amutheory.laws.resnet_exact import (POINT_DRAWS, POINT_DRAWS_FLOOR, POINT_DRAWS_STEP, POINT_SLOPE_DRAWS,
+                                                 ZERO_PADDING_DRAWS)
 
         relu = spec.activation == "relu"
         full = POINT_DRAWS if relu else ZERO_PADDING_DRAWS

@@ -272,14 +272,14 @@ def _points_values(spec, depths, statistic, protocol, C, notes, name, how, progr
     likewise."""
     from amutheory.symbolic.resnet import operator as resnet_operator
     ks = np.asarray(depths, dtype=float)
-    need = sorted({int(k) for k in np.concatenate([ks, np.maximum(ks - 1, 1), ks + 1])})
     relu = spec.activation == "relu"
-    tick = None if progress is None else (lambda done, total: progress(
-        f"[law over the points] input draw {done}/{total}" + ("" if relu else " (zero, then circular)")))
     if relu:  # the depths asked on every draw, the local slope's neighbours on a few (_relu_point_laws)
         need = sorted({int(k) for k in ks})
         law, slope_law = _relu_point_laws(spec, need, draws or POINT_DRAWS, protocol.input_var, progress)
-    else:
+    else:  # the depths asked and their neighbours, on every draw
+        need = sorted({int(k) for k in np.concatenate([ks, np.maximum(ks - 1, 1), ks + 1])})
+        tick = None if progress is None else (lambda done, total: progress(
+            f"[law over the points] input draw {done}/{total} (zero, then circular)"))
         law = resnet_operator.zero_padding_law(spec, need, draws or ZERO_PADDING_DRAWS, 0, protocol.input_var,
                                                progress=tick)
     at = {k: j for j, k in enumerate(need)}

@@ -199,13 +199,10 @@ def evaluate(expr, k: Kernels, cache: dict | None = None):
         out = _mask_loop(expr[1], k, cache)
         cache[expr] = out
         return out
-    if tag == "prod" and k.probe is not None and ("atom", k.probe) in expr[1]:
-        j = expr[1].index(("atom", k.probe))
-        left = evaluate(("prod", expr[1][:j]), k, cache)
-        right = evaluate(("prod", expr[1][j + 1:]), k, cache)
-        if left.ndim == 2 and right.ndim == 2:
-            cache[expr] = out = np.einsum("ic,cj->cij", left, right)
-            return out
+    split = _probe_split(expr, k, cache)
+    if split is not None:  # A E_c B: the outer products A[:, c] B[c, :]
+        cache[expr] = out = np.einsum("ic,cj->cij", *split)
+        return out
     if tag == "atom" and expr[1] == k.probe:
         out = np.eye(k.size)[:, None, :] * np.eye(k.size)[:, :, None]
     elif tag == "prod":
@@ -332,11 +329,15 @@ def _mask_loop(factors: tuple, k: Kernels, cache: dict):
             j += 1
     two, three = k.masks[names[0]]
     r = len(values) - 1
-    if r == 1:
-        middle = values[1]
+    if r == 1:  # one point: D S with E[D] = diag(two), rows scaled
         scale = np.diagonal(two)[:, None]
-        middle = (np.diag(np.diagonal(two)) if middle is None else _Rows(scale * middle.rows)
-                  if isinstance(middle, _Rows) else scale * middle)
+        middle = values[1]
+        if middle is None:
+            middle = np.diag(np.diagonal(two))
+        elif isinstance(middle, _Rows):
+            middle = _Rows(scale * middle.rows)
+        else:
+            middle = scale * middle
         return _dense(_times(values[0], middle), k.size)
     if r == 2:
         middle = two if values[1] is None else _dense(values[1], k.size) * two
@@ -373,7 +374,8 @@ def three_point_einsum(a: np.ndarray, b: np.ndarray, three: np.ndarray) -> np.nd
 
 def _probe_split(expr, k: Kernels, cache: dict):
     """``(A, B)`` where ``expr`` is a product ``A E_c B`` around the probe with ``A`` and ``B`` single kernels (no mask
-    at its top level), else ``None``: :func:`compile_expectation` sums such terms in one contraction."""
+    at its top level), else ``None``: :func:`evaluate` forms such a term as outer products, and
+    :func:`compile_expectation` sums all of an expectation's in one contraction."""
     if k.probe is None or expr[0] != "prod" or ("atom", k.probe) not in expr[1] \
             or any(f[0] == "mask" for f in expr[1]):
         return None
@@ -416,7 +418,7 @@ def compile_expectation(op: dict, symbols: tuple):
         if outer:  # sum_t c_t A_t[:, c] B_t[c, :], one batched product over the terms
             left = np.stack([coef * a for coef, a, _ in outer])
             right = np.stack([b for _, _, b in outer])
-            # out[c] = left[:, :, c]^T-major product: (c, i, t) @ (c, t, j), a batched BLAS product over c
+            # out[c, i, j] = sum_t left[t, i, c] right[t, c, j]: (c, i, t) @ (c, t, j), a batched BLAS product over c
             total = _accumulate(total, np.matmul(left.transpose(2, 1, 0), right.transpose(1, 0, 2)))
         return 0.0 if total is None else total
 
