@@ -42,15 +42,15 @@ def test_no_budget_keeps_the_full_draws():
 
 
 def test_a_gelu_chain_at_width_128_takes_the_drawn_law_at_the_budgets_draws_not_the_calibrated_fallback():
-    spec = ArchSpec(width=128, activation="gelu", depth=16)
+    spec = ArchSpec(width=128, activation="gelu", spatial=32, depth=16)   # 32 positions: the full draws are over
     choice = best_law(spec, [8, 12, 16])
     assert choice.law.name == "chain-kernel-finite"
     assert costs.DRAWS_FLOOR <= choice.draws < DRAWS
     assert REGISTRY["chain-kernel-finite"].cost(spec, [8, 12, 16], draws=choice.draws).seconds <= 60.0
     assert f"at {choice.draws} draws" in choice.reason and choice.to_dict()["draws"] == choice.draws
-    # at width 32 the full draws fit; with a budget the floor does not fit, the calibrated law is taken and the
+    # at width 32 on 16 positions the full draws fit; with a budget the floor does not fit, the calibrated law is taken and the
     # drawn law is named as skipped for cost
-    assert best_law(spec.with_(width=32), [8, 12, 16]).draws == DRAWS
+    assert best_law(spec.with_(width=32, spatial=16), [8, 12, 16]).draws == DRAWS
     tight = best_law(spec, [8, 12, 16], budget_s=10.0)
     assert tight.law.name == "chain-coherent"
     assert "chain-kernel-finite" in [s["law"] for s in tight.skipped]
@@ -75,7 +75,8 @@ def test_the_command_line_refuses_bad_draws_in_one_line_and_shows_the_budgets_dr
                           "--depths", "4,8", "--draws", "1"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "--draws" in bad.stderr
     got = subprocess.run([sys.executable, "-m", "amutheory", "laws", "--family", "conv", "--activation", "tanh",
-                          "--width", "128", "--depths", "8,12,16", "--json"], capture_output=True, text=True,
+                          "--width", "128", "--spatial", "32", "--depths", "8,12,16", "--json"],
+                         capture_output=True, text=True,
                          timeout=120)
     assert got.returncode == 0, got.stderr[-2000:]
     d = json.loads(got.stdout)

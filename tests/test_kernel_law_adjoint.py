@@ -167,3 +167,56 @@ def test_2d_smooth_chains_take_the_drawn_law_by_default_only_where_run_2h_decide
             assert best_law(big, [8, 12, 16], budget_s=3600).law.name != "chain-kernel-finite"
         small = ArchSpec(dim=1, width=32, spatial=16, batch=8, activation=activation, depth=16)
         assert law.not_default_for(small) is None
+
+
+class _CutsFrom:
+    """Cuts formed in single precision from ``bound`` entries (``kernel_law.CUT_SINGLE_FROM``) within the block."""
+
+    def __init__(self, bound):
+        self.bound = bound
+
+    def __enter__(self):
+        self.kept, K.CUT_SINGLE_FROM = K.CUT_SINGLE_FROM, self.bound
+
+    def __exit__(self, *exc):
+        K.CUT_SINGLE_FROM = self.kept
+
+
+@settings(max_examples=25, deadline=None)
+@given(geometry=_GEOMETRY, padding=st.sampled_from(["circular", "zero"]),
+       activation=st.sampled_from(["relu", "linear", "gelu", "tanh"]), batch=st.integers(1, 3),
+       depths=st.lists(st.integers(1, 6), min_size=1, max_size=3), drawn=st.booleans())
+def test_single_precision_cuts_move_the_sums_by_roundings_only(geometry, padding, activation, batch, depths, drawn):
+    """Every cut in single precision against every cut in double, on the same inputs and width-16 draws: within
+    ``1e-5`` of the largest ``s_l`` -- a cut's entries are sums of at most ``B`` products and its contractions (at
+    most ``B P^2 < 2^11`` terms here) accumulate in single precision, ``2^-24`` each, before the sums over the layers
+    in double; an error in the single-precision path (a dropped term, a wrong cast) moves them by far more."""
+    if activation in ("gelu", "tanh") and not drawn:
+        geometry = (1, 1, 1)                             # the smooth loops by quadrature: one position
+    with _CutsFrom(1):
+        single, _ = _both_orders(geometry, padding, activation, batch, depths, drawn, draws=2)
+    with _CutsFrom(2**62):
+        double, reference = _both_orders(geometry, padding, activation, batch, depths, drawn, draws=2)
+    for L in double:
+        assert single[L].dtype == np.float64
+        np.testing.assert_allclose(double[L], reference[L], rtol=0, atol=1e-10 * np.abs(reference[L]).max())
+        np.testing.assert_allclose(single[L], double[L], rtol=0, atol=1e-5 * np.abs(double[L]).max())
+
+
+def test_large_cuts_are_single_and_small_ones_double():
+    """``cut_dtype``: single precision from ``CUT_SINGLE_FROM`` entries ``B P^3`` (a 2-D chain on 8 x 8 at batch 8),
+    double below (every 1-D chain of the recorded runs, spatial 16 at batch 8)."""
+    assert K.CUT_SINGLE_FROM == 2**18
+    assert K.cut_dtype(8, 64) is np.float32 and K.cut_dtype(8, 32) is np.float32
+    assert K.cut_dtype(8, 16) is np.float64 and K.cut_dtype(4, 32) is np.float64 and K.cut_dtype(1, 1) is np.float64
+
+
+@settings(max_examples=20, deadline=None)
+@given(draws=st.integers(1, 3), rows=st.integers(1, 300), points=st.integers(1, 40), on=st.floats(0.0, 1.0))
+def test_the_mask_gram_counts_exactly(draws, rows, points, on):
+    """ReLU's mask Gram counted in single precision equals the double-precision Gram to the last bit (its entries are
+    counts below ``2^24`` before the division by the rows)."""
+    masks = (np.random.default_rng(rows * 41 + points).random((draws, rows, points)) < on).astype(float)
+    got = KF._mask_gram(masks, rows)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, KF._gram(masks, rows))

@@ -10,6 +10,8 @@ case whose estimate is over ``--limit`` seconds is reported without being run.
     python validate/benchmark_law_costs.py --fit-loops  # only the drawn loops' units (GELU chains)
     python validate/benchmark_law_costs.py --samplers # the drawn law with either sampler, timed in one run
     python validate/benchmark_law_costs.py --adjoint  # the drawn law's recursion against the naive sums, one run
+    python validate/benchmark_law_costs.py --precision  # its single-precision cuts against double throughout, one run
+    python validate/benchmark_law_costs.py --choices  # predict's budget-scaled defaults near the edge: estimate, time
     python validate/benchmark_law_costs.py --fit-points  # the residual law over the points: seconds per block, and
                                                          # what averaging the loss directions exactly saves
 """
@@ -76,7 +78,7 @@ def fit_kernel_finite() -> None:
         bp, layers = B * P, max(depths) + 1
         eigh = 0 if weights_cheaper(spec, n) else bp**3
         terms = np.array([layers * n * bp**2, layers * eigh, layers * B * B * P**3, sum(depths) * B * P**3,
-                          layers]) * FIT_DRAWS
+                          layers, layers * bp**2, sum(depths)]) * FIT_DRAWS
         rows.append(terms / took)
         shapes.append((f"n={n} {'x'.join([str(N)] * d)} B={B} k={k} depths to {max(depths)}", took))
         print(f"{shapes[-1][0]:44} measured {took:6.2f} s", flush=True)
@@ -84,7 +86,7 @@ def fit_kernel_finite() -> None:
     for (shape, took), fit in zip(shapes, np.array(rows) @ units):
         print(f"{shape:44} measured {took:6.2f} s  fit / measured {fit:5.2f}")
     names = ("KERNEL_FINITE_UNIT_N", "KERNEL_FINITE_UNIT_EIGH", "KERNEL_FINITE_UNIT_CUT", "KERNEL_FINITE_UNIT_PAIR",
-             "KERNEL_FINITE_LAYER")
+             "KERNEL_FINITE_LAYER", "KERNEL_FINITE_UNIT_KERNEL", "KERNEL_FINITE_PAIR")
     for name, unit in zip(names, units):
         print(f"{name:24} fitted {unit:.3g}   in use {getattr(costs, name):.3g}")
 
@@ -127,6 +129,69 @@ def compare_adjoint(draws: int = 64) -> None:
         diff = float(np.max(np.abs(got - naive_rows) / np.abs(naive_rows)))
         name = f"{activation} {'x'.join([str(N)] * d)} n={n} B={B} {padding}"
         print(f"{name:34} {draws:5d} {naive:8.1f} {toolkit:9.1f} {naive / toolkit:15.2f} {diff:12.1e}", flush=True)
+
+
+#: ``--precision``: (dim, width, spatial, batch, padding, activation, draws) of chains whose cuts are formed in single
+#: precision (``kernel_law.cut_dtype``), depths 8, 12, 16 and their neighbours (ReLU) or 8, 12, 16 (GELU, tanh)
+PRECISION_CASES = [(2, 32, 8, 8, "circular", "relu", 32), (2, 64, 8, 8, "circular", "relu", 32),
+                   (2, 64, 8, 8, "zero", "relu", 32), (1, 64, 32, 8, "circular", "relu", 32),
+                   (2, 32, 8, 8, "circular", "gelu", 4), (2, 32, 8, 8, "circular", "tanh", 4)]
+
+
+def compare_precision() -> None:
+    """The finite-width kernel law as the toolkit runs it (each cut's forward weights and four-point loops formed and
+    contracted in single precision where they hold ``kernel_law.CUT_SINGLE_FROM`` entries or more) against the same
+    law in double precision throughout, on the same draws in one run: seconds, their ratio, and the largest relative
+    difference of the per-draw ``s_bar``."""
+    import numpy as np
+
+    from amutheory.laws.chain_finite import slope_depths
+    from amutheory.symbolic.chain import kernel_law as K
+    from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
+
+    single_from = K.CUT_SINGLE_FROM
+    print(f"{'net':34} {'draws':>5} {'double s':>8} {'toolkit s':>9} {'double / toolkit':>16} {'max rel diff':>12}")
+    for d, n, N, B, padding, activation, draws in PRECISION_CASES:
+        spec = ArchSpec(dim=d, width=n, spatial=N, batch=B, padding=padding, activation=activation)
+        depths = slope_depths([8, 12, 16]) if activation == "relu" else [8, 12, 16]
+        took, rows = {}, {}
+        for name, bound in (("toolkit", single_from), ("double", float("inf"))):
+            K.CUT_SINGLE_FROM = bound
+            try:
+                start = time.perf_counter()
+                rows[name] = finite_width_kernel_s_bar(spec, depths, draws=draws)["per_draw"]
+                took[name] = time.perf_counter() - start
+            finally:
+                K.CUT_SINGLE_FROM = single_from
+        diff = float(np.max(np.abs(rows["toolkit"] - rows["double"]) / np.abs(rows["double"])))
+        name = f"{activation} {'x'.join([str(N)] * d)} n={n} B={B} {padding}"
+        print(f"{name:34} {draws:5d} {took['double']:8.1f} {took['toolkit']:9.1f} "
+              f"{took['double'] / took['toolkit']:16.2f} {diff:12.1e}", flush=True)
+
+
+#: ``--choices``: (dim, spatial, activation, padding, width, batch, depths) of conv chains whose default within the 60 s
+#: budget is a Monte Carlo law at budget-scaled draws, near the budget's edge
+CHOICE_CASES = [(2, 8, "relu", "circular", 48, 8, (8, 12, 16)), (2, 8, "relu", "zero", 32, 8, (8, 12, 16)),
+                (2, 6, "gelu", "circular", 64, 8, (8, 12, 16)), (2, 8, "gelu", "circular", 128, 4, (8, 12, 16)),
+                (1, 32, "tanh", "zero", 128, 8, (8, 12, 16)), (1, 32, "gelu", "circular", 64, 8, (16, 24, 32))]
+
+
+def time_choices() -> None:
+    """``predict``'s default within its budget (:data:`amutheory.laws.DEFAULT_BUDGET_S`) on :data:`CHOICE_CASES`: the
+    law and draws chosen, the estimate the choice compared with the budget, and the time the law then takes."""
+    from amutheory.laws import DEFAULT_BUDGET_S, best_law
+    from amutheory.laws.registry import law_cost
+
+    print(f"{'net':44} {'law':30} {'draws':>5} {'estimate':>9} {'measured':>9}")
+    for d, N, activation, padding, n, B, depths in CHOICE_CASES:
+        spec = ArchSpec(dim=d, spatial=N, activation=activation, padding=padding, width=n, batch=B, depth=max(depths))
+        choice = best_law(spec, list(depths))
+        estimate = law_cost(choice.law, spec, list(depths), DEFAULT_BUDGET_S).seconds
+        start = time.perf_counter()
+        choice.law.evaluate(spec, list(depths), draws=choice.draws)
+        took = time.perf_counter() - start
+        name = f"{activation} {'x'.join([str(N)] * d)} n={n} B={B} {padding} L={','.join(map(str, depths))}"
+        print(f"{name:44} {choice.law.name:30} {choice.draws or '-':>5} {estimate:9.1f} {took:9.1f}", flush=True)
 
 
 #: ``--samplers``: (width, spatial, batch) of ReLU 1-D circular chains, depths 4, 8, 16 and their neighbours
@@ -235,6 +300,10 @@ def main(argv=None) -> int:
     ap.add_argument("--fit", action="store_true", help="refit the finite-width kernel law's cost units instead")
     ap.add_argument("--samplers", action="store_true", help="time the drawn law with either sampler instead")
     ap.add_argument("--adjoint", action="store_true", help="time the drawn law's recursion against the naive sums")
+    ap.add_argument("--choices", action="store_true",
+                    help="time predict's budget-scaled Monte Carlo defaults near the budget's edge against their estimates")
+    ap.add_argument("--precision", action="store_true",
+                    help="time the drawn law with its single-precision cuts against double precision throughout")
     ap.add_argument("--fit-loops", action="store_true", help="refit only the drawn law's loop units (GELU chains)")
     ap.add_argument("--fit-points", action="store_true", help="time the residual law over the points per block instead")
     args = ap.parse_args(argv)
@@ -252,6 +321,12 @@ def main(argv=None) -> int:
         return 0
     if args.adjoint:
         compare_adjoint()
+        return 0
+    if args.precision:
+        compare_precision()
+        return 0
+    if args.choices:
+        time_choices()
         return 0
     print(f"{'law':16} {'spec':42} {'depths':14} {'estimate':>9} {'measured':>9} {'ratio':>6}")
     for name, spec, depths in CASES:

@@ -1361,8 +1361,10 @@ def _two_d_bullet() -> list:
             f"draws' floor (no probe) against the calibrated default's was {cells}.  Run 2D decided nothing; the kernel "
             "law's recursion then took its adjoint form (the same sums, about 3 times faster on these grids), the law "
             "fit the budget at width 32, and run 2E (above, fresh seeds, planned) made it the 2-D default for both "
-            "paddings where its cost fits (width 64 is still over the 60 s budget at its floor of 128 draws: "
-            "`--budget 90` takes it).  Both laws still read low on 2-D ReLU chains, zero-padded ones beyond 3 z.")
+            "paddings where its cost fits (its cuts on these grids since formed in single precision, 1.3-1.6 times "
+            "faster again: up to width 48 at the 60 s budget; width 64 is still over it at its floor of 128 draws, "
+            "an estimate of 62 s for about 35 s measured: `--budget 65` takes it).  Both laws still read low on 2-D "
+            "ReLU chains, zero-padded ones beyond 3 z.")
     h = _nets_of("smooth_2h.json")
     if h:
         text += ("  GELU and tanh 2-D chains: the drawn law covers them since its loops are formed at their cut, and "
@@ -1370,7 +1372,8 @@ def _two_d_bullet() -> list:
                  "largest held-out error " + "; ".join(
                      f"{v['activation']} width {v['width']}: {worst(v, 'chain-kernel-finite'):.0%} against "
                      f"{worst(v, 'chain-coherent'):.0%}" for v in h.values())
-                 + " -- so it is their default where a `--budget` fits it (minutes at 128 draws); at the 60 s "
+                 + " -- so it is their default where a `--budget` fits it (about 2 minutes at 128 draws on 8 x 8 at "
+                 "batch 8; smaller 2-D grids, 6 x 6 or batch 4, fit the 60 s budget); on 8 x 8 at batch 8 and the 60 s "
                  "budget they keep the calibrated law by cost.  tanh's is within the probe's noise; GELU's reads low, "
                  "as on 1-D chains.")
     return [text, ""]

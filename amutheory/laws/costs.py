@@ -33,9 +33,17 @@ KERNEL_UNIT, KERNEL_FIXED = 1.5e-7, 2.0
 #: adjoint form: least-squares fits to timings of ReLU chains at B P = 16..512 (1-D and 2-D), widths 32-128, depths to
 #: 17, and ReLU MLPs, 128 draws (``python validate/benchmark_law_costs.py --fit`` reruns it), each unit the fit
 #: rounded up by half (the fit is within a factor 0.56-1.32 of every timing), except the square root's, whose code
-#: did not change and which this grid times at only a few sizes: it keeps the 2026-11-28 fit over both samplers
-KERNEL_FINITE_UNIT_N, KERNEL_FINITE_UNIT_EIGH, KERNEL_FINITE_UNIT_CUT = 1.1e-9, 1.3e-9, 7.2e-11
-KERNEL_FINITE_UNIT_PAIR, KERNEL_FINITE_LAYER, KERNEL_FINITE_FIXED = 1.2e-9, 1.7e-5, 1.0
+#: did not change and which this grid times at only a few sizes: it keeps the 2026-11-28 fit over both samplers.
+#: Refitted the same day once the cuts of grids from ``kernel_law.CUT_SINGLE_FROM`` entries (the 2-D chains here) were
+#: formed in single precision, with two more terms: ``KERNEL_FINITE_UNIT_KERNEL`` per unit of ``(B P)^2`` and layer
+#: (the kernels' maps that do not depend on the width: ``T``, the correlations' arcsines, the masks' products) and
+#: ``KERNEL_FINITE_PAIR`` per layer below each depth (that contraction's fixed part).  Without them the fit put the
+#: 2-D chains' width-independent time on the width's term and was 0.7-1.6 times their timings; with them it is
+#: 0.94-1.20 times the 2-D ones and 0.59-1.38 times every timing (the cut's own unit fitted to 0: its single-precision
+#: products went to the kernels' term)
+KERNEL_FINITE_UNIT_N, KERNEL_FINITE_UNIT_EIGH, KERNEL_FINITE_UNIT_CUT = 4.6e-10, 1.3e-9, 0.0
+KERNEL_FINITE_UNIT_PAIR, KERNEL_FINITE_LAYER, KERNEL_FINITE_FIXED = 5.0e-10, 1.44e-5, 1.0
+KERNEL_FINITE_UNIT_KERNEL, KERNEL_FINITE_PAIR = 4.7e-8, 1.06e-6
 #: seconds of the probe per ``width^2 x N^d x B`` and measured layer of one seed (calibrated: conv chains
 #: at width 256, N = 16, and residual nets at width 64, N = 8, batch 8, in float64), plus a fixed start-up
 PROBE_UNIT, PROBE_FIXED = 6e-9, 2.0
@@ -55,8 +63,8 @@ def kernel_finite_seconds(spec: ArchSpec, depths, draws: int) -> float:
     per_layer = KERNEL_FINITE_UNIT_N * spec.width * bp**2 + KERNEL_FINITE_LAYER
     if not weights_cheaper(spec, spec.width):
         per_layer += KERNEL_FINITE_UNIT_EIGH * bp**3
-    per_layer += KERNEL_FINITE_UNIT_CUT * spec.batch**2 * spec.positions**3
-    pairs = KERNEL_FINITE_UNIT_PAIR * spec.batch * spec.positions**3 * sum(depths)
+    per_layer += KERNEL_FINITE_UNIT_CUT * spec.batch**2 * spec.positions**3 + KERNEL_FINITE_UNIT_KERNEL * bp**2
+    pairs = (KERNEL_FINITE_UNIT_PAIR * spec.batch * spec.positions**3 + KERNEL_FINITE_PAIR) * sum(depths)
     return float(KERNEL_FINITE_FIXED + draws * ((depths[-1] + 1) * per_layer + pairs))
 
 
@@ -105,8 +113,11 @@ def pair_kernel_seconds(spec: ArchSpec, deepest: int) -> float:
 #: cases weigh most: the small ones' loops are within the forward chain's estimate) to GELU 1-D circular chains at
 #: B P = 64 and 128, widths 32-128, and a 2-D chain (8 x 8, B = 8) at widths 32 and 64 (``python
 #: validate/benchmark_law_costs.py --fit-loops``; within 4% of the 2-D timings, up to 2.3 times over the 1-D ones
-#: at B P = 128 and more over the smaller), each unit the fit rounded up by half
-DRAWN_LOOP_UNIT, DRAWN_PAIR_UNIT = 1.7e-11, 3.1e-9
+#: at B P = 128 and more over the smaller), each unit the fit rounded up by half.  Refitted the same way once the
+#: loops of grids from ``kernel_law.CUT_SINGLE_FROM`` entries were formed and contracted in single precision and the
+#: forward chain's units below were refitted (fit 3.1e-12 and 1.02e-9: within 4% of the 2-D timings, 0.5-3.5 times
+#: the 1-D ones, whose loops take a second or less)
+DRAWN_LOOP_UNIT, DRAWN_PAIR_UNIT = 4.6e-12, 1.6e-9
 
 
 def drawn_loop_seconds(spec: ArchSpec, depths, draws: int) -> float:

@@ -236,12 +236,10 @@ class ShiftMap:
         Fr = F.reshape(lead + (N,) * d)
         nl = len(lead)
         out = np.zeros((self.taps,) + Fr.shape, dtype=Fr.dtype)
-        for i, t in enumerate(self.offsets):
-            if self.padding == "circular":
-                out[i] = np.roll(Fr, shift=[-x for x in t], axis=list(range(nl, nl + d)))
-                continue
-            dst, src = zip(*(self._shift(x) for x in t))
-            out[(i, Ellipsis) + dst] = Fr[(Ellipsis,) + src]
+        for i, t in enumerate(self.offsets):       # by slices: inside the grid, and the parts that wrap (circular)
+            for parts in itertools.product(*(self._blocks(x) for x in t)):
+                dst, src = zip(*parts)
+                out[(i, Ellipsis) + dst] = Fr[(Ellipsis,) + src]
         return out.reshape((self.taps,) + F.shape)
 
 
@@ -460,7 +458,10 @@ def _backward_descent(spec: ArchSpec, masks: list, T: "ShiftMap", depths: list[i
     G = {}                                                # L -> G^(L)_(u+1), then G^(L)_u: [draw, b, p, p']
     for u in range(depths[-1], 0, -1):
         above = [L for L in depths if L > u]
-        gcut = c * T(np.stack([G[L] for L in above])) if above else None
+        gcut = None
+        if above:
+            gcut = T(np.stack([G[L] for L in above]))
+            gcut *= c
         for i, L in enumerate(above):
             G[L] = masks[u - 1][:, diag, diag] * gcut[i]
         if u in depths:
@@ -489,32 +490,49 @@ def _cut_terms(Xu: np.ndarray, asin: np.ndarray | None, G: np.ndarray, gcut: np.
     linear in the arcsines of ``asin``, ``None`` for linear: ``Q3 = 1``).  ``Xu``: ``X_u`` ``[draw, b, b', a,
     beta]``; ``G``, ``gcut``: ``[depth, draw, b, a, d]`` (``gcut`` ``None``: no depth above the cut).  The
     forward weights ``V, W`` are formed once per draw (``O(B^2 P^3)``, held one draw at a time: ``B P^3``
-    entries, or a few draws' where they are small) and contracted with every depth's kernel."""
+    entries, or a few draws' where they are small) and contracted with every depth's kernel, in
+    :func:`cut_dtype`'s precision (single on large grids; the sums over the contraction in double)."""
     D, B, P = Xu.shape[0], Xu.shape[1], Xu.shape[-1]
     top = np.empty((len(G), D))
     per_beta = None if gcut is None else np.empty((len(gcut), D, P))
     if asin is not None:
         const, coef = (float(v) for v in orthant3_in_arcsines())
         within = np.arange(B)
+    dtype = cut_dtype(B, P)
     step = max(1, int(CUT_HELD_ENTRIES // (B * P**3)))
     for z in (slice(i, i + step) for i in range(0, D, step)):
-        Xt = np.ascontiguousarray(Xu[z].transpose(0, 1, 4, 3, 2))           # [draw, b, beta, a, b']
+        Xt = np.ascontiguousarray(Xu[z].transpose(0, 1, 4, 3, 2), dtype=dtype)  # [draw, b, beta, a, b']
         W = Xt @ np.swapaxes(Xt, -1, -2)                                    # [draw, b, beta, a, d]
         m = len(Xt)
-        top[:, z] = np.einsum("izx,zx->iz", G[:, z].reshape(len(G), m, -1), W.sum(axis=2).reshape(m, -1))
+        top[:, z] = np.einsum("izx,zx->iz", G[:, z].reshape(len(G), m, -1),
+                              W.sum(axis=2).astype(np.float64, copy=False).reshape(m, -1))
         if gcut is None:
             continue
         if asin is not None:                   # Q3 = const + coef (asin r(a,beta) + asin r(d,beta) + asin r(a,d))
-            At = asin[z].transpose(0, 1, 4, 3, 2)
-            W *= (const + coef * asin[z][:, within, within])[:, :, None]
-            W += 2.0 * coef * (Xt @ np.swapaxes(Xt * At, -1, -2))            # G symmetric: a <-> d
+            At = asin[z].transpose(0, 1, 4, 3, 2).astype(dtype)
+            W *= (const + coef * asin[z][:, within, within]).astype(dtype)[:, :, None]
+            W += dtype(2.0 * coef) * (Xt @ np.swapaxes(Xt * At, -1, -2))     # G symmetric: a <-> d
         per_beta[:, z] = np.moveaxis((W.reshape(m, B, P, P * P) @ np.moveaxis(
-            gcut[:, z].reshape(len(gcut), m, B, P * P), 0, -1)).sum(axis=1), -1, 0)
+            gcut[:, z].reshape(len(gcut), m, B, P * P), 0, -1).astype(dtype)).sum(axis=1, dtype=np.float64), -1, 0)
     return top, per_beta
 
 
 #: entries of the cut's forward weights (``B P^3`` per draw) :func:`_cut_terms` holds at once
 CUT_HELD_ENTRIES = 2**20
+#: from this many entries of a cut's forward weights (``B P^3`` per draw) they are formed and contracted in single
+#: precision (:func:`cut_dtype`): there the cut's products take most of the drawn law's time (a 2-D chain on 8 x 8 at
+#: batch 8 holds ``2^21``), and single precision halves to quarters them
+#: (``python validate/benchmark_law_costs.py --precision`` times both in one run and prints how far the values move);
+#: below it the saving is small and double precision keeps every recorded draw's value to its last bits
+CUT_SINGLE_FROM = 2**18
+
+
+def cut_dtype(batch: int, positions: int) -> type:
+    """The precision a cut's forward weights are formed and contracted in: ``numpy.float32`` from
+    :data:`CUT_SINGLE_FROM` entries (``B P^3``), else ``numpy.float64``.  Every product in a cut has at most ``B`` (or
+    ``P^2``, contracted into a double sum) terms, so single precision moves a draw's ``s_l`` by a few of its
+    ``2^-24`` roundings relative (tests hold it to ``1e-5`` of the double-precision sums)."""
+    return np.float32 if batch * positions**3 >= CUT_SINGLE_FROM else np.float64
 
 
 def layer_moments_by_depth(spec: ArchSpec, x: np.ndarray, depths, forward=None) -> dict[int, np.ndarray]:
@@ -553,6 +571,7 @@ def _drawn_smooth_moments(spec: ArchSpec, fw: dict, depths: list[int]) -> dict[i
     X, T, D = fw["X"], fw["T"], fw["X"][0].shape[0]
     gains = _smooth_gains(spec, T, fw["dphi2"], depths[-1])
     s_out = {L: np.zeros((D, L)) for L in depths}
+    dtype = cut_dtype(B, P)
     for u, at, G, above, gcut in _backward_descent(spec, fw["masks"], T, depths):
         top, _ = _cut_terms(X[u - 1], None, G, None)
         for i, L in enumerate(at):
@@ -561,11 +580,13 @@ def _drawn_smooth_moments(spec: ArchSpec, fw: dict, depths: list[int]) -> dict[i
             continue
         r = np.empty((len(above), D, B, P))                              # [depth, draw, b', beta]
         for z in range(D):
-            loop = fw["loop3"][u - 1][z] if "loop3" in fw else loop_of_rows(fw["loop_rows"][u - 1][z:z + 1])[0]
-            Xm = np.moveaxis(X[u - 1][z], 1, 2)                          # X[b, b', a, beta] as [b, a, b', beta]
+            loop = (fw["loop3"][u - 1][z].astype(dtype, copy=False) if "loop3" in fw
+                    else loop_of_rows(fw["loop_rows"][u - 1][z:z + 1].astype(dtype, copy=False))[0])
+            Xm = np.moveaxis(X[u - 1][z], 1, 2).astype(dtype, copy=False)  # X[b, b', a, beta] as [b, a, b', beta]
             w = loop * Xm[:, :, None]                                    # loop[b, x, y, b', beta] X[b, b', x, beta]
             w *= Xm[:, None, :]                                          # ... X[b, b', y, beta]
-            r[:, z] = (gcut[:, z].reshape(len(above), -1) @ w.reshape(B * P * P, B * P)).reshape(len(above), B, P)
+            r[:, z] = (gcut[:, z].reshape(len(above), -1).astype(dtype, copy=False)
+                       @ w.reshape(B * P * P, B * P)).reshape(len(above), B, P)
         for i, L in enumerate(above):
             for l in range(u + 1, L + 1):
                 s_out[L][:, l - 1] += (r[i] * gains[l, l - u]).sum(axis=(1, 2))
