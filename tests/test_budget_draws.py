@@ -3,6 +3,7 @@ no fewer than a floor, and says so: in the choice, in the law's notes and in its
 of validate/plans/FINITE_WIDTH.md checks the scaled law against the calibrated fallback at width 128)."""
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -226,3 +227,20 @@ def test_the_residual_law_over_the_points_takes_the_budgets_draws_and_is_skipped
                           "--activation", "relu", "--spatial", "8", "--width", "32", "--depths", "8,12,16",
                           "--budget", f"{budget:.3f}"], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0 and f"at {choice.draws} draws (of its {POINT_DRAWS})" in out.stdout, out.stdout
+
+
+def test_a_law_skipped_for_cost_names_the_smallest_budget_that_takes_it():
+    """``takes_budget_s``: the whole seconds from which the skipped law is the default (at ``takes_draws``, its floor
+    or more), one second less keeping it skipped; a law without draws needs its estimate."""
+    spec = ArchSpec(width=128, activation="gelu", spatial=32, depth=16)
+    skipped = {d["law"]: d for d in best_law(spec, [8, 12, 16], budget_s=10.0).skipped}["chain-kernel-finite"]
+    takes, draws = skipped["takes_budget_s"], skipped["takes_draws"]
+    assert f"a budget of {takes} s takes it, at {draws} draws" in skipped["reason"]
+    at = best_law(spec, [8, 12, 16], budget_s=float(takes))
+    assert at.law.name == "chain-kernel-finite" and at.draws == draws and costs.DRAWS_FLOOR <= draws < DRAWS
+    assert best_law(spec, [8, 12, 16], budget_s=takes - 1.0).law.name == "chain-coherent"
+    linear = ArchSpec(width=32, activation="linear", depth=16)
+    exact = {d["law"]: d for d in best_law(linear, [8, 12, 16], budget_s=1.0).skipped}
+    assert exact, "a 1 s budget skips the exact linear laws for cost"
+    for d in exact.values():
+        assert d["takes_draws"] is None and d["takes_budget_s"] == math.ceil(d["cost"]["seconds"])

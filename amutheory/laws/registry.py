@@ -18,6 +18,7 @@ that are derived say why the net is calibrated (:attr:`Choice.calibrated_because
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import amutheory.laws.chain as chain
@@ -147,8 +148,11 @@ def best_law(spec: ArchSpec, depths, budget_s: float = DEFAULT_BUDGET_S, **cost_
             continue
         cost = law_cost(law, spec, depths, budget_s, **cost_args)
         if cost.seconds > budget_s and law.exactness != "calibrated":
+            takes = budget_that_takes(law, spec, depths, budget_s, cost, **cost_args)
             skipped.append({"law": law.name, "estimate_s": round(cost.seconds, 1), "cost": cost.to_dict(),
-                            "reason": f"estimated {_duration(cost.seconds)} > budget {_duration(budget_s)}"})
+                            "takes_budget_s": takes[0], "takes_draws": takes[1],
+                            "reason": f"estimated {_duration(cost.seconds)} > budget {_duration(budget_s)}"
+                                      + _takes_words(*takes)})
             continue
         outranked = [other.name for other, ok in candidates if ok and other.default_candidate
                      and not _not_default_here(other, spec) and _priority(
@@ -169,6 +173,31 @@ def law_cost(law: Law, spec: ArchSpec, depths, budget_s: float | None = None, dr
 
     extra = accepted_options(law.cost, {k: v for k, v in (("budget_s", budget_s), ("draws", draws)) if v is not None})
     return call_law(law, "cost", spec, depths, **cost_args, **extra)
+
+
+def budget_that_takes(law: Law, spec: ArchSpec, depths, budget_s: float, cost, **cost_args) -> tuple:
+    """``(seconds, draws)``: the smallest budget (whole seconds) within which ``law``, over ``budget_s`` at ``cost``,
+    would be taken, and the draws it would take there (``None`` for a law without draws).  A Monte Carlo law whose
+    full draws are over a budget takes the most that fit, down to its floor (its ``cost`` with ``budget_s``), so
+    the budget is found by bisection on whether the estimate at that budget fits it; other laws need their
+    estimate."""
+    if cost.draws is None:
+        return math.ceil(cost.seconds), None
+
+    def fits(b):
+        return law_cost(law, spec, depths, float(b), **cost_args).seconds <= b
+
+    lo, hi = math.floor(budget_s), math.ceil(cost.seconds)
+    if not fits(hi):
+        return hi, cost.draws
+    while hi - lo > 1:                  # fits(hi) and not fits(lo): the estimate at a budget grows with it
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi, law_cost(law, spec, depths, float(hi), **cost_args).draws
+
+
+def _takes_words(seconds: int, draws: int | None) -> str:
+    return f" (a budget of {seconds} s takes it" + (f", at {draws} draws)" if draws else ")")
 
 
 def not_default_reason(law: Law, spec: ArchSpec) -> str | None:
