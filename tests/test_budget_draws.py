@@ -244,3 +244,29 @@ def test_a_law_skipped_for_cost_names_the_smallest_budget_that_takes_it():
     assert exact, "a 1 s budget skips the exact linear laws for cost"
     for d in exact.values():
         assert d["takes_draws"] is None and d["takes_budget_s"] == math.ceil(d["cost"]["seconds"])
+
+
+def test_the_default_scan_names_the_nets_whose_default_changed(validate_script, tmp_path, capsys):
+    """``validate/scan_defaults.py``: every net of its grid gets ``predict``'s default at the budget, and a scan against
+    an earlier one names each net whose law changed and counts those that kept it with other draws."""
+    scan = validate_script("scan_defaults")
+    now = tmp_path / "now.json"
+    assert scan.main(["--out", str(now)]) == 0
+    got = json.loads(now.read_text())
+    assert len(got) == sum(1 for _ in scan.nets()) and all(v[0] != "error" for v in got.values())
+    key = "conv 2-D N=8 gelu circular n=32 B=8 L=8,12,16"
+    assert got[key] == [best_law(ArchSpec(dim=2, spatial=8, width=32, activation="gelu", depth=16), [8, 12, 16]).law.name,
+                        None]
+    before = dict(got)
+    before[key] = ["chain-kernel-finite", 128]
+    redrawn = next(k for k, v in got.items() if v[1])
+    before[redrawn] = [got[redrawn][0], got[redrawn][1] - 16]
+    (tmp_path / "before.json").write_text(json.dumps(before))
+    capsys.readouterr()
+    assert scan.main(["--out", str(tmp_path / "again.json"), "--against", str(tmp_path / "before.json")]) == 0
+    out = capsys.readouterr().out
+    assert f"{key}: chain-kernel-finite -> chain-coherent" in out
+    assert f"1 of {len(got)} nets changed law" in out and "1 kept it with other draws (1 more, 0 fewer)" in out
+    with pytest.raises(SystemExit) as bad:
+        scan.main(["--out", str(now), "--against", str(tmp_path / "missing.json")])
+    assert bad.value.code == 2

@@ -23,6 +23,7 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part Y3b  # after Y3 (addendum 33): its law at full draws (a diagnostic)
     python validate/finite_width_smooth.py --part Y4   # run Y4 (addendum 34): other shapes of 64 points, reports only
     python validate/finite_width_smooth.py --part Y5   # run Y5 (addendum 35): linear zero-padded residual nets
+    python validate/finite_width_smooth.py --part N2   # run N2 (addendum 36): the drawn law on newly covered 2-D grids
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -270,7 +271,7 @@ def _locked_update(path: Path, key: str, value, top: tuple | None = None) -> dic
         fcntl.flock(lock, fcntl.LOCK_EX)
         run = {"smooth_x.json": "X", "smooth_2d.json": "2D", "smooth_2e.json": "2E", "smooth_2h.json": "2H",
                "smooth_y.json": "Y", "smooth_y2.json": "Y2", "smooth_y3.json": "Y3", "smooth_y4.json": "Y4",
-               "smooth_y5.json": "Y5"}.get(
+               "smooth_y5.json": "Y5", "smooth_n2.json": "N2"}.get(
             path.name, "U")
         d = json.loads(path.read_text()) if path.exists() else {"plan": f"validate/plans/FINITE_WIDTH.md run {run}",
                                                                  "nets": {}}
@@ -567,6 +568,24 @@ def y4_nets() -> dict:
             for tag, shape in shapes.items() for n in DECIDING_WIDTHS}
 
 
+#: N2 (plan addendum 36, reports only): the drawn law on 2-D grids the refitted cost model newly gives it, fresh seeds
+N2_SEEDS, N2_OUT = range(400000, 400512), OUT.parent / "smooth_n2.json"
+
+
+def n2_nets() -> dict:
+    """Run N2's nets by key: GELU and tanh 2-D circular chains (kernel 3, 3 input channels) on 8 x 8 at batch 4, widths
+    32 and 64, and on 6 x 6 at batch 8, width 64."""
+    from amutheory.spec import ArchSpec
+
+    def chain(activation, spatial, batch, width):
+        return ArchSpec(dim=2, depth=max(HELD_OUT), width=width, spatial=spatial, kernel=3, padding="circular",
+                        activation=activation, input_channels=3, batch=batch)
+
+    nets = {f"{a}-8x8-b4-n{n}": chain(a, 8, 4, n) for a in ACTIVATIONS for n in DECIDING_WIDTHS}
+    nets.update({f"{a}-6x6-b8-n64": chain(a, 6, 8, 64) for a in ACTIVATIONS})
+    return nets
+
+
 #: Y5 (plan addendum 35): linear zero-padded residual nets of 64 points, fresh seeds
 Y5_SEEDS, Y5_OUT = range(390000, 390512), OUT.parent / "smooth_y5.json"
 
@@ -764,7 +783,12 @@ def measure_k2() -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--part", "Y5"]:
+    if sys.argv[1:3] == ["--part", "N2"]:
+        nets = measure_nets(n2_nets(), N2_OUT, N2_SEEDS, "N2", sys.argv[3].split(",") if len(sys.argv) > 3 else None)
+        verdict = {a: _no_worse_at_widths(nets, lambda n, a=a: f"{a}-8x8-b4-n{n}", "chain-kernel-finite")
+                   for a in ACTIVATIONS}
+        print(json.dumps(_locked_update(N2_OUT, None, None, top=("reading", verdict))["reading"], indent=1))
+    elif sys.argv[1:] == ["--part", "Y5"]:
         nets = measure_nets(y5_nets(), Y5_OUT, Y5_SEEDS, "Y5", None, laws=y_laws)
         verdict = {"zero": _no_worse_at_widths(nets, lambda n: f"resnet-linear-zero-n{n}", "resnet-points",
                                                "resnet-coherent")}
