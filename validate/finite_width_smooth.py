@@ -24,6 +24,7 @@ the planned decision on the default per activation.
     python validate/finite_width_smooth.py --part Y4   # run Y4 (addendum 34): other shapes of 64 points, reports only
     python validate/finite_width_smooth.py --part Y5   # run Y5 (addendum 35): linear zero-padded residual nets
     python validate/finite_width_smooth.py --part N2   # run N2 (addendum 36): the drawn law on newly covered 2-D grids
+    python validate/finite_width_smooth.py --part N3   # run N3 (addendum 37): the same on 1-D chains of 32 positions
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -271,7 +272,7 @@ def _locked_update(path: Path, key: str, value, top: tuple | None = None) -> dic
         fcntl.flock(lock, fcntl.LOCK_EX)
         run = {"smooth_x.json": "X", "smooth_2d.json": "2D", "smooth_2e.json": "2E", "smooth_2h.json": "2H",
                "smooth_y.json": "Y", "smooth_y2.json": "Y2", "smooth_y3.json": "Y3", "smooth_y4.json": "Y4",
-               "smooth_y5.json": "Y5", "smooth_n2.json": "N2"}.get(
+               "smooth_y5.json": "Y5", "smooth_n2.json": "N2", "smooth_n3.json": "N3"}.get(
             path.name, "U")
         d = json.loads(path.read_text()) if path.exists() else {"plan": f"validate/plans/FINITE_WIDTH.md run {run}",
                                                                  "nets": {}}
@@ -586,6 +587,15 @@ def n2_nets() -> dict:
     return nets
 
 
+#: N3 (plan addendum 37, reports only): the drawn law on 1-D chains of 32 positions the refit newly gives it
+N3_SEEDS, N3_OUT = range(410000, 410512), OUT.parent / "smooth_n3.json"
+
+
+def n3_nets() -> dict:
+    """Run N3's nets by key: GELU and tanh 1-D circular chains on 32 positions at batch 8, width 128."""
+    return {f"{a}-32-b8-n128": chain_spec_of(a, "circular", 128, max(HELD_OUT), 32) for a in ACTIVATIONS}
+
+
 #: Y5 (plan addendum 35): linear zero-padded residual nets of 64 points, fresh seeds
 Y5_SEEDS, Y5_OUT = range(390000, 390512), OUT.parent / "smooth_y5.json"
 
@@ -783,7 +793,9 @@ def measure_k2() -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:3] == ["--part", "N2"]:
+    if sys.argv[1:3] == ["--part", "N3"]:
+        measure_nets(n3_nets(), N3_OUT, N3_SEEDS, "N3", sys.argv[3].split(",") if len(sys.argv) > 3 else None)
+    elif sys.argv[1:3] == ["--part", "N2"]:
         nets = measure_nets(n2_nets(), N2_OUT, N2_SEEDS, "N2", sys.argv[3].split(",") if len(sys.argv) > 3 else None)
         verdict = {a: _no_worse_at_widths(nets, lambda n, a=a: f"{a}-8x8-b4-n{n}", "chain-kernel-finite")
                    for a in ACTIVATIONS}

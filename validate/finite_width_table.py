@@ -369,7 +369,7 @@ def markdown(rows: list) -> str:
                      f"({'no worse' if z_new <= z_old else 'WORSE'})")
     lines += ([""] + _validate_section() + _conv_section() + _relu_chain_section() + _relu_bias_section() + _relu_g_section() + _relu_chain_i_section()
               + _smooth_j_section() + _relu_chain_l_section() + _smooth_m_section() + _relu_chain_o_section() + _other_nets_section()
-              + _coverage_p_section() + _coverage_p2_section() + _relu_chain_q_section() + _smooth_t_section() + _smooth_u_section() + _smooth_x_section() + _smooth_2d_section() + _smooth_2e_section() + _smooth_2g_section() + _smooth_2h_section() + _smooth_y_section() + _smooth_y_section("smooth_y2.json") + _smooth_y_section("smooth_y3.json") + _smooth_y3b_section() + _smooth_y4_section() + _smooth_y_section("smooth_y5.json") + _smooth_n2_section() + _one_sample_z_section() + _resnet_dense_s_section() + OPEN_QUESTIONS + _masked_transfer_bullet() + _two_d_bullet())
+              + _coverage_p_section() + _coverage_p2_section() + _relu_chain_q_section() + _smooth_t_section() + _smooth_u_section() + _smooth_x_section() + _smooth_2d_section() + _smooth_2e_section() + _smooth_2g_section() + _smooth_2h_section() + _smooth_y_section() + _smooth_y_section("smooth_y2.json") + _smooth_y_section("smooth_y3.json") + _smooth_y3b_section() + _smooth_y4_section() + _smooth_y_section("smooth_y5.json") + _smooth_n2_section() + _smooth_n3_section() + _one_sample_z_section() + _resnet_dense_s_section() + OPEN_QUESTIONS + _masked_transfer_bullet() + _two_d_bullet())
     return "\n".join(lines) + "\n"
 
 
@@ -936,9 +936,10 @@ CALIBRATED_LAWS = ("chain-coherent", "mlp-coherent", "resnet-coherent")
 FAMILY_WORDS = {"mlp": "MLP", "conv": "chain", "resnet": "residual net"}
 
 
-def _law_table(nets: dict) -> list:
+def _law_table(nets: dict, label=None) -> list:
     """Runs U and X's table: per net, ``predict``'s default first (its draws), then the other laws measured, with
-    error, z over the probe's error, z over both errors and the law's Monte Carlo error."""
+    error, z over the probe's error, z over both errors and the law's Monte Carlo error; ``label(key, net)`` names a
+    net where its activation and family do not (default: they do)."""
     lines = ["| net | padding | width | law | draws | error at L = 8, 12, 16 | z | z, both errors | law's Monte Carlo "
              "rel. se | max abs error |", "|---|---|---|---|---|---|---|---|---|---|"]
     order = ("gelu", "tanh", "relu", "linear")
@@ -953,19 +954,31 @@ def _law_table(nets: dict) -> list:
             calibrated = name in CALIBRATED_LAWS
             draws = "-" if calibrated else (net["draws"] if name == net["default"] else net.get("backward_draws", 512))
             rel = "-" if calibrated else ", ".join(f"{r['mc_se'] / r['s_bar']:.1%}" for r in rows)
-            lines.append(f"| {net['activation']} {kind} | {net['padding'] if kind != 'MLP' else '-'} | {net['width']} | {name}"
+            what = label(key, net) if label else f"{net['activation']} {kind}"
+            lines.append(f"| {what} | {net['padding'] if kind != 'MLP' else '-'} | {net['width']} | {name}"
                          f"{' (default)' if name == net['default'] else ''} | {draws} | {_fmt(err)} | "
                          f"{_fmt([r['z'] for r in rows], False)} | {_fmt([r['z_combined'] for r in rows], False)} | {rel} "
                          f"| {max(abs(x) for x in err):.1%} |")
     return lines
 
 
-def _reports_only_section(name: str, title: str, intro) -> list:
-    """A reports-only run of :func:`_law_table`'s kind (runs X and 2D): its title, ``intro(first net)`` and table."""
+def _reports_only_section(name: str, title: str, intro, label=None) -> list:
+    """A reports-only run of :func:`_law_table`'s kind (runs X and 2D): its title, ``intro(first net)`` and table
+    (``label``: :func:`_law_table`'s)."""
     d, first = _run_with_nets(name)
     if d is None:
         return []
-    return [title, "", intro(first), ""] + _law_table(d["nets"]) + [""]
+    return [title, "", intro(first), ""] + _law_table(d["nets"], label) + [""]
+
+
+#: how the page writes an activation in running text
+ACTIVATION_WORDS = {"gelu": "GELU", "relu": "ReLU"}
+
+
+def _grid_label(key: str, net: dict) -> str:
+    """Runs N2 and N3's net names: the activation, the grid and the batch read off keys like ``gelu-8x8-b4-n32``."""
+    _, grid, batch, _ = key.split("-")
+    return f"{net['activation']} chain on {grid.replace('x', ' x ')}, batch {batch[1:]}"
 
 
 def _smooth_x_section() -> list:
@@ -1130,13 +1143,18 @@ def _smooth_y4_section() -> list:
         "kernel 3, 3 input channels, 10 outputs, of 64 points in two other shapes than run Y's: 2-D on 4 x 4 at batch "
         "4, and 1-D on 16 positions at batch 4; widths 32 and 64; held-out K = 8, 12, 16, fresh probe seeds "
         f"{first['seeds'][0]}..{first['seeds'][1]}, 512 per K.  Laws as run Y.  Columns as run U."))
-    if not lines:
-        return []
-    for tag, dec in (_run_json("smooth_y4.json").get("reading") or {}).items():
-        if dec is None:
-            continue
-        lines += ["", f"{tag} (run D's rule, reported):"] + _against_coherent(dec, "resnet-points", "resnet-coherent")
-    return lines + [""]
+    return lines and lines + _reading_lines("smooth_y4.json", lambda tag: f"{tag} (run D's rule, reported):",
+                                            "resnet-points", "resnet-coherent") + [""]
+
+
+def _reading_lines(name: str, heading, law: str, against: str = "chain-coherent") -> list:
+    """A reports-only run's readings (its JSON's ``reading``: tag -> run D's or K's rule, ``None`` until measured), each
+    under ``heading(tag)``: the law's max held-out |error| and |z| against ``against``'s per width."""
+    lines = []
+    for tag, dec in (_run_json(name).get("reading") or {}).items():
+        if dec is not None:
+            lines += ["", heading(tag)] + _against_coherent(dec, law, against)
+    return lines
 
 
 def _smooth_n2_section() -> list:
@@ -1150,15 +1168,21 @@ def _smooth_n2_section() -> list:
         "covered but whose drawn law was over the 60 s budget before the refit; fresh probe seeds "
         f"{first['seeds'][0]}..{first['seeds'][1]}, 512 per depth.  Laws as `predict` runs them within the 60 s "
         "budget: its default, the drawn law at the draws the budget allows (the draws column), beside the calibrated "
-        "`chain-coherent`.  Columns as run U."))
-    if not lines:
-        return []
-    for activation, dec in (_run_json("smooth_n2.json").get("reading") or {}).items():
-        if dec is None:
-            continue
-        lines += ["", f"{activation.upper()} on 8 x 8 at batch 4 (run K's rule, reported):"] + _against_coherent(
-            dec, "chain-kernel-finite")
-    return lines + [""]
+        "`chain-coherent`.  Columns as run U."), _grid_label)
+    return lines and lines + _reading_lines(
+        "smooth_n2.json", lambda a: f"{a.upper()} on 8 x 8 at batch 4 (run K's rule, reported):",
+        "chain-kernel-finite") + [""]
+
+
+def _smooth_n3_section() -> list:
+    """Run N3 (``validate/finite_width_smooth.py --part N3``, plan addendum 37; reports only), from its JSON."""
+    return _reports_only_section("smooth_n3.json", "## Run N3: the drawn law on 1-D chains of 32 positions the refit "
+                                 "newly gives it (reports only)", lambda first: (
+        "Generated by `python validate/finite_width_smooth.py --part N3` (plan addendum 37, written while run N2 ran, "
+        "before its code and run; decides nothing).  1-D conv chains, kernel 3, 32 positions, batch 8, circular, 3 "
+        "input channels, GELU and tanh at their critical c, width 128 -- the third class of nets the refitted cost "
+        "model moved to the drawn law (runs K and T measured 8 and 16 positions); fresh probe seeds "
+        f"{first['seeds'][0]}..{first['seeds'][1]}, 512 per depth.  Laws as run N2.  Columns as run U."), _grid_label)
 
 
 def _smooth_y3b_section() -> list:
@@ -1398,6 +1422,12 @@ def _two_d_bullet() -> list:
                  "batch 8; smaller 2-D grids, 6 x 6 or batch 4, fit the 60 s budget); on 8 x 8 at batch 8 and the 60 s "
                  "budget they keep the calibrated law by cost.  tanh's is within the probe's noise; GELU's reads low, "
                  "as on 1-D chains.")
+        n2 = _run_json("smooth_n2.json").get("reading") or {}
+        if n2 and all(dec is not None for dec in n2.values()):
+            text += ("  On 8 x 8 at batch 4, a grid the refitted cost model newly gives the drawn law, run N2 (above, "
+                     "reports only) compared it with the calibrated law by run K's rule at widths 32 and 64: "
+                     + "; ".join(f"{ACTIVATION_WORDS.get(a, a)} {'no worse' if dec['met'] else 'worse'}"
+                                 for a, dec in n2.items()) + ".")
     return [text, ""]
 
 
