@@ -978,7 +978,8 @@ ACTIVATION_WORDS = {"gelu": "GELU", "relu": "ReLU"}
 def _grid_label(key: str, net: dict) -> str:
     """Runs N2 and N3's net names: the activation, the grid and the batch read off keys like ``gelu-8x8-b4-n32``."""
     _, grid, batch, _ = key.split("-")
-    return f"{net['activation']} chain on {grid.replace('x', ' x ')}, batch {batch[1:]}"
+    where = grid.replace("x", " x ") if "x" in grid else f"{grid} positions"
+    return f"{net['activation']} chain on {where}, batch {batch[1:]}"
 
 
 def _smooth_x_section() -> list:
