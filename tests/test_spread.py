@@ -337,3 +337,41 @@ def test_benchmark_script_runs(capsys, validate_script):
     with pytest.raises(SystemExit) as exc:
         bench.main(["--draws", "2"])
     assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("fan_in, outputs", [(16, 10), (3, 2)])
+def test_the_linear_mlp_spread_at_one_sample_is_the_dense_closed_form(fan_in, outputs):
+    """At batch 1 ``Q = tr(K R K) = |x|^4 |r|^2``, so the Monte Carlo of :func:`spread.linear_mlp_spread` must equal
+    :func:`spread.dense_spread`'s closed form (``psi'(m/2) + 4 psi'(f/2)`` and its gap) within 4 of its standard
+    errors (``2^18`` draws)."""
+    got = spread.linear_mlp_spread(1, fan_in, outputs, draws=2**18)
+    var, gap = spread.dense_spread(outputs, fan_in)
+    assert abs(got["var_log"] - var) < 4 * got["var_log_se"]
+    assert abs(got["gap_log"] - gap) < 4 * got["gap_log_se"]
+
+
+def test_a_wide_linear_mlp_s_bar_is_a_multiple_of_the_gram_form():
+    """On real linear MLPs of width 1024 (depth 2, batch 8, 24 seeds) ``ln s_bar - ln tr(K R K)`` spreads over the
+    seeds by the width's part of ``Var ln s_bar`` alone, which diagnostic S2 of the findings page bounds by about
+    ``10 / n`` at depth 2 (a spread under 0.1 here): it must stay under 0.12 and under ``ln Q``'s own spread.  A form
+    that is not the infinite-width law, ``tr(K)^2 tr(R)`` or ``tr(K^2) tr(R)``, leaves a residual of the order of the
+    inputs' and directions' own spread, and fails."""
+    torch.set_num_threads(1)
+    spec = ArchSpec(family="mlp", width=1024, depth=2, activation="linear", input_channels=16, batch=8)
+    seeds = list(range(900000, 900024))
+    s_bar = probe(spec, seeds, chunk=8).s_bar
+    forms = []
+    for seed in seeds:
+        _, x, r = draw_seed(spec, seed)
+        forms.append(float(spread.linear_mlp_gram_form(x.numpy(), r.numpy())))
+    residual = np.log(s_bar) - np.log(forms)
+    assert np.std(residual, ddof=1) < 0.12 < np.std(np.log(forms), ddof=1)
+
+
+@pytest.mark.parametrize("kwargs, exc, name", [(dict(batch=0, input_features=4, outputs=2), ValueError, "batch"),
+                                               (dict(batch=2.0, input_features=4, outputs=2), TypeError, "batch"),
+                                               (dict(batch=2, input_features=4, outputs=0), ValueError, "outputs"),
+                                               (dict(batch=2, input_features=4, outputs=2, draws=1), ValueError, "draws")])
+def test_bad_linear_mlp_spread_arguments_are_named(kwargs, exc, name):
+    with pytest.raises(exc, match=name):
+        spread.linear_mlp_spread(**kwargs)

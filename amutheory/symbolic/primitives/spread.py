@@ -186,3 +186,56 @@ def participation_ratio(eigenvalues) -> float:
     """``(sum lambda)^2 / sum lambda^2``: ``nu`` for ``nu`` equal eigenvalues."""
     lam = _check_spectrum(eigenvalues)
     return float(lam.sum() ** 2 / np.sum(lam**2))
+
+
+# --------------------------------------------------------------------------- the linear MLP at infinite width
+#: seed of :func:`linear_mlp_spread`'s own draws (independent of every probe's seeds)
+LINEAR_MLP_SPREAD_SEED = 20261129
+
+
+def linear_mlp_gram_form(x, r) -> np.ndarray:
+    """``Q = tr(K R K)`` with ``K = x x^T``, ``R = r r^T`` (``x``: ``(..., B, C_0)`` inputs, ``r``: ``(..., B, m)`` loss
+    directions; one value per leading index): ``||x x^T r||_F^2``.
+
+    At infinite width a linear MLP's ``s_bar`` given its seed's ``x`` and ``r`` is ``c_L Q`` with ``c_L`` a number
+    of the depth alone: every layer's Gram of the samples is a fixed multiple of ``K`` (each critical layer keeps
+    ``E|W h|^2 = |h|^2``, and at infinite width the Gram is its mean), and what the readout sees of an update,
+    ``V~ S_lj S_lj' V~^T``, concentrates to a multiple of ``I_m``; the update of layer ``j`` seen at layer ``l`` is
+    then ``Delta h_l`` proportional to ``r^T K``, so ``|Delta h_l|^2`` is proportional to ``tr(K r r^T K)``.  (At
+    ``B = 1`` this is ``|x|^4 |r|^2``, the dense single-sample case of :func:`dense_spread`.)"""
+    x, r = np.asarray(x, dtype=float), np.asarray(r, dtype=float)
+    if x.ndim < 2 or r.ndim < 2 or x.shape[:-1] != r.shape[:-1]:
+        raise ValueError(f"x (..., B, C_0) and r (..., B, m) must share their leading shape, got {x.shape}, {r.shape}")
+    kr = x @ (np.swapaxes(x, -1, -2) @ r)
+    return np.sum(kr * kr, axis=(-2, -1))
+
+
+def linear_mlp_spread(batch, input_features, outputs, draws: int = 2**20,
+                      seed: int = LINEAR_MLP_SPREAD_SEED) -> dict:
+    """The seed spread of a linear MLP's ``ln s_bar`` at infinite width, ``Var ln Q`` of :func:`linear_mlp_gram_form`
+    over Gaussian inputs (``batch x input_features``, unit variance: the scale cancels) and loss directions
+    (``batch x outputs``), and the typical value's gap ``E ln Q - ln E Q``; the same at every depth.  A Monte Carlo of
+    this finite-dimensional law (``draws`` draws): ``{"var_log", "var_log_se", "gap_log", "gap_log_se", "draws"}``,
+    each standard error the delta method's over the draws."""
+    for name, v in (("batch", batch), ("input_features", input_features), ("outputs", outputs), ("draws", draws)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name} must be an integer, got {type(v).__name__} {v!r}")
+        if v < (2 if name == "draws" else 1):
+            raise ValueError(f"{name} must be >= {2 if name == 'draws' else 1}, got {v}")
+    rng = np.random.default_rng(seed)
+    logs, step = [], 2**16
+    for start in range(0, int(draws), step):
+        k = min(step, int(draws) - start)
+        x = rng.standard_normal((k, int(batch), int(input_features)))
+        r = rng.standard_normal((k, int(batch), int(outputs)))
+        logs.append(np.log(linear_mlp_gram_form(x, r)))
+    y = np.concatenate(logs)
+    centred = y - y.mean()
+    var = float(np.mean(centred**2)) * len(y) / (len(y) - 1)
+    var_se = float(np.sqrt(max(np.mean(centred**4) - var**2, 0.0) / len(y)))
+    q = np.exp(y - y.max())                              # ln E Q, stably
+    log_mean = float(np.log(q.mean()) + y.max())
+    w = q / q.mean()                                     # delta method: d(ln E Q) = dE[Q] / E[Q]
+    gap_se = float(np.sqrt(np.var(y - w, ddof=1) / len(y)))
+    return {"var_log": var, "var_log_se": var_se, "gap_log": float(y.mean()) - log_mean, "gap_log_se": gap_se,
+            "draws": int(draws)}
