@@ -409,7 +409,11 @@ print("excess against K at width 32 (k-last):",
 # * The **typical value** needs the spread of `ln s_bar`, which at finite width has a part of order
 #   `L/n` from the random Rayleigh quotients of the products `F F^T` -- not only from the Gram chains
 #   of the forward pass and the readout, whose Monte Carlo falls well short of the probe's spread.
-#   The typical value keeps its calibrated spread line (an open question on the findings page).
+#   The typical value keeps its calibrated spread line (an open question on the findings page).  What does
+#   not shrink with width is derived: at infinite width a linear MLP's `s_bar` given its inputs `x` and loss
+#   directions `r` is a multiple (set by the depth) of `Q = tr(K R K)`, `K = x x^T`, `R = r r^T`, so its spread is
+#   `Var ln Q` at every depth (`spread.linear_mlp_spread`; the cell below checks it at batch 1 against the dense
+#   closed form `psi'(m/2) + 4 psi'(f/2)`); diagnostic S2 of the findings page measures the width's part above it.
 # * **Intervals on the mean.**  The laws give the mean over seeds, but at `L/n` near one a few seeds carry
 #   much of a seed mean: its percentile-bootstrap interval then undercovers, and the geometric mean's does
 #   not (study P of the findings page, by simulation against the exact law; `measure` notes the depths
@@ -421,6 +425,16 @@ print("excess against K at width 32 (k-last):",
 #   (`mlp-kernel-finite`: the forward kernels are an exact Markov chain of `n` Gaussian rows per
 #   layer), which leaves the backward terms out (section 5 for the approximate law that adds them);
 #   see `docs/findings/finite_width.md`.
+
+# %%
+from amutheory.symbolic.primitives import spread
+
+one = spread.linear_mlp_spread(1, 16, 10, draws=2**16 if fast() else 2**18)
+closed = spread.dense_spread(10, 16)[0]
+print(f"Var ln Q at batch 1: Monte Carlo {one['var_log']:.4f} +- {one['var_log_se']:.4f}, closed form {closed:.4f}")
+check("the linear MLP's infinite-width spread at batch 1 is the dense closed form",
+      abs(one["var_log"] - closed) < 4 * one["var_log_se"], f"{one['var_log']:.4f} vs {closed:.4f}")
+print(f"at the MLP preset's batch 8: Var ln Q = {spread.linear_mlp_spread(8, 16, 10, draws=2**16)['var_log']:.3f}")
 
 # %%
 print("all derivation checks passed")
