@@ -277,7 +277,23 @@ def test_measure_spread_cli(capsys):
     assert [r["depth"] for r in d["spread"]] == [2, 3] and d["spread"][0]["seeds"] == 6
     assert set(DECOMPOSITION_KEYS) <= set(d["spread"][0])
     assert "eta_star_mean" in d  # the measure contract is unchanged
+    assert d["spread_infinite_width"] is None      # derived for the linear MLP only
     assert main(args) == 0 and "spread" not in capsys.readouterr().out
+
+
+def test_measure_spread_of_a_linear_mlp_names_its_derived_infinite_width_floor(capsys):
+    """``measure --spread`` on a linear MLP adds the derived spread at infinite width (:func:`spread.linear_mlp_spread`
+    at the net's batch, input features and outputs) to the JSON and the text."""
+    from amutheory.cli import main
+
+    args = ["measure", "--family", "mlp", "--activation", "linear", "--depths", "2", "--width", "8", "--batch", "3",
+            "--input-channels", "5", "--outputs", "4", "--seeds", "6", "--spread"]
+    assert main(args + ["--json", "--compact"]) == 0
+    floor = json.loads(capsys.readouterr().out)["spread_infinite_width"]
+    want = spread.linear_mlp_spread(3, 5, 4, draws=2**18)
+    assert floor["var_log"] == pytest.approx(want["var_log"], rel=1e-12) and floor["draws"] == 2**18
+    assert main(args) == 0
+    assert f"at infinite width (derived, every depth): Var total {want['var_log']:.4f}" in capsys.readouterr().out
 
 
 # --------------------------------------------------------------------------- dense nets: nothing fitted
