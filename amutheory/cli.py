@@ -685,22 +685,12 @@ def _measure_spread(args, spec, seeds, d) -> list[str]:
     lines += [f"{row['depth']:>5} {row['var_total']['value']:>9.3f} {row['var_r']['value']:>7.3f} "
               f"{row['var_net']['value']:>8.3f} {row['gap_r']['value']:>+7.3f} "
               f"{row['gap_net']['value']:>+8.3f} {row['nu_eff']['value']:>7.2f}" for row in d["spread"]]
-    d["spread_infinite_width"] = floor = _infinite_width_spread(spec)
+    d["spread_infinite_width"] = floor = spec.family_object.infinite_width_spread(spec)
     if floor is not None:
         lines.append(f"at infinite width (derived, every depth): Var total {floor['var_log']:.4f} +- "
                      f"{floor['var_log_se']:.4f} (Var ln tr(K R K) over the inputs and loss directions); "
                      "the rest is the width's part")
     return lines
-
-
-def _infinite_width_spread(spec) -> dict | None:
-    """``measure --spread``'s derived floor for a linear MLP (``None`` for other nets): the seed spread of ``ln s_bar``
-    at infinite width, :func:`amutheory.symbolic.primitives.spread.linear_mlp_spread`, the same at every depth."""
-    if spec.family != "mlp" or spec.activation != "linear":
-        return None
-    from amutheory.symbolic.primitives.spread import linear_mlp_spread
-
-    return linear_mlp_spread(spec.batch, spec.input_channels, spec.outputs, draws=2**18)
 
 
 _PROTOCOL_ONLY = ("workers", "engine", "scheduler", "data_dir")

@@ -162,6 +162,11 @@ class Family:
         """The multiplier ``alpha`` of the residual branches (1 for a chain)."""
         return 1.0
 
+    def infinite_width_spread(self, spec) -> dict | None:
+        """The seed spread of ``ln s_bar`` at infinite width where it is derived (``measure --spread`` prints it):
+        ``None`` unless the family derives it."""
+        return None
+
     def am_mup_depth_factor(self, reference, target, notes: list):
         """The ``am-mup`` transfer rule's depth factor ``lr_t / lr_r`` between two specs of this family
         (:mod:`amutheory.transfer`), or ``None`` when the family has no derived law for them (the rule
