@@ -163,9 +163,10 @@ class Family:
         return 1.0
 
     def infinite_width_spread(self, spec) -> dict | None:
-        """The seed spread of ``ln s_bar`` at infinite width where it is derived (``measure --spread`` prints it):
-        ``None`` unless the family derives it."""
-        return None
+        """The seed spread of ``ln s_bar`` at infinite width where it is derived (``measure --spread`` prints it),
+        ``None`` where it is not: the ``infinite_width_spread`` service a layer above registered
+        (``amutheory.symbolic`` registers the built-in families': the linear MLP's)."""
+        return self.provided("infinite_width_spread")(spec)
 
     def am_mup_depth_factor(self, reference, target, notes: list):
         """The ``am-mup`` transfer rule's depth factor ``lr_t / lr_r`` between two specs of this family

@@ -52,16 +52,6 @@ class MlpFamily(Family):
         """The conv chain that is this MLP (kernel 1, one position, circular padding)."""
         return spec.with_(family="conv", **_FIXED)
 
-    def infinite_width_spread(self, spec) -> dict | None:
-        """A linear MLP's seed spread of ``ln s_bar`` at infinite width, the same at every depth: ``Var ln tr(K R K)``
-        over its inputs and loss directions (:func:`amutheory.symbolic.primitives.spread.linear_mlp_spread`, ``2^18``
-        draws); ``None`` for other activations (not derived)."""
-        if spec.activation != "linear":
-            return None
-        from amutheory.symbolic.primitives.spread import linear_mlp_spread
-
-        return linear_mlp_spread(spec.batch, spec.input_channels, spec.outputs, draws=2**18)
-
     # ------------------------------------------------------------------ sizes
     def parameter_count(self, spec) -> int:
         n = spec.width

@@ -14,6 +14,9 @@ service                 what the layer registers                            regi
                         depth law (a ``ScalingLaw``)
 ``forward_stable``      ``forward_stable(spec)``: a finite forward signal  ``amutheory.symbolic``
 ``branch_multiplier``   ``branch_multiplier(spec)``: the branches' alpha   ``amutheory.symbolic``
+``infinite_width_...``  ``spread(spec)``: the seed spread of ``ln s_bar``   ``amutheory.symbolic``
+                        at infinite width, ``None`` where not derived
+                        (``infinite_width_spread``; one for every family)
 ``laws``                ``laws_of(family_name)``: its registered laws       ``amutheory.laws``
                         (one for every family)
 ``chain_depth_factor``  ``factor(chain_r, chain_t, notes)``: the derived   ``amutheory.laws``
@@ -39,6 +42,7 @@ SERVICES = {
     "derive": ("symbolic depth law", "amutheory.symbolic"),
     "forward_stable": ("forward stability", "amutheory.symbolic"),
     "branch_multiplier": ("branch multiplier", "amutheory.symbolic"),
+    "infinite_width_spread": ("seed spread at infinite width", "amutheory.symbolic"),
     "laws": ("registered laws", "amutheory.laws"),
     "chain_depth_factor": ("chain law's transfer factor", "amutheory.laws"),
 }

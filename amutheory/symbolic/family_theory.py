@@ -2,8 +2,9 @@
 
 A family is the floor below this package and never imports it; importing ``amutheory.symbolic`` (any
 of its modules) runs this module, which registers what the symbolic side implements for each family:
-its derived depth law (``derive``), whether a residual stream stays finite (``forward_stable``) and the
-branch multiplier of an init convention (``branch_multiplier``).  SymPy is imported by the functions,
+its derived depth law (``derive``), whether a residual stream stays finite (``forward_stable``), the
+branch multiplier of an init convention (``branch_multiplier``) and the seed spread at infinite width where it is
+derived (``infinite_width_spread``).  SymPy is imported by the functions,
 not here, so that ``import amutheory.symbolic`` stays light.
 """
 
@@ -67,6 +68,22 @@ def init_branch_multiplier(spec) -> float:
     return float(numeric(branch_multiplier(spec.init), spec.depth))
 
 
+def no_infinite_width_spread(spec) -> None:
+    """The seed spread at infinite width where no derivation covers the net (every family but the MLP's)."""
+    return None
+
+
+def mlp_infinite_width_spread(spec) -> dict | None:
+    """A linear MLP's seed spread of ``ln s_bar`` at infinite width, the same at every depth: ``Var ln tr(K R K)`` over
+    its inputs and loss directions (:func:`amutheory.symbolic.primitives.spread.linear_mlp_spread`, ``2^18`` draws);
+    ``None`` for other activations (not derived)."""
+    if spec.activation != "linear":
+        return None
+    from amutheory.symbolic.primitives.spread import linear_mlp_spread
+
+    return linear_mlp_spread(spec.batch, spec.input_channels, spec.outputs, draws=2**18)
+
+
 def register() -> None:
     """Register the built-in families' theory (run once, when ``amutheory.symbolic`` is imported)."""
     for family, derive in (("conv", conv_derive), ("mlp", mlp_derive), ("resnet", resnet_derive),
@@ -75,6 +92,8 @@ def register() -> None:
     provide("forward_stable", resnet_forward_stable, family="resnet")
     for family in ("resnet", "transformer"):
         provide("branch_multiplier", init_branch_multiplier, family=family)
+    provide("infinite_width_spread", no_infinite_width_spread)
+    provide("infinite_width_spread", mlp_infinite_width_spread, family="mlp")
 
 
 register()
