@@ -491,7 +491,8 @@ def _cut_terms(Xu: np.ndarray, asin: np.ndarray | None, G: np.ndarray, gcut: np.
     beta]``; ``G``, ``gcut``: ``[depth, draw, b, a, d]`` (``gcut`` ``None``: no depth above the cut).  The
     forward weights ``V, W`` are formed once per draw (``O(B^2 P^3)``, held one draw at a time: ``B P^3``
     entries, or a few draws' where they are small) and contracted with every depth's kernel, in
-    :func:`cut_dtype`'s precision (single on large grids; the sums over the contraction in double)."""
+    :func:`cut_dtype`'s precision (single on large grids, where the contractions accumulate in single precision and
+    the sums over samples and layers in double)."""
     D, B, P = Xu.shape[0], Xu.shape[1], Xu.shape[-1]
     top = np.empty((len(G), D))
     per_beta = None if gcut is None else np.empty((len(gcut), D, P))
@@ -529,9 +530,11 @@ CUT_SINGLE_FROM = 2**18
 
 def cut_dtype(batch: int, positions: int) -> type:
     """The precision a cut's forward weights are formed and contracted in: ``numpy.float32`` from
-    :data:`CUT_SINGLE_FROM` entries (``B P^3``), else ``numpy.float64``.  Every product in a cut has at most ``B`` (or
-    ``P^2``, contracted into a double sum) terms, so single precision moves a draw's ``s_l`` by a few of its
-    ``2^-24`` roundings relative (tests hold it to ``1e-5`` of the double-precision sums)."""
+    :data:`CUT_SINGLE_FROM` entries (``B P^3``), else ``numpy.float64``.  A cut's entries are sums of at most ``B``
+    products and its contractions sums of ``B P^2`` terms of one sign or nearly so (kernels, masks and backward
+    kernels), accumulated in single precision before the sums over samples and layers in double, so a draw's ``s_l``
+    moves by a small multiple of ``2^-24`` relative (tests hold it to ``1e-5`` of the double-precision sums, over
+    random grids and all four activations)."""
     return np.float32 if batch * positions**3 >= CUT_SINGLE_FROM else np.float64
 
 
