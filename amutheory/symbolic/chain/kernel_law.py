@@ -531,10 +531,10 @@ CUT_SINGLE_FROM = 2**18
 def cut_dtype(batch: int, positions: int) -> type:
     """The precision a cut's forward weights are formed and contracted in: ``numpy.float32`` from
     :data:`CUT_SINGLE_FROM` entries (``B P^3``), else ``numpy.float64``.  A cut's entries are sums of at most ``B``
-    products and its contractions sums of ``B P^2`` terms of one sign or nearly so (kernels, masks and backward
-    kernels), accumulated in single precision before the sums over samples and layers in double, so a draw's ``s_l``
-    moves by a small multiple of ``2^-24`` relative (tests hold it to ``1e-5`` of the double-precision sums, over
-    random grids and all four activations)."""
+    products and its contractions sums of ``B P^2`` terms, accumulated in single precision (unit roundoff
+    ``2^-24``) before the sums over samples and layers in double; tests hold a draw's ``s_l`` to ``1e-5`` of the
+    double-precision sums over random grids and all four activations, and ``python validate/benchmark_law_costs.py
+    --precision`` prints how far the values move on the grids it times."""
     return np.float32 if batch * positions**3 >= CUT_SINGLE_FROM else np.float64
 
 
