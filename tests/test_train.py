@@ -565,6 +565,22 @@ def _parses(line: str) -> bool:
         return False
 
 
+def test_two_runs_may_test_one_out_folder_at_once(tmp_path):
+    """Two processes checking the same ``--out`` 2000 times each: every check passes (each writes and removes a test
+    file of its own name; a shared name let one remove the other's, refusing a writable folder)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom amutheory.train.store import check_out_dir\n"
+            "for _ in range(2000):\n    check_out_dir(sys.argv[1])\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "out")], stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    for p in procs:
+        err = p.communicate(timeout=120)[1]
+        assert p.returncode == 0, err[-1000:]
+    assert list((tmp_path / "out").iterdir()) == []
+
+
 def test_check_out_dir_and_meta(tmp_path):
     f = tmp_path / "file"
     f.write_text("x")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
 from pathlib import Path
 
 TABLE = "cells.jsonl"
@@ -32,9 +33,8 @@ def check_out_dir(out: str | os.PathLike) -> Path:
         raise ValueError(f"--out {out} exists and is not a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".write-test"
-        probe.write_text("")
-        probe.unlink()
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-test-"):   # its own name: two runs may test at once
+            pass
     except OSError as exc:
         raise ValueError(f"--out {out} cannot be written: {exc.strerror or exc}") from None
     return path
