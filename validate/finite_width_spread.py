@@ -26,9 +26,10 @@ COLLAPSE_WIDTHS, COLLAPSE_DEPTHS, COLLAPSE_FACTOR = (32, 64, 128), (4, 6, 8, 12,
 
 
 def bootstrap_var_se(y: np.ndarray, rng: np.random.Generator) -> float:
-    """The seeds' variance's bootstrap standard error (:data:`RESAMPLES` resamples)."""
-    idx = rng.integers(0, len(y), size=(RESAMPLES, len(y)))
-    return float(np.std(np.var(y[idx], axis=1, ddof=1), ddof=1))
+    """The seeds' variance's bootstrap standard error (:data:`RESAMPLES` resamples of the seeds)."""
+    from amutheory.bootstrap import resample, seed_draws
+
+    return float(np.std(np.var(resample(seed_draws(len(y), RESAMPLES, rng), y), axis=1, ddof=1), ddof=1))
 
 
 def measure() -> dict:
