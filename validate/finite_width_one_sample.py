@@ -8,6 +8,7 @@ the forward-only ``mlp-kernel-finite``, times the equal-variance factor ``b(L; n
 
     python validate/finite_width_one_sample.py      # resumes per net; docs/findings/finite_width/one_sample_z.json
     python validate/finite_width_one_sample.py --activation gelu   # Z2 (addendum 26): the drawn law, GELU or tanh
+    python validate/finite_width_one_sample.py --run Z3   # Z3 (addendum 39): the exact one-sample law, fresh seeds
 
 ``validate/finite_width_table.py report`` puts the result on the page.
 """
@@ -142,11 +143,80 @@ def measure_z2(activation: str) -> dict:
     return d["readings"][activation]
 
 
+Z3_OUT = OUT.with_name("one_sample_z3.json")
+Z3_SEEDS = range(420000, 424096)
+Z3_LAWS = ("mlp-one-sample", "mlp-kernel-finite", "equal-variance factor")
+MAX_ABS = 3.0
+
+
+def one_sample_on_recorded() -> dict:
+    """Addendum 39's report: the exact one-sample law against diagnostic Z's recorded probes (no new probe)."""
+    from amutheory.symbolic.chain.one_sample import one_sample_s_bar
+
+    d, rows = json.loads(OUT.read_text()), []
+    for net in d["nets"].values():
+        law = one_sample_s_bar(_spec(net["width"], max(DEPTHS)), [r["depth"] for r in net["rows"]])
+        for r, value in zip(net["rows"], law):
+            rows.append({"width": net["width"], "depth": r["depth"], "s_bar": float(value),
+                         "error": float(value / r["probe_mean"] - 1),
+                         "z": float((value - r["probe_mean"]) / r["probe_se"])})
+    z = [r["z"] for r in rows]
+    return {"rows": rows, "pooled_z": sum(z) / math.sqrt(len(z)), "max_abs_z": max(abs(x) for x in z)}
+
+
+def measure_z3() -> dict:
+    """Run Z3 (addendum 39): the exact one-sample law ``mlp-one-sample`` (no standard error: exact) against fresh
+    probe seeds, beside ``mlp-kernel-finite`` and its equal-variance factor; resumes per net; the planned rule."""
+    import torch
+
+    from amutheory.symbolic.chain.backward_width import backward_factor, equal_variance_width
+    from amutheory.symbolic.chain.one_sample import one_sample_s_bar
+
+    torch.set_num_threads(1)
+    d = json.loads(Z3_OUT.read_text()) if Z3_OUT.exists() else {"nets": {}}
+    for width in WIDTHS:
+        key = f"n{width}-C{INPUTS}-B{BATCH}"
+        if key in d["nets"]:
+            continue
+        t = time.perf_counter()
+        spec = _spec(width, max(DEPTHS))
+        kf, probes = law_and_probe(spec, Z3_SEEDS)
+        exact = one_sample_s_bar(spec, list(DEPTHS))
+        factor = backward_factor(spec.with_(activation="linear", init_c=None), list(DEPTHS),
+                                 equal_variance_width(width, "relu"))
+        rows = []
+        for i, (L, (mean, se)) in enumerate(zip(DEPTHS, probes)):
+            row = {"depth": L, "probe_mean": mean, "probe_se": se}
+            for name, value, vse in (("mlp-one-sample", exact[i], 0.0),
+                                     ("mlp-kernel-finite", kf["s_bar"][i], kf["se"][i]),
+                                     ("equal-variance factor", kf["s_bar"][i] * factor[i], kf["se"][i] * factor[i])):
+                row[name] = {"s_bar": float(value), "se": float(vse), "error": float(value / mean - 1),
+                             "z": float((value - mean) / math.hypot(vse, se))}
+            rows.append(row)
+        d["nets"][key] = {"width": width, "input_channels": INPUTS, "batch": BATCH, "seeds": [Z3_SEEDS[0], Z3_SEEDS[-1]],
+                          "draws": DRAWS, "rows": rows}
+        Z3_OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+        print(f"Z3 {key}: " + "; ".join(f"{name} z {[round(r[name]['z'], 2) for r in rows]}" for name in Z3_LAWS)
+              + f" ({time.perf_counter() - t:.0f} s)", flush=True)
+    z = {name: [r[name]["z"] for net in d["nets"].values() for r in net["rows"]] for name in Z3_LAWS}
+    pooled = {k: sum(v) / math.sqrt(len(v)) for k, v in z.items()}
+    worst = {k: max(abs(x) for x in v) for k, v in z.items()}
+    met = abs(pooled["mlp-one-sample"]) <= MAX_POOLED and worst["mlp-one-sample"] <= MAX_ABS
+    d["reading"] = {"points": len(z["mlp-one-sample"]), "pooled_z": pooled, "max_abs_z": worst, "met": met,
+                    "decision": ("mlp-one-sample becomes predict's default for ReLU MLPs at batch 1" if met else
+                                 "mlp-one-sample stays a law on request")}
+    d["recorded_z"] = one_sample_on_recorded()
+    Z3_OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+    return d["reading"]
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--activation"] and len(sys.argv) == 3 and sys.argv[2] in Z2_ACTIVATIONS:
+    if sys.argv[1:] == ["--run", "Z3"]:
+        print(json.dumps(measure_z3(), indent=1))
+    elif sys.argv[1:2] == ["--activation"] and len(sys.argv) == 3 and sys.argv[2] in Z2_ACTIVATIONS:
         print(json.dumps(measure_z2(sys.argv[2]), indent=1))
     elif sys.argv[1:]:
-        print(f"usage: python validate/finite_width_one_sample.py [--activation {{{','.join(Z2_ACTIVATIONS)}}}]",
+        print(f"usage: python validate/finite_width_one_sample.py [--activation {{{','.join(Z2_ACTIVATIONS)}}} | --run Z3]",
               file=sys.stderr)
         sys.exit(2)
     else:
