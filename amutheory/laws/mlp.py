@@ -4,6 +4,8 @@ symbolic module on that chain spec:
 
 * ``mlp-finite-width`` (exact): the linear MLP's law at its own width ``n``
   (:mod:`amutheory.symbolic.chain.finite_width`), whose ``n -> oo`` limit is ``mlp-spectral``;
+* ``mlp-one-sample`` (exact): ReLU (and linear) MLPs with a batch of one sample at their own width ``n``
+  (:mod:`amutheory.symbolic.chain.one_sample`): the forward-backward coupling carried exactly;
 * ``mlp-spectral`` (exact at infinite width): the spectral law of the linear chain (:mod:`amutheory.symbolic.chain.spectral`)
   at its one Fourier mode, the zero mode: ``s_l = weight_0 Q_l(1)``, a cubic in ``l``;
 * ``mlp-kernel-finite`` (Monte Carlo; the default for ReLU MLPs by run D, for GELU and tanh MLPs by run J
@@ -136,6 +138,51 @@ class MlpFiniteWidth(_MlpLaw):
                              [note, "local slope: five-point difference of the exact L s_bar(L) over L - 2 .. L + 2"])
         values.local_slope = finite_width_slope(spec, depths, v)
         return values
+
+
+#: the activations whose batch-1 MLPs take ``mlp-one-sample`` as ``predict``'s default, by run Z3 of
+#: validate/plans/FINITE_WIDTH.md (addendum 39; docs/findings/finite_width.md); a linear MLP keeps
+#: mlp-finite-width, the same values, first in the registry
+ONE_SAMPLE_DEFAULT: tuple = ("relu",)
+
+
+class MlpOneSample(_MlpLaw):
+    name, exactness = "mlp-one-sample", "exact"
+    summary = ("ReLU or linear MLP with a batch of one sample, exact at its width n: the update's recursion "
+               "M' = A M A^T + |x|^2 I carried through eight quadratic invariants, each layer's weights split on its "
+               "input (the forward-backward coupling exact), the active count K ~ Bin(n, 1/2) averaged; nothing fitted")
+    leaves_out = ("nothing in the mean over seeds at batch 1 (the typical value's seed-spread line is calibrated); "
+                  "it does not cover batches of more than one sample, whose cross-sample pairs it does not carry")
+    source = "amutheory.symbolic.chain.one_sample"
+
+    def _covers(self, spec):
+        from amutheory.symbolic.chain.one_sample import check_one_sample_spec
+
+        check_one_sample_spec(spec)
+        return Coverage(True, f"{spec.activation} MLP with one sample, any width and c")
+
+    def not_default_for(self, spec):
+        if spec.activation == "relu" and spec.activation not in ONE_SAMPLE_DEFAULT:
+            return ("its planned check (run Z3, addendum 39 of validate/plans/FINITE_WIDTH.md) has not made it the "
+                    "default for ReLU MLPs at batch 1; ask for it with law='mlp-one-sample'")
+        return None
+
+    def cost(self, spec, depths, **_):
+        return Cost(costs.FINITE_SUM_SECONDS, "finite-sum", "an 8 x 8 linear recursion per depth")
+
+    def evaluate(self, spec, depths, protocol=ProbeProtocol(), calibration=None, progress=None, **options):
+        from amutheory.symbolic.chain.one_sample import one_sample_layer_moments
+
+        coverage = self.covers(spec)
+        if not coverage:
+            raise ValueError(coverage.reason)
+        depths, v = [int(d) for d in depths], protocol.input_var
+        s_l = {d: one_sample_layer_moments(spec.with_(depth=d), v) for d in depths}
+        s_bar = np.array([s_l[d].mean() for d in depths])
+        note = (f"one-sample law of the {spec.activation} MLP at width {spec.width} (exact in the mean over seeds): "
+                "nothing fitted")
+        return self.values(spec, depths, s_bar, np.zeros_like(s_bar), {"input_var": _input_var(protocol)}, s_l,
+                           [note])
 
 
 class MlpSpectral(_MlpLaw):
@@ -381,4 +428,4 @@ class MlpCoherent(_MlpLaw):
         return profiles
 
 
-LAWS = (MlpFiniteWidth(), MlpSpectral(), MlpKernelFinite(), MlpKernelFiniteBackward(), MlpKernel(), MlpCoherent())
+LAWS = (MlpFiniteWidth(), MlpOneSample(), MlpSpectral(), MlpKernelFinite(), MlpKernelFiniteBackward(), MlpKernel(), MlpCoherent())

@@ -219,12 +219,15 @@ def _layer_moments(L: int, T, O, state, traces, k: dict, width) -> list:
     return out
 
 
-def layer_moments_symbolic(L: int) -> list:
-    """``E[s_l]``, ``l = 1 .. L``, of a net of depth ``L`` as SymPy expressions (small ``L``: the tests'
-    symbolic checks; the predictor runs the same recursion on the lambdified coefficients)."""
-    state, traces = mean_first_layer()
-    return [sp.simplify(s) for s in _layer_moments(L, mean_transfer(), mean_outputs(), state, traces,
-                                                    upper_constants(), n)]
+def layer_moments_symbolic(L: int, at: dict | None = None) -> list:
+    """``E[s_l]``, ``l = 1 .. L``, of a net of depth ``L`` as SymPy expressions, with the symbols in ``at``
+    substituted first (e.g. ``{p: 1, c: 1}``, the linear net); small ``L``: the tests' symbolic checks (the
+    predictor runs the same recursion on the lambdified coefficients)."""
+    at = at or {}
+    state, traces = (x.subs(at) for x in mean_first_layer())
+    upper = {k: sp.sympify(e).subs(at) for k, e in upper_constants().items()}
+    return [sp.simplify(s) for s in _layer_moments(L, mean_transfer().subs(at), mean_outputs().subs(at), state, traces,
+                                                    upper, n.subs(at))]
 
 
 # --------------------------------------------------------------------------- the generated predictor
