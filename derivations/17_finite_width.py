@@ -436,5 +436,46 @@ check("the linear MLP's infinite-width spread at batch 1 is the dense closed for
       abs(one["var_log"] - closed) < 4 * one["var_log_se"], f"{one['var_log']:.4f} vs {closed:.4f}")
 print(f"at the MLP preset's batch 8: Var ln Q = {spread.linear_mlp_spread(8, 16, 10, draws=2**16)['var_log']:.3f}")
 
+# %% [markdown]
+# ## 9. One sample, exactly: the ReLU coupling carried
+#
+# With one sample the ReLU net's coupling of forward and backward weights is explicit: condition layer
+# `l + 1`'s weights on its input `x_l` and what is left is a fresh Gaussian on the directions off `x_l`.
+# The update of one SGD step obeys `Delta h_l = M_l delta_l` with `M_(l+1) = A M_l A^T + |x_l|^2 I`
+# (`A = W_(l+1) D_l`), and in the blocks of `x_l`'s direction, the other active units and the inactive ones
+# one layer maps eight quadratic invariants of `M` linearly, with coefficients polynomial in the active
+# count `K ~ Bin(n, 1/2)`; above the update, `delta_l = alpha x_l + g` with two weights from a scalar
+# recursion (Euler's identity gives `h . delta = r . f` at every layer).  So `E[s_l]` is exact at width `n`:
+# `mlp-one-sample` (`amutheory.symbolic.chain.one_sample`), the default for ReLU MLPs at batch 1 since run
+# Z3 of the findings page.  With every unit active it *is* the linear law at batch 1 (the cell checks it
+# symbolically at `L = 2`), and it meets the real probe below.  Batches of more than one sample are not
+# covered: their cross-sample pairs are the open step.
+
+# %%
+import sympy as sp
+
+from amutheory.symbolic.chain import finite_width as fw
+from amutheory.symbolic.chain import one_sample
+
+linear = one_sample.layer_moments_symbolic(2, {one_sample.p: 1, one_sample.c: 1})
+series = sp.series(fw.layer_generating_function().subs(fw.B, 1), fw.z, 0, 3).removeO()
+same = all(sp.simplify(linear[l - 1] - series.coeff(fw.z, l).subs({fw.n: one_sample.n, fw.C_0: one_sample.C_0,
+                                                                    fw.m: one_sample.m, fw.v: one_sample.v,
+                                                                    fw.v_r: one_sample.v_r})) == 0 for l in (1, 2))
+check("with every unit active the one-sample law is the linear finite-width law at batch 1", same)
+
+from amutheory.measure.probe import probe
+from amutheory.spec import ArchSpec
+
+net = ArchSpec(family="mlp", depth=3, width=8, activation="relu", input_channels=4, outputs=3, batch=1)
+s = probe(net, range(2000 if fast() else 8000), chunk=500).s
+mean, se = s.mean(axis=0), s.std(axis=0, ddof=1) / len(s) ** 0.5
+law = one_sample.one_sample_layer_moments(net)
+print("layer  law       probe mean  (se)")
+for l in range(3):
+    print(f"{l + 1:5d}  {law[l]:8.2f}  {mean[l]:8.2f}  ({se[l]:.2f})")
+check("the exact one-sample law is within 4.5 standard errors of the probe's mean at every layer",
+      bool((abs(law - mean) <= 4.5 * se).all()), f"{law} vs {mean}")
+
 # %%
 print("all derivation checks passed")
