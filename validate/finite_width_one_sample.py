@@ -56,39 +56,54 @@ def law_and_probe(spec, seeds) -> tuple:
     return kf, probes
 
 
-def measure() -> dict:
+def _resume_nets(out: Path, label: str, seeds, laws, values_at) -> dict:
+    """Probe every width's net at :data:`DEPTHS` on ``seeds`` beside the laws, resuming per net into ``out``:
+    ``values_at(spec, kf)`` gives ``{law: (s_bar, se, factor or None)}`` at the depths from the drawn law ``kf``."""
     import torch
 
-    from amutheory.symbolic.chain.backward_width import (ON_PROBABILITY, backward_factor, equal_variance_width,
-                                                         masked_backward_factor)
-
     torch.set_num_threads(1)
-    d = json.loads(OUT.read_text()) if OUT.exists() else {"nets": {}}
+    d = json.loads(out.read_text()) if out.exists() else {"nets": {}}
     for width in WIDTHS:
         key = f"n{width}-C{INPUTS}-B{BATCH}"
         if key in d["nets"]:
             continue
         t = time.perf_counter()
         spec = _spec(width, max(DEPTHS))
-        linear = spec.with_(activation="linear", init_c=None)
-        kf, probes = law_and_probe(spec, SEEDS)
-        factors = {"equal-variance factor": backward_factor(linear, list(DEPTHS), equal_variance_width(width, "relu")),
-                   "masked factor": masked_backward_factor(linear, list(DEPTHS), float(ON_PROBABILITY["relu"]))}
+        kf, probes = law_and_probe(spec, seeds)
+        values = values_at(spec, kf)
         rows = []
         for i, (L, (mean, se)) in enumerate(zip(DEPTHS, probes)):
             row = {"depth": L, "probe_mean": mean, "probe_se": se}
-            for name in LAWS:
-                f = 1.0 if name == "mlp-kernel-finite" else float(factors[name][i])
-                value, vse = kf["s_bar"][i] * f, kf["se"][i] * f
-                row[name] = {"factor": f, "s_bar": float(value), "se": float(vse), "error": float(value / mean - 1),
-                             "z": float((value - mean) / math.hypot(vse, se))}
+            for name in laws:
+                s_bar, s_se, factor = values[name]
+                value, vse = float(s_bar[i]), float(s_se[i])
+                row[name] = {"s_bar": value, "se": vse, "error": value / mean - 1,
+                             "z": (value - mean) / math.hypot(vse, se)}
+                if factor is not None:
+                    row[name]["factor"] = float(factor[i])
             rows.append(row)
-        d["nets"][key] = {"width": width, "input_channels": INPUTS, "batch": BATCH, "seeds": [SEEDS[0], SEEDS[-1]],
+        d["nets"][key] = {"width": width, "input_channels": INPUTS, "batch": BATCH, "seeds": [seeds[0], seeds[-1]],
                           "draws": DRAWS, "rows": rows}
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
-        print(f"Z {key}: " + "; ".join(f"{name} z {[round(r[name]['z'], 2) for r in rows]}" for name in LAWS)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
+        print(f"{label} {key}: " + "; ".join(f"{name} z {[round(r[name]['z'], 2) for r in rows]}" for name in laws)
               + f" ({time.perf_counter() - t:.0f} s)", flush=True)
+    return d
+
+
+def measure() -> dict:
+    from amutheory.symbolic.chain.backward_width import (ON_PROBABILITY, backward_factor, equal_variance_width,
+                                                         masked_backward_factor)
+
+    def values_at(spec, kf):
+        linear = spec.with_(activation="linear", init_c=None)
+        factors = {"mlp-kernel-finite": np.ones(len(DEPTHS)),
+                   "equal-variance factor": backward_factor(linear, list(DEPTHS),
+                                                            equal_variance_width(spec.width, "relu")),
+                   "masked factor": masked_backward_factor(linear, list(DEPTHS), float(ON_PROBABILITY["relu"]))}
+        return {k: (np.asarray(kf["s_bar"]) * f, np.asarray(kf["se"]) * f, f) for k, f in factors.items()}
+
+    d = _resume_nets(OUT, "Z", SEEDS, LAWS, values_at)
     d["reading"] = read(d)
     OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
     return d
@@ -167,37 +182,17 @@ def one_sample_on_recorded() -> dict:
 def measure_z3() -> dict:
     """Run Z3 (addendum 39): the exact one-sample law ``mlp-one-sample`` (no standard error: exact) against fresh
     probe seeds, beside ``mlp-kernel-finite`` and its equal-variance factor; resumes per net; the planned rule."""
-    import torch
-
     from amutheory.symbolic.chain.backward_width import backward_factor, equal_variance_width
     from amutheory.symbolic.chain.one_sample import one_sample_s_bar
 
-    torch.set_num_threads(1)
-    d = json.loads(Z3_OUT.read_text()) if Z3_OUT.exists() else {"nets": {}}
-    for width in WIDTHS:
-        key = f"n{width}-C{INPUTS}-B{BATCH}"
-        if key in d["nets"]:
-            continue
-        t = time.perf_counter()
-        spec = _spec(width, max(DEPTHS))
-        kf, probes = law_and_probe(spec, Z3_SEEDS)
-        exact = one_sample_s_bar(spec, list(DEPTHS))
+    def values_at(spec, kf):
         factor = backward_factor(spec.with_(activation="linear", init_c=None), list(DEPTHS),
-                                 equal_variance_width(width, "relu"))
-        rows = []
-        for i, (L, (mean, se)) in enumerate(zip(DEPTHS, probes)):
-            row = {"depth": L, "probe_mean": mean, "probe_se": se}
-            for name, value, vse in (("mlp-one-sample", exact[i], 0.0),
-                                     ("mlp-kernel-finite", kf["s_bar"][i], kf["se"][i]),
-                                     ("equal-variance factor", kf["s_bar"][i] * factor[i], kf["se"][i] * factor[i])):
-                row[name] = {"s_bar": float(value), "se": float(vse), "error": float(value / mean - 1),
-                             "z": float((value - mean) / math.hypot(vse, se))}
-            rows.append(row)
-        d["nets"][key] = {"width": width, "input_channels": INPUTS, "batch": BATCH, "seeds": [Z3_SEEDS[0], Z3_SEEDS[-1]],
-                          "draws": DRAWS, "rows": rows}
-        Z3_OUT.write_text(json.dumps(d, indent=1, sort_keys=True) + "\n")
-        print(f"Z3 {key}: " + "; ".join(f"{name} z {[round(r[name]['z'], 2) for r in rows]}" for name in Z3_LAWS)
-              + f" ({time.perf_counter() - t:.0f} s)", flush=True)
+                                 equal_variance_width(spec.width, "relu"))
+        s_bar, se = np.asarray(kf["s_bar"]), np.asarray(kf["se"])
+        return {"mlp-one-sample": (one_sample_s_bar(spec, list(DEPTHS)), np.zeros(len(DEPTHS)), None),
+                "mlp-kernel-finite": (s_bar, se, None), "equal-variance factor": (s_bar * factor, se * factor, None)}
+
+    d = _resume_nets(Z3_OUT, "Z3", Z3_SEEDS, Z3_LAWS, values_at)
     z = {name: [r[name]["z"] for net in d["nets"].values() for r in net["rows"]] for name in Z3_LAWS}
     pooled = {k: sum(v) / math.sqrt(len(v)) for k, v in z.items()}
     worst = {k: max(abs(x) for x in v) for k, v in z.items()}
