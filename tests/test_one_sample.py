@@ -99,19 +99,18 @@ def test_nets_it_does_not_cover_are_refused_naming_the_argument(bad, message):
         one.one_sample_s_bar(_mlp(8, 3), [0, 2])
 
 
-def test_the_law_is_registered_exact_and_says_why_it_is_not_the_default_yet():
+def test_the_law_is_registered_exact_and_is_the_default_for_relu_mlps_at_batch_one():
+    """Run Z3 (plan addendum 39) made it the default for ReLU MLPs at batch 1; a linear MLP keeps
+    mlp-finite-width, first in the registry, with the same values; batches of more than one sample are refused."""
     from amutheory.laws.registry import REGISTRY, best_law
 
     law = REGISTRY["mlp-one-sample"]
     assert law.exactness == "exact" and law.covers(_mlp(16, 4))
     assert not law.covers(_mlp(16, 4).with_(batch=8))
-    choice = best_law(_mlp(16, 4).with_(depth=16), [8, 16])
-    if "relu" not in __import__("amutheory.laws.mlp", fromlist=["x"]).ONE_SAMPLE_DEFAULT:
-        assert choice.law.name != "mlp-one-sample"
-    else:
-        assert choice.law.name == "mlp-one-sample"
-    # a linear MLP keeps mlp-finite-width, first in the registry, with the same values
+    assert best_law(_mlp(16, 16), [8, 16]).law.name == "mlp-one-sample"
+    assert best_law(_mlp(16, 16).with_(batch=8), [8, 16]).law.name != "mlp-one-sample"
     linear = _mlp(12, 5, "linear", input_channels=4, outputs=3)
+    assert best_law(linear, [2, 5]).law.name == "mlp-finite-width"
     a = REGISTRY["mlp-finite-width"].evaluate(linear, [2, 5]).s_bar
     b = law.evaluate(linear, [2, 5]).s_bar
     assert np.allclose(a, b, rtol=1e-12)
