@@ -42,6 +42,7 @@ EXAMPLES = {
     "transformer-coherent": (ArchSpec(**_TRF), [1, 2, 3, 4]),
     "transformer-effective-depth": (ArchSpec(**_TRF), [1, 2, 3, 4]),
     "mlp-finite-width": (ArchSpec(**_MLP, activation="linear"), None),
+    "mlp-one-sample": (ArchSpec(**{**_MLP, "batch": 1}, activation="relu"), None),
     "mlp-spectral": (ArchSpec(**_MLP, activation="linear"), None),
     "mlp-kernel-finite": (ArchSpec(**_MLP, activation="relu"), None),
     "mlp-kernel-finite-backward": (ArchSpec(**_MLP, activation="relu"), None),
