@@ -114,3 +114,23 @@ def test_the_law_is_registered_exact_and_is_the_default_for_relu_mlps_at_batch_o
     a = REGISTRY["mlp-finite-width"].evaluate(linear, [2, 5]).s_bar
     b = law.evaluate(linear, [2, 5]).s_bar
     assert np.allclose(a, b, rtol=1e-12)
+
+
+def test_the_command_line_predicts_a_relu_mlp_at_batch_one_with_the_exact_law(tmp_path):
+    """The README's recipe, from outside the package: ``amutheory predict`` on a ReLU MLP with ``--batch 1``
+    chooses ``mlp-one-sample`` and prints the law's own ``s_bar``; ``--batch 2`` does not take it."""
+    import json
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "amutheory", "predict", "--family", "mlp", "--activation", "relu", "--width", "16",
+            "--depths", "4,8", "--json"]
+    got = subprocess.run(argv + ["--batch", "1"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    out = json.loads(got.stdout)
+    assert out["law"] == "mlp-one-sample"
+    expected = one.one_sample_s_bar(ArchSpec(**out["spec"]), [4, 8])
+    assert np.allclose(out["s_bar"], expected, rtol=1e-9)
+    other = subprocess.run(argv + ["--batch", "2"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert other.returncode == 0, other.stderr
+    assert json.loads(other.stdout)["law"] != "mlp-one-sample"

@@ -49,6 +49,8 @@ import sympy as sp
 
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.cache import compile_lambda, derivation, lambda_source
+from amutheory.symbolic.chain.backward_width import ON_PROBABILITY
+from amutheory.symbolic.chain.finite_width import layer_transfer
 
 n, C_0, m, v, v_r, c = sp.symbols("n C_0 m v v_r c", positive=True)
 """Width, input features, outputs, input variance, readout variance, the init's ``c`` (``Var W = c / fan_in``)."""
@@ -59,8 +61,6 @@ K = sp.Symbol("K", integer=True, nonnegative=True)
 
 #: the quadratic invariants of ``(b, M)`` that the recursion carries, in this order
 INVARIANTS = ("mu^2", "mu trN", "(trN)^2", "trN^2", "|v|^2", "b mu", "b trN", "b^2")
-#: the chance that a unit is active, per activation the law takes
-ON_PROBABILITY = {"relu": sp.Rational(1, 2), "linear": sp.Integer(1)}
 
 _mu, _T, _T2, _V, _b = sp.symbols("mu T T_2 V b")
 _beta, _beta_neg = sp.symbols("beta beta_neg", nonnegative=True)
@@ -68,19 +68,21 @@ _beta, _beta_neg = sp.symbols("beta beta_neg", nonnegative=True)
 
 def _gaussian_moments():
     """Wick's theorem for ``g ~ N(0, s2 I)`` on the forms of one layer: ``E g.v = 0``, ``E (g.v)^2 = s2 |v|^2``,
-    ``E g^T N g = s2 tr N``, ``E (g^T N g)^2 = s2^2 ((tr N)^2 + 2 tr N^2)``, ``E (g.v)(g^T N g) = 0``,
-    ``E |N g|^2 = s2 tr N^2``."""
+    ``E g^T N g = s2 tr N``, ``E (g^T N g)^2`` (:func:`~amutheory.symbolic.chain.finite_width.layer_transfer` of
+    one row on ``N``), ``E (g.v)(g^T N g) = 0``, ``E |N g|^2 = s2 tr N^2``."""
     s2 = c / n
-    return {"gv2": s2 * _V, "gNg": s2 * _T, "gNg2": s2**2 * (_T**2 + 2 * _T2), "Ng2": s2 * _T2}
+    return {"gv2": s2 * _V, "gNg": s2 * _T, "gNg2": (layer_transfer(1, s2) * sp.Matrix([_T2, _T**2]))[1],
+            "Ng2": s2 * _T2}
 
 
 def _wishart_moments(rows):
-    """The same for ``H`` with ``rows`` i.i.d. rows ``N(0, s2 I)``: ``E tr H N H^T = rows s2 tr N``,
-    ``E (tr H N H^T)^2 = s2^2 (rows^2 (tr N)^2 + 2 rows tr N^2)``, ``E tr (H N H^T)^2 = s2^2 (rows (tr N)^2 +
-    rows (rows + 1) tr N^2)`` (the rows' own pairs and the cross pairs), ``E |H w|^2 = rows s2 |w|^2``."""
+    """The same for ``H`` with ``rows`` i.i.d. rows ``N(0, s2 I)``: ``E tr H N H^T = rows s2 tr N``, and
+    ``(E tr (H N H^T)^2, E (tr H N H^T)^2)`` is :func:`~amutheory.symbolic.chain.finite_width.layer_transfer`
+    on ``(tr N^2, (tr N)^2)`` (``H N H^T`` has the traces of ``Y^T Y``, ``Y = H N^(1/2)``); ``E |H w|^2 = rows s2
+    |w|^2`` (``Hw2`` is the factor ``rows s2``)."""
     s2 = c / n
-    return {"trHNH": rows * s2 * _T, "trHNH_sq": s2**2 * (rows**2 * _T**2 + 2 * rows * _T2),
-            "trHNH2": s2**2 * (rows * _T**2 + rows * (rows + 1) * _T2), "Hw2": rows * s2}
+    second = layer_transfer(rows, s2) * sp.Matrix([_T2, _T**2])
+    return {"trHNH": rows * s2 * _T, "trHNH2": second[0], "trHNH_sq": second[1], "Hw2": rows * s2}
 
 
 def _new_invariants() -> dict:
@@ -125,11 +127,13 @@ def _in_invariants(expr: sp.Expr) -> list:
 
 def _beta_moments(expr: sp.Expr) -> sp.Expr:
     """Average over ``beta = (c/n) chi^2_K'`` and ``beta_neg = (c/n) chi^2_(n - K')`` given ``K'`` (independent):
-    ``E beta = (c/n) K'``, ``E beta^2 = (c/n)^2 K' (K' + 2)``, ``E beta_neg = (c/n) (n - K')``."""
+    ``E beta = (c/n) K'``, ``E beta^2 = (c/n)^2 K' (K' + 2)``, ``E beta_neg = (c/n) (n - K')`` (``beta_neg``
+    enters the layer map at most linearly, ``beta`` at most squared)."""
     s2 = c / n
     poly = sp.Poly(sp.expand(expr), _beta, _beta_neg)
-    mean = {0: 1, 1: s2 * K, 2: s2**2 * K * (K + 2)}
-    return sp.expand(sum(co * mean[i] * (s2 * (n - K))**j for (i, j), co in poly.terms()))
+    mean = {0: sp.Integer(1), 1: s2 * K, 2: s2**2 * K * (K + 2)}
+    mean_neg = {0: sp.Integer(1), 1: s2 * (n - K)}
+    return sp.expand(sum(co * mean[i] * mean_neg[j] for (i, j), co in poly.terms()))
 
 
 @derivation
