@@ -147,19 +147,25 @@ def probe(spec: ArchSpec, seeds, protocol: ProbeProtocol = ProbeProtocol(),
     for start in range(0, len(seeds), chunk):
         block = seeds[start:start + chunk]
         drawn = [draw_seed(spec, s, protocol) for s in block]
-        models = [d[0] for d in drawn]
-        params, _ = stack_models(models, block, f"{spec.family_object!r}.build_model")
-        params = {k: v.detach() for k, v in params.items()}
-        xs = torch.stack([d[1] for d in drawn])
-        rs = torch.stack([d[2] for d in drawn])
-        base = copy.deepcopy(models[0]).to("meta")
-
-        def one(p, x, r):
-            dh = _first_order_change(base, p, x, r)
-            return torch.stack([d.pow(2).mean() for d in dh])
-
-        rows.append(vmap(one)(params, xs, rs).detach().cpu().numpy())
+        rows.append(s_layers_drawn(drawn, block, f"{spec.family_object!r}.build_model"))
     return ProbeResult(spec=spec, seeds=seeds, s=np.concatenate(rows, axis=0))
+
+
+def s_layers_drawn(drawn, seeds, maker: str) -> np.ndarray:
+    """``s_l`` of drawn ``(model, x, r)`` triples (one per seed of ``seeds``), vectorised over them: a
+    ``seeds x L`` array."""
+    models = [d[0] for d in drawn]
+    params, _ = stack_models(models, seeds, maker)
+    params = {k: v.detach() for k, v in params.items()}
+    xs = torch.stack([d[1] for d in drawn])
+    rs = torch.stack([d[2] for d in drawn])
+    base = copy.deepcopy(models[0]).to("meta")
+
+    def one(p, x, r):
+        dh = _first_order_change(base, p, x, r)
+        return torch.stack([d.pow(2).mean() for d in dh])
+
+    return vmap(one)(params, xs, rs).detach().cpu().numpy()
 
 
 def stack_models(models, seeds, maker: str):

@@ -1,0 +1,197 @@
+"""The size-biased probe: the seed mean of ``s`` at narrow width without its heavy tail.
+
+At finite width ``ln s_bar`` of a deep chain spreads like ``L / n`` (docs/findings/finite_width.md): at
+``L / n >= 1`` the seed mean is carried by a few seeds whose weight products happen to grow, and its
+standard error undercovers (study P).  Much of that spread is the growth of the forward pass, and the
+forward pass can be drawn *size-biased* exactly:
+
+* For a chain of bias-free layers ``h_l = W_l x_(l-1)``, ``x_l = phi(h_l)`` with ``phi`` linear or ReLU
+  and ``W_l`` iid ``N(0, sigma_l^2)``, let ``Y_l = |x_l|^2`` (summed over batch, channels and positions).
+  Given ``x_(l-1)``, ``E[Y_l] = a sigma_l^2 n_l sum_q |P_q|^2`` where ``P_q`` are the layer's input patches
+  (one per output position and sample: ``x_(l-1)`` itself for a linear layer) and ``a = 1`` (linear) or
+  ``1/2`` (ReLU).
+* ``Q``, the measure of the weights tilted by ``prod_l Y_l / E[Y_l | x_(l-1)]``, is drawn layer by layer
+  from the bottom: it is a mixture over one output unit ``o`` (uniform) and one patch ``q`` (in proportion to
+  ``|P_q|^2``) of the Gaussian whose row ``w_o`` has ``t = w_o . P_q / (sigma |P_q|)`` distributed as a
+  ``chi_3`` (ReLU) or a ``chi_3`` of random sign (linear), everything else as drawn.  So one row per layer
+  is redrawn; the rest of the seed's net is the plain probe's.
+* Then for any function ``F`` of the net, inputs and loss directions, ``E_P[F] = E_Q[F w]`` with the
+  likelihood ratio ``w = prod_l E[Y_l | x_(l-1)] / Y_l``: the mean of ``s_l w`` over seeds is unbiased for
+  ``E[s_l]``, exactly, and its spread is what is left once the forward growth is divided out.
+
+The readout is not tilted.  Only positively homogeneous activations (linear, ReLU) have the ``chi_3``
+form; :func:`tilt_chain` refuses other nets with a ``ValueError`` naming the reason.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from amutheory.spec import ArchSpec
+
+#: ``E[phi(g)^2] / E[g^2]`` for ``g ~ N(0, v)``: the mean ratio ``a`` above (exact).
+SECOND_MOMENT_RATIO = {"linear": 1.0, "relu": 0.5}
+#: the tilt's generator is seeded with the probe seed plus this offset, so the plain draw is untouched
+TILT_SEED_OFFSET = 2**40
+
+
+def _chain_layers(model: nn.Module) -> nn.ModuleList:
+    layers = getattr(model, "convs", None)
+    if layers is None:
+        layers = getattr(model, "layers", None)
+    if layers is None or getattr(model, "norms", None) is not None:
+        raise ValueError("size-biased probe: the model must be a plain chain (the conv chain or MLP of "
+                         "amutheory.measure, no norm layers)")
+    for layer in layers:
+        if getattr(layer, "bias", None) is not None:
+            raise ValueError("size-biased probe: every layer must be bias-free")
+    return layers
+
+
+def patches(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The input patches of ``layer`` at ``x``: a ``(positions x batch, fan_in)`` matrix ``P`` with
+    ``layer(x)`` equal to ``P @ W.view(n_out, -1).T`` reordered (one row per output entry and channel)."""
+    if isinstance(layer, nn.Linear):
+        return x.reshape(-1, layer.in_features)
+    if isinstance(layer, (nn.Conv1d, nn.Conv2d)):
+        dim = 1 if isinstance(layer, nn.Conv1d) else 2
+        if layer.stride != (1,) * dim or layer.dilation != (1,) * dim or layer.groups != 1:
+            raise ValueError("size-biased probe: convolutions must have stride 1, dilation 1 and groups 1")
+        pad = layer.padding
+        if isinstance(pad, str):
+            raise ValueError("size-biased probe: convolutions need an explicit integer padding")
+        mode = "circular" if layer.padding_mode == "circular" else "constant"
+        if layer.padding_mode not in ("circular", "zeros"):
+            raise ValueError(f"size-biased probe: padding mode {layer.padding_mode!r} is not covered")
+        pads = [p for p in reversed(pad) for _ in (0, 1)]
+        xp = F.pad(x, pads, mode=mode) if any(pads) else x
+        k = layer.kernel_size
+        if dim == 1:
+            cols = xp.unfold(2, k[0], 1)  # (B, C, N, k)
+            return cols.permute(0, 2, 1, 3).reshape(-1, layer.in_channels * k[0])
+        cols = F.unfold(xp, k)  # (B, C k k, positions)
+        return cols.transpose(1, 2).reshape(-1, layer.in_channels * k[0] * k[1])
+    raise ValueError(f"size-biased probe: layer type {type(layer).__name__} is not covered (Linear, Conv1d, Conv2d)")
+
+
+def tilt_chain(model: nn.Module, x: torch.Tensor, activation: str, sigmas, generator: torch.Generator,
+               pooled: bool = False) -> float:
+    """Redraw ``model``'s chain layers in place from the size-biased measure ``Q`` (module docstring), bottom
+    up, given the input ``x``; ``sigmas[l]`` is layer ``l``'s weight standard deviation.  Returns
+    ``ln w = sum_l ln(E[Y_l | x_(l-1)] / Y_l)``."""
+    if activation not in SECOND_MOMENT_RATIO:
+        raise ValueError(f"size-biased probe: activation must be linear or relu (positively homogeneous), "
+                         f"got {activation!r}")
+    a = SECOND_MOMENT_RATIO[activation]
+    phi = (lambda h: h) if activation == "linear" else F.relu
+    layers = _chain_layers(model)
+    log_w = 0.0
+    with torch.no_grad():
+        for layer, sigma in zip(layers, sigmas):
+            P = patches(layer, x)
+            if pooled:
+                P = P.view(x.shape[0], -1, P.shape[1]).mean(1)
+            norms2 = P.pow(2).sum(1)
+            total = float(norms2.sum())
+            if total <= 0.0:
+                raise ValueError("size-biased probe: a layer's input is zero, so the tilt is undefined")
+            weight = layer.weight.view(layer.weight.shape[0], -1)
+            n_out = weight.shape[0]
+            q = int(torch.multinomial((norms2 / total).cpu().double(), 1, generator=generator))
+            o = int(torch.randint(n_out, (1,), generator=generator))
+            direction = P[q] / norms2[q].sqrt()
+            t = torch.randn(3, generator=generator, dtype=torch.float64).pow(2).sum().sqrt()
+            if activation == "linear" and torch.rand(1, generator=generator).item() < 0.5:
+                t = -t
+            g = torch.randn(weight.shape[1], generator=generator, dtype=torch.float64).to(weight)
+            g = g - direction * (direction @ g)
+            weight[o] = sigma * (t.to(weight) * direction + g)
+            x = phi(layer(x))
+            Y = float(phi(P @ weight.T).pow(2).sum())
+            log_w += math.log(a * sigma**2 * n_out * total) - math.log(Y)
+    return log_w
+
+
+def chain_sigmas(spec: ArchSpec) -> list[float]:
+    """The weight standard deviations of the toolkit's conv chain or MLP of ``spec`` (He fan-in, ``c``)."""
+    kernel_size = 1 if spec.family == "mlp" else spec.kernel**spec.dim
+    return [math.sqrt(spec.c / ((spec.input_channels if l == 0 else spec.width) * kernel_size))
+            for l in range(spec.depth)]
+
+
+def check_size_biased(spec: ArchSpec) -> None:
+    """``ValueError`` naming the reason when the size-biased probe does not cover ``spec``."""
+    if spec.family not in ("conv", "mlp"):
+        raise ValueError(f"size-biased probe: family must be conv or mlp (a plain chain), got {spec.family!r}")
+    if spec.activation not in SECOND_MOMENT_RATIO:
+        raise ValueError(f"size-biased probe: activation must be linear or relu (positively homogeneous), "
+                         f"got {spec.activation!r}")
+
+
+def weighted_mean(values: np.ndarray, log_w: np.ndarray) -> tuple[float, float]:
+    """The size-biased estimate ``mean(values * w)`` over seeds and its standard error."""
+    v = np.asarray(values, dtype=float) * np.exp(np.asarray(log_w, dtype=float))
+    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(len(v)))
+
+
+class SizeBiasedResult:
+    """Per-seed, per-layer ``s_l`` drawn under ``Q`` and each seed's ``ln w``: ``s[i, l-1] * exp(log_w[i])``
+    averages to ``E[s_l]`` over seeds (module docstring)."""
+
+    def __init__(self, spec: ArchSpec, seeds: list, s: np.ndarray, log_w: np.ndarray):
+        self.spec, self.seeds, self.s, self.log_w = spec, seeds, s, log_w
+
+    @property
+    def weighted(self) -> np.ndarray:
+        """``s_l w`` per seed and layer: its seed mean is unbiased for ``E[s_l]``."""
+        return self.s * np.exp(self.log_w)[:, None]
+
+    @property
+    def s_bar(self) -> np.ndarray:
+        """``s_bar w`` per seed: its mean is unbiased for ``E[s_bar]``."""
+        return self.weighted.mean(axis=1)
+
+    def mean(self) -> tuple[float, float]:
+        """The estimate of ``E[s_bar]`` and its standard error."""
+        v = self.s_bar
+        return float(v.mean()), float(v.std(ddof=1) / math.sqrt(len(v)))
+
+
+def size_biased_probe(spec: ArchSpec, seeds, protocol=None, chunk: int = 16, pooled: bool = False) -> SizeBiasedResult:
+    """:func:`~amutheory.measure.probe.probe` with every chain layer drawn size-biased (module docstring):
+    seed ``s`` draws the plain probe's net, inputs and loss directions, then redraws one row per layer from
+    a generator seeded ``s + TILT_SEED_OFFSET``.  ``ValueError`` naming the reason for a net it does not
+    cover (:func:`check_size_biased`)."""
+    from amutheory.limits import check_probe
+    from amutheory.measure.probe import draw_seed, s_layers_drawn
+    from amutheory.spec import ProbeProtocol
+
+    protocol = ProbeProtocol() if protocol is None else protocol
+    if not isinstance(spec, ArchSpec):
+        raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
+    if not isinstance(protocol, ProbeProtocol):
+        raise TypeError(f"protocol must be a ProbeProtocol, got {type(protocol).__name__}")
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    check_size_biased(spec)
+    seeds = [int(s) for s in seeds]
+    if len(seeds) < 2:
+        raise ValueError(f"seeds must hold at least 2 seeds (a standard error needs two), got {len(seeds)}")
+    check_probe(spec, min(chunk, len(seeds)), protocol.dtype, protocol.device)
+    sigmas = chain_sigmas(spec)
+    rows, log_w = [], []
+    for start in range(0, len(seeds), chunk):
+        block = seeds[start:start + chunk]
+        drawn = []
+        for sd in block:
+            model, x, r = draw_seed(spec, sd, protocol)
+            gen = torch.Generator().manual_seed(sd + TILT_SEED_OFFSET)
+            log_w.append(tilt_chain(model, x, spec.activation, sigmas, gen, pooled))
+            drawn.append((model, x, r))
+        rows.append(s_layers_drawn(drawn, block, f"{spec.family_object!r}.build_model"))
+    return SizeBiasedResult(spec, seeds, np.concatenate(rows, axis=0), np.asarray(log_w))
