@@ -9,10 +9,17 @@ resampled jointly), and the z of ``ln`` of the ``s_bar`` ratio (bootstrap standa
 Writes docs/findings/finite_width/conv_width16.json as it goes; prints a markdown table.
 
     PYTHONPATH=. OMP_NUM_THREADS=1 python validate/finite_width_conv.py
+
+Run C2 (plan addendum 40): the same net with the size-biased probe (:mod:`amutheory.measure.size_biased`, the
+pooled tilt), fresh seeds 430000..446383 at every depth, z of ``ln`` of the ratio of means (delta method, the
+seeds' paired covariance); resumes per depth from docs/findings/finite_width/conv_width16_c2.json.
+
+    PYTHONPATH=. OMP_NUM_THREADS=1 python validate/finite_width_conv.py --run C2
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from pathlib import Path
@@ -87,5 +94,81 @@ def main() -> None:
     print(f"\nall inside: {payload['verdict']['all_inside']}; max |z| = {payload['verdict']['max_abs_z']:.2f}")
 
 
+C2_SEEDS = range(430000, 446384)
+C2_OUT = Path("docs/findings/finite_width/conv_width16_c2.json")
+C2_COVERAGE_SAMPLES = 2000
+
+
+def _lognormal_coverage(var_ln: float, n: int, samples: int, seed: int) -> float:
+    """The share of ``samples`` log-normal samples of size ``n`` (``Var ln = var_ln``) whose mean is within 3
+    standard errors of the true mean: what ``|z| <= 3`` covers if the weighted values were log-normal."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(samples):
+        v = np.exp(rng.normal(-var_ln / 2, np.sqrt(var_ln), n))
+        hits += abs(v.mean() - 1.0) <= 3 * v.std(ddof=1) / np.sqrt(n)
+    return hits / samples
+
+
+def run_c2() -> None:
+    from amutheory.measure.size_biased import size_biased_probe
+
+    payload = json.loads(C2_OUT.read_text()) if C2_OUT.exists() else {
+        "plan": "validate/plans/FINITE_WIDTH.md addendum 40 (run C2)", "spec": repr(SPEC), "depths": list(DEPTHS),
+        "seeds": [min(C2_SEEDS), max(C2_SEEDS)], "estimator": "size_biased_probe(pooled=True)", "measured": {}}
+    global OUT
+    OUT = C2_OUT
+    for d in DEPTHS:
+        if str(d) in payload["measured"]:
+            continue
+        t = time.time()
+        res = size_biased_probe(SPEC.with_(depth=d), C2_SEEDS, chunk=64, pooled=True)
+        v = res.s_bar
+        payload["measured"][str(d)] = {"s_bar_w_per_seed": [float(f"{x:.7g}") for x in v], "mean": float(v.mean()),
+                                       "se": float(v.std(ddof=1) / np.sqrt(len(v))),
+                                       "var_ln": float(np.var(np.log(v), ddof=1))}
+        _write(payload)
+        print(f"depth {d}: size-biased mean {v.mean():.5g} ({time.time() - t:.1f} s)", flush=True)
+
+    fw = finite_width_chain_s_bar(SPEC, DEPTHS)
+    cols = np.stack([np.asarray(payload["measured"][str(d)]["s_bar_w_per_seed"]) for d in DEPTHS], axis=1)
+    n = cols.shape[0]
+    means = cols.mean(axis=0)
+    cov = np.cov(cols, rowvar=False) / n
+    half = n // 2
+    rows = []
+    for i, d in enumerate(DEPTHS):
+        var_log_ratio = cov[i, i] / means[i] ** 2 + cov[0, 0] / means[0] ** 2 - 2 * cov[i, 0] / (means[i] * means[0])
+        z_ratio = ((np.log(fw[i] / fw[0]) - np.log(means[i] / means[0])) / np.sqrt(var_log_ratio)) if i else 0.0
+        se = np.sqrt(cov[i, i])
+        a, b = cols[:half, i], cols[half:, i]
+        se_diff = np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+        var_ln = payload["measured"][str(d)]["var_ln"]
+        rows.append({"depth": d, "law_s_bar": float(fw[i]), "mean": float(means[i]), "se": float(se),
+                     "z_mean": float((fw[i] - means[i]) / se), "measured_ratio": float(np.sqrt(means[0] / means[i])),
+                     "law_ratio": float(np.sqrt(fw[0] / fw[i])), "z_log_ratio": float(z_ratio),
+                     "halves": [float(a.mean()), float(b.mean())], "z_halves": float((a.mean() - b.mean()) / se_diff),
+                     "var_ln": var_ln,
+                     "lognormal_coverage_3se": _lognormal_coverage(var_ln, n, C2_COVERAGE_SAMPLES, 40 + i)})
+    payload["table"] = rows
+    payload["verdict"] = {"max_abs_z_log_ratio": max(abs(r["z_log_ratio"]) for r in rows)}
+    payload["verdict"]["met"] = payload["verdict"]["max_abs_z_log_ratio"] <= 3
+    _write(payload)
+    print("\n| depth | law ratio | measured ratio | z (ln ratio) | mean: error (z) | halves: z | Var ln (s_bar w) | "
+          "log-normal coverage of 3 se |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['depth']} | {r['law_ratio']:.4f} | {r['measured_ratio']:.4f} | {r['z_log_ratio']:+.2f} | "
+              f"{r['law_s_bar'] / r['mean'] - 1:+.1%} ({r['z_mean']:+.2f}) | {r['z_halves']:+.2f} | {r['var_ln']:.2f} | "
+              f"{r['lognormal_coverage_3se']:.3f} |")
+    print(f"\nmax |z| of the ln ratio {payload['verdict']['max_abs_z_log_ratio']:.2f}: rule "
+          f"{'met' if payload['verdict']['met'] else 'not met'}")
+
+
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--run", default="C", choices=("C", "C2"))
+    if ap.parse_args().run == "C2":
+        run_c2()
+    else:
+        main()
