@@ -588,6 +588,8 @@ def cmd_measure(args):
             lines.append(f"fitted exponent in {sym} ({s}): {d[f'fitted_exponent_{s}']:.3f}  95% CI "
                          f"[{lo:.3f}, {hi:.3f}]")
     lines += heavy_spread_note(m.depths, d, sym)
+    if args.size_biased:
+        lines += _measure_size_biased(args, spec, seeds, d, sym)
     if args.spread:
         lines += _measure_spread(args, spec, seeds, d)
     written = _write_result(args.out, d) if args.out else None
@@ -667,6 +669,34 @@ def _write_result(path: str, d: dict) -> str | None:
     except OSError as exc:
         return exc.strerror or type(exc).__name__
     return None
+
+
+def _measure_size_biased(args, spec, seeds, d, sym) -> list[str]:
+    """``measure --size-biased``: :func:`amutheory.measure.size_biased.size_biased_summary` in
+    ``d["size_biased"]``; text lines for the table."""
+    from amutheory.measure.size_biased import size_biased_summary
+
+    sb = d["size_biased"] = size_biased_summary(spec, d["depths"], seeds, _protocol(args), chunk=args.chunk,
+                                                tilt=args.tilt, C=args.C, progress=_progress(args))
+    lines = [f"size-biased probe ({sb['tilt']} tilt, the same seeds redrawn; unbiased for the mean, normal 95% CI):",
+             f"{sym:>5} {'eta*(mean)':>11} {'95% CI':>23} {'Var ln':>7} {'plain Var ln':>12}"]
+    for i, L in enumerate(d["depths"]):
+        lo, hi = sb["eta_star_mean_ci"][i]
+        hi_txt = "inf" if hi is None else f"{hi:.4g}"
+        lines.append(f"{L:>5} {sb['eta_star_mean'][i]:>11.5g} [{lo:>10.4g},{hi_txt:>10}] "
+                     f"{sb['var_ln_weighted'][i]:>7.2f} {d['var_ln_s_bar'][i]:>12.2f}")
+    if "fitted_exponent_mean" in sb:
+        lo, hi = sb["fitted_exponent_mean_ci"]
+        lines.append(f"fitted exponent in {sym} (size-biased mean): {sb['fitted_exponent_mean']:.3f}  95% CI "
+                     f"[{lo:.3f}, {hi:.3f}]")
+    heavy = [str(L) for L, v in zip(d["depths"], sb["var_ln_weighted"]) if v >= HEAVY_SPREAD]
+    if heavy:
+        lines.append(f"note: at {sym} = {', '.join(heavy)} the weighted values' Var ln is {HEAVY_SPREAD:g} or more: "
+                     "the size-biased interval undercovered there at tens of seeds, less than the plain one "
+                     "(docs/findings/finite_width.md, study SB); use thousands of seeds")
+    else:
+        lines.append("  coverage of its interval where the mean is exact: docs/findings/finite_width.md, study SB")
+    return lines
 
 
 def _measure_spread(args, spec, seeds, d) -> list[str]:
@@ -1080,6 +1110,13 @@ def _measure_parser(sub, common) -> None:
     me.add_argument("--spread", action="store_true",
                     help="also split the seed spread of ln s_bar at the loss directions (JSON key 'spread'; "
                          "costs batch x outputs probe evaluations per seed)")
+    me.add_argument("--size-biased", action="store_true",
+                    help="also estimate E[s_bar] with the size-biased probe (linear or relu conv chains and MLPs): the "
+                         "forward pass drawn tilted by its growth and reweighted exactly, so the seed mean keeps a "
+                         "lighter tail at narrow width (JSON key 'size_biased'; about twice the probe's cost)")
+    me.add_argument("--tilt", default="auto", choices=("auto", "pooled", "full"),
+                    help="with --size-biased: tilt by the pooled forward pass (auto on conv chains, whose readout "
+                         "pools) or the full one (auto on MLPs, where the two agree)")
     g = me.add_argument_group("your own model (instead of the architecture flags)")
     g.add_argument("--model", default=None, metavar="FILE.py:FACTORY",
                    help="probe FACTORY(depth=L, width=n) at every --depths (FACTORY(depth=L) without --width; the "

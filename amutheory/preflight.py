@@ -200,6 +200,8 @@ def _measure(args) -> None:
     from amutheory.flags import MODEL_ONLY_FLAGS, measure_width
 
     if getattr(args, "model", None) is not None:
+        if getattr(args, "size_biased", False):
+            raise ValueError("--size-biased covers the built-in conv chains and MLPs (linear or relu), not --model")
         return _measure_model(args)
     for dest in MODEL_ONLY_FLAGS + ("input_kind",):
         if getattr(args, dest, None) not in (None, "float"):
@@ -207,6 +209,15 @@ def _measure(args) -> None:
                              "families say their own input)")
     measure_width(args)
     spec, protocol = _arch(args)
+    if args.size_biased:
+        from amutheory.measure.size_biased import check_size_biased
+
+        try:
+            check_size_biased(spec)
+        except ValueError as exc:
+            raise ValueError(f"--size-biased: {str(exc).split(': ', 1)[1]}") from None
+    elif args.tilt != "auto":
+        raise ValueError("--tilt is an option of --size-biased")
     check_seed_range(args.seed_start, args.seeds, "--seed-start", "--seeds")
     check_size("--chunk", args.chunk)
     if args.spread:

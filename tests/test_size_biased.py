@@ -127,3 +127,40 @@ def test_bad_arguments_name_themselves():
         size_biased_probe(spec, range(4), chunk=0)
     with pytest.raises(TypeError, match="spec"):
         size_biased_probe("mlp", range(4))
+
+
+def test_measure_size_biased_from_the_command_line(capsys):
+    """``amutheory measure --size-biased --json``: the plain keys as before and a ``size_biased`` block whose means
+    are the weighted seed means of :func:`size_biased_probe` on the same seeds; the plain probe's numbers unchanged."""
+    import json
+
+    from amutheory.cli import main
+
+    args = ["measure", "--family", "mlp", "--activation", "relu", "--width", "6", "--depths", "2,3", "--seeds", "12",
+            "--input-channels", "4", "--json"]
+    assert main(args) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(args + ["--size-biased"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["s_bar_mean"] == plain["s_bar_mean"]
+    sb = d["size_biased"]
+    assert sb["tilt"] == "full"
+    for i, L in enumerate((2, 3)):
+        spec = ArchSpec(family="mlp", depth=L, width=6, activation="relu", input_channels=4)
+        assert sb["s_bar_mean"][i] == pytest.approx(size_biased_probe(spec, range(12)).mean()[0], rel=1e-12)
+        lo, hi = sb["eta_star_mean_ci"][i]
+        assert lo < sb["eta_star_mean"][i] and (hi is None or hi > sb["eta_star_mean"][i])
+    assert sb["fitted_exponent_mean_ci"][0] <= sb["fitted_exponent_mean"] <= sb["fitted_exponent_mean_ci"][1]
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--activation", "gelu", "--size-biased"], "--size-biased: activation must be linear or relu"),
+    (["--family", "resnet", "--size-biased"], "--size-biased: family must be conv or mlp"),
+    (["--tilt", "full"], "--tilt is an option of --size-biased"),
+])
+def test_measure_size_biased_refusals_are_one_line(extra, needle, capsys):
+    from amutheory.cli import main
+
+    code = main(["measure", "--depths", "2,3", "--seeds", "4", "--width", "4"] + extra)
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err

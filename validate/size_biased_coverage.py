@@ -48,7 +48,9 @@ def _coverage(values: np.ndarray, truth: float) -> dict:
     se = reps.std(axis=1, ddof=1) / np.sqrt(PER)
     hit = np.abs(m - truth) <= Z95 * se
     return {"coverage": float(hit.mean()), "below": float(np.mean(m + Z95 * se < truth)),
-            "above": float(np.mean(m - Z95 * se > truth)), "var_ln": float(np.var(np.log(values), ddof=1)),
+            "above": float(np.mean(m - Z95 * se > truth)),
+            # a ReLU seed with a layer of no active unit has s_bar = 0 (counted, left out of the log's spread)
+            "var_ln": float(np.var(np.log(values[values > 0]), ddof=1)), "zeros": int(np.sum(values <= 0)),
             "mean_all": float(values.mean())}
 
 

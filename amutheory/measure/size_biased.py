@@ -195,3 +195,51 @@ def size_biased_probe(spec: ArchSpec, seeds, protocol=None, chunk: int = 16, poo
             drawn.append((model, x, r))
         rows.append(s_layers_drawn(drawn, block, f"{spec.family_object!r}.build_model"))
     return SizeBiasedResult(spec, seeds, np.concatenate(rows, axis=0), np.asarray(log_w))
+
+
+TILTS = ("auto", "pooled", "full")
+
+
+def resolve_tilt(spec: ArchSpec, tilt: str) -> bool:
+    """``pooled`` for :func:`size_biased_probe`: ``auto`` pools on conv chains (their readout pools over positions,
+    so the pooled forward pass is what ``s`` carries) and is the full tilt on MLPs (one position: the two agree)."""
+    if tilt not in TILTS:
+        raise ValueError(f"tilt must be one of {', '.join(TILTS)}; got {tilt!r}")
+    return tilt == "pooled" or (tilt == "auto" and spec.family == "conv")
+
+
+def size_biased_summary(spec: ArchSpec, depths, seeds, protocol=None, chunk: int = 16, tilt: str = "auto",
+                        C: float = 1.0, level: float = 0.95, progress=None) -> dict:
+    """The size-biased estimate of ``E[s_bar]`` at every depth with its standard error and normal ``level``
+    interval, ``eta* = sqrt(C / E[s_bar])`` with its interval, the seeds' ``Var ln (s_bar w)`` and the fitted
+    exponent of ``eta*`` in the depth (seed bootstrap of the weighted values)."""
+    from scipy.stats import norm
+
+    from amutheory import stats
+
+    pooled = resolve_tilt(spec, tilt)
+    z = float(norm.ppf(0.5 + level / 2))
+    out = {"tilt": "pooled" if pooled else "full", "level": level, "s_bar_mean": [], "s_bar_se": [],
+           "s_bar_mean_ci": [], "eta_star_mean": [], "eta_star_mean_ci": [], "var_ln_weighted": [],
+           "var_ln_log_w": []}
+    values = []
+    for i, d in enumerate(depths):
+        res = size_biased_probe(spec.with_(depth=d), seeds, protocol, chunk=chunk, pooled=pooled)
+        v = res.s_bar
+        values.append(v)
+        m, se = res.mean()
+        lo, hi = m - z * se, m + z * se
+        out["s_bar_mean"].append(m)
+        out["s_bar_se"].append(se)
+        out["s_bar_mean_ci"].append([lo, hi])
+        out["eta_star_mean"].append(math.sqrt(C / m))
+        out["eta_star_mean_ci"].append([math.sqrt(C / hi), math.sqrt(C / lo) if lo > 0 else None])
+        out["var_ln_weighted"].append(float(np.var(np.log(v[v > 0]), ddof=1)))
+        out["var_ln_log_w"].append(float(np.var(res.log_w, ddof=1)))
+        if progress is not None:
+            progress(i + 1, len(depths), d)
+    if len(depths) >= 2:
+        fit = stats.fit_loglog_slope(list(depths), np.stack(values, axis=1), level=level, statistic="mean")
+        out["fitted_exponent_mean"] = -fit.slope / 2
+        out["fitted_exponent_mean_ci"] = [-fit.ci[1] / 2, -fit.ci[0] / 2]
+    return out
