@@ -102,7 +102,7 @@ def test_the_plain_draw_is_kept_but_one_row_per_layer():
     spec = ArchSpec(family="mlp", depth=3, width=5, activation="relu", batch=2, input_channels=4)
     model, x, _ = draw_seed(spec, 7)
     before = [p.detach().clone() for p in model.parameters()]
-    tilt_chain(model, x, "relu", chain_sigmas(spec), torch.Generator().manual_seed(1))
+    tilt_chain(model, x, "relu", chain_sigmas(spec, model), torch.Generator().manual_seed(1))
     after = list(model.parameters())
     for b, a in zip(before[:-1], after[:-1]):
         assert int((b != a).any(dim=1).sum()) == 1

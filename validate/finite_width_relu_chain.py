@@ -13,6 +13,8 @@ infinite-width ``chain-kernel`` and the calibrated default ``chain-coherent``.
                                                          # seeds, the planned decision: .../relu_chain_q.json
     python validate/finite_width_relu_chain.py --run R   # run R (plan addendum 15): spatial 16, zero padding, fresh
                                                          # seeds, the planned decision: .../relu_chain_r.json
+    python validate/finite_width_relu_chain.py --run R2  # run R2 (plan addendum 41): run R's nets measured with the
+                                                         # size-biased probe, 4096 fresh seeds: .../relu_chain_r2.json
 
 The page (``validate/finite_width_table.py report``) reads the JSON.  Measurement only: the default law
 of ReLU chains is not changed by it.
@@ -52,6 +54,9 @@ RUN_Q = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_q.json
 #: run R (addendum 15): run Q's zero-padded geometry on fresh seeds, a confirmatory check deciding zero padding
 RUN_R = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_r.json", "seeds": range(180000, 181024),
          "spatial": 16, "paddings": ("zero",), "decides": "zero"}
+#: run R2 (addendum 41): run R's nets measured with the size-biased probe on 4096 fresh seeds
+RUN_R2 = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_r2.json", "seeds": range(480000, 484096),
+          "spatial": 16, "paddings": ("zero",), "decides": "zero", "estimator": "size_biased"}
 
 
 def _values(spec, REGISTRY, finite_width_kernel_s_bar, with_backward: bool) -> dict:
@@ -149,6 +154,7 @@ def run_q(run: dict = RUN_Q, name: str = "Q") -> dict:
 
     from amutheory.laws import REGISTRY
     from amutheory.measure.probe import probe
+    from amutheory.measure.size_biased import resolve_tilt, size_biased_probe
     from amutheory.symbolic.chain.kernel_law_finite import finite_width_kernel_s_bar
 
     torch.set_num_threads(1)
@@ -161,14 +167,20 @@ def run_q(run: dict = RUN_Q, name: str = "Q") -> dict:
                 print(f"{padding} width {n}: already in {out.name}", flush=True)
                 continue
             t0 = time.time()
-            s_bar = {L: probe(spec_of(n, L, padding, N), seeds).s.mean(axis=1) for L in HELD_OUT}
+            if run.get("estimator") == "size_biased":
+                s_bar = {L: size_biased_probe(spec_of(n, L, padding, N), seeds, chunk=64,
+                                              pooled=resolve_tilt(spec_of(n, L, padding, N), "auto")).s_bar
+                         for L in HELD_OUT}
+            else:
+                s_bar = {L: probe(spec_of(n, L, padding, N), seeds).s.mean(axis=1) for L in HELD_OUT}
             mean = np.array([s_bar[L].mean() for L in HELD_OUT])
             se = np.array([s_bar[L].std(ddof=1) / np.sqrt(len(seeds)) for L in HELD_OUT])
+            var_ln = [float(np.var(np.log(s_bar[L][s_bar[L] > 0]), ddof=1)) for L in HELD_OUT]
             spec = spec_of(n, max(HELD_OUT), padding, N)
             for name, law in _values(spec, REGISTRY, finite_width_kernel_s_bar, True).items():
                 d["rows"].append({"width": n, "padding": padding, "law": name, "held_out": list(HELD_OUT),
                                   "error": (law / mean - 1).tolist(), "z": ((law - mean) / se).tolist(),
-                                  "measured_rel_se": (se / mean).tolist(), "spec": str(spec)})
+                                  "measured_rel_se": (se / mean).tolist(), "spec": str(spec), "var_ln": var_ln})
                 print(f"{padding} n={n} {name}: {', '.join(f'{e:+.1%}' for e in law / mean - 1)}", flush=True)
             out.write_text(json.dumps(d, indent=1))
             print(f"{padding} width {n}: {time.time() - t0:.0f} s", flush=True)
@@ -184,16 +196,17 @@ def main(argv=None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", choices=("E", "I", "L", "O", "Q", "R"), default="E",
+    ap.add_argument("--run", choices=("E", "I", "L", "O", "Q", "R", "R2"), default="E",
                     help="E: the plan's run E; I: addendum 6 (fresh seeds); L: addendum 9 (zero padding, fresh seeds); "
                          "O: addendum 12 (a diagnostic across widths); Q: addendum 14 (spatial 16, both paddings); R: addendum "
-                         "15 (spatial 16, zero padding, fresh seeds)")
+                         "15 (spatial 16, zero padding, fresh seeds); R2: addendum 41 (R's nets, the size-biased probe)")
     args = ap.parse_args(argv)
     if args.run == "O":
         print(diagnostic_o()["reading"])
         return 0
-    if args.run in ("Q", "R"):
-        print(json.dumps(run_q(*((RUN_Q, "Q") if args.run == "Q" else (RUN_R, "R"))).get("decision"), indent=1))
+    if args.run in ("Q", "R", "R2"):
+        run = {"Q": RUN_Q, "R": RUN_R, "R2": RUN_R2}[args.run]
+        print(json.dumps(run_q(run, args.run).get("decision"), indent=1))
         return 0
     from amutheory.laws import REGISTRY
     from amutheory.measure.probe import probe

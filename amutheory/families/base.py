@@ -62,6 +62,9 @@ class Family:
     measures_stream: bool = False
     #: whether the campaign draws the per-config figures (eta*, per-layer profiles) for it
     campaign_figures: bool = True
+    #: whether its nets are plain chains of bias-free layers, each layer's weights iid ``N(0, c / fan_in)`` (the
+    #: size-biased probe redraws them: :mod:`amutheory.measure.size_biased`)
+    plain_chain: bool = False
 
     # ------------------------------------------------------------------ spec
     def check(self, spec) -> None:

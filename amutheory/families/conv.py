@@ -16,6 +16,7 @@ class ConvChainFamily(Family):
     title = "conv chain"
     summary = "homogeneous conv chain: L bias-free convolutions, GAP and a linear head"
     counts_blocks = False
+    plain_chain = True
     unused_fields = _RESNET_FIELDS + _TRANSFORMER_FIELDS
     model_module = "amutheory.measure.models"
     theory_module = "amutheory.symbolic.chain"

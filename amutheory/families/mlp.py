@@ -29,6 +29,7 @@ class MlpFamily(Family):
     title = "MLP"
     summary = "fully connected net: L bias-free linear layers, an activation after each and a linear readout"
     counts_blocks = False
+    plain_chain = True
     unused_fields = tuple(_FIXED) + ("branch", "init", "shortcut", "heads", "mlp_ratio", "attn_scale")
     model_module = "amutheory.measure.mlp"
     campaign_module = "amutheory.campaign.analysis"  # analysed as the chain it is

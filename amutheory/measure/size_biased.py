@@ -117,16 +117,15 @@ def tilt_chain(model: nn.Module, x: torch.Tensor, activation: str, sigmas, gener
     return log_w
 
 
-def chain_sigmas(spec: ArchSpec) -> list[float]:
-    """The weight standard deviations of the toolkit's conv chain or MLP of ``spec`` (He fan-in, ``c``)."""
-    kernel_size = 1 if spec.family == "mlp" else spec.kernel**spec.dim
-    return [math.sqrt(spec.c / ((spec.input_channels if l == 0 else spec.width) * kernel_size))
-            for l in range(spec.depth)]
+def chain_sigmas(spec: ArchSpec, model: nn.Module) -> list[float]:
+    """The weight standard deviations of a plain chain's layers (He fan-in: ``sqrt(c / fan_in)``), ``fan_in``
+    read off each layer's weight."""
+    return [math.sqrt(spec.c / layer.weight[0].numel()) for layer in _chain_layers(model)]
 
 
 def check_size_biased(spec: ArchSpec) -> None:
     """``ValueError`` naming the reason when the size-biased probe does not cover ``spec``."""
-    if spec.family not in ("conv", "mlp"):
+    if not spec.family_object.plain_chain:
         raise ValueError(f"size-biased probe: family must be conv or mlp (a plain chain), got {spec.family!r}")
     if spec.activation not in SECOND_MOMENT_RATIO:
         raise ValueError(f"size-biased probe: activation must be linear or relu (positively homogeneous), "
@@ -183,7 +182,6 @@ def size_biased_probe(spec: ArchSpec, seeds, protocol=None, chunk: int = 16, poo
     if len(seeds) < 2:
         raise ValueError(f"seeds must hold at least 2 seeds (a standard error needs two), got {len(seeds)}")
     check_probe(spec, min(chunk, len(seeds)), protocol.dtype, protocol.device)
-    sigmas = chain_sigmas(spec)
     rows, log_w = [], []
     for start in range(0, len(seeds), chunk):
         block = seeds[start:start + chunk]
@@ -191,7 +189,7 @@ def size_biased_probe(spec: ArchSpec, seeds, protocol=None, chunk: int = 16, poo
         for sd in block:
             model, x, r = draw_seed(spec, sd, protocol)
             gen = torch.Generator().manual_seed(sd + TILT_SEED_OFFSET)
-            log_w.append(tilt_chain(model, x, spec.activation, sigmas, gen, pooled))
+            log_w.append(tilt_chain(model, x, spec.activation, chain_sigmas(spec, model), gen, pooled))
             drawn.append((model, x, r))
         rows.append(s_layers_drawn(drawn, block, f"{spec.family_object!r}.build_model"))
     return SizeBiasedResult(spec, seeds, np.concatenate(rows, axis=0), np.asarray(log_w))
@@ -201,11 +199,12 @@ TILTS = ("auto", "pooled", "full")
 
 
 def resolve_tilt(spec: ArchSpec, tilt: str) -> bool:
-    """``pooled`` for :func:`size_biased_probe`: ``auto`` pools on conv chains (their readout pools over positions,
-    so the pooled forward pass is what ``s`` carries) and is the full tilt on MLPs (one position: the two agree)."""
+    """``pooled`` for :func:`size_biased_probe`: ``auto`` pools on convolutional chains (their readout pools over
+    positions, so the pooled forward pass is what ``s`` carries) and is the full tilt on MLPs (one position: the two
+    agree)."""
     if tilt not in TILTS:
         raise ValueError(f"tilt must be one of {', '.join(TILTS)}; got {tilt!r}")
-    return tilt == "pooled" or (tilt == "auto" and spec.family == "conv")
+    return tilt == "pooled" or (tilt == "auto" and spec.family_object.convolutional)
 
 
 def size_biased_summary(spec: ArchSpec, depths, seeds, protocol=None, chunk: int = 16, tilt: str = "auto",
