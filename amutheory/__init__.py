@@ -5,6 +5,8 @@ module that defines it on first use, so the symbolic side never imports torch an
 only parses its flags never imports SymPy or SciPy):
 
     from amutheory import ArchSpec, ProbeProtocol, derive, predict, measure, coord_check
+    from amutheory import size_biased_probe            # E[s_bar] at narrow width with a lighter tail (linear or
+                                                       # ReLU chains and MLPs; imports torch when used)
     from amutheory import parametrize, param_groups   # your own nn.Module (imports torch when used)
     from amutheory import tune                         # eta*_train at new depths: a rule's prior, confirmed
                                                        # (method='fidelity' default, or 'bracket')
@@ -23,7 +25,7 @@ _LAZY = {
     "Prediction": "amutheory.api.prediction", "coord_check": "amutheory.coord.check",
     "parametrize": "amutheory.parametrization", "param_groups": "amutheory.parametrization",
     "param_table": "amutheory.parametrization", "find_residual_branches": "amutheory.parametrization",
-    "tune": "amutheory.tuning.pipeline",
+    "tune": "amutheory.tuning.pipeline", "size_biased_probe": "amutheory.measure.size_biased",
 }
 #: sub-modules served the same way (``amutheory.optim`` imports torch only when first used)
 _SUBMODULES = frozenset({"optim"})
