@@ -113,7 +113,7 @@ def test_the_chain_split_is_the_exact_chain_law_at_equal_widths_and_the_kernel_l
     assert np.all(np.diff(bw.backward_factor(spec, [2, 8, 12], 6.4)) > 0)
 
 
-def test_the_chain_law_covers_relu_chains_and_is_the_default_for_circular_ones_only():
+def test_the_chain_law_covers_relu_chains_and_is_the_default_for_either_padding_up_to_width_64():
     from amutheory.laws.chain_finite import backward_twin
 
     law = REGISTRY["chain-kernel-finite-backward"]
@@ -121,8 +121,10 @@ def test_the_chain_law_covers_relu_chains_and_is_the_default_for_circular_ones_o
                     activation="relu", input_channels=3)
     zero = relu.with_(padding="zero")
     assert law.covers(relu) and law.covers(zero) and not law.covers(relu.with_(activation="linear"))
-    # runs L and R of the plan left zero-padded ReLU chains on the calibrated default; run I made it circular chains'
-    assert law.not_default_for(relu) is None and "runs L and R" in law.not_default_for(zero)
+    # run I made it circular chains' default, run R2 zero-padded ones' (after runs L and R had kept the calibrated
+    # law); wider than 64 neither (run W)
+    assert law.not_default_for(relu) is None and law.not_default_for(zero) is None
+    assert "width 128" in law.not_default_for(zero.with_(width=128))
     got = law.evaluate(relu, [4, 8])
     assert got.exactness == "approximate" and np.all(got.s_bar > 0) and got.constants["backward_width"].value == 6.4
     # a zero-padded chain: its own forward kernels (the edge lowers s_bar), its circular twin's backward factor
@@ -159,7 +161,7 @@ def test_the_backward_laws_take_gelu_and_tanh_at_their_critical_c_on_request():
 
 def test_the_readme_recipe_for_a_zero_padded_relu_chain_runs_from_the_command_line(capsys):
     """README: ``--law chain-kernel-finite-backward`` predicts a zero-padded ReLU chain with no probe (its circular
-    twin's backward factor), while the default for it stays the calibrated law (run L)."""
+    twin's backward factor), and it is the default for it up to width 64 (run R2)."""
     import json
 
     from amutheory.cli import main
@@ -171,7 +173,7 @@ def test_the_readme_recipe_for_a_zero_padded_relu_chain_runs_from_the_command_li
     assert d["law_registry"] == "chain-kernel-finite-backward" and "calibration" not in d
     assert d["constants"]["backward_width"]["value"] == pytest.approx(6.4) and d["eta_star"][1] < d["eta_star"][0]
     assert main(["laws", *net]) == 0
-    assert "default: chain-coherent" in capsys.readouterr().out
+    assert "default: chain-kernel-finite-backward" in capsys.readouterr().out
 
 
 # --------------------------------------------------------------------------- one masked layer's Wick transfer

@@ -79,7 +79,8 @@ def test_the_cost_estimate_grows_with_width_grid_and_depths_and_counts_the_slope
 def test_the_command_lines_default_relu_chain_takes_the_probe_free_law_within_the_budget():
     """Run Q of the finite-width plan: at ``ArchSpec``'s default geometry (spatial 16, batch 8) a circular ReLU
     chain at width 32 or 64 is predicted with no probe by default, its estimate within the 60 s budget; a
-    zero-padded one keeps the calibrated default (run L)."""
+    zero-padded one too since run R2 (runs L and R had kept the calibrated law); at width 128 both take the
+    calibrated law (run W)."""
     import subprocess
     import sys
 
@@ -89,7 +90,10 @@ def test_the_command_lines_default_relu_chain_takes_the_probe_free_law_within_th
         spec = ArchSpec(width=width, activation="relu", depth=16)
         assert best_law(spec, [4, 8, 16]).law.name == "chain-kernel-finite-backward"
         assert REGISTRY["chain-kernel-finite-backward"].cost(spec, [4, 8, 16]).seconds < 60
-        assert best_law(spec.with_(padding="zero"), [4, 8, 16]).law.name == "chain-coherent"
+        assert best_law(spec.with_(padding="zero"), [4, 8, 16]).law.name == "chain-kernel-finite-backward"
+    for padding in ("circular", "zero"):
+        assert best_law(ArchSpec(width=128, activation="relu", depth=16, padding=padding),
+                        [4, 8, 16]).law.name == "chain-coherent"
     got = subprocess.run([sys.executable, "-m", "amutheory", "laws", "--family", "conv", "--activation", "relu",
                           "--width", "32", "--depths", "4,8,16"], capture_output=True, text=True, timeout=300)
     assert got.returncode == 0, got.stderr[-2000:]

@@ -151,8 +151,8 @@ def test_one_backward_step_has_relative_variance_two_over_n_linear_and_five_over
 
 def test_the_probe_grid_is_what_the_laws_command_chooses(capsys):
     """The findings page's "which nets still need a probe" grid reads the registry as ``amutheory laws`` does: two of
-    its cells against the command's JSON (a zero-padded ReLU chain still calibrated by a planned check, its circular
-    twin probe-free)."""
+    its cells against the command's JSON (a ReLU chain of width 128 still calibrated by a planned check, run W; at
+    width 32 both paddings probe-free, runs Q and R2)."""
     import importlib.util
     import json
     from pathlib import Path
@@ -164,9 +164,9 @@ def test_the_probe_grid_is_what_the_laws_command_chooses(capsys):
     table = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(table)
     rows = {r["net"]: {c["width"]: c for c in r["cells"]} for r in table.probe_grid()}
-    for padding, probe in (("zero", True), ("circular", False)):
-        cell = rows[f"relu 1-D chain, {padding}"][32]
-        assert main(["laws", "--family", "conv", "--activation", "relu", "--padding", padding, "--width", "32",
+    for padding, width, probe in (("zero", 128, True), ("circular", 32, False), ("zero", 32, False)):
+        cell = rows[f"relu 1-D chain, {padding}"][width]
+        assert main(["laws", "--family", "conv", "--activation", "relu", "--padding", padding, "--width", str(width),
                      "--spatial", "16", "--depths", "8,12,16", "--json"]) == 0
         choice = json.loads(capsys.readouterr().out)["choice"]
         assert (cell["law"], cell["probe"]) == (choice["law"], choice["exactness"] == "calibrated") == (

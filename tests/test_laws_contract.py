@@ -129,8 +129,12 @@ def test_default_skips_a_law_over_its_cost_budget_and_records_the_estimate():
     assert skip["law"] == "resnet-points" and skip["estimate_s"] >= 0 and "budget" in skip["reason"]
 
 
+#: a ReLU chain that keeps the calibrated default: wider than 64 (run W of the finite-width plan)
+_WIDE_RELU = ArchSpec(**{**_CONV, "width": 128}, activation="relu", padding="zero")
+
+
 def test_relu_chain_default_stays_calibrated_and_names_the_kernel_law_it_passed_over():
-    choice = best_law(EXAMPLES["chain-kernel"][0], [4, 8])
+    choice = best_law(_WIDE_RELU, [4, 8])
     assert choice.law.name == "chain-coherent"
     assert "chain-kernel" in [d["law"] for d in choice.not_default]
 
@@ -142,14 +146,15 @@ def test_a_calibrated_choice_says_why_each_derived_law_was_not_taken(capsys):
 
     from amutheory.cli import main
 
-    relu = best_law(EXAMPLES["chain-kernel"][0], [4, 8])
+    relu = best_law(_WIDE_RELU, [4, 8])
     why = relu.calibrated_because
     assert why.startswith("no derived law is taken") and "chain-kernel: " in why and "chain-spectral: " in why
-    assert "chain-coherent" not in why
+    assert "chain-coherent: " not in why  # the calibrated choice itself is not among the laws passed over
     assert best_law(ArchSpec(dim=1, width=16, spatial=6, activation="linear"), [4]).calibrated_because is None
     zero = ArchSpec(dim=1, width=32, spatial=8, activation="relu", padding="zero")
-    assert "chain-kernel-finite-backward: no planned check has made it the default for zero-padded" in \
-        best_law(zero, [4]).calibrated_because  # run L of the finite-width plan
+    assert best_law(zero, [4]).calibrated_because is None  # run R2 of the finite-width plan: no probe up to width 64
+    assert "chain-kernel-finite-backward: the default for ReLU chains up to width 64" in \
+        best_law(zero.with_(width=128), [4]).calibrated_because  # run W
     for gelu in (ArchSpec(family="mlp", width=64, activation="gelu"), ArchSpec(dim=1, width=32, spatial=8, activation="gelu")):
         assert best_law(gelu, [4]).calibrated_because is None  # runs J and K of the finite-width plan
     assert main(["laws", "--family", "transformer", "--width", "32", "--depths", "2,4", "--json"]) == 0
@@ -164,12 +169,12 @@ def test_a_calibrated_choice_says_why_each_derived_law_was_not_taken(capsys):
     import sys
 
     got = subprocess.run([sys.executable, "-m", "amutheory", "laws", "--family", "conv", "--dim", "1", "--activation",
-                          "relu", "--padding", "zero", "--width", "32", "--depths", "2,4"],
+                          "relu", "--padding", "zero", "--width", "128", "--depths", "2,4"],
                          capture_output=True, text=True, timeout=300)
     assert got.returncode == 0, got.stderr[-2000:]
     assert "default: chain-coherent" in got.stdout
     assert "calibrated because no derived law is taken for this net:" in got.stdout
-    assert "chain-kernel-finite-backward: no planned check" in got.stdout
+    assert "chain-kernel-finite-backward: the default for ReLU chains up to width 64" in got.stdout
 
 
 def test_named_law_that_does_not_cover_the_net_is_refused_with_its_reason():

@@ -109,10 +109,10 @@ class ChainKernel(_ChainExact):
     default_candidate = False
     not_default_because = ("its left-out finite-width terms grow with L/n and are large for ReLU chains at the widths "
                            "the probe runs (measured by validate/studies/finite_width_mean.py, reported in "
-                           "docs/findings/conv_chains.md); the default for ReLU circular chains is "
+                           "docs/findings/conv_chains.md); the default for ReLU chains is "
                            "chain-kernel-finite-backward (its forward kernels at width n and a backward factor; runs I "
-                           "and Q of docs/findings/finite_width.md) up to width 64 where its cost fits, else the "
-                           "calibrated law (run W); ask for this one with "
+                           "and Q of docs/findings/finite_width.md for circular padding, R2 for zero padding) up to "
+                           "width 64 where its cost fits, else the calibrated law (run W); ask for this one with "
                            "law='chain-kernel' (--law chain-kernel) or constants='derive'")
 
     def _covers(self, spec):

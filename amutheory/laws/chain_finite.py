@@ -3,8 +3,8 @@
 * ``chain-finite-width`` (exact): linear circular chains, every Fourier mode at the net's own width ``n``,
   exact in the mean over seeds (:mod:`amutheory.symbolic.chain.finite_width_modes`); its ``n -> oo`` limit
   is ``chain-spectral``;
-* ``chain-kernel-finite-backward`` (approximate; the default for ReLU circular chains up to width 64 by runs I, Q and
-  W, on request for zero-padded ones by run L, wider ones by run W and GELU and tanh chains by run M): ReLU chains (GELU and tanh at the critical
+* ``chain-kernel-finite-backward`` (approximate; the default for ReLU chains up to width 64 -- circular by runs I, Q
+  and W, zero-padded by run R2 --, on request for wider ones by run W and GELU and tanh chains by run M): ReLU chains (GELU and tanh at the critical
   ``c``), the kernel law with its forward kernels drawn at width ``n``
   (:mod:`amutheory.symbolic.chain.kernel_law_finite`) times the linear circular chain's exact backward factor at
   the width of equal backward-step variance (``2n/5`` for ReLU; :mod:`amutheory.symbolic.chain.backward_width`;
@@ -241,10 +241,13 @@ def backward_twin(spec):
     return spec.with_(activation="linear", init_c=None, padding="circular")
 
 
-#: the paddings of ReLU chains for which ``chain-kernel-finite-backward`` is ``predict``'s default: circular by run I
-#: (spatial 8) and run Q (spatial 16, the command line's default geometry)
-#: of validate/plans/FINITE_WIDTH.md; zero padding waits on run L (addendum 9, the same planned rule)
-DEFAULT_PADDINGS = ("circular",)
+#: the paddings of 1-D ReLU chains for which ``chain-kernel-finite-backward`` is ``predict``'s default: circular by run
+#: I (spatial 8) and run Q (spatial 16, the command line's default geometry) of validate/plans/FINITE_WIDTH.md; zero
+#: by run R2 (addendum 41: run R's nets measured with the size-biased probe, 4096 fresh seeds, the same planned rule
+#: met at widths 32 and 64), after runs L and R, whose plain seed means could not separate the two laws at width 32,
+#: had kept the calibrated law (both laws read low on zero-padded chains, far beyond the probe's noise:
+#: docs/findings/finite_width.md)
+DEFAULT_PADDINGS = ("circular", "zero")
 #: the widest ReLU chain for which ``chain-kernel-finite-backward`` is ``predict``'s default: the widths runs I and Q
 #: decided; run W of validate/plans/FINITE_WIDTH.md (a confirmatory check of run U's report, fresh seeds) found the
 #: calibrated chain-coherent better in both max |error| and max |z| at width 128, so wider chains take it by default
@@ -274,7 +277,7 @@ class ChainKernelFiniteBackward(Law):
     source = "amutheory.symbolic.chain.backward_width"
     #: the default for ReLU circular chains by runs I and Q of validate/plans/FINITE_WIDTH.md (its planned rule: no worse
     #: than the calibrated chain-coherent at held-out depths, in error and in z, at widths 32 and 64; both still
-    #: read low there: docs/findings/finite_width.md); not for zero-padded ones (run L: DEFAULT_PADDINGS), nor for
+    #: read low there: docs/findings/finite_width.md), for zero-padded ones by run R2 (DEFAULT_PADDINGS), not for
     #: chains wider than 64 (run W: DEFAULT_MAX_WIDTH)
     default_candidate = True
 
@@ -311,9 +314,9 @@ class ChainKernelFiniteBackward(Law):
                     "validate/plans/FINITE_WIDTH.md decided circular and zero padding: docs/findings/finite_width.md); "
                     "ask for it with law='chain-kernel-finite-backward'")
         if spec.dim == 1 and spec.padding not in DEFAULT_PADDINGS:
-            return (f"no planned check has made it the default for {spec.padding}-padded ReLU chains yet (runs L and R "
-                    "of validate/plans/FINITE_WIDTH.md: at width 32 its max |z| was the calibrated law's or above it, "
-                    "both laws low; docs/findings/finite_width.md); ask for it with law='chain-kernel-finite-backward'")
+            return (f"no planned check has made it the default for {spec.padding}-padded ReLU chains (runs I and Q of "
+                    "validate/plans/FINITE_WIDTH.md decided circular padding, run R2 zero padding: "
+                    "docs/findings/finite_width.md); ask for it with law='chain-kernel-finite-backward'")
         if spec.width > DEFAULT_MAX_WIDTH:
             return (f"the default for ReLU chains up to width {DEFAULT_MAX_WIDTH} (runs I and Q); at width 128 the "
                     "calibrated chain-coherent was better in both held-out error and z (runs U and W of "
