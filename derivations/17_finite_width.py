@@ -477,5 +477,39 @@ for l in range(3):
 check("the exact one-sample law is within 4.5 standard errors of the probe's mean at every layer",
       bool((abs(law - mean) <= 4.5 * se).all()), f"{law} vs {mean}")
 
+# %% [markdown]
+# ## 10. Measuring a mean whose tail is heavy: the size-biased probe
+#
+# A law of the mean is checked against the seeds' mean, and at `L/n` near one that mean is carried by the
+# few seeds whose weight products grew (section 8).  Much of that growth is the forward pass, and for a
+# chain of bias-free linear or ReLU layers it can be drawn *size-biased*, exactly: tilt each layer's Gaussian
+# weights, given the layer's input, by `Z = |phi(W x)|^2`, whose conditional mean `a sigma^2 n |x|^2` is known
+# (`a = 1/2` for ReLU).  The tilted law is a mixture -- one unit at random, one sample in proportion to
+# `|x_b|^2`, and along that sample's direction the unit's weight is `sigma chi_3` (positive for ReLU) --, and
+# the likelihood ratio of a seed is `w = prod_l E[Z_l | x_(l-1)] / Z_l`, so `E[s] = E_tilted[s w]` with no
+# approximation.  `amutheory measure --size-biased` reports this estimate beside the plain one.  The cell
+# compares both with the exact one-sample law of section 9 on a deeper net, where the plain seeds' spread
+# of `ln s_bar` is large.
+
+# %%
+import numpy as np
+
+from amutheory.measure.size_biased import size_biased_probe
+
+deep = ArchSpec(family="mlp", depth=10, width=8, activation="relu", input_channels=4, outputs=3, batch=1)
+seeds = range(3000 if fast() else 12000)
+exact = float(one_sample.one_sample_layer_moments(deep).mean())
+plain = probe(deep, seeds, chunk=500).s_bar
+tilted = size_biased_probe(deep, seeds, chunk=500)
+for name, v in (("plain", plain), ("size-biased", tilted.s_bar)):
+    m, e = v.mean(), v.std(ddof=1) / len(v) ** 0.5
+    print(f"{name:12s} mean {m:10.4g} (se {e:.3g}), z {(exact - m) / e:+.2f}, Var ln {np.var(np.log(v[v > 0])):.2f}")
+w = np.exp(tilted.log_w)
+print(f"exact law    {exact:10.4g};  the likelihood ratio's seed mean {w.mean():.3f} (se {w.std(ddof=1) / len(w) ** 0.5:.3f}; "
+      "its expectation is 1 exactly, and at L/n past one it has a tail of its own)")
+m, e = tilted.mean()
+check("the size-biased mean is within 4.5 standard errors of the exact one-sample law", abs(exact - m) <= 4.5 * e,
+      f"{m:.4g} +- {e:.3g} vs {exact:.4g}")
+
 # %%
 print("all derivation checks passed")
