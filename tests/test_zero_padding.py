@@ -30,11 +30,13 @@ def test_model_pads_with_zeros(dim):
 
 
 def test_zero_padding_prediction_uses_circular_constants_and_the_boundary_factor():
-    """predict() on a zero-padded spec calibrates on circular nets and multiplies the law by the
-    boundary model's ratio: the same constants give the circular prediction times the factor."""
+    """predict() with calibrated constants on a zero-padded spec calibrates on circular nets and multiplies the law by
+    the boundary model's ratio: the same constants give the circular prediction times the factor.  (The default
+    for a zero-padded ReLU chain of this width needs no calibration since run R2 of the finite-width plan, so the
+    calibrated law is asked for.)"""
     spec = ArchSpec(dim=1, depth=4, width=8, kernel=3, spatial=6, padding="zero", batch=2)
     circ = measure(spec.with_(padding="circular"), [1, 2, 3, 4], 6)
-    pz = predict(spec, [5, 6], calibration_measurement=circ)
+    pz = predict(spec, [5, 6], constants="calibrate", calibration_measurement=circ)
     pc = predict(spec.with_(padding="circular"), [5, 6], constants=pz.calibration)
     from amutheory.api import zero_padding_factor
 
@@ -42,9 +44,12 @@ def test_zero_padding_prediction_uses_circular_constants_and_the_boundary_factor
     assert np.allclose(np.asarray(pz.s_bar) / np.asarray(pc.s_bar), ratio, rtol=1e-12)
     assert np.all(ratio < 1)
     assert any("circular" in n for n in pz.notes)
+    auto = predict(spec, [5, 6], calibration_measurement=circ)  # the default fits nothing: it says so
+    assert auto.law_registry == "chain-kernel-finite-backward"
+    assert any(n.startswith("calibration_measurement not used") for n in auto.notes)
     zero_meas = measure(spec, [2], 3)
     with pytest.raises(ValueError, match="calibration_measurement"):
-        predict(spec, [5], calibration_measurement=zero_meas)
+        predict(spec, [5], constants="calibrate", calibration_measurement=zero_meas)
 
 
 def test_zero_padding_measured_update_is_smaller():

@@ -81,6 +81,9 @@ def predict(spec: ArchSpec, depths, constants="auto", calibration_depths=DEFAULT
     pred.law_registry = chosen.name
     if asked_draws is not None and "draws" not in inspect.signature(chosen.evaluate).parameters:
         pred.notes.append(f"draws={asked_draws} not used: {chosen.name} takes no Monte Carlo draws")
+    if calibration_measurement is not None and chosen.exactness != "calibrated" and statistic == "mean":
+        pred.notes.append(f"calibration_measurement not used: {chosen.name} ({chosen.exactness}) fits nothing to "
+                          "probes; constants='calibrate' asks for the calibrated law")
     if choice is not None:
         pred.law_choice = choice.to_dict()
         pred.notes.insert(0, f"law chosen: {choice.reason}")
