@@ -15,6 +15,8 @@ infinite-width ``chain-kernel`` and the calibrated default ``chain-coherent``.
                                                          # seeds, the planned decision: .../relu_chain_r.json
     python validate/finite_width_relu_chain.py --run R2  # run R2 (plan addendum 41): run R's nets measured with the
                                                          # size-biased probe, 4096 fresh seeds: .../relu_chain_r2.json
+    python validate/finite_width_relu_chain.py --run L2  # report L2 (addendum 41): run L's nets (spatial 8) the same
+                                                         # way, reports only: .../relu_chain_l2.json
 
 The page (``validate/finite_width_table.py report``) reads the JSON.  Measurement only: the default law
 of ReLU chains is not changed by it.
@@ -54,6 +56,9 @@ RUN_Q = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_q.json
 #: run R (addendum 15): run Q's zero-padded geometry on fresh seeds, a confirmatory check deciding zero padding
 RUN_R = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_r.json", "seeds": range(180000, 181024),
          "spatial": 16, "paddings": ("zero",), "decides": "zero"}
+#: report L2 (addendum 41): run L's nets (spatial 8) measured the same way, reports only
+RUN_L2 = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_l2.json", "seeds": range(500000, 504096),
+          "spatial": 8, "paddings": ("zero",), "decides": "zero", "estimator": "size_biased"}
 #: run R2 (addendum 41): run R's nets measured with the size-biased probe on 4096 fresh seeds
 RUN_R2 = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_r2.json", "seeds": range(480000, 484096),
           "spatial": 16, "paddings": ("zero",), "decides": "zero", "estimator": "size_biased"}
@@ -196,16 +201,16 @@ def main(argv=None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", choices=("E", "I", "L", "O", "Q", "R", "R2"), default="E",
+    ap.add_argument("--run", choices=("E", "I", "L", "O", "Q", "R", "R2", "L2"), default="E",
                     help="E: the plan's run E; I: addendum 6 (fresh seeds); L: addendum 9 (zero padding, fresh seeds); "
                          "O: addendum 12 (a diagnostic across widths); Q: addendum 14 (spatial 16, both paddings); R: addendum "
-                         "15 (spatial 16, zero padding, fresh seeds); R2: addendum 41 (R's nets, the size-biased probe)")
+                         "15 (spatial 16, zero padding, fresh seeds); R2: addendum 41 (R's nets, the size-biased probe); L2: addendum 41's report (L's nets, the same probe)")
     args = ap.parse_args(argv)
     if args.run == "O":
         print(diagnostic_o()["reading"])
         return 0
-    if args.run in ("Q", "R", "R2"):
-        run = {"Q": RUN_Q, "R": RUN_R, "R2": RUN_R2}[args.run]
+    if args.run in ("Q", "R", "R2", "L2"):
+        run = {"Q": RUN_Q, "R": RUN_R, "R2": RUN_R2, "L2": RUN_L2}[args.run]
         print(json.dumps(run_q(run, args.run).get("decision"), indent=1))
         return 0
     from amutheory.laws import REGISTRY
