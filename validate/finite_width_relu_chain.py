@@ -17,6 +17,8 @@ infinite-width ``chain-kernel`` and the calibrated default ``chain-coherent``.
                                                          # size-biased probe, 4096 fresh seeds: .../relu_chain_r2.json
     python validate/finite_width_relu_chain.py --run L2  # report L2 (addendum 41): run L's nets (spatial 8) the same
                                                          # way, reports only: .../relu_chain_l2.json
+    python validate/finite_width_relu_chain.py --run Q2  # diagnostic SB2 (addendum 42): run Q's circular nets the same
+                                                         # way, reports only: .../relu_chain_q2.json
 
 The page (``validate/finite_width_table.py report``) reads the JSON.  Measurement only: the default law
 of ReLU chains is not changed by it.
@@ -56,6 +58,9 @@ RUN_Q = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_q.json
 #: run R (addendum 15): run Q's zero-padded geometry on fresh seeds, a confirmatory check deciding zero padding
 RUN_R = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_r.json", "seeds": range(180000, 181024),
          "spatial": 16, "paddings": ("zero",), "decides": "zero"}
+#: diagnostic SB2 (addendum 42): run Q's circular nets measured with the size-biased probe, reports only
+RUN_Q2 = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_q2.json", "seeds": range(530000, 534096),
+          "spatial": 16, "paddings": ("circular",), "decides": "circular", "estimator": "size_biased"}
 #: report L2 (addendum 41): run L's nets (spatial 8) measured the same way, reports only
 RUN_L2 = {"out": ROOT / "docs" / "findings" / "finite_width" / "relu_chain_l2.json", "seeds": range(500000, 504096),
           "spatial": 8, "paddings": ("zero",), "decides": "zero", "estimator": "size_biased"}
@@ -201,16 +206,16 @@ def main(argv=None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", choices=("E", "I", "L", "O", "Q", "R", "R2", "L2"), default="E",
+    ap.add_argument("--run", choices=("E", "I", "L", "O", "Q", "R", "R2", "L2", "Q2"), default="E",
                     help="E: the plan's run E; I: addendum 6 (fresh seeds); L: addendum 9 (zero padding, fresh seeds); "
                          "O: addendum 12 (a diagnostic across widths); Q: addendum 14 (spatial 16, both paddings); R: addendum "
-                         "15 (spatial 16, zero padding, fresh seeds); R2: addendum 41 (R's nets, the size-biased probe); L2: addendum 41's report (L's nets, the same probe)")
+                         "15 (spatial 16, zero padding, fresh seeds); R2: addendum 41 (R's nets, the size-biased probe); L2: addendum 41's report (L's nets, the same probe); Q2: addendum 42 (Q's circular nets, the same probe)")
     args = ap.parse_args(argv)
     if args.run == "O":
         print(diagnostic_o()["reading"])
         return 0
-    if args.run in ("Q", "R", "R2", "L2"):
-        run = {"Q": RUN_Q, "R": RUN_R, "R2": RUN_R2, "L2": RUN_L2}[args.run]
+    if args.run in ("Q", "R", "R2", "L2", "Q2"):
+        run = {"Q": RUN_Q, "R": RUN_R, "R2": RUN_R2, "L2": RUN_L2, "Q2": RUN_Q2}[args.run]
         print(json.dumps(run_q(run, args.run).get("decision"), indent=1))
         return 0
     from amutheory.laws import REGISTRY

@@ -384,7 +384,7 @@ def markdown(rows: list) -> str:
                      f"({'no worse' if z_new <= z_old else 'WORSE'})")
     lines += ([""] + _validate_section() + _conv_section() + _conv_c2_section() + _size_biased_sb_section() + _relu_chain_section() + _relu_bias_section() + _relu_g_section() + _relu_chain_i_section()
               + _smooth_j_section() + _relu_chain_l_section() + _smooth_m_section() + _relu_chain_o_section() + _other_nets_section()
-              + _coverage_p_section() + _coverage_p2_section() + _relu_chain_q_section() + _smooth_t_section() + _smooth_u_section() + _smooth_x_section() + _smooth_2d_section() + _smooth_2e_section() + _smooth_2g_section() + _smooth_2h_section() + _smooth_y_section() + _smooth_y_section("smooth_y2.json") + _smooth_y_section("smooth_y3.json") + _smooth_y3b_section() + _smooth_y4_section() + _smooth_y_section("smooth_y5.json") + _smooth_n2_section() + _smooth_n3_section() + _spread_s2_section() + _one_sample_z_section() + _one_sample_z3_section() + _resnet_dense_s_section() + OPEN_QUESTIONS + _masked_transfer_bullet() + _two_d_bullet())
+              + _coverage_p_section() + _coverage_p2_section() + _relu_chain_q_section() + _smooth_t_section() + _smooth_u_section() + _smooth_x_section() + _smooth_2d_section() + _smooth_2e_section() + _smooth_2g_section() + _smooth_2h_section() + _smooth_y_section() + _smooth_y_section("smooth_y2.json") + _smooth_y_section("smooth_y3.json") + _smooth_y3b_section() + _smooth_y4_section() + _smooth_y_section("smooth_y5.json") + _smooth_n2_section() + _smooth_n3_section() + _spread_s2_section() + _one_sample_z_section() + _one_sample_z3_section() + _resnet_dense_s_section() + OPEN_QUESTIONS + _masked_transfer_bullet() + _two_d_bullet() + _sb2_bullet())
     return "\n".join(lines) + "\n"
 
 
@@ -557,13 +557,17 @@ def _relu_chain_check_section(run: str) -> list:
 
 #: the checks at the command line's default geometry (spatial 16): run -> (JSON, plan addendum, padding decided)
 _SPATIAL16_CHECKS = {"Q": ("relu_chain_q.json", 14, "circular"), "R": ("relu_chain_r.json", 15, "zero"),
-                     "R2": ("relu_chain_r2.json", 41, "zero"), "L2": ("relu_chain_l2.json", 41, "zero")}
+                     "R2": ("relu_chain_r2.json", 41, "zero"), "L2": ("relu_chain_l2.json", 41, "zero"),
+                     "Q2": ("relu_chain_q2.json", 42, "circular")}
+#: the runs of that table that report and decide nothing
+_REPORTS_ONLY = ("L2", "Q2")
 
 
 def _relu_chain_q_section() -> list:
     """Runs Q and R (``validate/finite_width_relu_chain.py --run Q`` / ``--run R``, plan addenda 14 and 15): run I's
     check at the command line's default geometry, from their JSON."""
-    return _spatial16_section("Q") + _spatial16_section("R") + _spatial16_section("R2") + _spatial16_section("L2")
+    return (_spatial16_section("Q") + _spatial16_section("R") + _spatial16_section("R2") + _spatial16_section("L2")
+            + _sb2_mlp_section() + _spatial16_section("Q2"))
 
 
 def _spatial16_section(run: str) -> list:
@@ -574,7 +578,8 @@ def _spatial16_section(run: str) -> list:
     title = {"Q": "ReLU chains at the command line's default geometry",
              "R": "zero-padded ReLU chains at spatial 16, confirmatory",
              "R2": "run R's zero-padded ReLU chains measured with the size-biased probe",
-             "L2": "run L's zero-padded ReLU chains (spatial 8) measured with the size-biased probe"}[run]
+             "L2": "run L's zero-padded ReLU chains (spatial 8) measured with the size-biased probe",
+             "Q2": "diagnostic SB2, chains: run Q's circular ReLU chains measured with the size-biased probe"}[run]
     why = {"Q": "Run I's comparison where `predict`'s default would change by cost alone once the drawn law got cheaper "
                 "(it draws a layer's rows with the layer's own weights where that halves the cost of a matrix square "
                 "root, and its depths and their neighbours on one set of draws).",
@@ -587,16 +592,18 @@ def _spatial16_section(run: str) -> list:
                  "would cover at that spread and sample size (as in run C2).",
            "L2": "R2's decision covers every zero-padded 1-D ReLU chain up to width 64; run L's geometry (spatial 8, "
                  "`B N^d = 64`) was the other one checked, where L's plain means tied the two laws at width 32.  The "
-                 "same measurement as R2 there, reporting run D's comparison; it decides nothing."}[run]
+                 "same measurement as R2 there, reporting run D's comparison; it decides nothing.",
+           "Q2": "How far the probe-free default of circular ReLU chains is from the mean when the mean is measured "
+                 "with a lighter tail (run Q's plain means undercover at these spreads); it decides nothing."}[run]
     per_depth = d["seeds"]
     spatial = 8 if run == "L2" else 16
-    lines = [f"## Run {run}: {title}" + (" (reports only)" if run == "L2" else ", registered check"), "",
+    lines = [f"## Run {run}: {title}" + (" (reports only)" if run in _REPORTS_ONLY else ", registered check"), "",
              f"Generated by `python validate/finite_width_relu_chain.py --run {run}` (plan addendum {addendum}, written "
              f"before it ran; fresh probe seeds {d['first_seed']}..{d['first_seed'] + d['seeds'] - 1}, {per_depth} per "
              f"depth; ReLU conv chains: 1-D, kernel 3, spatial {spatial}, batch 8, 3 input channels, "
              f"10 outputs; the JSON holds each spec).  {why}  Laws as `predict` runs them; z = (law - mean) / se of the "
              "mean.", ""]
-    spread = run in ("R2", "L2")
+    spread = run in ("R2",) + _REPORTS_ONLY
     lines += (["| padding | width | law | error at L = 8, 12, 16 | z | max abs error | Var ln | log-normal coverage |",
                "|---|---|---|---|---|---|---|---|"] if spread else
               ["| padding | width | law | error at L = 8, 12, 16 | z | max abs error |", "|---|---|---|---|---|---|"])
@@ -611,9 +618,9 @@ def _spatial16_section(run: str) -> list:
         dec = d.get(key)
         if not dec:
             continue
-        reading = "reported, decides nothing" if run == "L2" else reading
+        reading = "reported, decides nothing" if run in _REPORTS_ONLY else reading
         lines += ["", f"{padding.capitalize()} padding ({reading}):"] + _no_worse_lines(dec)
-    dec = d.get("decision") if run != "L2" else None
+    dec = d.get("decision") if run not in _REPORTS_ONLY else None
     if dec and decides == "circular":
         lines += ["", "The planned decision (circular padding only): " + (
             "met, so `chain-kernel-finite-backward` is `predict`'s default for circular ReLU chains at this geometry "
@@ -635,6 +642,54 @@ def _spatial16_section(run: str) -> list:
             dec["default_changes"] else
             "not met, so the calibrated default stays for every zero-padded ReLU chain.")]
     return lines + [""]
+
+
+def _sb2_mlp_section() -> list:
+    """Diagnostic SB2's MLP part (plan addendum 42, ``validate/finite_width_sb2.py --part mlp``), beside run A."""
+    d = _run_json("sb2_mlp.json")
+    if d is None:
+        return []
+    plain = {(r["width"], r["law"]): r for r in json.loads((OUT / "table.json").read_text()) if r["activation"] == "relu"}
+    lines = ["## Diagnostic SB2: the probe-free ReLU defaults against size-biased means (reports only)", "",
+             f"Generated by `python validate/finite_width_sb2.py --part mlp` (plan addendum 42, written before it ran): "
+             f"run A's ReLU MLPs (16 inputs, batch 8, 10 outputs), the held-out means measured with the size-biased "
+             f"probe on fresh seeds {d['seeds'][0]}..{d['seeds'][1]} ({d['seeds'][1] - d['seeds'][0] + 1} per depth); "
+             "laws as `predict` runs them (`mlp-coherent` calibrated as in run A).  Error = law / size-biased mean - 1, "
+             "z over the mean's standard error; run A's error (its plain mean over 256 seeds) beside it.  Decides "
+             "nothing.", "",
+             "| width | law | error at L = 8, 12, 16 | z | run A's error (plain mean) | Var ln (s_bar w) |",
+             "|---|---|---|---|---|---|"]
+    for n, row in d["widths"].items():
+        for name, v in row["laws"].items():
+            a = plain.get((int(n), name))
+            lines.append(f"| {n} | {name} | {_fmt(v['error'])} | {_fmt(v['z'], False)} | "
+                         f"{_fmt(a['error']) if a else '-'} | {', '.join(f'{x:.2f}' for x in row['var_ln'])} |")
+    return lines + [""]
+
+
+def _sb2_bullet() -> list:
+    """The open question diagnostic SB2 sharpens, its numbers read from its JSON."""
+    mlp, chain = _run_json("sb2_mlp.json"), _run_json("relu_chain_q2.json")
+    if mlp is None or chain is None or len(mlp["widths"]) < 4:
+        return []
+
+    def span(errors):
+        return f"{min(errors):+.0%} to {max(errors):+.0%}"
+
+    w = mlp["widths"]
+    default = {n: w[n]["laws"]["mlp-kernel-finite"]["error"] for n in w}
+    backward = {n: w[n]["laws"]["mlp-kernel-finite-backward"]["error"] for n in w}
+    circ = {r["width"]: r["error"] for r in chain["rows"] if r["law"] == "chain-kernel-finite-backward"}
+    return ["* **How far the probe-free ReLU defaults are from the mean** (diagnostic SB2 above, the means measured "
+            "with the size-biased probe).  ReLU MLPs at batch 8: the default `mlp-kernel-finite` at held-out depths "
+            f"8-16 reads {span(default['16'])} at width 16, {span(default['32'])} at 32, {span(default['64'])} at 64 "
+            f"and {span(default['128'])} at 128 -- its left-out backward terms, large at `L/n` near one; the "
+            f"equal-variance backward factor (`mlp-kernel-finite-backward`, on request) reads {span(backward['16'])}, "
+            f"{span(backward['32'])}, {span(backward['64'])} and {span(backward['128'])}: closer than the default where "
+            "the default's miss is large (widths 16-32), above the mean where it is not (64: run G's overshoot).  "
+            "Circular ReLU chains (spatial 16): the default "
+            f"`chain-kernel-finite-backward` reads {span(circ[32])} at width 32 and {span(circ[64])} at 64, so "
+            "chains leave out much more than the MLPs' backward terms, with either padding.", ""]
 
 
 def read_s(d: dict) -> dict:
@@ -1759,7 +1814,7 @@ OPEN_QUESTIONS = [
     "estimator of the same mean, four times the seeds): the derived law no worse than the calibrated one at both "
     "widths, so it is the default for zero-padded 1-D ReLU chains up to width 64 as for circular ones (report L2: "
     "the same at run L's spatial 8) -- but with "
-    "the mean measured this precisely every law is far low (33-57% at depth 16, beyond 10 z), so what zero-padded "
+    "the mean measured this precisely every law is far low (33-63% at depth 16, beyond 10 z), so what zero-padded "
     "ReLU chains leave out at finite width is larger than on circular ones and is not derived.",
     "* **GELU and tanh.**  The kernel law takes them with every Gaussian moment drawn at width n (runs J and K: "
     "the default for their MLPs and 1-D chains) or, on one position, by quadrature at infinite width "
