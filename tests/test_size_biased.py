@@ -164,3 +164,23 @@ def test_measure_size_biased_refusals_are_one_line(extra, needle, capsys):
     code = main(["measure", "--depths", "2,3", "--seeds", "4", "--width", "4"] + extra)
     err = capsys.readouterr().err
     assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_documented_recipe_runs_from_the_command_line():
+    """``docs/examples.md``'s size-biased recipe, run literally as a user runs it (its own process): the measurement
+    with its size-biased block, and ``predict`` naming the exact one-sample law it is compared with."""
+    import shlex
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "examples.md").read_text().replace("\\\n", " ")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("amutheory ")]
+    measure = next(ln for ln in lines if "--size-biased" in ln)
+    predict = next(ln for ln in lines if ln.startswith("amutheory predict") and "--batch 1" in ln)
+    for command, needle in ((measure, "size-biased probe (full tilt"), (predict, "mlp-one-sample")):
+        argv = shlex.split(command.split("#")[0])
+        got = subprocess.run([sys.executable, "-m", "amutheory", *argv[1:]], capture_output=True, text=True,
+                             timeout=600)
+        assert got.returncode == 0, got.stderr[-2000:]
+        assert needle in got.stdout, got.stdout[-2000:]

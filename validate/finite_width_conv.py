@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from amutheory.bootstrap import seed_draws
+from amutheory.stats import lognormal_mean_coverage
 from amutheory.measure.probe import probe
 from amutheory.spec import ArchSpec
 from amutheory.symbolic.chain.finite_width_modes import finite_width_chain_s_bar
@@ -40,11 +41,11 @@ SPEC = ArchSpec(family="conv", dim=1, depth=max(DEPTHS), width=16, kernel=3, spa
                 activation="linear", input_channels=3, batch=8)
 
 
-def _write(payload: dict) -> None:
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = OUT.with_suffix(".tmp")
+def _write(payload: dict, out: Path = OUT) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(payload, indent=1))
-    tmp.replace(OUT)
+    tmp.replace(out)
 
 
 def main() -> None:
@@ -99,25 +100,12 @@ C2_OUT = Path("docs/findings/finite_width/conv_width16_c2.json")
 C2_COVERAGE_SAMPLES = 2000
 
 
-def _lognormal_coverage(var_ln: float, n: int, samples: int, seed: int) -> float:
-    """The share of ``samples`` log-normal samples of size ``n`` (``Var ln = var_ln``) whose mean is within 3
-    standard errors of the true mean: what ``|z| <= 3`` covers if the weighted values were log-normal."""
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for _ in range(samples):
-        v = np.exp(rng.normal(-var_ln / 2, np.sqrt(var_ln), n))
-        hits += abs(v.mean() - 1.0) <= 3 * v.std(ddof=1) / np.sqrt(n)
-    return hits / samples
-
-
 def run_c2() -> None:
     from amutheory.measure.size_biased import size_biased_probe
 
     payload = json.loads(C2_OUT.read_text()) if C2_OUT.exists() else {
         "plan": "validate/plans/FINITE_WIDTH.md addendum 40 (run C2)", "spec": repr(SPEC), "depths": list(DEPTHS),
         "seeds": [min(C2_SEEDS), max(C2_SEEDS)], "estimator": "size_biased_probe(pooled=True)", "measured": {}}
-    global OUT
-    OUT = C2_OUT
     for d in DEPTHS:
         if str(d) in payload["measured"]:
             continue
@@ -127,7 +115,7 @@ def run_c2() -> None:
         payload["measured"][str(d)] = {"s_bar_w_per_seed": [float(f"{x:.7g}") for x in v], "mean": float(v.mean()),
                                        "se": float(v.std(ddof=1) / np.sqrt(len(v))),
                                        "var_ln": float(np.var(np.log(v), ddof=1))}
-        _write(payload)
+        _write(payload, C2_OUT)
         print(f"depth {d}: size-biased mean {v.mean():.5g} ({time.time() - t:.1f} s)", flush=True)
 
     fw = finite_width_chain_s_bar(SPEC, DEPTHS)
@@ -149,11 +137,11 @@ def run_c2() -> None:
                      "law_ratio": float(np.sqrt(fw[0] / fw[i])), "z_log_ratio": float(z_ratio),
                      "halves": [float(a.mean()), float(b.mean())], "z_halves": float((a.mean() - b.mean()) / se_diff),
                      "var_ln": var_ln,
-                     "lognormal_coverage_3se": _lognormal_coverage(var_ln, n, C2_COVERAGE_SAMPLES, 40 + i)})
+                     "lognormal_coverage_3se": lognormal_mean_coverage(var_ln, n, 3.0, C2_COVERAGE_SAMPLES, 40 + i)})
     payload["table"] = rows
     payload["verdict"] = {"max_abs_z_log_ratio": max(abs(r["z_log_ratio"]) for r in rows)}
     payload["verdict"]["met"] = payload["verdict"]["max_abs_z_log_ratio"] <= 3
-    _write(payload)
+    _write(payload, C2_OUT)
     print("\n| depth | law ratio | measured ratio | z (ln ratio) | mean: error (z) | halves: z | Var ln (s_bar w) | "
           "log-normal coverage of 3 se |")
     print("|---|---|---|---|---|---|---|---|")

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from amutheory.stats import lognormal_mean_coverage
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "findings" / "finite_width"
 PROBES = OUT / "probes.json"
@@ -611,7 +613,7 @@ def _spatial16_section(run: str) -> list:
         extra = ""
         if spread:
             extra = (f" {', '.join(f'{v:.2f}' for v in r['var_ln'])} | "
-                     f"{', '.join(f'{lognormal_coverage(v, per_depth, 3.0, samples=500):.3f}' for v in r['var_ln'])} |")
+                     f"{', '.join(f'{lognormal_mean_coverage(v, per_depth, 3.0, samples=500):.3f}' for v in r['var_ln'])} |")
         lines.append(f"| {r['padding']} | {r['width']} | {r['law']} | {_fmt(r['error'])} | {_fmt(r['z'], False)} | "
                      f"{max(abs(x) for x in r['error']):.1%} |" + extra)
     for key, padding, reading in (("decision", decides, "decides"), ("zero_padding_reported", "zero", "reported")):
@@ -1540,15 +1542,6 @@ def _conv_section() -> list:
     return lines
 
 
-def lognormal_coverage(var_ln: float, n: int, z: float, samples: int = 4000, seed: int = 0) -> float:
-    """The share of ``samples`` log-normal samples of size ``n`` (``Var ln = var_ln``) whose interval
-    ``mean +- z se`` holds the true mean."""
-    rng = np.random.default_rng(seed)
-    v = np.exp(rng.normal(-var_ln / 2, np.sqrt(var_ln), (samples, n)))
-    m, se = v.mean(axis=1), v.std(axis=1, ddof=1) / np.sqrt(n)
-    return float(np.mean(np.abs(m - 1.0) <= z * se))
-
-
 def _conv_c2_section() -> list:
     """Run C2 (plan addendum 40, ``validate/finite_width_conv.py --run C2``), read from its JSON."""
     d = _run_json("conv_width16_c2.json")
@@ -1613,8 +1606,8 @@ def _size_biased_sb_section() -> list:
         zeros = f"; {p['zeros']} seed(s) of s_bar = 0 left out of Var ln" if p.get("zeros") else ""
         lines.append(f"| {cell['net']} | {cell['depth']} | {p['coverage']:.3f} ({p['below']:.3f}, {p['above']:.3f}) | "
                      f"{p['var_ln']:.2f}{zeros} | {q['coverage']:.3f} ({q['below']:.3f}, {q['above']:.3f}) | "
-                     f"{q['var_ln']:.2f} | {lognormal_coverage(q['var_ln'], n, 1.959964):.3f} |")
-        gaps.append(q["coverage"] - lognormal_coverage(q["var_ln"], n, 1.959964))
+                     f"{q['var_ln']:.2f} | {lognormal_mean_coverage(q['var_ln'], n, 1.959964):.3f} |")
+        gaps.append(q["coverage"] - lognormal_mean_coverage(q["var_ln"], n, 1.959964))
     lines += ["", "The last column is the coverage the same interval has when the values are log-normal with the size-biased "
               "values' `Var ln` (4000 simulated samples of the same size): it is the model behind run C2's coverage "
               "column, set here beside the measured coverage (measured minus model: from "

@@ -132,6 +132,19 @@ def probe(spec: ArchSpec, seeds, protocol: ProbeProtocol = ProbeProtocol(),
     """``s_l`` of ``spec`` for every seed, ``chunk`` seeds vectorised at a time (``vmap``).  A probe
     whose estimated peak memory exceeds what the device has free is refused with ``ValueError``
     (:func:`amutheory.limits.check_probe`)."""
+    seeds = check_probe_arguments(spec, seeds, protocol, chunk)
+    rows = []
+    for start in range(0, len(seeds), chunk):
+        block = seeds[start:start + chunk]
+        drawn = [draw_seed(spec, s, protocol) for s in block]
+        rows.append(s_layers_drawn(drawn, block, f"{spec.family_object!r}.build_model"))
+    return ProbeResult(spec=spec, seeds=seeds, s=np.concatenate(rows, axis=0))
+
+
+def check_probe_arguments(spec, seeds, protocol, chunk) -> list[int]:
+    """The probe's arguments checked (``TypeError``/``ValueError`` naming the argument), and a probe whose
+    estimated peak memory exceeds what the device has free refused before any net is built
+    (:func:`amutheory.limits.check_probe`, a calibrated estimate); the seeds as a list of ints."""
     if not isinstance(spec, ArchSpec):
         raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
     seeds = [int(s) for s in seeds]
@@ -141,14 +154,8 @@ def probe(spec: ArchSpec, seeds, protocol: ProbeProtocol = ProbeProtocol(),
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
     if not isinstance(protocol, ProbeProtocol):
         raise TypeError(f"protocol must be a ProbeProtocol, got {type(protocol).__name__}")
-    # refuse what would not fit before any net is built (amutheory.limits: a calibrated estimate)
     check_probe(spec, min(chunk, len(seeds)), protocol.dtype, protocol.device)
-    rows = []
-    for start in range(0, len(seeds), chunk):
-        block = seeds[start:start + chunk]
-        drawn = [draw_seed(spec, s, protocol) for s in block]
-        rows.append(s_layers_drawn(drawn, block, f"{spec.family_object!r}.build_model"))
-    return ProbeResult(spec=spec, seeds=seeds, s=np.concatenate(rows, axis=0))
+    return seeds
 
 
 def s_layers_drawn(drawn, seeds, maker: str) -> np.ndarray:

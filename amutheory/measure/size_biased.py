@@ -6,17 +6,18 @@ standard error undercovers (study P).  Much of that spread is the growth of the 
 forward pass can be drawn *size-biased* exactly:
 
 * For a chain of bias-free layers ``h_l = W_l x_(l-1)``, ``x_l = phi(h_l)`` with ``phi`` linear or ReLU
-  and ``W_l`` iid ``N(0, sigma_l^2)``, let ``Y_l = |x_l|^2`` (summed over batch, channels and positions).
-  Given ``x_(l-1)``, ``E[Y_l] = a sigma_l^2 n_l sum_q |P_q|^2`` where ``P_q`` are the layer's input patches
-  (one per output position and sample: ``x_(l-1)`` itself for a linear layer) and ``a = 1`` (linear) or
-  ``1/2`` (ReLU).
-* ``Q``, the measure of the weights tilted by ``prod_l Y_l / E[Y_l | x_(l-1)]``, is drawn layer by layer
+  and ``W_l`` iid ``N(0, sigma_l^2)``, let ``P_q`` be layer ``l``'s input patches (one per output position
+  and sample: ``x_(l-1)`` itself for a linear layer) or, with the *pooled* tilt, each sample's mean patch over
+  the positions, and ``Z_l = sum_(o, q) phi(w_o . P_q)^2`` (with every patch, ``|x_l|^2``).  Given
+  ``x_(l-1)``, ``E[Z_l] = a sigma_l^2 n_l sum_q |P_q|^2`` with ``a = E[phi(g)^2]`` for ``g ~ N(0, 1)`` (the
+  activation's ``phi2`` moment, derived by :mod:`amutheory.activations`: 1 linear, 1/2 ReLU).
+* ``Q``, the measure of the weights tilted by ``prod_l Z_l / E[Z_l | x_(l-1)]``, is drawn layer by layer
   from the bottom: it is a mixture over one output unit ``o`` (uniform) and one patch ``q`` (in proportion to
   ``|P_q|^2``) of the Gaussian whose row ``w_o`` has ``t = w_o . P_q / (sigma |P_q|)`` distributed as a
   ``chi_3`` (ReLU) or a ``chi_3`` of random sign (linear), everything else as drawn.  So one row per layer
   is redrawn; the rest of the seed's net is the plain probe's.
 * Then for any function ``F`` of the net, inputs and loss directions, ``E_P[F] = E_Q[F w]`` with the
-  likelihood ratio ``w = prod_l E[Y_l | x_(l-1)] / Y_l``: the mean of ``s_l w`` over seeds is unbiased for
+  likelihood ratio ``w = prod_l E[Z_l | x_(l-1)] / Z_l``: the mean of ``s_l w`` over seeds is unbiased for
   ``E[s_l]``, exactly, and its spread is what is left once the forward growth is divided out.
 
 The readout is not tilted.  Only positively homogeneous activations (linear, ReLU) have the ``chi_3``
@@ -25,6 +26,7 @@ form; :func:`tilt_chain` refuses other nets with a ``ValueError`` naming the rea
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -34,10 +36,18 @@ from torch.nn import functional as F
 
 from amutheory.spec import ArchSpec
 
-#: ``E[phi(g)^2] / E[g^2]`` for ``g ~ N(0, v)``: the mean ratio ``a`` above (exact).
-SECOND_MOMENT_RATIO = {"linear": 1.0, "relu": 0.5}
+#: the positively homogeneous activations, whose tilted coordinate is a ``chi_3``
+HOMOGENEOUS = ("linear", "relu")
 #: the tilt's generator is seeded with the probe seed plus this offset, so the plain draw is untouched
 TILT_SEED_OFFSET = 2**40
+
+
+@functools.lru_cache(maxsize=None)
+def second_moment(activation: str) -> float:
+    """``a = E[phi(g)^2]``, ``g ~ N(0, 1)``: the activation's exact ``phi2`` moment (:mod:`amutheory.activations`)."""
+    from amutheory.activations import get_activation
+
+    return get_activation(activation).moment("phi2", 1.0).value
 
 
 def _chain_layers(model: nn.Module) -> nn.ModuleList:
@@ -54,8 +64,8 @@ def _chain_layers(model: nn.Module) -> nn.ModuleList:
 
 
 def patches(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """The input patches of ``layer`` at ``x``: a ``(positions x batch, fan_in)`` matrix ``P`` with
-    ``layer(x)`` equal to ``P @ W.view(n_out, -1).T`` reordered (one row per output entry and channel)."""
+    """The input patches of ``layer`` at ``x``: a ``(batch x positions, fan_in)`` matrix ``P``, one row per sample
+    and output position (sample-major), with ``layer(x)`` equal to ``P @ W.view(n_out, -1).T`` reordered."""
     if isinstance(layer, nn.Linear):
         return x.reshape(-1, layer.in_features)
     if isinstance(layer, (nn.Conv1d, nn.Conv2d)):
@@ -83,11 +93,11 @@ def tilt_chain(model: nn.Module, x: torch.Tensor, activation: str, sigmas, gener
                pooled: bool = False) -> float:
     """Redraw ``model``'s chain layers in place from the size-biased measure ``Q`` (module docstring), bottom
     up, given the input ``x``; ``sigmas[l]`` is layer ``l``'s weight standard deviation.  Returns
-    ``ln w = sum_l ln(E[Y_l | x_(l-1)] / Y_l)``."""
-    if activation not in SECOND_MOMENT_RATIO:
+    ``ln w = sum_l ln(E[Z_l | x_(l-1)] / Z_l)``."""
+    if activation not in HOMOGENEOUS:
         raise ValueError(f"size-biased probe: activation must be linear or relu (positively homogeneous), "
                          f"got {activation!r}")
-    a = SECOND_MOMENT_RATIO[activation]
+    a = second_moment(activation)
     phi = (lambda h: h) if activation == "linear" else F.relu
     layers = _chain_layers(model)
     log_w = 0.0
@@ -112,8 +122,8 @@ def tilt_chain(model: nn.Module, x: torch.Tensor, activation: str, sigmas, gener
             g = g - direction * (direction @ g)
             weight[o] = sigma * (t.to(weight) * direction + g)
             x = phi(layer(x))
-            Y = float(phi(P @ weight.T).pow(2).sum())
-            log_w += math.log(a * sigma**2 * n_out * total) - math.log(Y)
+            Z = float(phi(P @ weight.T).pow(2).sum())
+            log_w += math.log(a * sigma**2 * n_out * total) - math.log(Z)
     return log_w
 
 
@@ -127,15 +137,9 @@ def check_size_biased(spec: ArchSpec) -> None:
     """``ValueError`` naming the reason when the size-biased probe does not cover ``spec``."""
     if not spec.family_object.plain_chain:
         raise ValueError(f"size-biased probe: family must be conv or mlp (a plain chain), got {spec.family!r}")
-    if spec.activation not in SECOND_MOMENT_RATIO:
+    if spec.activation not in HOMOGENEOUS:
         raise ValueError(f"size-biased probe: activation must be linear or relu (positively homogeneous), "
                          f"got {spec.activation!r}")
-
-
-def weighted_mean(values: np.ndarray, log_w: np.ndarray) -> tuple[float, float]:
-    """The size-biased estimate ``mean(values * w)`` over seeds and its standard error."""
-    v = np.asarray(values, dtype=float) * np.exp(np.asarray(log_w, dtype=float))
-    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(len(v)))
 
 
 class SizeBiasedResult:
@@ -166,22 +170,14 @@ def size_biased_probe(spec: ArchSpec, seeds, protocol=None, chunk: int = 16, poo
     seed ``s`` draws the plain probe's net, inputs and loss directions, then redraws one row per layer from
     a generator seeded ``s + TILT_SEED_OFFSET``.  ``ValueError`` naming the reason for a net it does not
     cover (:func:`check_size_biased`)."""
-    from amutheory.limits import check_probe
-    from amutheory.measure.probe import draw_seed, s_layers_drawn
+    from amutheory.measure.probe import check_probe_arguments, draw_seed, s_layers_drawn
     from amutheory.spec import ProbeProtocol
 
     protocol = ProbeProtocol() if protocol is None else protocol
-    if not isinstance(spec, ArchSpec):
-        raise TypeError(f"spec must be an ArchSpec, got {type(spec).__name__}")
-    if not isinstance(protocol, ProbeProtocol):
-        raise TypeError(f"protocol must be a ProbeProtocol, got {type(protocol).__name__}")
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    seeds = check_probe_arguments(spec, seeds, protocol, chunk)
     check_size_biased(spec)
-    seeds = [int(s) for s in seeds]
     if len(seeds) < 2:
         raise ValueError(f"seeds must hold at least 2 seeds (a standard error needs two), got {len(seeds)}")
-    check_probe(spec, min(chunk, len(seeds)), protocol.dtype, protocol.device)
     rows, log_w = [], []
     for start in range(0, len(seeds), chunk):
         block = seeds[start:start + chunk]
